@@ -1,0 +1,33 @@
+# The two set-up commands: `make test` and `make demo`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck unit schema demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## test: lints, strict type check and the whole test suite
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests scripts examples benchmarks
+	$(PY) -m ruff format --check src tests scripts examples benchmarks
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+## schema: regenerate src/acpio/schema from ../shared/spec
+schema: $(STAMP)
+	$(PY) scripts/generate_schema.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

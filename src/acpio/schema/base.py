@@ -1,0 +1,64 @@
+"""Base classes of the generated ACP models, and the typed-message convention the engine relies on.
+
+Every model is an :class:`AcpModel`: fields are snake_case attributes with camelCase wire aliases,
+either name is accepted on construction, unknown fields are kept and written back, and
+:meth:`AcpModel.to_wire` gives the JSON value to send (unset fields omitted).
+
+A *typed message* is a class with ``METHOD`` (the wire method name); a typed request also has
+``RESPONSE`` (the model its result parses into). The generated params models are typed messages
+(``PromptRequest.METHOD == "session/prompt"``, ``PromptRequest.RESPONSE is PromptResponse``), and
+extension messages declared by users follow the same convention.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["AcpModel", "AcpNotification", "AcpRequest", "AcpResponse"]
+
+
+class AcpModel(BaseModel):
+    """Base of every ACP model: snake_case attributes, camelCase on the wire, unknown fields kept."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        use_enum_values=False,
+        protected_namespaces=(),
+    )
+
+    #: Names of discriminator fields this class fills itself (``type``, ``sessionUpdate``...), so that
+    #: they are always serialized even though the user never set them.
+    _TAGS: ClassVar[tuple[str, ...]] = ()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Mark the class's own discriminator fields as set, so they are always written."""
+        if self._TAGS:
+            self.model_fields_set.update(self._TAGS)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object to send: wire names, unset fields omitted, unknown fields kept."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class AcpRequest(AcpModel):
+    """Params of a request: ``METHOD`` is its wire method, ``RESPONSE`` the model of its result."""
+
+    METHOD: ClassVar[str]
+    RESPONSE: ClassVar[type[AcpModel]]
+
+
+class AcpNotification(AcpModel):
+    """Params of a notification: ``METHOD`` is its wire method."""
+
+    METHOD: ClassVar[str]
+
+
+class AcpResponse(AcpModel):
+    """Result of a request. ``METHOD`` names the request it answers."""
+
+    METHOD: ClassVar[str]

@@ -1,0 +1,70 @@
+"""The one interface every transport implements.
+
+A transport moves *frames*: one JSON text per message, as bytes, without the newline. It knows
+nothing of JSON-RPC. The connection (``acpio.jsonrpc``) reads frames with :meth:`Transport.receive`
+and queues frames with :meth:`Transport.send`; stdio, byte streams, subprocesses and the in-process
+channel are adapters to this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Component", "OversizedFrame", "Transport"]
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedFrame:
+    """Stands in for a line longer than the transport's maximum, which was skipped unread.
+
+    The connection answers it with an error instead of dispatching it. ``head`` is the start of
+    the line (enough to show in an error), ``size`` the number of bytes that were skipped.
+    """
+
+    size: int
+    head: bytes
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Frames in and out.
+
+    * ``receive()`` returns the next frame, an :class:`OversizedFrame` for a line that was too long,
+      or ``None`` at a clean end of input. A read failure raises :class:`acpio.TransportError`.
+    * ``send(frame)`` queues a frame and never blocks: transports batch queued frames into as few
+      writes as they can. It raises :class:`acpio.ConnectionClosed` once the transport is closed.
+    * ``drain()`` waits until every queued frame has been written (or the write side failed).
+    * ``aclose()`` flushes what it can, then releases the transport; calling it twice is harmless.
+    """
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        """The next incoming frame; ``None`` at end of input."""
+        ...
+
+    def send(self, frame: bytes) -> None:
+        """Queue one outgoing frame (no trailing newline)."""
+        ...
+
+    async def drain(self) -> None:
+        """Wait until every queued frame is written."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush, then close both directions."""
+        ...
+
+
+@runtime_checkable
+class Component(Protocol):
+    """Something a connection can be made to: a spawned agent process, a builder, a server.
+
+    ``open()`` starts it and returns the transport that talks to it. Closing that transport ends
+    the component (a subprocess is terminated, an in-process builder sees end of input).
+    A :class:`Transport` is used as it is; anything else a connection is asked to connect to
+    must be a ``Component``.
+    """
+
+    async def open(self) -> Transport:
+        """Start the component; the returned transport talks to it."""
+        ...

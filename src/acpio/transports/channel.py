@@ -1,0 +1,73 @@
+"""An in-process transport pair, for tests and for components that run in the same process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from acpio.errors import ConnectionClosed
+from acpio.transports.base import OversizedFrame
+
+__all__ = ["Channel"]
+
+
+class Channel:
+    """One end of an in-process duplex pair: what one end sends, the other receives, in order.
+
+    Make a pair with :meth:`Channel.duplex`. Closing one end is end-of-input for the other.
+    Frames are passed by reference: nothing is copied or serialized twice.
+    """
+
+    __slots__ = ("_closed", "_inbox", "_peer", "_waiter")
+
+    def __init__(self) -> None:
+        self._inbox: deque[bytes | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._peer: Channel | None = None
+        self._closed = False
+
+    @classmethod
+    def duplex(cls) -> tuple[Channel, Channel]:
+        """Two connected ends: ``a.send(x)`` is received by ``b`` and the reverse."""
+        a, b = cls(), cls()
+        a._peer, b._peer = b, a
+        return a, b
+
+    def _deliver(self, frame: bytes | None) -> None:
+        self._inbox.append(frame)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        """The next frame the peer sent; ``None`` once the peer (or this end) closed."""
+        while not self._inbox:
+            if self._closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        frame = self._inbox.popleft()
+        if frame is None:
+            self._inbox.append(None)  # keep reporting end of input
+        return frame
+
+    def send(self, frame: bytes) -> None:
+        """Hand a frame to the peer. Raises :class:`ConnectionClosed` after either end closed."""
+        if self._closed or self._peer is None or self._peer._closed:
+            raise ConnectionClosed("The in-process channel is closed")
+        self._peer._deliver(frame)
+
+    async def drain(self) -> None:
+        """Nothing to wait for: frames are delivered as they are sent."""
+
+    async def aclose(self) -> None:
+        """Close this end; the peer receives end of input after the frames already sent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._peer is not None and not self._peer._closed:
+            self._peer._deliver(None)
+        self._deliver(None)
