@@ -12,11 +12,12 @@ extension messages declared by users follow the same convention.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AcpModel", "AcpNotification", "AcpRequest", "AcpResponse"]
+__all__ = ["AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec"]
 
 
 class AcpModel(BaseModel):
@@ -29,6 +30,8 @@ class AcpModel(BaseModel):
         serialize_by_alias=True,
         use_enum_values=False,
         protected_namespaces=(),
+        # Build each model's validator on first use: importing 270 models stays cheap.
+        defer_build=True,
     )
 
     #: Names of discriminator fields this class fills itself (``type``, ``sessionUpdate``...), so that
@@ -62,3 +65,22 @@ class AcpResponse(AcpModel):
     """Result of a request. ``METHOD`` names the request it answers."""
 
     METHOD: ClassVar[str]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """One row of the method table: everything acpio knows about an ACP method.
+
+    ``direction`` is who sends it: ``"client_to_agent"``, ``"agent_to_client"`` or ``"both"``.
+    ``capability`` names the capability that must be advertised before the method may be used,
+    as a path from ``A`` (the agent's ``agentCapabilities``) or ``C`` (the client's
+    ``clientCapabilities``), for example ``"A.loadSession"``; ``None`` when the method is baseline.
+    """
+
+    method: str
+    direction: Literal["client_to_agent", "agent_to_client", "both"]
+    kind: Literal["request", "notification"]
+    params: type[AcpModel]
+    result: type[AcpModel] | None
+    stable: bool
+    capability: str | None

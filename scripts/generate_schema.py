@@ -1,0 +1,832 @@
+#!/usr/bin/env python3
+"""Generate acpio's ACP models and method table from the official JSON schema.
+
+Usage::
+
+    python scripts/generate_schema.py [--spec ../shared/spec] [--check]
+
+Reads ``v1/schema.unstable.json`` (every type), ``v1/schema.json`` (to mark what is stable) and
+``v1/meta.unstable.json`` (the method names), and writes ``src/acpio/schema/_models.py`` and
+``src/acpio/schema/methods.py``. ``--check`` writes nothing and exits 1 when the committed files
+differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import keyword
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_MODELS = ROOT / "src" / "acpio" / "schema" / "_models.py"
+OUT_METHODS = ROOT / "src" / "acpio" / "schema" / "methods.py"
+
+#: Names for union variants that have no ``$def`` of their own, keyed by (union, tag value).
+VARIANT_NAMES = {
+    ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
+}
+
+#: Objects that combine their own properties with ``oneOf``/``anyOf`` variants. They are generated
+#: as one class holding every variant's fields, checked by ``check_variants`` (see docs/schema.md).
+COMPOSITES = {
+    "CreateElicitationRequest",
+    "CreateElicitationResponse",
+    "SetSessionConfigOptionRequest",
+    "SessionConfigOption",
+    "ElicitationFormMode",
+    "ElicitationUrlMode",
+}
+
+#: JSON-RPC envelope definitions: routing is by method and id, so their payloads stay raw JSON.
+ENVELOPES = {
+    "AgentRequest": "request",
+    "ClientRequest": "request",
+    "AgentNotification": "notification",
+    "ClientNotification": "notification",
+    "AgentResponse": "response",
+    "ClientResponse": "response",
+}
+
+#: The capability that gates each method (A = InitializeResponse.agentCapabilities,
+#: C = InitializeRequest.clientCapabilities), from the spec pages.
+CAPABILITIES = {
+    "logout": "A.auth.logout",
+    "session/load": "A.loadSession",
+    "session/list": "A.sessionCapabilities.list",
+    "session/delete": "A.sessionCapabilities.delete",
+    "session/resume": "A.sessionCapabilities.resume",
+    "session/close": "A.sessionCapabilities.close",
+    "session/fork": "A.sessionCapabilities.fork",
+    "providers/list": "A.providers",
+    "providers/set": "A.providers",
+    "providers/disable": "A.providers",
+    "nes/start": "A.nes",
+    "nes/suggest": "A.nes",
+    "nes/close": "A.nes",
+    "nes/accept": "A.nes",
+    "nes/reject": "A.nes",
+    "document/didOpen": "A.nes.events.document.didOpen",
+    "document/didChange": "A.nes.events.document.didChange",
+    "document/didClose": "A.nes.events.document.didClose",
+    "document/didSave": "A.nes.events.document.didSave",
+    "document/didFocus": "A.nes.events.document.didFocus",
+    "fs/read_text_file": "C.fs.readTextFile",
+    "fs/write_text_file": "C.fs.writeTextFile",
+    "terminal/create": "C.terminal",
+    "terminal/output": "C.terminal",
+    "terminal/release": "C.terminal",
+    "terminal/wait_for_exit": "C.terminal",
+    "terminal/kill": "C.terminal",
+    "elicitation/create": "C.elicitation",
+    "elicitation/complete": "C.elicitation.url",
+    "mcp/connect": "A.mcpCapabilities.acp",
+    "mcp/message": "A.mcpCapabilities.acp",
+    "mcp/disconnect": "A.mcpCapabilities.acp",
+}
+
+INT_FORMATS = {
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+    "int32": "Int32",
+    "int64": "Int64",
+}
+
+_BASEMODEL_NAMES = {
+    "copy", "dict", "json", "schema", "schema_json", "validate", "construct", "fields", "parse_obj",
+    "parse_raw", "parse_file", "from_orm", "update_forward_refs", "to_wire",
+}  # fmt: skip
+
+
+def ref_name(node: dict[str, Any]) -> str | None:
+    """The def name a node refers to (``$ref`` directly or through a one-item ``allOf``)."""
+    if "$ref" in node:
+        return str(node["$ref"]).rsplit("/", 1)[-1]
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
+        return str(all_of[0]["$ref"]).rsplit("/", 1)[-1]
+    return None
+
+
+def snake(name: str) -> str:
+    """Python attribute name for a wire property."""
+    if name == "_meta":
+        return "meta"
+    out = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    if keyword.iskeyword(out) or out in _BASEMODEL_NAMES:
+        out += "_"
+    return out
+
+
+def pascal(tag: str) -> str:
+    """``agent_message_chunk`` -> ``AgentMessageChunk``."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-/ ]+", tag) if part)
+
+
+def member_name(value: str) -> str:
+    """Enum member name for a wire value: ``date-time`` -> ``DATE_TIME``, ``searchAndReplace`` -> ``SEARCH_AND_REPLACE``."""
+    out = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value)
+    out = re.sub(r"[^0-9A-Za-z]+", "_", out).strip("_").upper()
+    if not out or out[0].isdigit():
+        out = "V_" + out
+    return out
+
+
+def docstring(text: str | None, indent: str, extra: str | None = None) -> list[str]:
+    """Lines of a docstring (escaped) for ``text``."""
+    parts = [p for p in (text, extra) if p]
+    if not parts:
+        return []
+    body = "\n\n".join(parts).strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    lines = body.splitlines()
+    if len(lines) == 1:
+        return [f'{indent}"""{lines[0]}"""']
+    out = [f'{indent}"""{lines[0]}']
+    out += [f"{indent}{line}".rstrip() for line in lines[1:]]
+    out.append(f'{indent}"""')
+    return out
+
+
+@dataclass
+class Variant:
+    """One member of a tagged union."""
+
+    tag: str | None  # None: the untagged member
+    cls: str
+
+
+@dataclass
+class Union_:
+    """A union definition to emit as a type alias."""
+
+    name: str
+    discriminator: str | None  # wire name of the tag field
+    variants: list[Variant] = field(default_factory=list)
+    unknown: str | None = None  # name of the catch-all class
+    untagged: str | None = None  # tag used for members without a tag
+
+
+@dataclass
+class FieldSpec:
+    """One model field."""
+
+    wire: str
+    attr: str
+    annotation: str
+    required: bool
+    default: str | None = None  # Python source of the default
+    description: str | None = None
+    omit_none: bool = False  # None is omitted on the wire (schema forbids or does not care about null)
+
+
+@dataclass
+class ModelSpec:
+    """One generated model class."""
+
+    name: str
+    base: str
+    description: str | None
+    fields: list[FieldSpec] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # attrs filled by the class itself
+    classvars: list[str] = field(default_factory=list)
+    variant_groups: str | None = None  # source of check_variants groups
+    post_init_tag_of: str | None = None  # attr whose value's tag to mark as set
+    unstable: bool = False
+
+
+class Generator:
+    """Walks the schema once and collects everything to emit."""
+
+    def __init__(self, unstable: dict[str, Any], stable: dict[str, Any], meta: dict[str, Any]) -> None:
+        self.defs: dict[str, Any] = unstable["$defs"]
+        self.stable_defs = set(stable["$defs"])
+        self.meta = meta
+        self.aliases: dict[str, str] = {}  # name -> source
+        self.enums: dict[str, tuple[list[str], bool, str | None]] = {}  # name -> (values, open, doc)
+        self.models: dict[str, ModelSpec] = {}
+        self.unions: dict[str, Union_] = {}
+        #: classes that get a tag field: class -> (wire tag field, value, auto-set)
+        self.tagged: dict[str, tuple[str, str, bool]] = {}
+        self.subclasses: dict[str, tuple[str, str, str]] = {}  # new class -> (base def, tag field, value)
+        self.generated_names: set[str] = set()
+
+    # ----- classification -------------------------------------------------------------------
+    def is_unstable(self, name: str) -> bool:
+        return name not in self.stable_defs
+
+    def enum_values(self, node: dict[str, Any]) -> tuple[list[str], bool] | None:
+        alts = node.get("oneOf") or node.get("anyOf")
+        if not isinstance(alts, list) or "properties" in node:
+            return None
+        values, is_open = [], False
+        for alt in alts:
+            if alt.get("type") == "string" and "const" in alt:
+                values.append(alt["const"])
+            elif alt.get("type") == "string" and alt.get("title") == "other":
+                is_open = True
+            else:
+                return None
+        return values, is_open
+
+    def plan(self) -> None:
+        for name, node in self.defs.items():
+            if name in ENVELOPES:
+                continue
+            enum = self.enum_values(node)
+            if enum is not None:
+                self.enums[name] = (enum[0], enum[1], node.get("description"))
+            elif node.get("type") == "string":
+                self.aliases[name] = "str"
+            elif name == "RequestId":
+                self.aliases[name] = "Union[StrictInt, StrictStr, None]"
+            elif name == "ErrorCode":
+                self.aliases[name] = "Int32"
+            elif name == "ProtocolVersion":
+                self.aliases[name] = "UInt16"
+            elif name == "ElicitationContentValue":
+                self.aliases[name] = "Union[StrictBool, StrictInt, float, str, list[str]]"
+            elif name == "SessionConfigSelectOptions":
+                self.aliases[name] = "Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]"
+            elif name == "AvailableCommandInput":
+                self.aliases[name] = "UnstructuredCommandInput"
+            elif name == "EmbeddedResourceResource":
+                self.aliases[name] = (
+                    "Annotated[Union[Annotated[TextResourceContents, Tag('text')], "
+                    "Annotated[BlobResourceContents, Tag('blob')]], "
+                    "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]"
+                )
+            elif name in COMPOSITES or node.get("type") == "object" or node == {} or set(node) <= {
+                "x-side",
+                "x-method",
+                "description",
+            }:
+                pass  # a model, planned below
+            elif "oneOf" in node or "anyOf" in node:
+                self.plan_union(name, node)
+            else:
+                raise SystemExit(f"generate_schema: no rule for $def {name!r}: {json.dumps(node)[:200]}")
+
+    def plan_union(self, name: str, node: dict[str, Any]) -> None:
+        alts = node.get("oneOf") or node.get("anyOf")
+        disc = (node.get("discriminator") or {}).get("propertyName")
+        union = Union_(name=name, discriminator=disc)
+        for alt in alts:
+            tag_field = next((k for k, v in alt.get("properties", {}).items() if "const" in v), None)
+            target = ref_name(alt)
+            if tag_field is not None:
+                disc = disc or tag_field
+                value = alt["properties"][tag_field]["const"]
+                if target is None:
+                    cls = VARIANT_NAMES[(name, value)]
+                    self.models[cls] = ModelSpec(cls, "AcpModel", f"The ``{value}`` variant of :data:`{name}`.")
+                    self.tagged[cls] = (tag_field, value, True)
+                elif self.shared(target, name):
+                    cls = pascal(value)
+                    if cls in self.defs:
+                        # the tag's own name is the def: tag it, but only union membership sets it
+                        cls = target
+                        self.tagged[cls] = (tag_field, value, False)
+                    else:
+                        self.subclasses[cls] = (target, tag_field, value)
+                else:
+                    cls = target
+                    self.tagged[cls] = (tag_field, value, True)
+                union.variants.append(Variant(value, cls))
+            elif alt.get("title") == "other":
+                union.unknown = f"Unknown{name}"
+            else:
+                assert target is not None, (name, alt)
+                untag = str(alt.get("title") or target).lower()
+                union.untagged = untag
+                union.variants.append(Variant(untag, target))
+        union.discriminator = disc
+        if union.unknown is None:
+            union.unknown = f"Unknown{name}"
+        self.unions[name] = union
+
+    def shared(self, target: str, union: str) -> bool:
+        """Whether ``target`` is used anywhere but as one tagged member of ``union``."""
+        uses = 0
+        for owner, node in self.defs.items():
+            text = json.dumps(node)
+            count = text.count(f'"#/$defs/{target}"')
+            if owner == union and count == 1:
+                continue
+            uses += count
+        return uses > 0
+
+    # ----- types -------------------------------------------------------------------------------
+    def type_of(self, node: dict[str, Any]) -> tuple[str, bool]:
+        """(annotation, nullable) for a property schema."""
+        target = ref_name(node)
+        if target is not None:
+            return self.named(target), False
+        for key in ("anyOf", "oneOf"):
+            alts = node.get(key)
+            if isinstance(alts, list):
+                non_null = [a for a in alts if a.get("type") != "null"]
+                nullable = len(non_null) != len(alts)
+                types = [self.type_of(a)[0] for a in non_null]
+                ann = types[0] if len(types) == 1 else f"Union[{', '.join(types)}]"
+                return ann, nullable
+        typ = node.get("type")
+        nullable = False
+        if isinstance(typ, list):
+            nullable = "null" in typ
+            rest = [t for t in typ if t != "null"]
+            typ = rest[0] if len(rest) == 1 else None
+        if typ is None:
+            return "Any", False
+        if typ == "string":
+            return "str", nullable
+        if typ == "boolean":
+            return "StrictBool", nullable
+        if typ == "integer":
+            return INT_FORMATS.get(node.get("format", "int64"), "StrictInt"), nullable
+        if typ == "number":
+            return "float", nullable
+        if typ == "array":
+            item = self.type_of(node.get("items", {}))[0]
+            return f"list[{item}]", nullable
+        if typ == "object":
+            extra = node.get("additionalProperties")
+            if isinstance(extra, dict):
+                return f"dict[str, {self.type_of(extra)[0]}]", nullable
+            return "dict[str, Any]", nullable
+        raise SystemExit(f"generate_schema: no Python type for {node!r}")
+
+    def named(self, target: str) -> str:
+        if target in self.enums:
+            return f"Annotated[Union[{target}, str], BeforeValidator(open_enum({target}))]"
+        return target
+
+    def field_spec(self, owner: str, wire: str, node: dict[str, Any], required: bool) -> FieldSpec:
+        ann, nullable = self.type_of(node)
+        if wire == "_meta":
+            ann, nullable = "dict[str, Any]", True
+        untyped = ann == "Any"
+        spec = FieldSpec(wire=wire, attr=snake(wire), annotation=ann, required=required)
+        spec.description = node.get("description")
+        if node.get("x-deserialize-skip-invalid-items"):
+            spec.annotation = f"Annotated[{spec.annotation}, SKIP_INVALID_ITEMS]"
+        if not required:
+            default = node.get("default", None)
+            if isinstance(default, dict):
+                target = ref_name(node)
+                factory = f"{target}.model_validate({default!r})" if target else repr(default)
+                spec.default = f"Field(default_factory=lambda: {factory})"
+            elif default is not None:
+                spec.default = repr(default)
+            else:
+                spec.default = "None"
+            if not untyped:
+                spec.annotation = f"{spec.annotation} | None"
+            spec.omit_none = not untyped and not nullable
+            if node.get("x-deserialize-default-on-error"):
+                spec.annotation = f"Annotated[{spec.annotation}, DEFAULT_ON_ERROR]"
+        return spec
+
+    # ----- models ------------------------------------------------------------------------------
+    def build_models(self) -> None:
+        for name, node in self.defs.items():
+            if name in self.enums or name in self.aliases or name in self.unions:
+                continue
+            if name in ENVELOPES:
+                self.models[name] = self.envelope(name, node)
+                continue
+            spec = ModelSpec(name, "AcpModel", node.get("description"), unstable=self.is_unstable(name))
+            method = node.get("x-method")
+            if method is not None:
+                spec.base = self.message_base(name)
+                spec.classvars.append(f"METHOD: ClassVar[str] = {method!r}")
+            required = set(node.get("required", []))
+            for wire, prop in node.get("properties", {}).items():
+                spec.fields.append(self.field_spec(name, wire, prop, wire in required))
+            if name in COMPOSITES:
+                self.flatten(spec, node)
+            self.models[name] = spec
+        for name, (base, tag_field, value) in self.subclasses.items():
+            spec = ModelSpec(
+                name,
+                base,
+                f"A ``{value}`` session update: :class:`{base}` tagged ``{tag_field}: {value!r}``.",
+                unstable=self.is_unstable(base),
+            )
+            self.models[name] = spec
+            self.tagged[name] = (tag_field, value, True)
+        for cls, (tag_field, value, auto) in self.tagged.items():
+            spec = self.models[cls]
+            attr = snake(tag_field)
+            spec.fields = [f for f in spec.fields if f.wire != tag_field]
+            spec.fields.insert(
+                0,
+                FieldSpec(tag_field, attr, f"Literal[{value!r}]", required=False, default=repr(value)),
+            )
+            if auto:
+                spec.tags.append(attr)
+        for union in self.unions.values():
+            tag_field = union.discriminator
+            assert union.unknown is not None
+            if union.unknown in self.models:
+                continue
+            spec = ModelSpec(
+                union.unknown,
+                "AcpModel",
+                f"A :data:`{union.name}` variant this version of the schema does not know.\n\n"
+                "Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.",
+            )
+            if tag_field is not None:
+                spec.fields.append(
+                    FieldSpec(tag_field, snake(tag_field), "str" if union.untagged is None else "str | None",
+                              required=union.untagged is None, default=None if union.untagged is None else "None")
+                )
+            self.models[union.unknown] = spec
+        # a ToolCallUpdate placed in a session notification must carry its tag
+        for name, spec in self.models.items():
+            for f in spec.fields:
+                if f.annotation.split(" ")[0] == "SessionUpdate":
+                    spec.post_init_tag_of = f.attr
+
+    def message_base(self, name: str) -> str:
+        if name.endswith("Response"):
+            return "AcpResponse"
+        if name.endswith("Notification"):
+            return "AcpNotification"
+        return "AcpRequest"
+
+    def envelope(self, name: str, node: dict[str, Any]) -> ModelSpec:
+        kind = ENVELOPES[name]
+        spec = ModelSpec(name, "AcpModel", node.get("description"))
+        spec.description = (
+            f"A JSON-RPC {kind} envelope ({name}). Its payload stays raw JSON: acpio decodes params by "
+            "method and results by the pending request, never by shape."
+        )
+        if kind in ("request", "response"):
+            spec.fields.append(FieldSpec("id", "id", "RequestId", required=True))
+        if kind in ("request", "notification"):
+            spec.fields.append(FieldSpec("method", "method", "str", required=True))
+            spec.fields.append(FieldSpec("params", "params", "Any", required=False, default="None"))
+        else:
+            spec.fields.append(FieldSpec("result", "result", "Any", required=False, default="None"))
+            spec.fields.append(FieldSpec("error", "error", "Error | None", required=False, default="None",
+                                         omit_none=True))
+        return spec
+
+    def flatten(self, spec: ModelSpec, node: dict[str, Any]) -> None:
+        """Merge the fields of every variant into ``spec`` and record the variant groups."""
+        groups: list[str] = []
+        seen_groups: set[str] = set()
+        have = {f.wire for f in spec.fields}
+        types: dict[str, list[str]] = {}
+        required_everywhere: dict[str, int] = {}
+
+        def collect(group_node: dict[str, Any]) -> None:
+            for key in ("oneOf", "anyOf"):
+                alts = group_node.get(key)
+                if not isinstance(alts, list):
+                    continue
+                variants = []
+                for alt in alts:
+                    props = dict(alt.get("properties", {}))
+                    req = list(alt.get("required", []))
+                    target = ref_name(alt)
+                    if target is not None:
+                        tdef = self.defs[target]
+                        props.update(tdef.get("properties", {}))
+                        req += tdef.get("required", [])
+                        collect(tdef)
+                    collect({k: v for k, v in alt.items() if k in ("anyOf", "oneOf")})
+                    tag_field = next((k for k, v in alt.get("properties", {}).items() if "const" in v), None)
+                    for wire, prop in props.items():
+                        if wire == "_meta":
+                            continue
+                        if tag_field == wire:
+                            types.setdefault(wire, []).append("str")
+                        else:
+                            types.setdefault(wire, []).append(self.type_of(prop)[0])
+                        if wire not in have:
+                            spec_field = self.field_spec(spec.name, wire, prop, False)
+                            spec_field.description = prop.get("description")
+                            spec.fields.append(spec_field)
+                            have.add(wire)
+                    for wire in set(req):
+                        required_everywhere[wire] = required_everywhere.get(wire, 0) + 1
+                    if alt.get("title") == "other":
+                        continue
+                    attrs = tuple(snake(w) for w in dict.fromkeys(req) if w != tag_field)
+                    if tag_field is not None:
+                        value = alt["properties"][tag_field]["const"]
+                        variants.append(f"({snake(tag_field)!r}, {value!r}, {attrs!r})")
+                    else:
+                        variants.append(f"(None, None, {attrs!r})")
+                source = "(" + ", ".join(variants) + ",)"
+                if variants and source not in seen_groups:
+                    seen_groups.add(source)
+                    groups.append(source)
+
+        collect(node)
+        for f in spec.fields:
+            alts = list(dict.fromkeys(types.get(f.wire, [])))
+            if len(alts) > 1:
+                f.annotation = f"Union[{', '.join(alts)}] | None"
+            elif alts and alts[0] == "str" and f.wire in ("type", "mode", "action"):
+                f.annotation = "str | None"
+        spec.variant_groups = "(" + ", ".join(groups) + ",)" if groups else None
+
+    # ----- emit --------------------------------------------------------------------------------
+    def emit_models(self, header: str) -> str:
+        out = [header, "from __future__ import annotations", ""]
+        out += [
+            "# ruff: noqa",
+            "from enum import StrEnum",
+            "from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union",
+            "",
+            "from pydantic import (",
+            "    BeforeValidator,",
+            "    Discriminator,",
+            "    Field,",
+            "    StrictBool,",
+            "    StrictInt,",
+            "    StrictStr,",
+            "    Tag,",
+            "    model_validator,",
+            ")",
+            "",
+            "from acpio.schema._lenient import (",
+            "    DEFAULT_ON_ERROR,",
+            "    SKIP_INVALID_ITEMS,",
+            "    UNKNOWN,",
+            "    check_variants,",
+            "    open_enum,",
+            "    presence_discriminator,",
+            "    tag_discriminator,",
+            ")",
+            "from acpio.schema.base import AcpModel, AcpNotification, AcpRequest, AcpResponse",
+            "",
+            "UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]",
+            "UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]",
+            "UInt64: TypeAlias = Annotated[StrictInt, Field(ge=0, le=18446744073709551615)]",
+            "Int32: TypeAlias = Annotated[StrictInt, Field(ge=-2147483648, le=2147483647)]",
+            "Int64: TypeAlias = Annotated[StrictInt, Field(ge=-9223372036854775808, le=9223372036854775807)]",
+            "",
+            "",
+            "def _is_none(value: Any) -> bool:",
+            "    return value is None",
+            "",
+        ]
+        # enums
+        for name in sorted(self.enums):
+            values, is_open, doc = self.enums[name]
+            out += ["", f"class {name}(StrEnum):"]
+            extra = (
+                "Other values are accepted and kept as plain strings."
+                if is_open
+                else "A value this schema does not know is kept as a plain string, not rejected."
+            )
+            out += docstring(doc, "    ", extra)
+            out.append("")
+            for value in values:
+                out.append(f"    {member_name(value)} = {value!r}")
+            out.append("")
+        # simple aliases that do not reference classes
+        late_aliases = {}
+        for name in sorted(self.aliases):
+            source = self.aliases[name]
+            if set(re.findall(r"\w+", source)) & (set(self.models) | set(self.unions)):
+                late_aliases[name] = source
+                continue
+            out += ["", f"{name}: TypeAlias = {source}"]
+            out += docstring(self.defs[name].get("description"), "")
+        out.append("")
+        # models
+        for name in self.model_order():
+            out += self.emit_model(self.models[name])
+        # unions and late aliases
+        out.append("")
+        for name in sorted(late_aliases):
+            out += ["", f"{name}: TypeAlias = {late_aliases[name]}"]
+            out += docstring(self.defs[name].get("description"), "")
+        for name in sorted(self.unions):
+            out += self.emit_union(self.unions[name])
+        out += ["", ""]
+        # bindings
+        out.append("# Request -> response bindings (the method table in methods.py is built from these).")
+        for name, spec in self.models.items():
+            if spec.base == "AcpRequest":
+                response = self.response_of(name)
+                out.append(f"{name}.RESPONSE = {response}")
+        out += ["", ""]
+        unstable = sorted(
+            n for n in list(self.models) + list(self.enums) + list(self.aliases) + list(self.unions)
+            if self.defs.get(n) is not None and self.is_unstable(n)
+        )
+        public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
+        out.append("__all__ = [")
+        out += [f"    {n!r}," for n in [*public, "UNSTABLE_TYPES"]]
+        out.append("]")
+        out += ["", ""]
+        out.append("#: Names of the types that exist only in the unstable schema.")
+        out.append("UNSTABLE_TYPES: frozenset[str] = frozenset({")
+        out += [f"    {n!r}," for n in unstable]
+        out.append("})")
+        out.append("")
+        return "\n".join(out)
+
+    def response_of(self, request: str) -> str:
+        method = self.defs[request]["x-method"]
+        for name, node in self.defs.items():
+            if node.get("x-method") == method and name.endswith("Response"):
+                return name
+        raise SystemExit(f"generate_schema: no response type for {request}")
+
+    def model_order(self) -> list[str]:
+        """Base classes before subclasses; otherwise schema order."""
+        order: list[str] = []
+        pending = list(self.models)
+        while pending:
+            name = pending.pop(0)
+            base = self.models[name].base
+            if base in self.models and base not in order:
+                pending.append(name)
+                continue
+            order.append(name)
+        return order
+
+    def emit_model(self, spec: ModelSpec) -> list[str]:
+        out = ["", "", f"class {spec.name}({spec.base}):"]
+        note = "**Unstable**: only in the unstable schema; may change or disappear." if spec.unstable else None
+        doc = docstring(spec.description or f"The ``{spec.name}`` object of the ACP schema.", "    ", note)
+        out += doc
+        body: list[str] = []
+        for cv in spec.classvars:
+            body.append(f"    {cv}")
+        if spec.tags:
+            body.append(f"    _TAGS: ClassVar[tuple[str, ...]] = {tuple(spec.tags)!r}")
+        for f in spec.fields:
+            args = []
+            if f.required:
+                default_src = None
+            else:
+                default_src = f.default or "None"
+            kwargs = []
+            if f.attr != f.wire:
+                kwargs.append(f"alias={f.wire!r}")
+            if f.omit_none:
+                kwargs.append("exclude_if=_is_none")
+            if default_src is not None and default_src.startswith("Field("):
+                inner = default_src[len("Field("):-1]
+                value = f"Field({', '.join([inner, *kwargs])})"
+            elif kwargs:
+                if default_src is not None:
+                    args.append(default_src)
+                value = f"Field({', '.join(args + kwargs)})"
+            else:
+                value = default_src
+            line = f"    {f.attr}: {f.annotation}"
+            if value is not None:
+                line += f" = {value}"
+            body.append(line)
+            if f.description:
+                body += docstring(f.description, "    ")
+        if spec.variant_groups:
+            body += [
+                "",
+                "    @model_validator(mode='after')",
+                f"    def _check_variant(self) -> {spec.name}:",
+                f"        check_variants(self, {spec.variant_groups})",
+                "        return self",
+            ]
+        if spec.post_init_tag_of:
+            body += [
+                "",
+                "    def model_post_init(self, context: Any, /) -> None:",
+                "        # the update's tag is written even when its class is also used untagged (ToolCallUpdate)",
+                f"        self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
+            ]
+        if not body:
+            body = ["    pass"] if not doc else []
+        return out + body
+
+    def emit_union(self, union: Union_) -> list[str]:
+        assert union.discriminator is not None and union.unknown is not None
+        members = [f"Annotated[{v.cls}, Tag({v.tag!r})]" for v in union.variants]
+        members.append(f"Annotated[{union.unknown}, Tag(UNKNOWN)]")
+        known = sorted({v.tag for v in union.variants if v.tag is not None})
+        untagged = f", untagged={union.untagged!r}" if union.untagged else ""
+        out = ["", f"{union.name}: TypeAlias = Annotated[", "    Union["]
+        out += [f"        {m}," for m in members]
+        out.append("    ],")
+        out.append(
+            f"    Discriminator(tag_discriminator({union.discriminator!r}, {snake(union.discriminator)!r}, "
+            f"{known!r}{untagged})),"
+        )
+        out.append("]")
+        out += docstring(self.defs[union.name].get("description"), "")
+        return out
+
+    def emit_methods(self, header: str) -> str:
+        rows = []
+        protocol = self.meta.get("protocolMethods", {})
+        directions: dict[str, list[str]] = {}
+        for method in self.meta["agentMethods"].values():
+            directions.setdefault(method, []).append("client_to_agent")
+        for method in self.meta["clientMethods"].values():
+            directions.setdefault(method, []).append("agent_to_client")
+        for method in protocol.values():
+            directions.setdefault(method, []).append("both")
+        for method, dirs in directions.items():
+            direction = "both" if len(dirs) > 1 else dirs[0]
+            owners = [n for n, d in self.defs.items() if d.get("x-method") == method]
+            params = [n for n in owners if not n.endswith("Response")]
+            for p in params:
+                kind = "notification" if p.endswith("Notification") else "request"
+                result = self.response_of(p) if kind == "request" else None
+                stable = not self.is_unstable(p)
+                cap = CAPABILITIES.get(method)
+                if cap is not None:
+                    self.check_capability(cap)
+                rows.append((method, direction, kind, p, result, stable, cap))
+        names = sorted({r[3] for r in rows} | {r[4] for r in rows if r[4]})
+        out = [header, "from __future__ import annotations", ""]
+        out.append("from acpio.schema._models import (")
+        out += [f"    {n}," for n in names]
+        out.append(")")
+        out.append("from acpio.schema.base import MethodSpec")
+        out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS"]', ""]
+        out.append("#: Every ACP v1 method (stable and unstable), in the order of meta.unstable.json.")
+        out.append("METHODS: tuple[MethodSpec, ...] = (")
+        for method, direction, kind, p, result, stable, cap in rows:
+            out.append(
+                f"    MethodSpec({method!r}, {direction!r}, {kind!r}, {p}, {result or 'None'}, "
+                f"stable={stable!r}, capability={cap!r}),"
+            )
+        out.append(")")
+        out += [
+            "",
+            "#: Requests by wire method.",
+            "REQUESTS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'request'}",
+            "#: Notifications by wire method.",
+            "NOTIFICATIONS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'notification'}",
+            "",
+        ]
+        return "\n".join(out)
+
+    def check_capability(self, path: str) -> None:
+        """Fail when a capability path does not exist in the schema (so the table cannot rot)."""
+        side, *parts = path.split(".")
+        node = self.defs["AgentCapabilities" if side == "A" else "ClientCapabilities"]
+        for part in parts:
+            prop = node.get("properties", {}).get(part)
+            if prop is None:
+                raise SystemExit(f"generate_schema: capability {path} does not exist in the schema")
+            target = ref_name(prop) or next(
+                (ref_name(a) for a in prop.get("anyOf", []) if ref_name(a)), None
+            )
+            node = self.defs[target] if target else prop
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", type=Path, default=ROOT.parent / "shared" / "spec")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the committed files are stale")
+    args = parser.parse_args()
+    paths = {
+        "unstable": args.spec / "v1" / "schema.unstable.json",
+        "stable": args.spec / "v1" / "schema.json",
+        "meta": args.spec / "v1" / "meta.unstable.json",
+    }
+    texts = {k: p.read_bytes() for k, p in paths.items()}
+    digest = hashlib.sha256(texts["unstable"]).hexdigest()[:16]
+    gen = Generator(*(json.loads(texts[k]) for k in ("unstable", "stable", "meta")))
+    gen.plan()
+    gen.build_models()
+    header = (
+        "# GENERATED by scripts/generate_schema.py from the ACP v1 schema "
+        f"(schema.unstable.json sha256 {digest}). DO NOT EDIT.\n"
+        "# Regenerate with `make schema`; docs/schema.md explains the rules.\n"
+        '"""{doc}"""\n'
+    )
+    outputs = {
+        OUT_MODELS: gen.emit_models(header.format(doc="The ACP v1 models (stable and unstable), generated.")),
+        OUT_METHODS: gen.emit_methods(header.format(doc="The ACP v1 method table, generated.")),
+    }
+    stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
+    if args.check:
+        for p in stale:
+            print(f"{p.relative_to(ROOT)} is stale: run `make schema`", file=sys.stderr)
+        return 1 if stale else 0
+    for p, text in outputs.items():
+        p.write_text(text)
+    print(f"wrote {len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
+          f"{len(gen.aliases)} aliases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

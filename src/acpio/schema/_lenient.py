@@ -1,0 +1,134 @@
+"""Validation helpers used by the generated models (not public API).
+
+They reproduce what the Rust reference does on receive, which JSON Schema cannot express:
+
+* ``DEFAULT_ON_ERROR``: a field marked ``x-deserialize-default-on-error`` falls back to its default
+  when its value is invalid, instead of failing the whole message;
+* ``SKIP_INVALID_ITEMS``: an array marked ``x-deserialize-skip-invalid-items`` drops the items that
+  do not validate;
+* :func:`open_enum`: a known enum value becomes the enum member, an unknown string is kept as it is
+  (a newer peer's ``ToolKind`` does not reject the message, and a proxy passes it on unchanged);
+* :func:`tag_discriminator`: resolves a union by its tag, sending unknown tags to the union's
+  ``Unknown*`` catch-all variant;
+* :func:`check_variants`: for objects that merge a fixed part with one of several variants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import PydanticUseDefault
+
+E = TypeVar("E", bound=StrEnum)
+
+UNKNOWN = "__unknown__"
+
+
+def _default_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticUseDefault() from None
+
+
+def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError as exc:
+        if not isinstance(value, list):
+            raise
+        bad = {err["loc"][0] for err in exc.errors() if err["loc"] and isinstance(err["loc"][0], int)}
+        if not bad:
+            raise
+        return handler([item for index, item in enumerate(value) if index not in bad])
+
+
+DEFAULT_ON_ERROR = WrapValidator(_default_on_error)
+SKIP_INVALID_ITEMS = WrapValidator(_skip_invalid_items)
+
+
+def open_enum(enum: type[E]) -> Callable[[Any], Any]:
+    """A before-validator: known values become ``enum`` members, other strings pass unchanged."""
+    members = enum._value2member_map_
+
+    def to_member(value: Any) -> Any:
+        if isinstance(value, str) and not isinstance(value, enum):
+            return members.get(value, value)
+        return value
+
+    return to_member
+
+
+def tag_discriminator(
+    field: str, attribute: str, known: Iterable[str], *, untagged: str | None = None
+) -> Callable[[Any], str]:
+    """A pydantic ``Discriminator`` callable for a union tagged by ``field`` (``attribute`` in Python).
+
+    A known tag selects its variant; a missing tag selects ``untagged`` when the union has an
+    untagged member (stdio MCP servers, agent auth methods); anything else selects :data:`UNKNOWN`.
+    """
+    tags = frozenset(known)
+
+    def discriminate(value: Any) -> str:
+        tag = value.get(field) if isinstance(value, dict) else getattr(value, attribute, None)
+        if tag is None and untagged is not None:
+            return untagged
+        if isinstance(tag, str) and tag in tags:
+            return tag
+        return UNKNOWN
+
+    return discriminate
+
+
+def check_variants(
+    model: Any, groups: tuple[tuple[tuple[str | None, Any, tuple[str, ...]], ...], ...]
+) -> None:
+    """Check that ``model`` matches one variant of each group, and has that variant's required fields.
+
+    Each group lists variants as ``(tag_attribute, tag_value, required_attributes)``. A tagged variant
+    is chosen when its tag attribute equals its value; otherwise the first untagged variant
+    (``tag_attribute is None``) whose required attributes are all set. A group of tagged variants
+    only, none of which matches, is an unknown variant: it is accepted as it is.
+    """
+    for group in groups:
+        chosen = next(
+            (
+                required
+                for attr, value, required in group
+                if attr is not None and getattr(model, attr, None) == value
+            ),
+            None,
+        )
+        if chosen is None:
+            untagged = [required for attr, _, required in group if attr is None]
+            if not untagged:
+                continue
+            chosen = next(
+                (req for req in untagged if all(getattr(model, n, None) is not None for n in req)), None
+            )
+            if chosen is None:
+                alternatives = " or ".join("+".join(req) for req in untagged)
+                raise ValueError(f"expected one of these field sets: {alternatives}")
+        missing = [name for name in chosen if getattr(model, name, None) is None]
+        if missing:
+            raise ValueError(f"missing required field(s) {', '.join(missing)} for this variant")
+
+
+def presence_discriminator(*choices: tuple[str, str]) -> Callable[[Any], str]:
+    """A ``Discriminator`` callable for an untagged union told apart by which key is present.
+
+    ``choices`` are ``(key, tag)`` pairs tried in order; the key is both the wire name and the
+    attribute name (``text`` versus ``blob`` for embedded resources).
+    """
+
+    def discriminate(value: Any) -> str:
+        for key, tag in choices:
+            present = key in value if isinstance(value, dict) else getattr(value, key, None) is not None
+            if present:
+                return tag
+        return UNKNOWN
+
+    return discriminate
