@@ -1,3 +1,68 @@
-"""acpio: the Python toolkit for the Agent Client Protocol (ACP)."""
+"""acpio: the Python toolkit for the Agent Client Protocol (ACP).
+
+``import acpio`` is cheap: the protocol models (``acpio.schema``) and the engine load on first use.
+The public names are listed in ``__all__``; each is documented where it is defined.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from acpio.errors import (
+    AcpError,
+    AuthRequired,
+    ConnectionClosed,
+    DeadlockError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    RequestCancelled,
+    RequestError,
+    ResourceNotFound,
+    TransportError,
+)
+
+if TYPE_CHECKING:
+    from acpio import schema
 
 __version__ = "0.1.0"
+
+#: Public names loaded on first access, with the module that defines them.
+_LAZY: dict[str, str] = {
+    "schema": "acpio.schema",
+}
+
+__all__ = [
+    "AcpError",
+    "AuthRequired",
+    "ConnectionClosed",
+    "DeadlockError",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MethodNotFound",
+    "ParseError",
+    "RequestCancelled",
+    "RequestError",
+    "ResourceNotFound",
+    "TransportError",
+    "__version__",
+    "schema",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acpio' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    value = loaded if module.rsplit(".", 1)[-1] == name else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,60 @@
+"""The package as a user first meets it: import cost, public names, typing marker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import acpio
+
+
+def test_all_is_sorted_and_every_name_resolves() -> None:
+    assert acpio.__all__ == sorted(acpio.__all__)
+    for name in acpio.__all__:
+        assert getattr(acpio, name) is not None, name
+
+
+def test_every_error_class_is_exported_at_the_top() -> None:
+    from acpio import errors
+
+    missing = [name for name in errors.__all__ if isinstance(getattr(errors, name), type)]
+    missing = [name for name in missing if name not in acpio.__all__]
+    assert missing == []
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    try:
+        acpio.NoSuchThing  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("acpio.NoSuchThing should not exist")
+
+
+def test_package_is_typed() -> None:
+    assert (Path(acpio.__file__).parent / "py.typed").is_file()
+
+
+def _import_time_us(statement: str) -> int:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
+    # the last line is the top-level module: "import time: self | cumulative | name"
+    return int(out.strip().splitlines()[-1].split("|")[1])
+
+
+def test_import_acpio_is_cheap_and_loads_no_models() -> None:
+    best = min(_import_time_us("import acpio") for _ in range(3))
+    # 100 ms is the budget; a typical run here is about 10 ms.
+    assert best < 100_000, f"import acpio took {best / 1000:.1f} ms"
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import acpio, sys; print('acpio.schema._models' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "False"
