@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LINT_DIRS := $(wildcard src tests scripts examples benchmarks)
 
 .PHONY: test lint typecheck unit schema demo bench clean
 
@@ -16,8 +17,8 @@ $(STAMP): pyproject.toml
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests scripts examples benchmarks
-	$(PY) -m ruff format --check src tests scripts examples benchmarks
+	$(PY) -m ruff check $(LINT_DIRS)
+	$(PY) -m ruff format --check $(LINT_DIRS)
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

@@ -130,7 +130,7 @@ def pascal(tag: str) -> str:
 
 
 def member_name(value: str) -> str:
-    """Enum member name for a wire value: ``date-time`` -> ``DATE_TIME``, ``searchAndReplace`` -> ``SEARCH_AND_REPLACE``."""
+    """Enum member name for a wire value: ``date-time`` -> ``DATE_TIME``, ``nesEdit`` -> ``NES_EDIT``."""
     out = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value)
     out = re.sub(r"[^0-9A-Za-z]+", "_", out).strip("_").upper()
     if not out or out[0].isdigit():
@@ -261,11 +261,17 @@ class Generator:
                     "Annotated[BlobResourceContents, Tag('blob')]], "
                     "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]"
                 )
-            elif name in COMPOSITES or node.get("type") == "object" or node == {} or set(node) <= {
-                "x-side",
-                "x-method",
-                "description",
-            }:
+            elif (
+                name in COMPOSITES
+                or node.get("type") == "object"
+                or node == {}
+                or set(node)
+                <= {
+                    "x-side",
+                    "x-method",
+                    "description",
+                }
+            ):
                 pass  # a model, planned below
             elif "oneOf" in node or "anyOf" in node:
                 self.plan_union(name, node)
@@ -284,7 +290,9 @@ class Generator:
                 value = alt["properties"][tag_field]["const"]
                 if target is None:
                     cls = VARIANT_NAMES[(name, value)]
-                    self.models[cls] = ModelSpec(cls, "AcpModel", f"The ``{value}`` variant of :data:`{name}`.")
+                    self.models[cls] = ModelSpec(
+                        cls, "AcpModel", f"The ``{value}`` variant of :data:`{name}`."
+                    )
                     self.tagged[cls] = (tag_field, value, True)
                 elif self.shared(target, name):
                     cls = pascal(value)
@@ -376,7 +384,7 @@ class Generator:
         if node.get("x-deserialize-skip-invalid-items"):
             spec.annotation = f"Annotated[{spec.annotation}, SKIP_INVALID_ITEMS]"
         if not required:
-            default = node.get("default", None)
+            default = node.get("default")
             if isinstance(default, dict):
                 target = ref_name(node)
                 factory = f"{target}.model_validate({default!r})" if target else repr(default)
@@ -439,16 +447,22 @@ class Generator:
                 union.unknown,
                 "AcpModel",
                 f"A :data:`{union.name}` variant this version of the schema does not know.\n\n"
-                "Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.",
+                "Its fields are kept as they arrived (as extra attributes), so it can be passed on "
+                "unchanged.",
             )
             if tag_field is not None:
                 spec.fields.append(
-                    FieldSpec(tag_field, snake(tag_field), "str" if union.untagged is None else "str | None",
-                              required=union.untagged is None, default=None if union.untagged is None else "None")
+                    FieldSpec(
+                        tag_field,
+                        snake(tag_field),
+                        "str" if union.untagged is None else "str | None",
+                        required=union.untagged is None,
+                        default=None if union.untagged is None else "None",
+                    )
                 )
             self.models[union.unknown] = spec
         # a ToolCallUpdate placed in a session notification must carry its tag
-        for name, spec in self.models.items():
+        for spec in self.models.values():
             for f in spec.fields:
                 if f.annotation.split(" ")[0] == "SessionUpdate":
                     spec.post_init_tag_of = f.attr
@@ -474,8 +488,9 @@ class Generator:
             spec.fields.append(FieldSpec("params", "params", "Any", required=False, default="None"))
         else:
             spec.fields.append(FieldSpec("result", "result", "Any", required=False, default="None"))
-            spec.fields.append(FieldSpec("error", "error", "Error | None", required=False, default="None",
-                                         omit_none=True))
+            spec.fields.append(
+                FieldSpec("error", "error", "Error | None", required=False, default="None", omit_none=True)
+            )
         return spec
 
     def flatten(self, spec: ModelSpec, node: dict[str, Any]) -> None:
@@ -623,7 +638,8 @@ class Generator:
                 out.append(f"{name}.RESPONSE = {response}")
         out += ["", ""]
         unstable = sorted(
-            n for n in list(self.models) + list(self.enums) + list(self.aliases) + list(self.unions)
+            n
+            for n in list(self.models) + list(self.enums) + list(self.aliases) + list(self.unions)
             if self.defs.get(n) is not None and self.is_unstable(n)
         )
         public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
@@ -660,7 +676,9 @@ class Generator:
 
     def emit_model(self, spec: ModelSpec) -> list[str]:
         out = ["", "", f"class {spec.name}({spec.base}):"]
-        note = "**Unstable**: only in the unstable schema; may change or disappear." if spec.unstable else None
+        note = (
+            "**Unstable**: only in the unstable schema; may change or disappear." if spec.unstable else None
+        )
         doc = docstring(spec.description or f"The ``{spec.name}`` object of the ACP schema.", "    ", note)
         out += doc
         body: list[str] = []
@@ -670,17 +688,14 @@ class Generator:
             body.append(f"    _TAGS: ClassVar[tuple[str, ...]] = {tuple(spec.tags)!r}")
         for f in spec.fields:
             args = []
-            if f.required:
-                default_src = None
-            else:
-                default_src = f.default or "None"
+            default_src = None if f.required else f.default or "None"
             kwargs = []
             if f.attr != f.wire:
                 kwargs.append(f"alias={f.wire!r}")
             if f.omit_none:
                 kwargs.append("exclude_if=_is_none")
             if default_src is not None and default_src.startswith("Field("):
-                inner = default_src[len("Field("):-1]
+                inner = default_src[len("Field(") : -1]
                 value = f"Field({', '.join([inner, *kwargs])})"
             elif kwargs:
                 if default_src is not None:
@@ -706,7 +721,7 @@ class Generator:
             body += [
                 "",
                 "    def model_post_init(self, context: Any, /) -> None:",
-                "        # the update's tag is written even when its class is also used untagged (ToolCallUpdate)",
+                "        # write the update's tag even when its class is also used untagged (ToolCallUpdate)",
                 f"        self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
             ]
         if not body:
@@ -714,7 +729,8 @@ class Generator:
         return out + body
 
     def emit_union(self, union: Union_) -> list[str]:
-        assert union.discriminator is not None and union.unknown is not None
+        assert union.discriminator is not None
+        assert union.unknown is not None
         members = [f"Annotated[{v.cls}, Tag({v.tag!r})]" for v in union.variants]
         members.append(f"Annotated[{union.unknown}, Tag(UNKNOWN)]")
         known = sorted({v.tag for v in union.variants if v.tag is not None})
@@ -772,7 +788,9 @@ class Generator:
             "#: Requests by wire method.",
             "REQUESTS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'request'}",
             "#: Notifications by wire method.",
-            "NOTIFICATIONS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'notification'}",
+            "NOTIFICATIONS: dict[str, MethodSpec] = {",
+            "    m.method: m for m in METHODS if m.kind == 'notification'",
+            "}",
             "",
         ]
         return "\n".join(out)
@@ -785,9 +803,7 @@ class Generator:
             prop = node.get("properties", {}).get(part)
             if prop is None:
                 raise SystemExit(f"generate_schema: capability {path} does not exist in the schema")
-            target = ref_name(prop) or next(
-                (ref_name(a) for a in prop.get("anyOf", []) if ref_name(a)), None
-            )
+            target = ref_name(prop) or next((ref_name(a) for a in prop.get("anyOf", []) if ref_name(a)), None)
             node = self.defs[target] if target else prop
 
 
@@ -823,8 +839,10 @@ def main() -> int:
         return 1 if stale else 0
     for p, text in outputs.items():
         p.write_text(text)
-    print(f"wrote {len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
-          f"{len(gen.aliases)} aliases")
+    print(
+        f"wrote {len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
+        f"{len(gen.aliases)} aliases"
+    )
     return 0
 
 

@@ -27,7 +27,9 @@ def test_every_error_is_an_acp_error() -> None:
 def test_str_gives_code_message_and_data() -> None:
     assert str(MethodNotFound("session/foo")) == "-32601 Method not found: session/foo"
     assert str(RequestError(-32050, "Quota exceeded")) == "-32050 Quota exceeded"
-    assert repr(InvalidParams({"x": 1})) == "InvalidParams(code=-32602, message='Invalid params', data={'x': 1})"
+    assert (
+        repr(InvalidParams({"x": 1})) == "InvalidParams(code=-32602, message='Invalid params', data={'x': 1})"
+    )
 
 
 def test_to_wire_omits_data_when_unset() -> None:
@@ -51,7 +53,9 @@ def test_error_from_wire_picks_the_class_and_keeps_the_text(wire: dict[str, obje
     assert err.data == wire.get("data")
 
 
-@pytest.mark.parametrize("wire", [None, "boom", {"code": "x", "message": "m"}, {"code": True, "message": "m"}])
+@pytest.mark.parametrize(
+    "wire", [None, "boom", {"code": "x", "message": "m"}, {"code": True, "message": "m"}]
+)
 def test_malformed_error_objects_do_not_crash(wire: object) -> None:
     err = error_from_wire(wire)
     assert isinstance(err, RequestError)

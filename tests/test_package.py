@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import acpio
 
 
@@ -24,12 +26,8 @@ def test_every_error_class_is_exported_at_the_top() -> None:
 
 
 def test_unknown_attribute_raises_attribute_error() -> None:
-    try:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
         acpio.NoSuchThing  # noqa: B018
-    except AttributeError as exc:
-        assert "NoSuchThing" in str(exc)
-    else:
-        raise AssertionError("acpio.NoSuchThing should not exist")
 
 
 def test_package_is_typed() -> None:

@@ -2842,7 +2842,7 @@ class SessionNotification(AcpNotification):
     """
 
     def model_post_init(self, context: Any, /) -> None:
-        # the update's tag is written even when its class is also used untagged (ToolCallUpdate)
+        # write the update's tag even when its class is also used untagged (ToolCallUpdate)
         self.update.model_fields_set.add('session_update')
 
 

@@ -134,4 +134,6 @@ METHODS: tuple[MethodSpec, ...] = (
 #: Requests by wire method.
 REQUESTS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'request'}
 #: Notifications by wire method.
-NOTIFICATIONS: dict[str, MethodSpec] = {m.method: m for m in METHODS if m.kind == 'notification'}
+NOTIFICATIONS: dict[str, MethodSpec] = {
+    m.method: m for m in METHODS if m.kind == 'notification'
+}
