@@ -1,0 +1,248 @@
+"""What each side advertised at ``initialize``, and the protocol version both speak.
+
+A client asks :class:`AgentFeatures` what the agent can do before calling an optional method
+(``session/load``, ``session/list``...); an agent asks :class:`ClientFeatures` before calling
+``fs/read_text_file`` or ``terminal/create``. Both read the capability paths of the method table
+(``acpio.schema.METHODS``), so the rule "a boolean capability is on only when ``true``; an object
+capability is on when present and not ``null``" lives in one place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acpio.errors import AcpError
+
+if TYPE_CHECKING:
+    from acpio.schema import InitializeRequest, InitializeResponse
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "AgentFeatures",
+    "CapabilityNotAdvertised",
+    "ClientFeatures",
+    "UnsupportedProtocolVersion",
+    "check_agent_version",
+    "negotiate_version",
+]
+
+#: The protocol versions acpio speaks.
+SUPPORTED_PROTOCOL_VERSIONS: tuple[int, ...] = (1,)
+#: The newest of them: what a client puts in ``initialize`` and an agent answers by default.
+LATEST_PROTOCOL_VERSION = max(SUPPORTED_PROTOCOL_VERSIONS)
+
+
+class UnsupportedProtocolVersion(AcpError):
+    """The agent answered ``initialize`` with a protocol version this client does not speak.
+
+    The spec says the client should close the connection and tell the user: upgrade acpio or the
+    agent so that both share a version.
+    """
+
+    def __init__(self, version: int, supported: tuple[int, ...] = SUPPORTED_PROTOCOL_VERSIONS) -> None:
+        self.version = version
+        self.supported = supported
+        spoken = ", ".join(str(v) for v in supported)
+        super().__init__(
+            f"The agent speaks ACP protocol version {version}, but this client speaks only {spoken}. "
+            "Upgrade acpio or the agent so that both share a version."
+        )
+
+
+class CapabilityNotAdvertised(AcpError):
+    """A method was called that the peer did not advertise at ``initialize``.
+
+    ``method`` is the method, ``capability`` the capability path it needs (``A.loadSession`` is the
+    agent's ``agentCapabilities.loadSession``, ``C.terminal`` the client's
+    ``clientCapabilities.terminal``). Check the peer's features before calling, or do without.
+    """
+
+    def __init__(self, method: str, capability: str) -> None:
+        self.method = method
+        self.capability = capability
+        side, _, path = capability.partition(".")
+        owner = "agentCapabilities" if side == "A" else "clientCapabilities"
+        peer = "agent" if side == "A" else "client"
+        super().__init__(
+            f"{method} needs the {peer} to advertise {owner}.{path} at initialize, and it did not. "
+            f"Check the {peer}'s features before calling {method}."
+        )
+
+
+def negotiate_version(requested: int, supported: tuple[int, ...] = SUPPORTED_PROTOCOL_VERSIONS) -> int:
+    """The version an agent answers to a client that asked for ``requested``.
+
+    The requested version when the agent supports it, otherwise the newest one it supports.
+    """
+    return requested if requested in supported else max(supported)
+
+
+def check_agent_version(version: int, supported: tuple[int, ...] = SUPPORTED_PROTOCOL_VERSIONS) -> None:
+    """Raise :class:`UnsupportedProtocolVersion` when a client cannot speak the agent's answer."""
+    if version not in supported:
+        raise UnsupportedProtocolVersion(version, supported)
+
+
+def _capability_on(root: dict[str, Any], path: list[str]) -> bool:
+    node: Any = root
+    for part in path:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(part)
+        if node is None or node is False:
+            return False
+    return node is True or isinstance(node, dict)
+
+
+class _Features:
+    """Shared reading of one side's capabilities (a wire-form dict)."""
+
+    _SIDE: str
+
+    def __init__(self, capabilities: dict[str, Any]) -> None:
+        self._caps = capabilities
+
+    def has(self, path: str) -> bool:
+        """Whether the capability at ``path`` (``"loadSession"``, ``"fs.readTextFile"``...) is on."""
+        return _capability_on(self._caps, path.split("."))
+
+    def supports(self, method: str) -> bool:
+        """Whether this side may be sent ``method``: it is baseline, or its capability is on."""
+        capability = _capability_for(method)
+        if capability is None or not capability.startswith(self._SIDE + "."):
+            return True
+        return self.has(capability.partition(".")[2])
+
+    def require(self, method: str) -> None:
+        """Raise :class:`CapabilityNotAdvertised` unless :meth:`supports` ``method``."""
+        if not self.supports(method):
+            capability = _capability_for(method)
+            assert capability is not None
+            raise CapabilityNotAdvertised(method, capability)
+
+
+def _capability_for(method: str) -> str | None:
+    from acpio.schema import NOTIFICATIONS, REQUESTS
+
+    spec = REQUESTS.get(method) or NOTIFICATIONS.get(method)
+    return None if spec is None else spec.capability
+
+
+class AgentFeatures(_Features):
+    """What an agent advertised in its ``initialize`` response (``agentCapabilities``)."""
+
+    _SIDE = "A"
+
+    @classmethod
+    def from_response(cls, response: InitializeResponse) -> AgentFeatures:
+        """The features of the agent that sent ``response``."""
+        caps = response.agent_capabilities
+        return cls(caps.to_wire() if caps is not None else {})
+
+    @property
+    def load_session(self) -> bool:
+        """``session/load`` may be called."""
+        return self.has("loadSession")
+
+    @property
+    def list_sessions(self) -> bool:
+        """``session/list`` may be called."""
+        return self.has("sessionCapabilities.list")
+
+    @property
+    def resume_session(self) -> bool:
+        """``session/resume`` may be called."""
+        return self.has("sessionCapabilities.resume")
+
+    @property
+    def close_session(self) -> bool:
+        """``session/close`` may be called."""
+        return self.has("sessionCapabilities.close")
+
+    @property
+    def delete_session(self) -> bool:
+        """``session/delete`` may be called."""
+        return self.has("sessionCapabilities.delete")
+
+    @property
+    def logout(self) -> bool:
+        """``logout`` may be called."""
+        return self.has("auth.logout")
+
+    @property
+    def prompt_image(self) -> bool:
+        """Prompts may carry image content blocks."""
+        return self.has("promptCapabilities.image")
+
+    @property
+    def prompt_audio(self) -> bool:
+        """Prompts may carry audio content blocks."""
+        return self.has("promptCapabilities.audio")
+
+    @property
+    def prompt_embedded_context(self) -> bool:
+        """Prompts may carry embedded resources."""
+        return self.has("promptCapabilities.embeddedContext")
+
+    @property
+    def mcp_http(self) -> bool:
+        """Sessions may be given HTTP MCP servers."""
+        return self.has("mcpCapabilities.http")
+
+    @property
+    def mcp_sse(self) -> bool:
+        """Sessions may be given SSE MCP servers."""
+        return self.has("mcpCapabilities.sse")
+
+    @property
+    def mcp_acp(self) -> bool:
+        """Sessions may be given MCP servers over ACP (unstable)."""
+        return self.has("mcpCapabilities.acp")
+
+
+class ClientFeatures(_Features):
+    """What a client advertised in its ``initialize`` request (``clientCapabilities``)."""
+
+    _SIDE = "C"
+
+    @classmethod
+    def from_request(cls, request: InitializeRequest) -> ClientFeatures:
+        """The features of the client that sent ``request``."""
+        caps = request.client_capabilities
+        return cls(caps.to_wire() if caps is not None else {})
+
+    @property
+    def read_text_file(self) -> bool:
+        """``fs/read_text_file`` may be called."""
+        return self.has("fs.readTextFile")
+
+    @property
+    def write_text_file(self) -> bool:
+        """``fs/write_text_file`` may be called."""
+        return self.has("fs.writeTextFile")
+
+    @property
+    def terminal(self) -> bool:
+        """The ``terminal/*`` methods may be called."""
+        return self.has("terminal")
+
+    @property
+    def elicitation_form(self) -> bool:
+        """Form-mode ``elicitation/create`` may be called."""
+        return self.has("elicitation.form")
+
+    @property
+    def elicitation_url(self) -> bool:
+        """URL-mode ``elicitation/create`` may be called."""
+        return self.has("elicitation.url")
+
+    @property
+    def boolean_config_options(self) -> bool:
+        """Boolean session config options may be sent."""
+        return self.has("session.configOptions.boolean")
+
+    @property
+    def terminal_auth(self) -> bool:
+        """Terminal auth methods may be advertised."""
+        return self.has("auth.terminal")
