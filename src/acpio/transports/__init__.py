@@ -1,0 +1,36 @@
+"""Transports move frames (one JSON text per message) between a connection and its peer.
+
+Every transport implements :class:`Transport`; a :class:`Component` (such as :class:`AcpAgent`)
+is something that, once opened, gives one. Pick by where the peer is:
+
+* :class:`Channel` — in the same process (``Channel.duplex()`` makes a connected pair);
+* :class:`Stdio` — the client that started this process, on stdin/stdout;
+* :class:`AcpAgent` — an agent or proxy program to start as a child process;
+* :class:`ByteStreams` — an asyncio stream pair (a socket, a pipe);
+* :class:`Lines` — anything else that can read and write bytes.
+"""
+
+from acpio.transports.base import Component, OversizedFrame, Transport
+from acpio.transports.channel import Channel
+from acpio.transports.commands import AgentCommand
+from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
+from acpio.transports.stdio import Stdio
+from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
+from acpio.transports.subprocess import AcpAgent, AgentProcess
+
+__all__ = [
+    "DEFAULT_MAX_LINE",
+    "AcpAgent",
+    "AgentCommand",
+    "AgentProcess",
+    "ByteStreams",
+    "Channel",
+    "Component",
+    "DebugCallback",
+    "LineDirection",
+    "LineSplitter",
+    "Lines",
+    "OversizedFrame",
+    "Stdio",
+    "Transport",
+]

@@ -1,0 +1,351 @@
+"""Newline-delimited JSON over byte streams: :class:`Lines` and :class:`ByteStreams`.
+
+:class:`Lines` turns any pair of async callables (read a chunk, write bytes) into a
+:class:`~acpio.transports.base.Transport`. :class:`ByteStreams` is ``Lines`` over an asyncio
+``StreamReader``/``StreamWriter`` pair (sockets, pipes); ``Stdio`` and ``AcpAgent`` build on them.
+
+Writes are batched. ``send()`` only appends the frame to a list; one writer task joins everything
+queued so far into a single ``write`` call and awaits it. Frames sent while a write is in flight
+wait in the list and go out together in the next one, so a burst of messages costs one system call,
+not one per message, and a slow reader makes the batches larger instead of the queue longer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeAlias
+
+from acpio.errors import ConnectionClosed, TransportError
+from acpio.transports.base import OversizedFrame
+from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
+
+__all__ = ["ByteStreams", "DebugCallback", "LineDirection", "Lines"]
+
+logger = logging.getLogger("acpio.transports")
+
+LineDirection: TypeAlias = Literal["send", "receive", "stderr"]
+"""Which way a line went: ``"send"`` (to the peer), ``"receive"`` (from it), ``"stderr"`` (an agent's)."""
+
+DebugCallback: TypeAlias = Callable[[LineDirection, str], None]
+"""``debug(direction, line)``: called for every line a transport sends or receives, for tracing."""
+
+READ_SIZE = 256 * 1024
+"""How many bytes a byte-stream transport asks for per read."""
+
+DEFAULT_CLOSE_TIMEOUT = 5.0
+"""How long ``aclose()`` waits for queued frames to be written before dropping them."""
+
+
+class Lines:
+    """A transport over two async callables: one reads a chunk, the other writes bytes.
+
+    ``read()`` returns the next chunk (``b""`` at end of input); ``write(data)`` writes all of it.
+
+    Incoming bytes are cut into frames by :class:`~acpio.transports.lines.LineSplitter`; outgoing
+    frames get a newline and are batched (see the module docstring). ``close``, if given, is awaited
+    by :meth:`aclose` after the last queued frame was written. ``debug(direction, line)`` sees every
+    frame sent and received. ``label`` names the peer in error messages.
+
+    One task at a time may call :meth:`receive`. :meth:`aclose` does not interrupt a ``receive``
+    that is waiting for input (unless ``close`` ends the input): cancel that task instead.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], Awaitable[bytes]],
+        write: Callable[[bytes], Awaitable[object]],
+        *,
+        close: Callable[[], Awaitable[object]] | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        debug: DebugCallback | None = None,
+        label: str = "peer",
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+    ) -> None:
+        self._read = read
+        self._write = write
+        self._close = close
+        self._splitter = LineSplitter(max_line)
+        self._frames: deque[bytes | OversizedFrame] = deque()
+        self._debug = debug
+        self._label = label
+        self._close_timeout = close_timeout
+        self._at_end = False
+        self._closed = False
+        # Outgoing side: frames and newlines waiting for the writer task.
+        self._queued: list[bytes] = []
+        self._writing = False
+        self._writer: asyncio.Task[None] | None = None
+        self._wakeup: asyncio.Future[None] | None = None
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._write_failure: TransportError | None = None
+        self._writes = 0
+        self._flush_timed_out = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<{type(self).__name__} {self._label} {state}>"
+
+    @property
+    def label(self) -> str:
+        """The peer's name, as used in error messages."""
+        return self._label
+
+    @property
+    def max_line(self) -> int:
+        """The longest incoming line, in bytes, delivered as a frame."""
+        return self._splitter.max_line
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` was called."""
+        return self._closed
+
+    def statistics(self) -> dict[str, int]:
+        """Counters for tests and tuning: ``writes`` done, bytes ``queued`` but not yet written."""
+        return {"writes": self._writes, "queued": sum(map(len, self._queued))}
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        """The next frame; an :class:`OversizedFrame` for a line over ``max_line``; ``None`` at end.
+
+        A partial line left when the input ends is dropped (and logged at debug level).
+        Raises :class:`~acpio.TransportError` when reading fails.
+        """
+        frames = self._frames
+        while not frames:
+            if self._at_end or self._closed:
+                return None
+            try:
+                chunk = await self._read()
+            except (OSError, EOFError) as exc:
+                raise self._read_failed(exc) from exc
+            if not chunk:
+                self._at_end = True
+                rest = self._splitter.finish()
+                if rest is not None:
+                    size = rest.size if isinstance(rest, OversizedFrame) else len(rest)
+                    logger.debug(
+                        "%s closed its output in the middle of a line; dropped %d bytes", self._label, size
+                    )
+                await self._on_end_of_input()
+                return None
+            frames.extend(self._splitter.feed(chunk))
+        frame = frames.popleft()
+        if self._debug is not None:
+            self._report("receive", frame)
+        return frame
+
+    def _read_failed(self, exc: BaseException) -> TransportError:
+        """The error raised when reading fails; subclasses add what they know (an exit code)."""
+        return TransportError(
+            f"Reading from {self._label} failed: {exc or type(exc).__name__}. "
+            "The peer closed the connection abruptly or crashed; check that it is still running."
+        )
+
+    def _write_failed(self, exc: BaseException) -> TransportError:
+        """The error stored when writing fails; subclasses add what they know."""
+        return TransportError(
+            f"Writing to {self._label} failed: {exc or type(exc).__name__}. "
+            "The peer stopped reading (it exited or closed the connection)."
+        )
+
+    async def _on_end_of_input(self) -> None:
+        """Called once when the input ends cleanly; a subclass may raise instead (a crashed child)."""
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, frame: bytes) -> None:
+        """Queue one frame (a single line of compact JSON, without the newline); never blocks.
+
+        Raises :class:`~acpio.ConnectionClosed` after :meth:`aclose` or after a write failed, and
+        ``ValueError`` if the frame contains a newline.
+        """
+        if self._closed:
+            raise ConnectionClosed(f"The transport to {self._label} is closed; no more frames can be sent")
+        if self._write_failure is not None:
+            raise ConnectionClosed(
+                f"The transport to {self._label} can no longer send: {self._write_failure}"
+            ) from self._write_failure
+        if b"\n" in frame:
+            raise ValueError("A frame must be one line, but this one contains a newline: serialize compactly")
+        if self._debug is not None:
+            self._report("send", frame)
+        self._queued += (frame, b"\n")
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            if not wakeup.done():
+                wakeup.set_result(None)
+        elif self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(
+                self._write_loop(), name=f"acpio writer for {self._label}"
+            )
+
+    async def drain(self) -> None:
+        """Wait until every frame queued so far has been written.
+
+        Raises :class:`~acpio.TransportError` if a write failed (the peer went away).
+        """
+        if self._queued or self._writing:
+            waiter = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+        if self._write_failure is not None:
+            raise self._write_failure
+
+    async def _write_loop(self) -> None:
+        """The single writer: join whatever is queued, write it, repeat; sleep while idle."""
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                if not self._queued:
+                    self._notify_drained()
+                    if self._closed:
+                        return
+                    self._wakeup = loop.create_future()
+                    await self._wakeup
+                    continue
+                data = b"".join(self._queued)
+                self._queued.clear()
+                self._writing = True
+                try:
+                    await self._write(data)
+                finally:
+                    self._writing = False
+                self._writes += 1
+        except Exception as exc:
+            self._write_failure = self._write_failed(exc)
+            self._write_failure.__cause__ = exc
+            logger.debug("%s", self._write_failure)
+            self._queued.clear()
+            self._notify_drained()
+
+    def _notify_drained(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _report(self, direction: LineDirection, frame: bytes | OversizedFrame) -> None:
+        """Hand a line to the debug callback; a failing callback is logged, never fatal."""
+        assert self._debug is not None
+        if isinstance(frame, OversizedFrame):
+            text = frame.head.decode("utf-8", "replace") + f"… [line of {frame.size} bytes skipped]"
+        else:
+            text = frame.decode("utf-8", "replace")
+        try:
+            self._debug(direction, text)
+        except Exception:
+            logger.exception("The debug callback of %s failed", self._label)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Write what is queued (waiting at most ``close_timeout`` seconds), then close.
+
+        Further sends raise :class:`~acpio.ConnectionClosed`; calling ``aclose`` again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._finish_writing(self._close_timeout)
+        finally:
+            await self._release()
+
+    async def _finish_writing(self, seconds: float) -> None:
+        """Let the writer write everything queued and stop; cancel it after ``seconds``."""
+        writer = self._writer
+        if writer is None or writer.done():
+            return
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            if not wakeup.done():
+                wakeup.set_result(None)
+        try:
+            async with asyncio.timeout(seconds):
+                await asyncio.shield(writer)
+        except TimeoutError:
+            self._flush_timed_out = True
+            message = (
+                f"{self._label} did not read its input for {seconds:.1f} s; "
+                f"closing with {self._unwritten()} queued bytes unwritten"
+            )
+            logger.warning("%s", message)
+            if self._write_failure is None:
+                self._write_failure = TransportError(message)
+        finally:
+            if not writer.done():
+                writer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await writer
+            self._queued.clear()
+            self._notify_drained()
+
+    def _unwritten(self) -> int:
+        """Bytes queued but not yet written (a subclass adds what its own buffers hold)."""
+        return sum(map(len, self._queued))
+
+    async def _release(self) -> None:
+        """Release the underlying resources once writing is over."""
+        if self._close is not None:
+            with contextlib.suppress(OSError):
+                await self._close()
+
+
+class ByteStreams(Lines):
+    """A transport over an asyncio ``StreamReader`` and ``StreamWriter`` (a socket, a pipe pair).
+
+    Frames are newline-delimited; writes are batched and awaited with ``writer.drain()``.
+    :meth:`aclose` flushes, then closes the writer (for a socket that also ends the reader).
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        max_line: int = DEFAULT_MAX_LINE,
+        debug: DebugCallback | None = None,
+        label: str = "peer",
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+    ) -> None:
+        self._reader = reader
+        self._stream_writer = writer
+        super().__init__(
+            self._read_chunk,
+            self._write_all,
+            max_line=max_line,
+            debug=debug,
+            label=label,
+            close_timeout=close_timeout,
+        )
+
+    async def _read_chunk(self) -> bytes:
+        return await self._reader.read(READ_SIZE)
+
+    async def _write_all(self, data: bytes) -> None:
+        writer = self._stream_writer
+        if writer.is_closing():
+            raise ConnectionResetError("the stream is closed")
+        writer.write(data)
+        await writer.drain()
+
+    def _unwritten(self) -> int:
+        return super()._unwritten() + self._stream_writer.transport.get_write_buffer_size()
+
+    async def _release(self) -> None:
+        writer = self._stream_writer
+        if self._flush_timed_out:
+            writer.transport.abort()  # a plain close would wait for the peer to read the rest
+        else:
+            writer.close()
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(self._close_timeout):
+                await writer.wait_closed()

@@ -1,0 +1,287 @@
+"""AcpAgent: spawning agents, their stderr, their failures and how they are ended."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acpio.errors import ConnectionClosed, TransportError
+from acpio.transports import AcpAgent, AgentProcess, Component, Transport
+
+TIMEOUT = 10
+
+ECHO = r"""
+import json, os, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    message["env"] = {k: os.environ.get(k) for k in message.get("want_env", [])}
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+"""
+
+STDERR_FLOOD = r"""
+import sys
+sys.stdin.readline()
+line = "x" * 99 + "\n"
+for _ in range(100_000):  # 10 MB: far more than a pipe holds
+    sys.stderr.write(line)
+sys.stderr.write("last stderr line\n")
+sys.stderr.flush()
+sys.stdout.write('{"done":true}\n')
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+FAILING = r"""
+import sys
+sys.stdout.write('{"hello":1}\n')
+sys.stdout.flush()
+sys.stderr.write("starting\nfatal: no credentials found; set API_KEY\n")
+sys.exit(3)
+"""
+
+STUBBORN = r"""
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+grandchild = subprocess.Popen(
+    [sys.executable, "-c", "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); time.sleep(600)"],
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+)
+sys.stdout.write('{"grandchild":%d}\n' % grandchild.pid)
+sys.stdout.flush()
+sys.stdin.read()  # stdin closes ... and we carry on regardless
+while True:
+    time.sleep(1)
+"""
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def wait_gone(pid: int) -> None:
+    # No event announces the end of a process that is not our child: look until it is gone.
+    for _ in range(1000):
+        if not alive(pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"process {pid} is still alive")
+
+
+async def exchange(transport: Transport, message: dict[str, Any]) -> Any:
+    transport.send(json.dumps(message).encode())
+    frame = await transport.receive()
+    assert isinstance(frame, bytes)
+    return json.loads(frame)
+
+
+def test_acp_agent_is_a_component() -> None:
+    assert isinstance(AcpAgent(["agent"]), Component)
+
+
+COMMAND_FORMS: dict[str, Callable[[], Any]] = {
+    "argv list": lambda: python(ECHO),
+    "shell words": lambda: "FORM=words " + shlex.join(python(ECHO)),
+    "json string": lambda: json.dumps(
+        {"command": sys.executable, "args": ["-c", ECHO], "env": {"FORM": "json"}}
+    ),
+    "mapping": lambda: {"command": sys.executable, "args": ["-c", ECHO], "env": {"FORM": "mapping"}},
+}
+
+
+@pytest.mark.parametrize("form", COMMAND_FORMS)
+async def test_command_forms_round_trip(form: str) -> None:
+    agent = AcpAgent(COMMAND_FORMS[form]())
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            reply = await exchange(transport, {"id": 1, "want_env": ["FORM"]})
+    finally:
+        await transport.aclose()
+    expected_form = {"argv list": None, "shell words": "words"}.get(form, form.split()[0])
+    assert reply == {"id": 1, "want_env": ["FORM"], "env": {"FORM": expected_form}}
+    assert agent.returncode == 0
+    assert agent.pid == transport.pid
+
+
+async def test_environment_is_inherited_plus_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACPIO_INHERITED", "from parent")
+    monkeypatch.setenv("ACPIO_REPLACED", "old")
+    agent = AcpAgent(python(ECHO), env={"ACPIO_ADDED": "new", "ACPIO_REPLACED": "new"})
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            reply = await exchange(
+                transport, {"want_env": ["ACPIO_INHERITED", "ACPIO_ADDED", "ACPIO_REPLACED"]}
+            )
+    finally:
+        await transport.aclose()
+    assert reply["env"] == {"ACPIO_INHERITED": "from parent", "ACPIO_ADDED": "new", "ACPIO_REPLACED": "new"}
+
+
+async def test_command_not_found_is_a_clear_error() -> None:
+    with pytest.raises(TransportError, match=r"'acpio-no-such-agent'.*not found.*PATH"):
+        await AcpAgent("acpio-no-such-agent --flag").open()
+
+
+async def test_command_not_executable_is_a_clear_error(tmp_path: Path) -> None:
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(TransportError, match=r"permission denied.*executable"):
+        await AcpAgent([str(script)]).open()
+
+
+async def test_bad_working_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TransportError, match=r"working directory .* does not exist"):
+        await AcpAgent(python(ECHO), cwd=tmp_path / "missing").open()
+
+
+async def test_ten_megabytes_of_stderr_do_not_stall_the_agent() -> None:
+    stderr_lines: list[str] = []
+
+    def debug(direction: str, line: str) -> None:
+        if direction == "stderr":
+            stderr_lines.append(line)
+
+    transport = await AcpAgent(python(STDERR_FLOOD), debug=debug).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert await exchange(transport, {"go": True}) == {"done": True}
+    finally:
+        await transport.aclose()
+    tail = transport.stderr_tail
+    assert tail is not None
+    assert tail.startswith("[… earlier stderr output omitted]\nxxxx")
+    assert tail.endswith("last stderr line")
+    assert len(tail.encode()) <= 64 * 1024 + 100
+    assert len(stderr_lines) == 100_001
+    assert stderr_lines[-1] == "last stderr line"
+
+
+async def test_agent_that_exits_with_an_error_reports_its_stderr() -> None:
+    transport = await AcpAgent(python(FAILING)).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert await transport.receive() == b'{"hello":1}'
+            with pytest.raises(TransportError) as info:
+                await transport.receive()
+    finally:
+        await transport.aclose()
+    error = info.value
+    assert "exited with exit code 3" in str(error)
+    assert error.stderr_tail == "starting\nfatal: no credentials found; set API_KEY"
+    assert "no credentials found" in str(error)
+    assert transport.returncode == 3
+
+
+async def test_agent_killed_by_a_signal_is_an_error() -> None:
+    transport = await AcpAgent(python("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            with pytest.raises(TransportError, match="was killed by SIGKILL"):
+                await transport.receive()
+    finally:
+        await transport.aclose()
+
+
+async def test_clean_exit_is_end_of_input() -> None:
+    transport = await AcpAgent(python("print('{\"bye\":1}', end='\\n')")).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert await transport.receive() == b'{"bye":1}'
+            assert await transport.receive() is None
+            assert await transport.wait() == 0
+    finally:
+        await transport.aclose()
+
+
+async def test_closing_ends_a_cooperative_agent_without_signals() -> None:
+    agent = AcpAgent(python(ECHO), grace_period=5)
+    transport = await agent.open()
+    transport.send(b'{"last":1}')
+    started = time.monotonic()
+    async with asyncio.timeout(TIMEOUT):
+        await transport.aclose()
+    assert time.monotonic() - started < 2
+    assert agent.returncode == 0
+    with pytest.raises(ConnectionClosed):
+        transport.send(b"{}")
+    assert await transport.receive() is None
+
+
+async def test_closing_ends_a_stubborn_agent_and_its_process_group() -> None:
+    agent = AcpAgent(python(STUBBORN), grace_period=0.2, terminate_timeout=0.2)
+    transport = await agent.open()
+    async with asyncio.timeout(TIMEOUT):
+        hello = await transport.receive()
+        assert isinstance(hello, bytes)
+        grandchild = json.loads(hello)["grandchild"]
+        assert alive(grandchild)
+        assert os.getpgid(grandchild) == transport.pid
+        started = time.monotonic()
+        await transport.aclose()
+        elapsed = time.monotonic() - started
+        await wait_gone(grandchild)
+    assert agent.returncode == -signal.SIGKILL
+    assert 0.4 <= elapsed < 3
+
+
+async def send_until_it_fails(transport: Transport) -> None:
+    while True:  # the first writes may still fit in the pipe before it reports EPIPE
+        transport.send(b"{}")
+        await transport.drain()
+
+
+async def test_write_to_an_agent_that_exited_fails_with_its_status() -> None:
+    transport = await AcpAgent(python("import sys; sys.stderr.write('gone\\n'); sys.exit(2)")).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            await transport.wait()
+            with pytest.raises(TransportError, match="stopped reading its input") as info:
+                await send_until_it_fails(transport)
+    finally:
+        await transport.aclose()
+    assert "exit code 2" in str(info.value)
+
+
+async def test_debug_callback_sees_both_directions() -> None:
+    seen: list[tuple[str, str]] = []
+    agent = AcpAgent(python(ECHO), debug=lambda direction, line: seen.append((direction, line)))
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            await exchange(transport, {"id": 7})
+    finally:
+        await transport.aclose()
+    assert seen == [("send", '{"id": 7}'), ("receive", '{"id": 7, "env": {}}')]
+
+
+async def test_process_property_and_transport_type() -> None:
+    agent = AcpAgent(python(ECHO))
+    transport = await agent.open()
+    try:
+        assert isinstance(transport, AgentProcess)
+        assert agent.process is transport
+        assert transport.returncode is None
+        assert str(transport.pid) in transport.label
+    finally:
+        await transport.aclose()
