@@ -90,6 +90,11 @@ CAPABILITIES = {
     "mcp/disconnect": "A.mcpCapabilities.acp",
 }
 
+#: Other wire names accepted on receive, as the schema notes recommend (Q16).
+EXTRA_ALIASES = {
+    ("CurrentModeUpdate", "currentModeId"): "modeId",
+}
+
 INT_FORMATS = {
     "uint16": "UInt16",
     "uint32": "UInt32",
@@ -182,7 +187,9 @@ class FieldSpec:
     required: bool
     default: str | None = None  # Python source of the default
     description: str | None = None
-    omit_none: bool = False  # None is omitted on the wire (schema forbids or does not care about null)
+    omit_none: bool = False  # None is omitted on the wire (the schema forbids null here)
+    lenient: bool = False  # x-deserialize-default-on-error: an invalid value is dropped
+    extra_alias: str | None = None  # another wire name accepted on receive
 
 
 @dataclass
@@ -334,7 +341,7 @@ class Generator:
         """(annotation, nullable) for a property schema."""
         target = ref_name(node)
         if target is not None:
-            return self.named(target), False
+            return self.named(target), "None" in self.aliases.get(target, "")
         for key in ("anyOf", "oneOf"):
             alts = node.get(key)
             if isinstance(alts, list):
@@ -358,7 +365,7 @@ class Generator:
         if typ == "integer":
             return INT_FORMATS.get(node.get("format", "int64"), "StrictInt"), nullable
         if typ == "number":
-            return "float", nullable
+            return "Union[StrictInt, float]", nullable  # 3 stays 3, 3.5 stays 3.5
         if typ == "array":
             item = self.type_of(node.get("items", {}))[0]
             return f"list[{item}]", nullable
@@ -381,6 +388,7 @@ class Generator:
         untyped = ann == "Any"
         spec = FieldSpec(wire=wire, attr=snake(wire), annotation=ann, required=required)
         spec.description = node.get("description")
+        spec.extra_alias = EXTRA_ALIASES.get((owner, wire))
         if node.get("x-deserialize-skip-invalid-items"):
             spec.annotation = f"Annotated[{spec.annotation}, SKIP_INVALID_ITEMS]"
         if not required:
@@ -396,8 +404,7 @@ class Generator:
             if not untyped:
                 spec.annotation = f"{spec.annotation} | None"
             spec.omit_none = not untyped and not nullable
-            if node.get("x-deserialize-default-on-error"):
-                spec.annotation = f"Annotated[{spec.annotation}, DEFAULT_ON_ERROR]"
+            spec.lenient = bool(node.get("x-deserialize-default-on-error"))
         return spec
 
     # ----- models ------------------------------------------------------------------------------
@@ -413,6 +420,8 @@ class Generator:
             if method is not None:
                 spec.base = self.message_base(name)
                 spec.classvars.append(f"METHOD: ClassVar[str] = {method!r}")
+            if not set(node) - {"x-side", "x-method", "description"}:
+                spec.base = "AcpJson"  # any JSON value
             required = set(node.get("required", []))
             for wire, prop in node.get("properties", {}).items():
                 spec.fields.append(self.field_spec(name, wire, prop, wire in required))
@@ -534,7 +543,8 @@ class Generator:
                         required_everywhere[wire] = required_everywhere.get(wire, 0) + 1
                     if alt.get("title") == "other":
                         continue
-                    attrs = tuple(snake(w) for w in dict.fromkeys(req) if w != tag_field)
+                    wires = [w for w in dict.fromkeys(req) if w != tag_field]
+                    attrs = tuple(snake(w) + self.kind_suffix(props.get(w, {})) for w in wires)
                     if tag_field is not None:
                         value = alt["properties"][tag_field]["const"]
                         variants.append(f"({snake(tag_field)!r}, {value!r}, {attrs!r})")
@@ -554,6 +564,15 @@ class Generator:
                 f.annotation = "str | None"
         spec.variant_groups = "(" + ", ".join(groups) + ",)" if groups else None
 
+    def kind_suffix(self, prop: dict[str, Any]) -> str:
+        """``:str`` or ``:bool`` when a variant's field must hold that JSON type (told apart by it)."""
+        ann = self.type_of(prop)[0]
+        if ann == "str" or self.aliases.get(ann) == "str":
+            return ":str"
+        if ann == "StrictBool":
+            return ":bool"
+        return ""
+
     # ----- emit --------------------------------------------------------------------------------
     def emit_models(self, header: str) -> str:
         out = [header, "from __future__ import annotations", ""]
@@ -563,6 +582,7 @@ class Generator:
             "from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union",
             "",
             "from pydantic import (",
+            "    AliasChoices,",
             "    BeforeValidator,",
             "    Discriminator,",
             "    Field,",
@@ -574,7 +594,7 @@ class Generator:
             ")",
             "",
             "from acpio.schema._lenient import (",
-            "    DEFAULT_ON_ERROR,",
+            "    drop_invalid_fields,",
             "    SKIP_INVALID_ITEMS,",
             "    UNKNOWN,",
             "    check_variants,",
@@ -582,7 +602,7 @@ class Generator:
             "    presence_discriminator,",
             "    tag_discriminator,",
             ")",
-            "from acpio.schema.base import AcpModel, AcpNotification, AcpRequest, AcpResponse",
+            "from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse",
             "",
             "UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]",
             "UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]",
@@ -692,6 +712,8 @@ class Generator:
             kwargs = []
             if f.attr != f.wire:
                 kwargs.append(f"alias={f.wire!r}")
+            if f.extra_alias:
+                kwargs.append(f"validation_alias=AliasChoices({f.wire!r}, {f.extra_alias!r}, {f.attr!r})")
             if f.omit_none:
                 kwargs.append("exclude_if=_is_none")
             if default_src is not None and default_src.startswith("Field("):
@@ -709,6 +731,15 @@ class Generator:
             body.append(line)
             if f.description:
                 body += docstring(f.description, "    ")
+        lenient = sorted({name for f in spec.fields if f.lenient for name in (f.wire, f.attr)})
+        if lenient:
+            body += [
+                "",
+                "    @model_validator(mode='wrap')",
+                "    @classmethod",
+                "    def _drop_invalid(cls, data: Any, handler: Any) -> Any:",
+                f"        return drop_invalid_fields(data, handler, frozenset({tuple(lenient)!r}))",
+            ]
         if spec.variant_groups:
             body += [
                 "",
@@ -721,8 +752,11 @@ class Generator:
             body += [
                 "",
                 "    def model_post_init(self, context: Any, /) -> None:",
-                "        # write the update's tag even when its class is also used untagged (ToolCallUpdate)",
-                f"        self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
+                "        # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
+                "        # on a copy: the caller's object may be reused where the tag does not belong",
+                f"        if 'session_update' not in self.{spec.post_init_tag_of}.model_fields_set:",
+                f"            self.{spec.post_init_tag_of} = self.{spec.post_init_tag_of}.model_copy()",
+                f"            self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
             ]
         if not body:
             body = ["    pass"] if not doc else []

@@ -2,8 +2,8 @@
 
 They reproduce what the Rust reference does on receive, which JSON Schema cannot express:
 
-* ``DEFAULT_ON_ERROR``: a field marked ``x-deserialize-default-on-error`` falls back to its default
-  when its value is invalid, instead of failing the whole message;
+* :func:`drop_invalid_fields`: a field marked ``x-deserialize-default-on-error`` falls back to its
+  default (as if absent) when its value is invalid, instead of failing the whole message;
 * ``SKIP_INVALID_ITEMS``: an array marked ``x-deserialize-skip-invalid-items`` drops the items that
   do not validate;
 * :func:`open_enum`: a known enum value becomes the enum member, an unknown string is kept as it is
@@ -20,18 +20,28 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticUseDefault
 
 E = TypeVar("E", bound=StrEnum)
 
 UNKNOWN = "__unknown__"
 
 
-def _default_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+def drop_invalid_fields(data: Any, handler: ValidatorFunctionWrapHandler, lenient: frozenset[str]) -> Any:
+    """Validate ``data``; when fields named in ``lenient`` are invalid, validate again without them.
+
+    The dropped fields take their defaults and count as never set, so they are not written back:
+    an invalid ``title`` in a ``session_info_update`` leaves the title unchanged instead of
+    clearing it. Errors in other fields are raised as usual.
+    """
     try:
-        return handler(value)
-    except ValidationError:
-        raise PydanticUseDefault() from None
+        return handler(data)
+    except ValidationError as exc:
+        if not isinstance(data, dict):
+            raise
+        bad = {err["loc"][0] for err in exc.errors() if err["loc"] and err["loc"][0] in lenient}
+        if not bad:
+            raise
+        return handler({key: value for key, value in data.items() if key not in bad})
 
 
 def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -46,7 +56,6 @@ def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> An
         return handler([item for index, item in enumerate(value) if index not in bad])
 
 
-DEFAULT_ON_ERROR = WrapValidator(_default_on_error)
 SKIP_INVALID_ITEMS = WrapValidator(_skip_invalid_items)
 
 
@@ -83,38 +92,45 @@ def tag_discriminator(
     return discriminate
 
 
-def check_variants(
-    model: Any, groups: tuple[tuple[tuple[str | None, Any, tuple[str, ...]], ...], ...]
-) -> None:
-    """Check that ``model`` matches one variant of each group, and has that variant's required fields.
+_KINDS: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool}
 
-    Each group lists variants as ``(tag_attribute, tag_value, required_attributes)``. A tagged variant
-    is chosen when its tag attribute equals its value; otherwise the first untagged variant
-    (``tag_attribute is None``) whose required attributes are all set. A group of tagged variants
-    only, none of which matches, is an unknown variant: it is accepted as it is.
+
+def _present(model: Any, entry: str) -> bool:
+    name, _, kind = entry.partition(":")
+    if name not in model.model_fields_set:
+        return False
+    return not kind or isinstance(getattr(model, name), _KINDS[kind])
+
+
+Variant = tuple[str | None, Any, tuple[str, ...]]
+
+
+def check_variants(model: Any, groups: tuple[tuple[Variant, ...], ...]) -> None:
+    """Check that ``model`` matches one variant of each group, with that variant's required fields.
+
+    Each group lists variants as ``(tag_attribute, tag_value, required)``; ``required`` names the
+    attributes that must be present, each optionally suffixed ``:str`` or ``:bool`` when the variant
+    needs that JSON type. A tagged variant is chosen when its tag attribute equals its value;
+    otherwise the first untagged variant (``tag_attribute is None``) whose required attributes are
+    all present. A group of tagged variants only, none of which matches, is an unknown variant:
+    it is accepted as it is.
     """
     for group in groups:
         chosen = next(
-            (
-                required
-                for attr, value, required in group
-                if attr is not None and getattr(model, attr, None) == value
-            ),
+            (req for attr, value, req in group if attr is not None and getattr(model, attr, None) == value),
             None,
         )
         if chosen is None:
-            untagged = [required for attr, _, required in group if attr is None]
+            untagged = [req for attr, _, req in group if attr is None]
             if not untagged:
                 continue
-            chosen = next(
-                (req for req in untagged if all(getattr(model, n, None) is not None for n in req)), None
-            )
+            chosen = next((req for req in untagged if all(_present(model, n) for n in req)), None)
             if chosen is None:
                 alternatives = " or ".join("+".join(req) for req in untagged)
                 raise ValueError(f"expected one of these field sets: {alternatives}")
-        missing = [name for name in chosen if getattr(model, name, None) is None]
+        missing = [entry for entry in chosen if not _present(model, entry)]
         if missing:
-            raise ValueError(f"missing required field(s) {', '.join(missing)} for this variant")
+            raise ValueError(f"missing or mistyped field(s) {', '.join(missing)} for this variant")
 
 
 def presence_discriminator(*choices: tuple[str, str]) -> Callable[[Any], str]:

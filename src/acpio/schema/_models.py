@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import (
+    AliasChoices,
     BeforeValidator,
     Discriminator,
     Field,
@@ -20,7 +21,7 @@ from pydantic import (
 )
 
 from acpio.schema._lenient import (
-    DEFAULT_ON_ERROR,
+    drop_invalid_fields,
     SKIP_INVALID_ITEMS,
     UNKNOWN,
     check_variants,
@@ -28,7 +29,7 @@ from acpio.schema._lenient import (
     presence_discriminator,
     tag_discriminator,
 )
-from acpio.schema.base import AcpModel, AcpNotification, AcpRequest, AcpResponse
+from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse
 
 UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]
 UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]
@@ -442,13 +443,18 @@ class WriteTextFileRequest(AcpRequest):
     """Absolute path to the file to write."""
     content: str
     """The text content to write to the file."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReadTextFileRequest(AcpRequest):
@@ -461,17 +467,22 @@ class ReadTextFileRequest(AcpRequest):
     """The session ID for this request."""
     path: str
     """Absolute path to the file to read."""
-    line: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
+    line: UInt32 | None = None
     """Line number to start reading from (1-based)."""
-    limit: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
+    limit: UInt32 | None = None
     """Maximum number of lines to read."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'limit', 'line', 'meta')))
 
 
 class RequestPermissionRequest(AcpRequest):
@@ -488,13 +499,18 @@ class RequestPermissionRequest(AcpRequest):
     """Details about the tool call requiring permission."""
     options: list[PermissionOption]
     """Available permission options for the user to choose from."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ToolCallUpdate(AcpModel):
@@ -508,13 +524,13 @@ class ToolCallUpdate(AcpModel):
     session_update: Literal['tool_call_update'] = Field('tool_call_update', alias='sessionUpdate')
     tool_call_id: ToolCallId = Field(alias='toolCallId')
     """The ID of the tool call being updated."""
-    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = None
+    kind: Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None = None
     """Update the tool kind."""
-    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = None
+    status: Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None = None
     """Update the execution status."""
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Update the human-readable title."""
-    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    name: str | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -524,116 +540,141 @@ class ToolCallUpdate(AcpModel):
     This field is optional. Omitting it or sending `null` both mean that
     the existing name is left unchanged.
     """
-    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    content: Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None = None
     """Replace the content collection."""
-    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    locations: Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None = None
     """Replace the locations collection."""
-    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
+    raw_input: Any = Field(None, alias='rawInput')
     """Update the raw input."""
-    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
+    raw_output: Any = Field(None, alias='rawOutput')
     """Update the raw output."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'content', 'kind', 'locations', 'meta', 'name', 'rawInput', 'rawOutput', 'raw_input', 'raw_output', 'status', 'title')))
 
 
 class Annotations(AcpModel):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
-    audience: Annotated[Annotated[list[Annotated[Union[Role, str], BeforeValidator(open_enum(Role))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    audience: Annotated[list[Annotated[Union[Role, str], BeforeValidator(open_enum(Role))]], SKIP_INVALID_ITEMS] | None = None
     """Intended recipients for this content, such as the user or assistant."""
-    last_modified: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='lastModified')
+    last_modified: str | None = Field(None, alias='lastModified')
     """Timestamp indicating when the underlying resource was last modified."""
-    priority: Annotated[float | None, DEFAULT_ON_ERROR] = None
+    priority: Union[StrictInt, float] | None = None
     """Relative importance of this content when clients choose what to surface."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'audience', 'lastModified', 'last_modified', 'meta', 'priority')))
 
 
 class TextContent(AcpModel):
     """Text provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['text'] = 'text'
-    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
+    annotations: Annotations | None = None
     """Optional annotations that help clients decide how to display or route this content."""
     text: str
     """Text payload carried by this content block."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class ImageContent(AcpModel):
     """An image provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['image'] = 'image'
-    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
+    annotations: Annotations | None = None
     """Optional annotations that help clients decide how to display or route this content."""
     data: str
     """Base64-encoded media payload."""
     mime_type: str = Field(alias='mimeType')
     """MIME type describing the encoded media payload."""
-    uri: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    uri: str | None = None
     """URI associated with this resource or media payload."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta', 'uri')))
 
 
 class AudioContent(AcpModel):
     """Audio provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['audio'] = 'audio'
-    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
+    annotations: Annotations | None = None
     """Optional annotations that help clients decide how to display or route this content."""
     data: str
     """Base64-encoded media payload."""
     mime_type: str = Field(alias='mimeType')
     """MIME type describing the encoded media payload."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class ResourceLink(AcpModel):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['resource_link'] = 'resource_link'
-    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
+    annotations: Annotations | None = None
     """Optional annotations that help clients decide how to display or route this content."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional human-readable details shown with this protocol object."""
-    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
+    mime_type: str | None = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     name: str
     """Human-readable name shown for this protocol object."""
-    size: Annotated[Int64 | None, DEFAULT_ON_ERROR] = None
+    size: Int64 | None = None
     """Optional size of the linked resource in bytes, if known."""
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional display title for end-user UI."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -641,56 +682,76 @@ class ResourceLink(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'description', 'meta', 'mimeType', 'mime_type', 'size', 'title')))
+
 
 class TextResourceContents(AcpModel):
     """Text-based resource contents."""
-    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
+    mime_type: str | None = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     text: str
     """Text payload carried by this content block."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'mimeType', 'mime_type')))
 
 
 class BlobResourceContents(AcpModel):
     """Binary resource contents."""
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
-    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
+    mime_type: str | None = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'mimeType', 'mime_type')))
 
 
 class EmbeddedResource(AcpModel):
     """The contents of a resource, embedded into a prompt or tool call result."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['resource'] = 'resource'
-    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
+    annotations: Annotations | None = None
     """Optional annotations that help clients decide how to display or route this content."""
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class Content(AcpModel):
@@ -699,13 +760,18 @@ class Content(AcpModel):
     type: Literal['content'] = 'content'
     content: ContentBlock
     """The actual content block."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Diff(AcpModel):
@@ -719,17 +785,22 @@ class Diff(AcpModel):
     type: Literal['diff'] = 'diff'
     path: str
     """The absolute file path being modified."""
-    old_text: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='oldText')
+    old_text: str | None = Field(None, alias='oldText')
     """The original content (None for new files)."""
     new_text: str = Field(alias='newText')
     """The new content after modification."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'oldText', 'old_text')))
 
 
 class Terminal(AcpModel):
@@ -743,13 +814,18 @@ class Terminal(AcpModel):
     type: Literal['terminal'] = 'terminal'
     terminal_id: TerminalId = Field(alias='terminalId')
     """Identifier of the terminal instance to embed in the content stream."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ToolCallLocation(AcpModel):
@@ -762,15 +838,20 @@ class ToolCallLocation(AcpModel):
     """
     path: str
     """The absolute file path being accessed or modified."""
-    line: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
+    line: UInt32 | None = None
     """Optional line number within the file."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'line', 'meta')))
 
 
 class PermissionOption(AcpModel):
@@ -781,13 +862,18 @@ class PermissionOption(AcpModel):
     """Human-readable label to display to the user."""
     kind: Annotated[Union[PermissionOptionKind, str], BeforeValidator(open_enum(PermissionOptionKind))]
     """Hint about the nature of this permission option."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateTerminalRequest(AcpRequest):
@@ -797,13 +883,13 @@ class CreateTerminalRequest(AcpRequest):
     """The session ID for this request."""
     command: str
     """The command to execute."""
-    args: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    args: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
     """Array of command arguments."""
-    env: Annotated[Annotated[list[EnvVariable], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    env: Annotated[list[EnvVariable], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
     """Environment variables for the command."""
-    cwd: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    cwd: str | None = None
     """Working directory for the command. Must be an absolute path."""
-    output_byte_limit: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='outputByteLimit')
+    output_byte_limit: UInt64 | None = Field(None, alias='outputByteLimit')
     """Maximum number of output bytes to retain.
 
     When the limit is exceeded, the Client truncates from the beginning of the output
@@ -813,13 +899,18 @@ class CreateTerminalRequest(AcpRequest):
     string output, even if this means the retained output is slightly less than the
     specified limit.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'args', 'cwd', 'env', 'meta', 'outputByteLimit', 'output_byte_limit')))
 
 
 class EnvVariable(AcpModel):
@@ -828,13 +919,18 @@ class EnvVariable(AcpModel):
     """The name of the environment variable."""
     value: str
     """The value to set for the environment variable."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TerminalOutputRequest(AcpRequest):
@@ -844,13 +940,18 @@ class TerminalOutputRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to get output from."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReleaseTerminalRequest(AcpRequest):
@@ -860,13 +961,18 @@ class ReleaseTerminalRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to release."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class WaitForTerminalExitRequest(AcpRequest):
@@ -876,13 +982,18 @@ class WaitForTerminalExitRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to wait for."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class KillTerminalRequest(AcpRequest):
@@ -892,13 +1003,18 @@ class KillTerminalRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to kill."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateElicitationRequest(AcpRequest):
@@ -911,7 +1027,7 @@ class CreateElicitationRequest(AcpRequest):
     METHOD: ClassVar[str] = 'elicitation/create'
     message: str
     """A human-readable message describing what input is needed."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -922,13 +1038,13 @@ class CreateElicitationRequest(AcpRequest):
     """
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call.
     """
-    request_id: RequestId | None = Field(None, alias='requestId', exclude_if=_is_none)
+    request_id: RequestId | None = Field(None, alias='requestId')
     """The request this elicitation is tied to."""
     mode: str | None = Field(None, exclude_if=_is_none)
     requested_schema: ElicitationSchema | None = Field(None, alias='requestedSchema', exclude_if=_is_none)
@@ -938,9 +1054,14 @@ class CreateElicitationRequest(AcpRequest):
     url: str | None = Field(None, exclude_if=_is_none)
     """The URL to direct the user to."""
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'toolCallId', 'tool_call_id')))
+
     @model_validator(mode='after')
     def _check_variant(self) -> CreateElicitationRequest:
-        check_variants(self, (((None, None, ('session_id',)), (None, None, ('request_id',)),), (('mode', 'form', ('requested_schema',)), ('mode', 'url', ('elicitation_id', 'url')),),))
+        check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),), (('mode', 'form', ('requested_schema',)), ('mode', 'url', ('elicitation_id:str', 'url:str')),),))
         return self
 
 
@@ -953,12 +1074,17 @@ class ElicitationSessionScope(AcpModel):
     """
     session_id: SessionId = Field(alias='sessionId')
     """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call.
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
 
 class ElicitationRequestScope(AcpModel):
@@ -975,9 +1101,9 @@ class ElicitationSchema(AcpModel):
     This represents a JSON Schema object with primitive-typed properties,
     as required by the elicitation specification.
     """
-    type: Annotated[Annotated[Union[ElicitationSchemaType, str], BeforeValidator(open_enum(ElicitationSchemaType))] | None, DEFAULT_ON_ERROR] = Field('object', exclude_if=_is_none)
+    type: Annotated[Union[ElicitationSchemaType, str], BeforeValidator(open_enum(ElicitationSchemaType))] | None = Field('object', exclude_if=_is_none)
     """Type discriminator. Always `"object"`."""
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the schema.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
@@ -989,12 +1115,12 @@ class ElicitationSchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean no property names are required.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional description of what this schema represents.
 
     Optional. Omitted and `null` are equivalent and mean no schema description is provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1003,6 +1129,11 @@ class ElicitationSchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta', 'title', 'type')))
 
 
 class EnumOption(AcpModel):
@@ -1011,12 +1142,12 @@ class EnumOption(AcpModel):
     """The constant value for this option."""
     title: str
     """Human-readable title for this option."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1025,6 +1156,11 @@ class EnumOption(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class StringPropertySchema(AcpModel):
@@ -1035,12 +1171,12 @@ class StringPropertySchema(AcpModel):
     """
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['string'] = 'string'
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1065,7 +1201,7 @@ class StringPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no format constraint.
     """
-    default: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    default: str | None = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
@@ -1080,7 +1216,7 @@ class StringPropertySchema(AcpModel):
     Optional. Omitted and `null` are equivalent and mean no titled single-select choices are
     declared by `oneOf`.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1089,38 +1225,43 @@ class StringPropertySchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
 
 
 class NumberPropertySchema(AcpModel):
     """Schema for number (floating-point) properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['number'] = 'number'
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
     """
-    minimum: float | None = None
+    minimum: Union[StrictInt, float] | None = None
     """Minimum value (inclusive).
 
     Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
     """
-    maximum: float | None = None
+    maximum: Union[StrictInt, float] | None = None
     """Maximum value (inclusive).
 
     Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
     """
-    default: Annotated[float | None, DEFAULT_ON_ERROR] = None
+    default: Union[StrictInt, float] | None = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1130,17 +1271,22 @@ class NumberPropertySchema(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
+
 
 class IntegerPropertySchema(AcpModel):
     """Schema for integer properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['integer'] = 'integer'
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1155,12 +1301,12 @@ class IntegerPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
     """
-    default: Annotated[Int64 | None, DEFAULT_ON_ERROR] = None
+    default: Int64 | None = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1169,28 +1315,33 @@ class IntegerPropertySchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
 
 
 class BooleanPropertySchema(AcpModel):
     """Schema for boolean properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['boolean'] = 'boolean'
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
     """
-    default: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = None
+    default: StrictBool | None = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1199,6 +1350,11 @@ class BooleanPropertySchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
 
 
 class StringMultiSelectItems(AcpModel):
@@ -1207,7 +1363,7 @@ class StringMultiSelectItems(AcpModel):
     type: Literal['string'] = 'string'
     enum: list[str]
     """Allowed enum values."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1216,13 +1372,18 @@ class StringMultiSelectItems(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TitledMultiSelectItems(AcpModel):
     """Items definition for titled multi-select enum properties."""
     any_of: list[EnumOption] = Field(alias='anyOf')
     """Titled enum options."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1232,17 +1393,22 @@ class TitledMultiSelectItems(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
 
 class MultiSelectPropertySchema(AcpModel):
     """Schema for multi-select (array) properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['array'] = 'array'
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1259,12 +1425,12 @@ class MultiSelectPropertySchema(AcpModel):
     """
     items: MultiSelectItems
     """The items definition describing allowed values."""
-    default: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    default: Annotated[list[str], SKIP_INVALID_ITEMS] | None = None
     """Default selected values.
 
     Optional. Omitted and `null` are equivalent and mean no default selections are provided.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1274,6 +1440,11 @@ class MultiSelectPropertySchema(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
+
 
 class ElicitationFormMode(AcpModel):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -1281,18 +1452,23 @@ class ElicitationFormMode(AcpModel):
     """A JSON Schema describing the form fields to present to the user."""
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call.
     """
-    request_id: RequestId | None = Field(None, alias='requestId', exclude_if=_is_none)
+    request_id: RequestId | None = Field(None, alias='requestId')
     """The request this elicitation is tied to."""
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> ElicitationFormMode:
-        check_variants(self, (((None, None, ('session_id',)), (None, None, ('request_id',)),),))
+        check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),),))
         return self
 
 
@@ -1304,18 +1480,23 @@ class ElicitationUrlMode(AcpModel):
     """The URL to direct the user to."""
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call.
     """
-    request_id: RequestId | None = Field(None, alias='requestId', exclude_if=_is_none)
+    request_id: RequestId | None = Field(None, alias='requestId')
     """The request this elicitation is tied to."""
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> ElicitationUrlMode:
-        check_variants(self, (((None, None, ('session_id',)), (None, None, ('request_id',)),),))
+        check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),),))
         return self
 
 
@@ -1331,13 +1512,18 @@ class ConnectMcpRequest(AcpRequest):
     METHOD: ClassVar[str] = 'mcp/connect'
     server_id: McpServerAcpId = Field(alias='serverId')
     """The ACP MCP server ID that was provided by the component declaring the MCP server."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class MessageMcpRequest(AcpRequest):
@@ -1359,13 +1545,18 @@ class MessageMcpRequest(AcpRequest):
 
     If omitted or set to `null`, the inner MCP message has no params.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisconnectMcpRequest(AcpRequest):
@@ -1380,7 +1571,7 @@ class DisconnectMcpRequest(AcpRequest):
     METHOD: ClassVar[str] = 'mcp/disconnect'
     connection_id: McpConnectionId = Field(alias='connectionId')
     """The MCP-over-ACP connection to close."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1388,8 +1579,13 @@ class DisconnectMcpRequest(AcpRequest):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
-class ExtRequest(AcpModel):
+
+class ExtRequest(AcpJson):
     """Allows for sending an arbitrary request that is not part of the ACP spec.
     Extension methods provide a way to add custom functionality while maintaining
     protocol compatibility.
@@ -1419,22 +1615,27 @@ class InitializeResponse(AcpResponse):
 
     The client should disconnect, if it doesn't support this version.
     """
-    agent_capabilities: Annotated[AgentCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentCapabilities.model_validate({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities', exclude_if=_is_none)
+    agent_capabilities: AgentCapabilities | None = Field(default_factory=lambda: AgentCapabilities.model_validate({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities', exclude_if=_is_none)
     """Capabilities supported by the agent."""
-    auth_methods: Annotated[Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field([], alias='authMethods', exclude_if=_is_none)
+    auth_methods: Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None = Field([], alias='authMethods', exclude_if=_is_none)
     """Authentication methods supported by the agent."""
-    agent_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='agentInfo')
+    agent_info: Implementation | None = Field(None, alias='agentInfo')
     """Information about the Agent name and version sent to the Client.
 
     Note: in future versions of the protocol, this will be required.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'agentCapabilities', 'agentInfo', 'agent_capabilities', 'agent_info', 'authMethods', 'auth_methods', 'meta')))
 
 
 class AgentCapabilities(AcpModel):
@@ -1445,17 +1646,17 @@ class AgentCapabilities(AcpModel):
 
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/initialization#agent-capabilities)
     """
-    load_session: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='loadSession', exclude_if=_is_none)
+    load_session: StrictBool | None = Field(False, alias='loadSession', exclude_if=_is_none)
     """Whether the agent supports `session/load`."""
-    prompt_capabilities: Annotated[PromptCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: PromptCapabilities.model_validate({'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities', exclude_if=_is_none)
+    prompt_capabilities: PromptCapabilities | None = Field(default_factory=lambda: PromptCapabilities.model_validate({'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities', exclude_if=_is_none)
     """Prompt capabilities supported by the agent."""
-    mcp_capabilities: Annotated[McpCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: McpCapabilities.model_validate({'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities', exclude_if=_is_none)
+    mcp_capabilities: McpCapabilities | None = Field(default_factory=lambda: McpCapabilities.model_validate({'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities', exclude_if=_is_none)
     """MCP capabilities supported by the agent."""
-    session_capabilities: Annotated[SessionCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: SessionCapabilities.model_validate({}), alias='sessionCapabilities', exclude_if=_is_none)
+    session_capabilities: SessionCapabilities | None = Field(default_factory=lambda: SessionCapabilities.model_validate({}), alias='sessionCapabilities', exclude_if=_is_none)
     """Session lifecycle and prompt capabilities advertised by the agent."""
-    auth: Annotated[AgentAuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentAuthCapabilities.model_validate({}), exclude_if=_is_none)
+    auth: AgentAuthCapabilities | None = Field(default_factory=lambda: AgentAuthCapabilities.model_validate({}), exclude_if=_is_none)
     """Authentication-related capabilities supported by the agent."""
-    providers: Annotated[ProvidersCapabilities | None, DEFAULT_ON_ERROR] = None
+    providers: ProvidersCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1465,7 +1666,7 @@ class AgentCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports provider configuration methods.
     """
-    nes: Annotated[NesCapabilities | None, DEFAULT_ON_ERROR] = None
+    nes: NesCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1475,20 +1676,25 @@ class AgentCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support
     for NES methods.
     """
-    position_encoding: Annotated[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncoding')
+    position_encoding: Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))] | None = Field(None, alias='positionEncoding')
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     The position encoding selected by the agent from the client's supported encodings.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'auth', 'loadSession', 'load_session', 'mcpCapabilities', 'mcp_capabilities', 'meta', 'nes', 'positionEncoding', 'position_encoding', 'promptCapabilities', 'prompt_capabilities', 'providers', 'sessionCapabilities', 'session_capabilities')))
 
 
 class PromptCapabilities(AcpModel):
@@ -1505,17 +1711,17 @@ class PromptCapabilities(AcpModel):
 
     See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/initialization#prompt-capabilities)
     """
-    image: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    image: StrictBool | None = Field(False, exclude_if=_is_none)
     """Agent supports [`ContentBlock::Image`]."""
-    audio: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    audio: StrictBool | None = Field(False, exclude_if=_is_none)
     """Agent supports [`ContentBlock::Audio`]."""
-    embedded_context: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='embeddedContext', exclude_if=_is_none)
+    embedded_context: StrictBool | None = Field(False, alias='embeddedContext', exclude_if=_is_none)
     """Agent supports embedded context in `session/prompt` requests.
 
     When enabled, the Client is allowed to include [`ContentBlock::Resource`]
     in prompt requests for pieces of context that are referenced in the message.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1523,27 +1729,37 @@ class PromptCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'audio', 'embeddedContext', 'embedded_context', 'image', 'meta')))
+
 
 class McpCapabilities(AcpModel):
     """MCP capabilities supported by the agent"""
-    http: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    http: StrictBool | None = Field(False, exclude_if=_is_none)
     """Agent supports [`McpServer::Http`]."""
-    sse: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    sse: StrictBool | None = Field(False, exclude_if=_is_none)
     """Agent supports [`McpServer::Sse`]."""
-    acp: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    acp: StrictBool | None = Field(False, exclude_if=_is_none)
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     Agent supports [`McpServer::Acp`].
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'acp', 'http', 'meta', 'sse')))
 
 
 class SessionCapabilities(AcpModel):
@@ -1557,19 +1773,19 @@ class SessionCapabilities(AcpModel):
 
     See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
     """
-    list: Annotated[SessionListCapabilities | None, DEFAULT_ON_ERROR] = None
+    list: SessionListCapabilities | None = None
     """Whether the agent supports `session/list`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports listing sessions.
     """
-    delete: Annotated[SessionDeleteCapabilities | None, DEFAULT_ON_ERROR] = None
+    delete: SessionDeleteCapabilities | None = None
     """Whether the agent supports `session/delete`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
-    additional_directories: Annotated[SessionAdditionalDirectoriesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories')
+    additional_directories: SessionAdditionalDirectoriesCapabilities | None = Field(None, alias='additionalDirectories')
     """Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
@@ -1580,7 +1796,7 @@ class SessionCapabilities(AcpModel):
     `SessionInfo.additionalDirectories` to report the complete ordered
     additional-root list associated with a listed session.
     """
-    fork: Annotated[SessionForkCapabilities | None, DEFAULT_ON_ERROR] = None
+    fork: SessionForkCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1590,25 +1806,30 @@ class SessionCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports forking sessions.
     """
-    resume: Annotated[SessionResumeCapabilities | None, DEFAULT_ON_ERROR] = None
+    resume: SessionResumeCapabilities | None = None
     """Whether the agent supports `session/resume`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports resuming sessions.
     """
-    close: Annotated[SessionCloseCapabilities | None, DEFAULT_ON_ERROR] = None
+    close: SessionCloseCapabilities | None = None
     """Whether the agent supports `session/close`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports closing sessions.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'close', 'delete', 'fork', 'list', 'meta', 'resume')))
 
 
 class SessionListCapabilities(AcpModel):
@@ -1616,13 +1837,18 @@ class SessionListCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports listing sessions.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionDeleteCapabilities(AcpModel):
@@ -1630,13 +1856,18 @@ class SessionDeleteCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -1647,13 +1878,18 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     `session/list` may return `SessionInfo.additionalDirectories` to report the
     complete ordered additional-root list associated with a listed session.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionForkCapabilities(AcpModel):
@@ -1667,13 +1903,18 @@ class SessionForkCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionResumeCapabilities(AcpModel):
@@ -1681,13 +1922,18 @@ class SessionResumeCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports resuming sessions.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionCloseCapabilities(AcpModel):
@@ -1695,7 +1941,7 @@ class SessionCloseCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports closing sessions.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1703,22 +1949,32 @@ class SessionCloseCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
 
 class AgentAuthCapabilities(AcpModel):
     """Authentication-related capabilities supported by the agent."""
-    logout: Annotated[LogoutCapabilities | None, DEFAULT_ON_ERROR] = None
+    logout: LogoutCapabilities | None = None
     """Whether the agent supports the logout method.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports the logout method.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'logout', 'meta')))
 
 
 class LogoutCapabilities(AcpModel):
@@ -1726,13 +1982,18 @@ class LogoutCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports the logout method.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProvidersCapabilities(AcpModel):
@@ -1746,13 +2007,18 @@ class ProvidersCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesCapabilities(AcpModel):
@@ -1760,17 +2026,22 @@ class NesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    events: Annotated[NesEventCapabilities | None, DEFAULT_ON_ERROR] = None
+    events: NesEventCapabilities | None = None
     """Events the agent wants to receive."""
-    context: Annotated[NesContextCapabilities | None, DEFAULT_ON_ERROR] = None
+    context: NesContextCapabilities | None = None
     """Context the agent wants attached to each suggestion request."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'context', 'events', 'meta')))
 
 
 class NesEventCapabilities(AcpModel):
@@ -1778,15 +2049,20 @@ class NesEventCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    document: Annotated[NesDocumentEventCapabilities | None, DEFAULT_ON_ERROR] = None
+    document: NesDocumentEventCapabilities | None = None
     """Document event capabilities."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'document', 'meta')))
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -1794,23 +2070,28 @@ class NesDocumentEventCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    did_open: Annotated[NesDocumentDidOpenCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didOpen')
+    did_open: NesDocumentDidOpenCapabilities | None = Field(None, alias='didOpen')
     """Whether the agent wants `document/didOpen` events."""
-    did_change: Annotated[NesDocumentDidChangeCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didChange')
+    did_change: NesDocumentDidChangeCapabilities | None = Field(None, alias='didChange')
     """Whether the agent wants `document/didChange` events, and the sync kind."""
-    did_close: Annotated[NesDocumentDidCloseCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didClose')
+    did_close: NesDocumentDidCloseCapabilities | None = Field(None, alias='didClose')
     """Whether the agent wants `document/didClose` events."""
-    did_save: Annotated[NesDocumentDidSaveCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didSave')
+    did_save: NesDocumentDidSaveCapabilities | None = Field(None, alias='didSave')
     """Whether the agent wants `document/didSave` events."""
-    did_focus: Annotated[NesDocumentDidFocusCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didFocus')
+    did_focus: NesDocumentDidFocusCapabilities | None = Field(None, alias='didFocus')
     """Whether the agent wants `document/didFocus` events."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'didChange', 'didClose', 'didFocus', 'didOpen', 'didSave', 'did_change', 'did_close', 'did_focus', 'did_open', 'did_save', 'meta')))
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
@@ -1818,13 +2099,18 @@ class NesDocumentDidOpenCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidChangeCapabilities(AcpModel):
@@ -1834,13 +2120,18 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     """
     sync_kind: Annotated[Union[TextDocumentSyncKind, str], BeforeValidator(open_enum(TextDocumentSyncKind))] = Field(alias='syncKind')
     """The sync kind the agent wants: `"full"` or `"incremental"`."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
@@ -1848,13 +2139,18 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
@@ -1862,13 +2158,18 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
@@ -1876,13 +2177,18 @@ class NesDocumentDidFocusCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesContextCapabilities(AcpModel):
@@ -1890,25 +2196,30 @@ class NesContextCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    recent_files: Annotated[NesRecentFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='recentFiles')
+    recent_files: NesRecentFilesCapabilities | None = Field(None, alias='recentFiles')
     """Whether the agent wants recent files context."""
-    related_snippets: Annotated[NesRelatedSnippetsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='relatedSnippets')
+    related_snippets: NesRelatedSnippetsCapabilities | None = Field(None, alias='relatedSnippets')
     """Whether the agent wants related snippets context."""
-    edit_history: Annotated[NesEditHistoryCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='editHistory')
+    edit_history: NesEditHistoryCapabilities | None = Field(None, alias='editHistory')
     """Whether the agent wants edit history context."""
-    user_actions: Annotated[NesUserActionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='userActions')
+    user_actions: NesUserActionsCapabilities | None = Field(None, alias='userActions')
     """Whether the agent wants user actions context."""
-    open_files: Annotated[NesOpenFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='openFiles')
+    open_files: NesOpenFilesCapabilities | None = Field(None, alias='openFiles')
     """Whether the agent wants open files context."""
-    diagnostics: Annotated[NesDiagnosticsCapabilities | None, DEFAULT_ON_ERROR] = None
+    diagnostics: NesDiagnosticsCapabilities | None = None
     """Whether the agent wants diagnostics context."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'diagnostics', 'editHistory', 'edit_history', 'meta', 'openFiles', 'open_files', 'recentFiles', 'recent_files', 'relatedSnippets', 'related_snippets', 'userActions', 'user_actions')))
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -1916,15 +2227,20 @@ class NesRecentFilesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
+    max_count: UInt32 | None = Field(None, alias='maxCount')
     """Maximum number of recent files the agent can use."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
@@ -1932,13 +2248,18 @@ class NesRelatedSnippetsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -1946,15 +2267,20 @@ class NesEditHistoryCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
+    max_count: UInt32 | None = Field(None, alias='maxCount')
     """Maximum number of edit history entries the agent can use."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -1962,15 +2288,20 @@ class NesUserActionsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
+    max_count: UInt32 | None = Field(None, alias='maxCount')
     """Maximum number of user actions the agent can use."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesOpenFilesCapabilities(AcpModel):
@@ -1978,13 +2309,18 @@ class NesOpenFilesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDiagnosticsCapabilities(AcpModel):
@@ -1992,13 +2328,18 @@ class NesDiagnosticsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthMethodTerminal(AcpModel):
@@ -2016,21 +2357,26 @@ class AuthMethodTerminal(AcpModel):
     """Unique identifier for this authentication method."""
     name: str
     """Human-readable name of the authentication method."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional description providing more details about this authentication method."""
-    args: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    args: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
     """Additional arguments to append to the configured agent invocation for terminal auth."""
-    env: Annotated[dict[str, str] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    env: dict[str, str] | None = Field(None, exclude_if=_is_none)
     """Additional environment variables to set on the configured agent invocation for terminal auth.
     These values override same-named variables in the base launch configuration.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'args', 'description', 'env', 'meta')))
 
 
 class AuthMethodAgent(AcpModel):
@@ -2042,15 +2388,20 @@ class AuthMethodAgent(AcpModel):
     """Unique identifier for this authentication method."""
     name: str
     """Human-readable name of the authentication method."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional description providing more details about this authentication method."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class Implementation(AcpModel):
@@ -2062,7 +2413,7 @@ class Implementation(AcpModel):
     """Intended for programmatic or logical use, but can be used as a display
     name fallback if title isn’t present.
     """
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Intended for UI and end-user contexts — optimized to be human-readable
     and easily understood.
 
@@ -2072,25 +2423,35 @@ class Implementation(AcpModel):
     """Version of the implementation. Can be displayed to the user or used
     for debugging or metrics purposes. (e.g. "1.0.0").
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'title')))
 
 
 class AuthenticateResponse(AcpResponse):
     """Response to the `authenticate` method."""
     METHOD: ClassVar[str] = 'authenticate'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ListProvidersResponse(AcpResponse):
@@ -2105,13 +2466,18 @@ class ListProvidersResponse(AcpResponse):
     METHOD: ClassVar[str] = 'providers/list'
     providers: list[ProviderInfo]
     """Configurable providers with current routing info suitable for UI display."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProviderInfo(AcpModel):
@@ -2135,13 +2501,18 @@ class ProviderInfo(AcpModel):
     """Current effective non-secret routing config.
     Null or omitted means provider is disabled.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProviderCurrentConfig(AcpModel):
@@ -2157,13 +2528,18 @@ class ProviderCurrentConfig(AcpModel):
     """Protocol currently used by this provider."""
     base_url: str = Field(alias='baseUrl')
     """Base URL currently used by this provider."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetProviderResponse(AcpResponse):
@@ -2176,13 +2552,18 @@ class SetProviderResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/set'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisableProviderResponse(AcpResponse):
@@ -2195,25 +2576,35 @@ class DisableProviderResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/disable'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LogoutResponse(AcpResponse):
     """Response to the `logout` method."""
     METHOD: ClassVar[str] = 'logout'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NewSessionResponse(AcpResponse):
@@ -2227,20 +2618,25 @@ class NewSessionResponse(AcpResponse):
 
     Used in all subsequent requests for this conversation.
     """
-    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
+    modes: SessionModeState | None = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class SessionModeState(AcpModel):
@@ -2249,13 +2645,18 @@ class SessionModeState(AcpModel):
     """The current mode the Agent is in."""
     available_modes: Annotated[list[SessionMode], SKIP_INVALID_ITEMS] = Field(alias='availableModes')
     """The set of modes that the Agent can operate in"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionMode(AcpModel):
@@ -2267,15 +2668,20 @@ class SessionMode(AcpModel):
     """Stable identifier used to refer to this protocol object in later messages."""
     name: str
     """Human-readable name shown for this protocol object."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional human-readable details shown with this protocol object."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class SessionConfigOption(AcpModel):
@@ -2284,11 +2690,11 @@ class SessionConfigOption(AcpModel):
     """Unique identifier for the configuration option."""
     name: str
     """Human-readable label for the option."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional description for the Client to display to the user."""
-    category: Annotated[Annotated[Union[SessionConfigOptionCategory, str], BeforeValidator(open_enum(SessionConfigOptionCategory))] | None, DEFAULT_ON_ERROR] = None
+    category: Annotated[Union[SessionConfigOptionCategory, str], BeforeValidator(open_enum(SessionConfigOptionCategory))] | None = None
     """Optional semantic category for this option (UX only)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -2301,9 +2707,14 @@ class SessionConfigOption(AcpModel):
     options: SessionConfigSelectOptions | None = Field(None, exclude_if=_is_none)
     """The set of selectable options."""
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'category', 'description', 'meta')))
+
     @model_validator(mode='after')
     def _check_variant(self) -> SessionConfigOption:
-        check_variants(self, ((('type', 'select', ('current_value', 'options')), ('type', 'boolean', ('current_value',)),),))
+        check_variants(self, ((('type', 'select', ('current_value:str', 'options')), ('type', 'boolean', ('current_value:bool',)),),))
         return self
 
 
@@ -2313,15 +2724,20 @@ class SessionConfigSelectOption(AcpModel):
     """Unique identifier for this option value."""
     name: str
     """Human-readable label for this option value."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional description for this option value."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class SessionConfigSelectGroup(AcpModel):
@@ -2332,13 +2748,18 @@ class SessionConfigSelectGroup(AcpModel):
     """Human-readable label for this group."""
     options: Annotated[list[SessionConfigSelectOption], SKIP_INVALID_ITEMS]
     """The set of option values in this group."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionConfigSelect(AcpModel):
@@ -2358,20 +2779,25 @@ class SessionConfigBoolean(AcpModel):
 class LoadSessionResponse(AcpResponse):
     """Response from loading an existing session."""
     METHOD: ClassVar[str] = 'session/load'
-    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
+    modes: SessionModeState | None = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class ListSessionsResponse(AcpResponse):
@@ -2379,17 +2805,22 @@ class ListSessionsResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/list'
     sessions: Annotated[list[SessionInfo], SKIP_INVALID_ITEMS]
     """Array of session information objects"""
-    next_cursor: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='nextCursor')
+    next_cursor: str | None = Field(None, alias='nextCursor')
     """Opaque cursor token. If present, pass this in the next request's cursor parameter
     to fetch the next page. If absent, there are no more results.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'nextCursor', 'next_cursor')))
 
 
 class SessionInfo(AcpModel):
@@ -2398,36 +2829,46 @@ class SessionInfo(AcpModel):
     """Unique identifier for the session"""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots reported for this session. Each path must be absolute.
 
     When present, this is the complete ordered additional-root list reported
     by the Agent. Omitted and empty values are equivalent: the response
     reports no additional roots.
     """
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Human-readable title for the session"""
-    updated_at: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='updatedAt')
+    updated_at: str | None = Field(None, alias='updatedAt')
     """ISO 8601 timestamp of last activity"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta', 'title', 'updatedAt', 'updated_at')))
 
 
 class DeleteSessionResponse(AcpResponse):
     """Response from deleting a session."""
     METHOD: ClassVar[str] = 'session/delete'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ForkSessionResponse(AcpResponse):
@@ -2442,63 +2883,83 @@ class ForkSessionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/fork'
     session_id: SessionId = Field(alias='sessionId')
     """Unique identifier for the newly created forked session."""
-    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
+    modes: SessionModeState | None = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class ResumeSessionResponse(AcpResponse):
     """Response from resuming an existing session."""
     METHOD: ClassVar[str] = 'session/resume'
-    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
+    modes: SessionModeState | None = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class CloseSessionResponse(AcpResponse):
     """Response from closing a session."""
     METHOD: ClassVar[str] = 'session/close'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionModeResponse(AcpResponse):
     """Response to `session/set_mode` method."""
     METHOD: ClassVar[str] = 'session/set_mode'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionConfigOptionResponse(AcpResponse):
@@ -2506,13 +2967,18 @@ class SetSessionConfigOptionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/set_config_option'
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
     """The full set of configuration options and their current values."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PromptResponse(AcpResponse):
@@ -2523,20 +2989,25 @@ class PromptResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/prompt'
     stop_reason: Annotated[Union[StopReason, str], BeforeValidator(open_enum(StopReason))] = Field(alias='stopReason')
     """Indicates why the agent stopped processing the turn."""
-    usage: Annotated[Usage | None, DEFAULT_ON_ERROR] = None
+    usage: Usage | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     Token usage for this turn (optional).
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'usage')))
 
 
 class Usage(AcpModel):
@@ -2554,19 +3025,24 @@ class Usage(AcpModel):
     """Total input tokens across all turns."""
     output_tokens: UInt64 = Field(alias='outputTokens')
     """Total output tokens across all turns."""
-    thought_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='thoughtTokens')
+    thought_tokens: UInt64 | None = Field(None, alias='thoughtTokens')
     """Total thought/reasoning tokens"""
-    cached_read_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='cachedReadTokens')
+    cached_read_tokens: UInt64 | None = Field(None, alias='cachedReadTokens')
     """Total cache read tokens."""
-    cached_write_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='cachedWriteTokens')
+    cached_write_tokens: UInt64 | None = Field(None, alias='cachedWriteTokens')
     """Total cache write tokens."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cachedReadTokens', 'cachedWriteTokens', 'cached_read_tokens', 'cached_write_tokens', 'meta', 'thoughtTokens', 'thought_tokens')))
 
 
 class StartNesResponse(AcpResponse):
@@ -2577,13 +3053,18 @@ class StartNesResponse(AcpResponse):
     METHOD: ClassVar[str] = 'nes/start'
     session_id: SessionId = Field(alias='sessionId')
     """The session ID for the newly started NES session."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SuggestNesResponse(AcpResponse):
@@ -2594,13 +3075,18 @@ class SuggestNesResponse(AcpResponse):
     METHOD: ClassVar[str] = 'nes/suggest'
     suggestions: list[NesSuggestion]
     """The list of suggestions."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesTextEdit(AcpModel):
@@ -2612,13 +3098,18 @@ class NesTextEdit(AcpModel):
     """The range to replace."""
     new_text: str = Field(alias='newText')
     """The replacement text."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Range(AcpModel):
@@ -2630,13 +3121,18 @@ class Range(AcpModel):
     """The start position (inclusive)."""
     end: Position
     """The end position (exclusive)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Position(AcpModel):
@@ -2650,13 +3146,18 @@ class Position(AcpModel):
     """Zero-based line number."""
     character: UInt32
     """Zero-based character offset (encoding-dependent)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditSuggestion(AcpModel):
@@ -2672,15 +3173,20 @@ class NesEditSuggestion(AcpModel):
     """The URI of the file to edit."""
     edits: list[NesTextEdit]
     """The text edits to apply."""
-    cursor_position: Annotated[Position | None, DEFAULT_ON_ERROR] = Field(None, alias='cursorPosition')
+    cursor_position: Position | None = Field(None, alias='cursorPosition')
     """Optional suggested cursor position after applying edits."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cursorPosition', 'cursor_position', 'meta')))
 
 
 class NesJumpSuggestion(AcpModel):
@@ -2696,13 +3202,18 @@ class NesJumpSuggestion(AcpModel):
     """The file to navigate to."""
     position: Position
     """The target position within the file."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRenameSuggestion(AcpModel):
@@ -2720,13 +3231,18 @@ class NesRenameSuggestion(AcpModel):
     """The position of the symbol to rename."""
     new_name: str = Field(alias='newName')
     """The new name for the symbol."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -2746,13 +3262,18 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     """The replacement text."""
     is_regex: StrictBool | None = Field(None, alias='isRegex')
     """Whether `search` is a regular expression. Defaults to `false`."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CloseNesResponse(AcpResponse):
@@ -2761,7 +3282,7 @@ class CloseNesResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'nes/close'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -2769,8 +3290,13 @@ class CloseNesResponse(AcpResponse):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
-class ExtResponse(AcpModel):
+
+class ExtResponse(AcpJson):
     """Allows for sending an arbitrary response to an [`ExtRequest`] that is not part of the ACP spec.
     Extension methods provide a way to add custom functionality while maintaining
     protocol compatibility.
@@ -2779,7 +3305,7 @@ class ExtResponse(AcpModel):
     """
 
 
-class MessageMcpResponse(AcpResponse):
+class MessageMcpResponse(AcpJson):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2809,10 +3335,15 @@ class Error(AcpModel):
     """A string providing a short description of the error.
     The message should be limited to a concise single sentence.
     """
-    data: Annotated[Any, DEFAULT_ON_ERROR] = None
+    data: Any = None
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details.
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('data',)))
 
 
 class AgentNotification(AcpModel):
@@ -2833,7 +3364,7 @@ class SessionNotification(AcpNotification):
     """The ID of the session this update pertains to."""
     update: SessionUpdate
     """The actual update content."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -2841,28 +3372,41 @@ class SessionNotification(AcpNotification):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
     def model_post_init(self, context: Any, /) -> None:
-        # write the update's tag even when its class is also used untagged (ToolCallUpdate)
-        self.update.model_fields_set.add('session_update')
+        # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
+        # on a copy: the caller's object may be reused where the tag does not belong
+        if 'session_update' not in self.update.model_fields_set:
+            self.update = self.update.model_copy()
+            self.update.model_fields_set.add('session_update')
 
 
 class ContentChunk(AcpModel):
     """A streamed item of content"""
     content: ContentBlock
     """A single item of content"""
-    message_id: Annotated[MessageId | None, DEFAULT_ON_ERROR] = Field(None, alias='messageId')
+    message_id: MessageId | None = Field(None, alias='messageId')
     """A unique identifier for the message this chunk belongs to.
 
     All chunks belonging to the same message share the same `messageId`.
     A change in `messageId` indicates a new message has started.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'messageId', 'message_id', 'meta')))
 
 
 class ToolCall(AcpModel):
@@ -2879,7 +3423,7 @@ class ToolCall(AcpModel):
     """Unique identifier for this tool call within the session."""
     title: str
     """Human-readable title describing what the tool is doing."""
-    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    name: str | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2889,29 +3433,34 @@ class ToolCall(AcpModel):
     This field is optional. Omitting it or sending `null` both mean that no
     tool name is available.
     """
-    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    kind: Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None = Field(None, exclude_if=_is_none)
     """The category of tool being invoked.
     Helps clients choose appropriate icons and UI treatment.
     """
-    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    status: Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None = Field(None, exclude_if=_is_none)
     """Current execution status of the tool call."""
-    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    content: Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
     """Content produced by the tool call."""
-    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    locations: Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
     """File locations affected by this tool call.
     Enables "follow-along" features in clients.
     """
-    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
+    raw_input: Any = Field(None, alias='rawInput')
     """Raw input parameters sent to the tool."""
-    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
+    raw_output: Any = Field(None, alias='rawOutput')
     """Raw output returned by the tool."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'content', 'kind', 'locations', 'meta', 'name', 'rawInput', 'rawOutput', 'raw_input', 'raw_output', 'status')))
 
 
 class PlanEntry(AcpModel):
@@ -2929,13 +3478,18 @@ class PlanEntry(AcpModel):
     """
     status: Annotated[Union[PlanEntryStatus, str], BeforeValidator(open_enum(PlanEntryStatus))]
     """Current execution status of this task."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Plan(AcpModel):
@@ -2955,13 +3509,18 @@ class Plan(AcpModel):
     When updating a plan, the agent must send a complete list of all entries
     with their current status. The client replaces the entire plan with each update.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanItems(AcpModel):
@@ -2983,13 +3542,18 @@ class PlanItems(AcpModel):
     When updating an item-based plan, the agent must send a complete list of all entries
     with their current status. The client replaces that plan with each update.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanFile(AcpModel):
@@ -3007,13 +3571,18 @@ class PlanFile(AcpModel):
     """The plan ID to update."""
     uri: str
     """The URI of the file containing the plan."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanMarkdown(AcpModel):
@@ -3031,13 +3600,18 @@ class PlanMarkdown(AcpModel):
     """The plan ID to update."""
     content: str
     """Markdown content for the plan."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanUpdate(AcpModel):
@@ -3053,13 +3627,18 @@ class PlanUpdate(AcpModel):
     session_update: Literal['plan_update'] = Field('plan_update', alias='sessionUpdate')
     plan: PlanUpdateContent
     """The updated plan content."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanRemoved(AcpModel):
@@ -3075,13 +3654,18 @@ class PlanRemoved(AcpModel):
     session_update: Literal['plan_removed'] = Field('plan_removed', alias='sessionUpdate')
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to remove."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AvailableCommand(AcpModel):
@@ -3090,28 +3674,38 @@ class AvailableCommand(AcpModel):
     """Command name (e.g., `create_plan`, `research_codebase`)."""
     description: str
     """Human-readable description of what the command does."""
-    input: Annotated[AvailableCommandInput | None, DEFAULT_ON_ERROR] = None
+    input: AvailableCommandInput | None = None
     """Input for the command if required"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'input', 'meta')))
 
 
 class UnstructuredCommandInput(AcpModel):
     """All text that was typed after the command name is provided as input."""
     hint: str
     """A hint to display when the input hasn't been provided yet"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -3120,13 +3714,18 @@ class AvailableCommandsUpdate(AcpModel):
     session_update: Literal['available_commands_update'] = Field('available_commands_update', alias='sessionUpdate')
     available_commands: Annotated[list[AvailableCommand], SKIP_INVALID_ITEMS] = Field(alias='availableCommands')
     """Commands the agent can execute"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CurrentModeUpdate(AcpModel):
@@ -3136,15 +3735,20 @@ class CurrentModeUpdate(AcpModel):
     """
     _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
     session_update: Literal['current_mode_update'] = Field('current_mode_update', alias='sessionUpdate')
-    current_mode_id: SessionModeId = Field(alias='currentModeId')
+    current_mode_id: SessionModeId = Field(alias='currentModeId', validation_alias=AliasChoices('currentModeId', 'modeId', 'current_mode_id'))
     """The ID of the current mode"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ConfigOptionUpdate(AcpModel):
@@ -3153,13 +3757,18 @@ class ConfigOptionUpdate(AcpModel):
     session_update: Literal['config_option_update'] = Field('config_option_update', alias='sessionUpdate')
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
     """The full set of configuration options and their current values."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionInfoUpdate(AcpModel):
@@ -3170,32 +3779,42 @@ class SessionInfoUpdate(AcpModel):
     """
     _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
     session_update: Literal['session_info_update'] = Field('session_info_update', alias='sessionUpdate')
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    title: str | None = None
     """Human-readable title for the session. Set to null to clear."""
-    updated_at: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='updatedAt')
+    updated_at: str | None = Field(None, alias='updatedAt')
     """ISO 8601 timestamp of last activity. Set to null to clear."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'title', 'updatedAt', 'updated_at')))
 
 
 class Cost(AcpModel):
     """Cost information for a session."""
-    amount: float
+    amount: Union[StrictInt, float]
     """Total cumulative cost for session."""
     currency: str
     """ISO 4217 currency code (e.g., "USD", "EUR")."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class UsageUpdate(AcpModel):
@@ -3206,15 +3825,20 @@ class UsageUpdate(AcpModel):
     """Tokens currently in context."""
     size: UInt64
     """Total context window size in tokens."""
-    cost: Annotated[Cost | None, DEFAULT_ON_ERROR] = None
+    cost: Cost | None = None
     """Cumulative session cost (optional)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cost', 'meta')))
 
 
 class Notice(AcpModel):
@@ -3238,16 +3862,21 @@ class Notice(AcpModel):
     """Presentation severity hint."""
     title: str
     """Required non-empty plain-text title that can stand alone."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    description: str | None = None
     """Optional plain-text detail or guidance.
 
     Omitted and `null` are equivalent and mean no description was supplied.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """Metadata scoped to this notice.
 
     Omitted and `null` are equivalent and mean no metadata was supplied.
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class CompactionUpdate(AcpModel):
@@ -3273,12 +3902,17 @@ class CompactionUpdate(AcpModel):
     """The Agent-owned ID of this compaction, unique within the session."""
     status: Annotated[Union[CompactionStatus, str], BeforeValidator(open_enum(CompactionStatus))]
     """Current lifecycle status."""
-    summary: Annotated[Annotated[list[ContentBlock], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    summary: Annotated[list[ContentBlock], SKIP_INVALID_ITEMS] | None = None
     """Complete replacement user-displayable summary retained by the compaction."""
-    error: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    error: str | None = None
     """Human-readable description of why the compaction failed."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """Extensible metadata patch for this compaction."""
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'error', 'meta', 'summary')))
 
 
 class CompactionSummaryChunk(AcpModel):
@@ -3299,8 +3933,13 @@ class CompactionSummaryChunk(AcpModel):
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
     """One content block to append."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """Metadata scoped to this chunk. Omission and `null` both mean absent."""
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CompleteElicitationNotification(AcpNotification):
@@ -3308,7 +3947,7 @@ class CompleteElicitationNotification(AcpNotification):
     METHOD: ClassVar[str] = 'elicitation/complete'
     elicitation_id: ElicitationId = Field(alias='elicitationId')
     """The ID of the elicitation that completed."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3317,6 +3956,11 @@ class CompleteElicitationNotification(AcpNotification):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class MessageMcpNotification(AcpNotification):
@@ -3336,12 +3980,12 @@ class MessageMcpNotification(AcpNotification):
     """The MCP-over-ACP connection this message is sent on."""
     method: str
     """The inner MCP method name."""
-    params: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = None
+    params: dict[str, Any] | None = None
     """Optional inner MCP params.
 
     If omitted or set to `null`, the inner MCP message has no params.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3349,8 +3993,13 @@ class MessageMcpNotification(AcpNotification):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'params')))
 
-class ExtNotification(AcpModel):
+
+class ExtNotification(AcpJson):
     """Allows the Agent to send an arbitrary notification that is not part of the ACP spec.
     Extension notifications provide a way to send one-way messages for custom functionality
     while maintaining protocol compatibility.
@@ -3376,20 +4025,25 @@ class InitializeRequest(AcpRequest):
     METHOD: ClassVar[str] = 'initialize'
     protocol_version: ProtocolVersion = Field(alias='protocolVersion')
     """The latest protocol version supported by the client."""
-    client_capabilities: Annotated[ClientCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: ClientCapabilities.model_validate({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities', exclude_if=_is_none)
+    client_capabilities: ClientCapabilities | None = Field(default_factory=lambda: ClientCapabilities.model_validate({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities', exclude_if=_is_none)
     """Capabilities supported by the client."""
-    client_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='clientInfo')
+    client_info: Implementation | None = Field(None, alias='clientInfo')
     """Information about the Client name and version sent to the Agent.
 
     Note: in future versions of the protocol, this will be required.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'clientCapabilities', 'clientInfo', 'client_capabilities', 'client_info', 'meta')))
 
 
 class ClientCapabilities(AcpModel):
@@ -3400,19 +4054,19 @@ class ClientCapabilities(AcpModel):
 
     See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/initialization#client-capabilities)
     """
-    fs: Annotated[FileSystemCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: FileSystemCapabilities.model_validate({'readTextFile': False, 'writeTextFile': False}), exclude_if=_is_none)
+    fs: FileSystemCapabilities | None = Field(default_factory=lambda: FileSystemCapabilities.model_validate({'readTextFile': False, 'writeTextFile': False}), exclude_if=_is_none)
     """File system capabilities supported by the client.
     Determines which file operations the agent can request.
     """
-    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    terminal: StrictBool | None = Field(False, exclude_if=_is_none)
     """Whether the Client support all `terminal/*` methods."""
-    session: Annotated[ClientSessionCapabilities | None, DEFAULT_ON_ERROR] = None
+    session: ClientSessionCapabilities | None = None
     """Session-related capabilities supported by the client.
 
     Optional. Omitted or `null` both mean the client does not advertise any
     session-related extensions.
     """
-    plan: Annotated[PlanCapabilities | None, DEFAULT_ON_ERROR] = None
+    plan: PlanCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3422,19 +4076,19 @@ class ClientCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the client does not advertise support.
     Supplying `{}` means the client can receive both update types.
     """
-    auth: Annotated[AuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AuthCapabilities.model_validate({'terminal': False}), exclude_if=_is_none)
+    auth: AuthCapabilities | None = Field(default_factory=lambda: AuthCapabilities.model_validate({'terminal': False}), exclude_if=_is_none)
     """Authentication capabilities supported by the client.
     Determines which authentication method types the agent may include
     in its `InitializeResponse`.
     """
-    elicitation: Annotated[ElicitationCapabilities | None, DEFAULT_ON_ERROR] = None
+    elicitation: ElicitationCapabilities | None = None
     """Elicitation capabilities supported by the client.
     Determines which elicitation modes the agent may use.
 
     Optional. Omitted or `null` both mean the client does not advertise
     elicitation support.
     """
-    nes: Annotated[ClientNesCapabilities | None, DEFAULT_ON_ERROR] = None
+    nes: ClientNesCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3444,20 +4098,25 @@ class ClientCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the client does not advertise any
     NES suggestion-kind extensions.
     """
-    position_encodings: Annotated[Annotated[list[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncodings', exclude_if=_is_none)
+    position_encodings: Annotated[list[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))]], SKIP_INVALID_ITEMS] | None = Field(None, alias='positionEncodings', exclude_if=_is_none)
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     The position encodings supported by the client, in order of preference.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'auth', 'elicitation', 'fs', 'meta', 'nes', 'plan', 'positionEncodings', 'position_encodings', 'session', 'terminal')))
 
 
 class FileSystemCapabilities(AcpModel):
@@ -3465,11 +4124,11 @@ class FileSystemCapabilities(AcpModel):
 
     See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/initialization#filesystem)
     """
-    read_text_file: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='readTextFile', exclude_if=_is_none)
+    read_text_file: StrictBool | None = Field(False, alias='readTextFile', exclude_if=_is_none)
     """Whether the Client supports `fs/read_text_file` requests."""
-    write_text_file: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='writeTextFile', exclude_if=_is_none)
+    write_text_file: StrictBool | None = Field(False, alias='writeTextFile', exclude_if=_is_none)
     """Whether the Client supports `fs/write_text_file` requests."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3477,10 +4136,15 @@ class FileSystemCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'readTextFile', 'read_text_file', 'writeTextFile', 'write_text_file')))
+
 
 class ClientSessionCapabilities(AcpModel):
     """Session-related capabilities supported by the client."""
-    compaction: Annotated[CompactionCapabilities | None, DEFAULT_ON_ERROR] = None
+    compaction: CompactionCapabilities | None = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3488,19 +4152,24 @@ class ClientSessionCapabilities(AcpModel):
     Support for ID-addressed context compaction updates. Omitted or `null`
     means unsupported; `{}` advertises the complete compaction contract.
     """
-    config_options: Annotated[SessionConfigOptionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    config_options: SessionConfigOptionsCapabilities | None = Field(None, alias='configOptions')
     """Config option capabilities supported by the client.
 
     Omitted or `null` both mean the client does not advertise support for any
     config option extensions.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'compaction', 'configOptions', 'config_options', 'meta')))
 
 
 class CompactionCapabilities(AcpModel):
@@ -3516,7 +4185,7 @@ class CompactionCapabilities(AcpModel):
 
 class SessionConfigOptionsCapabilities(AcpModel):
     """Session configuration option capabilities supported by the client."""
-    boolean: Annotated[BooleanConfigOptionCapabilities | None, DEFAULT_ON_ERROR] = None
+    boolean: BooleanConfigOptionCapabilities | None = None
     """Whether the client supports boolean session configuration options.
 
     Optional. Omitted or `null` both mean the client does not advertise support.
@@ -3524,13 +4193,18 @@ class SessionConfigOptionsCapabilities(AcpModel):
     `configOptions`, and the client may send `session/set_config_option`
     requests with `type: "boolean"` and a boolean `value`.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'boolean', 'meta')))
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
@@ -3538,13 +4212,18 @@ class BooleanConfigOptionCapabilities(AcpModel):
 
     Supplying `{}` means the client supports boolean session configuration options.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanCapabilities(AcpModel):
@@ -3556,13 +4235,18 @@ class PlanCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthCapabilities(AcpModel):
@@ -3572,14 +4256,14 @@ class AuthCapabilities(AcpModel):
     method types the client can handle. This governs opt-in types that require
     additional client-side support.
     """
-    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    terminal: StrictBool | None = Field(False, exclude_if=_is_none)
     """Whether the client supports `terminal` authentication methods.
 
     The client should set this to `true` only when it can reproduce the
     configured agent invocation in an interactive terminal. When `true`, the
     agent may include `terminal` entries in its authentication methods.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3587,22 +4271,27 @@ class AuthCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'terminal')))
+
 
 class ElicitationCapabilities(AcpModel):
     """Elicitation capabilities supported by the client."""
-    form: Annotated[ElicitationFormCapabilities | None, DEFAULT_ON_ERROR] = None
+    form: ElicitationFormCapabilities | None = None
     """Whether the client supports form-based elicitation.
 
     Optional. Omitted and `null` are equivalent and mean form support is not advertised.
     Supplying `{}` explicitly advertises form support.
     """
-    url: Annotated[ElicitationUrlCapabilities | None, DEFAULT_ON_ERROR] = None
+    url: ElicitationUrlCapabilities | None = None
     """Whether the client supports URL-based elicitation.
 
     Optional. Omitted or `null` both mean the client does not advertise support.
     Supplying `{}` means the client supports URL-based elicitation.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3611,6 +4300,11 @@ class ElicitationCapabilities(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'form', 'meta', 'url')))
 
 
 class ElicitationFormCapabilities(AcpModel):
@@ -3618,7 +4312,7 @@ class ElicitationFormCapabilities(AcpModel):
 
     Supplying `{}` means the client supports form-based elicitation.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3627,6 +4321,11 @@ class ElicitationFormCapabilities(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ElicitationUrlCapabilities(AcpModel):
@@ -3634,7 +4333,7 @@ class ElicitationUrlCapabilities(AcpModel):
 
     Supplying `{}` means the client supports URL-based elicitation.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3644,25 +4343,35 @@ class ElicitationUrlCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
 
 class ClientNesCapabilities(AcpModel):
     """NES capabilities advertised by the client during initialization.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    jump: Annotated[NesJumpCapabilities | None, DEFAULT_ON_ERROR] = None
+    jump: NesJumpCapabilities | None = None
     """Whether the client supports the `jump` suggestion kind."""
-    rename: Annotated[NesRenameCapabilities | None, DEFAULT_ON_ERROR] = None
+    rename: NesRenameCapabilities | None = None
     """Whether the client supports the `rename` suggestion kind."""
-    search_and_replace: Annotated[NesSearchAndReplaceCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='searchAndReplace')
+    search_and_replace: NesSearchAndReplaceCapabilities | None = Field(None, alias='searchAndReplace')
     """Whether the client supports the `searchAndReplace` suggestion kind."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'jump', 'meta', 'rename', 'searchAndReplace', 'search_and_replace')))
 
 
 class NesJumpCapabilities(AcpModel):
@@ -3670,13 +4379,18 @@ class NesJumpCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRenameCapabilities(AcpModel):
@@ -3684,13 +4398,18 @@ class NesRenameCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
@@ -3698,13 +4417,18 @@ class NesSearchAndReplaceCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthenticateRequest(AcpRequest):
@@ -3717,13 +4441,18 @@ class AuthenticateRequest(AcpRequest):
     """The ID of the authentication method to use.
     Must be one of the methods advertised in the initialize response.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ListProvidersRequest(AcpRequest):
@@ -3736,13 +4465,18 @@ class ListProvidersRequest(AcpRequest):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/list'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetProviderRequest(AcpRequest):
@@ -3767,13 +4501,18 @@ class SetProviderRequest(AcpRequest):
     """Full headers map for this provider.
     May include authorization, routing, or other integration-specific headers.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisableProviderRequest(AcpRequest):
@@ -3788,13 +4527,18 @@ class DisableProviderRequest(AcpRequest):
     METHOD: ClassVar[str] = 'providers/disable'
     provider_id: ProviderId = Field(alias='providerId')
     """Provider ID to disable."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LogoutRequest(AcpRequest):
@@ -3803,13 +4547,18 @@ class LogoutRequest(AcpRequest):
     Terminates the current authenticated session.
     """
     METHOD: ClassVar[str] = 'logout'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NewSessionRequest(AcpRequest):
@@ -3820,7 +4569,7 @@ class NewSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/new'
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots for this session. Each path must be absolute.
 
     These expand the session's filesystem scope without changing `cwd`, which
@@ -3829,13 +4578,18 @@ class NewSessionRequest(AcpRequest):
     """
     mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] = Field(alias='mcpServers')
     """List of MCP (Model Context Protocol) servers the agent should connect to."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta')))
 
 
 class HttpHeader(AcpModel):
@@ -3844,13 +4598,18 @@ class HttpHeader(AcpModel):
     """The name of the HTTP header."""
     value: str
     """The value to set for the HTTP header."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerHttp(AcpModel):
@@ -3863,13 +4622,18 @@ class McpServerHttp(AcpModel):
     """URL to the MCP server."""
     headers: list[HttpHeader]
     """HTTP headers to set when making requests to the MCP server."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerSse(AcpModel):
@@ -3882,13 +4646,18 @@ class McpServerSse(AcpModel):
     """URL to the MCP server."""
     headers: list[HttpHeader]
     """HTTP headers to set when making requests to the MCP server."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerAcp(AcpModel):
@@ -3913,13 +4682,18 @@ class McpServerAcp(AcpModel):
     Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
     on the same ACP connection.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerStdio(AcpModel):
@@ -3932,13 +4706,18 @@ class McpServerStdio(AcpModel):
     """Command-line arguments to pass to the MCP server."""
     env: list[EnvVariable]
     """Environment variables to set when launching the MCP server."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LoadSessionRequest(AcpRequest):
@@ -3953,7 +4732,7 @@ class LoadSessionRequest(AcpRequest):
     """List of MCP servers to connect to for this session."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
@@ -3963,13 +4742,18 @@ class LoadSessionRequest(AcpRequest):
     """
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to load."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta')))
 
 
 class ListSessionsRequest(AcpRequest):
@@ -3982,13 +4766,18 @@ class ListSessionsRequest(AcpRequest):
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: str | None = None
     """Opaque cursor token from a previous response's nextCursor field for cursor-based pagination"""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DeleteSessionRequest(AcpRequest):
@@ -3999,13 +4788,18 @@ class DeleteSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/delete'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to delete."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ForkSessionRequest(AcpRequest):
@@ -4027,22 +4821,27 @@ class ForkSessionRequest(AcpRequest):
     """The ID of the session to fork."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
     this is the complete resulting additional-root list for the forked
     session.
     """
-    mcp_servers: Annotated[Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='mcpServers', exclude_if=_is_none)
+    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None = Field(None, alias='mcpServers', exclude_if=_is_none)
     """List of MCP servers to connect to for this session."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'mcpServers', 'mcp_servers', 'meta')))
 
 
 class ResumeSessionRequest(AcpRequest):
@@ -4058,7 +4857,7 @@ class ResumeSessionRequest(AcpRequest):
     """The ID of the session to resume."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
@@ -4066,15 +4865,20 @@ class ResumeSessionRequest(AcpRequest):
     session. It may differ from any previously used or reported list as long as
     the request `cwd` matches the session's `cwd`.
     """
-    mcp_servers: Annotated[Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='mcpServers', exclude_if=_is_none)
+    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None = Field(None, alias='mcpServers', exclude_if=_is_none)
     """List of MCP servers to connect to for this session."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'mcpServers', 'mcp_servers', 'meta')))
 
 
 class CloseSessionRequest(AcpRequest):
@@ -4089,13 +4893,18 @@ class CloseSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/close'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to close."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionModeRequest(AcpRequest):
@@ -4105,13 +4914,18 @@ class SetSessionModeRequest(AcpRequest):
     """The ID of the session to set the mode for."""
     mode_id: SessionModeId = Field(alias='modeId')
     """The ID of the mode to set."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionConfigOptionRequest(AcpRequest):
@@ -4121,7 +4935,7 @@ class SetSessionConfigOptionRequest(AcpRequest):
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId = Field(alias='configId')
     """The ID of the configuration option to set."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4132,9 +4946,14 @@ class SetSessionConfigOptionRequest(AcpRequest):
     """The boolean value."""
     type: str | None = Field(None, exclude_if=_is_none)
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
     @model_validator(mode='after')
     def _check_variant(self) -> SetSessionConfigOptionRequest:
-        check_variants(self, ((('type', 'boolean', ('value',)), (None, None, ('value',)),),))
+        check_variants(self, ((('type', 'boolean', ('value:bool',)), (None, None, ('value:str',)),),))
         return self
 
 
@@ -4163,13 +4982,18 @@ class PromptRequest(AcpRequest):
     as it avoids extra round-trips and allows the message to include
     pieces of context from sources the agent may not have access to.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class StartNesRequest(AcpRequest):
@@ -4178,19 +5002,24 @@ class StartNesRequest(AcpRequest):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'nes/start'
-    workspace_uri: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='workspaceUri')
+    workspace_uri: str | None = Field(None, alias='workspaceUri')
     """The root URI of the workspace."""
     workspace_folders: list[WorkspaceFolder] | None = Field(None, alias='workspaceFolders')
     """The workspace folders."""
-    repository: Annotated[NesRepository | None, DEFAULT_ON_ERROR] = None
+    repository: NesRepository | None = None
     """Repository metadata, if the workspace is a git repository."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'repository', 'workspaceUri', 'workspace_uri')))
 
 
 class WorkspaceFolder(AcpModel):
@@ -4202,13 +5031,18 @@ class WorkspaceFolder(AcpModel):
     """The URI of the folder."""
     name: str
     """The display name of the folder."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRepository(AcpModel):
@@ -4222,13 +5056,18 @@ class NesRepository(AcpModel):
     """The repository owner."""
     remote_url: str = Field(alias='remoteUrl')
     """The remote URL of the repository."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SuggestNesRequest(AcpRequest):
@@ -4251,13 +5090,18 @@ class SuggestNesRequest(AcpRequest):
     """What triggered this suggestion request."""
     context: NesSuggestContext | None = None
     """Context for the suggestion, included based on agent capabilities."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSuggestContext(AcpModel):
@@ -4277,13 +5121,18 @@ class NesSuggestContext(AcpModel):
     """Currently open files in the editor."""
     diagnostics: list[NesDiagnostic] | None = None
     """Current diagnostics (errors, warnings)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRecentFile(AcpModel):
@@ -4297,13 +5146,18 @@ class NesRecentFile(AcpModel):
     """The language identifier."""
     text: str
     """The full text content of the file."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRelatedSnippet(AcpModel):
@@ -4315,13 +5169,18 @@ class NesRelatedSnippet(AcpModel):
     """The URI of the file containing the snippets."""
     excerpts: list[NesExcerpt]
     """The code excerpts."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesExcerpt(AcpModel):
@@ -4335,13 +5194,18 @@ class NesExcerpt(AcpModel):
     """The end line of the excerpt (zero-based)."""
     text: str
     """The text content of the excerpt."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4353,13 +5217,18 @@ class NesEditHistoryEntry(AcpModel):
     """The URI of the edited file."""
     diff: str
     """A diff representing the edit."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesUserAction(AcpModel):
@@ -4375,13 +5244,18 @@ class NesUserAction(AcpModel):
     """The position where the action occurred."""
     timestamp_ms: UInt64 = Field(alias='timestampMs')
     """Timestamp in milliseconds since epoch."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesOpenFile(AcpModel):
@@ -4393,17 +5267,22 @@ class NesOpenFile(AcpModel):
     """The URI of the file."""
     language_id: str = Field(alias='languageId')
     """The language identifier."""
-    visible_range: Annotated[Range | None, DEFAULT_ON_ERROR] = Field(None, alias='visibleRange')
+    visible_range: Range | None = Field(None, alias='visibleRange')
     """The visible range in the editor, if any."""
-    last_focused_ms: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='lastFocusedMs')
+    last_focused_ms: UInt64 | None = Field(None, alias='lastFocusedMs')
     """Timestamp in milliseconds since epoch of when the file was last focused."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'lastFocusedMs', 'last_focused_ms', 'meta', 'visibleRange', 'visible_range')))
 
 
 class NesDiagnostic(AcpModel):
@@ -4419,13 +5298,18 @@ class NesDiagnostic(AcpModel):
     """The severity of the diagnostic."""
     message: str
     """The diagnostic message."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CloseNesRequest(AcpRequest):
@@ -4439,13 +5323,18 @@ class CloseNesRequest(AcpRequest):
     METHOD: ClassVar[str] = 'nes/close'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the NES session to close."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ClientResponse(AcpModel):
@@ -4458,13 +5347,18 @@ class ClientResponse(AcpModel):
 class WriteTextFileResponse(AcpResponse):
     """Response to `fs/write_text_file`"""
     METHOD: ClassVar[str] = 'fs/write_text_file'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReadTextFileResponse(AcpResponse):
@@ -4472,13 +5366,18 @@ class ReadTextFileResponse(AcpResponse):
     METHOD: ClassVar[str] = 'fs/read_text_file'
     content: str
     """Content payload returned by this response."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class RequestPermissionResponse(AcpResponse):
@@ -4486,13 +5385,18 @@ class RequestPermissionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/request_permission'
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SelectedPermissionOutcome(AcpModel):
@@ -4501,13 +5405,18 @@ class SelectedPermissionOutcome(AcpModel):
     outcome: Literal['selected'] = 'selected'
     option_id: PermissionOptionId = Field(alias='optionId')
     """The ID of the option the user selected."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateTerminalResponse(AcpResponse):
@@ -4515,13 +5424,18 @@ class CreateTerminalResponse(AcpResponse):
     METHOD: ClassVar[str] = 'terminal/create'
     terminal_id: TerminalId = Field(alias='terminalId')
     """The unique identifier for the created terminal."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TerminalOutputResponse(AcpResponse):
@@ -4531,64 +5445,84 @@ class TerminalOutputResponse(AcpResponse):
     """The terminal output captured so far."""
     truncated: StrictBool
     """Whether the output was truncated due to byte limits."""
-    exit_status: Annotated[TerminalExitStatus | None, DEFAULT_ON_ERROR] = Field(None, alias='exitStatus')
+    exit_status: TerminalExitStatus | None = Field(None, alias='exitStatus')
     """Exit status if the command has completed."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitStatus', 'exit_status', 'meta')))
 
 
 class TerminalExitStatus(AcpModel):
     """Exit status of a terminal command."""
-    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
+    exit_code: UInt32 | None = Field(None, alias='exitCode')
     """The process exit code (may be null if terminated by signal)."""
-    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    signal: str | None = None
     """The signal that terminated the process (may be null if exited normally)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitCode', 'exit_code', 'meta', 'signal')))
 
 
 class ReleaseTerminalResponse(AcpResponse):
     """Response to terminal/release method"""
     METHOD: ClassVar[str] = 'terminal/release'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class WaitForTerminalExitResponse(AcpResponse):
     """Response containing the exit status of a terminal command."""
     METHOD: ClassVar[str] = 'terminal/wait_for_exit'
-    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
+    exit_code: UInt32 | None = Field(None, alias='exitCode')
     """The process exit code (may be null if terminated by signal)."""
-    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    signal: str | None = None
     """The signal that terminated the process (may be null if exited normally)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitCode', 'exit_code', 'meta', 'signal')))
 
 
 class KillTerminalResponse(AcpResponse):
     """Response to `terminal/kill` method"""
     METHOD: ClassVar[str] = 'terminal/kill'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4596,11 +5530,16 @@ class KillTerminalResponse(AcpResponse):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
+
 
 class CreateElicitationResponse(AcpResponse):
     """Response from the client to an elicitation request."""
     METHOD: ClassVar[str] = 'elicitation/create'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4612,6 +5551,11 @@ class CreateElicitationResponse(AcpResponse):
     action: str | None = Field(None, exclude_if=_is_none)
     content: dict[str, ElicitationContentValue] | None = None
     """The user-provided content, if any, as an object matching the requested schema."""
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> CreateElicitationResponse:
@@ -4637,13 +5581,18 @@ class ConnectMcpResponse(AcpResponse):
     METHOD: ClassVar[str] = 'mcp/connect'
     connection_id: McpConnectionId = Field(alias='connectionId')
     """The unique identifier for this MCP-over-ACP connection."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisconnectMcpResponse(AcpResponse):
@@ -4656,13 +5605,18 @@ class DisconnectMcpResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'mcp/disconnect'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ClientNotification(AcpModel):
@@ -4679,13 +5633,18 @@ class CancelNotification(AcpNotification):
     METHOD: ClassVar[str] = 'session/cancel'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to cancel operations for."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidOpenDocumentNotification(AcpNotification):
@@ -4704,13 +5663,18 @@ class DidOpenDocumentNotification(AcpNotification):
     """The version number of the document."""
     text: str
     """The full text content of the document."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidChangeDocumentNotification(AcpNotification):
@@ -4727,13 +5691,18 @@ class DidChangeDocumentNotification(AcpNotification):
     """The new version number of the document."""
     content_changes: Annotated[list[TextDocumentContentChangeEvent], SKIP_INVALID_ITEMS] = Field(alias='contentChanges')
     """The content changes."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -4748,13 +5717,18 @@ class TextDocumentContentChangeEvent(AcpModel):
     """The range of the document that changed. If `None`, the entire content is replaced."""
     text: str
     """The new text for the range, or the full document content if `range` is `None`."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidCloseDocumentNotification(AcpNotification):
@@ -4767,13 +5741,18 @@ class DidCloseDocumentNotification(AcpNotification):
     """The session ID for this notification."""
     uri: str
     """The URI of the closed document."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidSaveDocumentNotification(AcpNotification):
@@ -4786,13 +5765,18 @@ class DidSaveDocumentNotification(AcpNotification):
     """The session ID for this notification."""
     uri: str
     """The URI of the saved document."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidFocusDocumentNotification(AcpNotification):
@@ -4811,13 +5795,18 @@ class DidFocusDocumentNotification(AcpNotification):
     """The current cursor position."""
     visible_range: Range = Field(alias='visibleRange')
     """The portion of the file currently visible in the editor viewport."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AcceptNesNotification(AcpNotification):
@@ -4830,13 +5819,18 @@ class AcceptNesNotification(AcpNotification):
     """The session ID for this notification."""
     id: NesSuggestionId
     """The ID of the accepted suggestion."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class RejectNesNotification(AcpNotification):
@@ -4849,15 +5843,20 @@ class RejectNesNotification(AcpNotification):
     """The session ID for this notification."""
     id: NesSuggestionId
     """The ID of the rejected suggestion."""
-    reason: Annotated[Annotated[Union[NesRejectReason, str], BeforeValidator(open_enum(NesRejectReason))] | None, DEFAULT_ON_ERROR] = None
+    reason: Annotated[Union[NesRejectReason, str], BeforeValidator(open_enum(NesRejectReason))] | None = None
     """The reason for rejection."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'reason')))
 
 
 class CancelRequestNotification(AcpNotification):
@@ -4868,13 +5867,18 @@ class CancelRequestNotification(AcpNotification):
     METHOD: ClassVar[str] = '$/cancel_request'
     request_id: RequestId = Field(alias='requestId')
     """The ID of the request to cancel."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    meta: dict[str, Any] | None = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+    @model_validator(mode='wrap')
+    @classmethod
+    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
+        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class UserMessageChunk(ContentChunk):

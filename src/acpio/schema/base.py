@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, RootModel
 
-__all__ = ["AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec"]
+__all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec"]
 
 
 class AcpModel(BaseModel):
@@ -48,11 +48,26 @@ class AcpModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+class AcpJson(RootModel[Any]):
+    """Any JSON value, kept exactly as received (extension payloads, the inner result of ``mcp/message``).
+
+    ``value.root`` is the decoded JSON; :meth:`to_wire` gives it back unchanged.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+    METHOD: ClassVar[str]
+
+    def to_wire(self) -> Any:
+        """The JSON value, unchanged."""
+        return self.root
+
+
 class AcpRequest(AcpModel):
     """Params of a request: ``METHOD`` is its wire method, ``RESPONSE`` the model of its result."""
 
     METHOD: ClassVar[str]
-    RESPONSE: ClassVar[type[AcpModel]]
+    RESPONSE: ClassVar[type[AcpModel] | type[AcpJson]]
 
 
 class AcpNotification(AcpModel):
@@ -80,7 +95,7 @@ class MethodSpec:
     method: str
     direction: Literal["client_to_agent", "agent_to_client", "both"]
     kind: Literal["request", "notification"]
-    params: type[AcpModel]
-    result: type[AcpModel] | None
+    params: type[AcpModel | AcpJson]
+    result: type[AcpModel | AcpJson] | None
     stable: bool
     capability: str | None
