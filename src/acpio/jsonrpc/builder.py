@@ -1,0 +1,295 @@
+"""Roles and builders: declare the handlers of a connection, then connect it.
+
+A :class:`Role` says who this side is: its name, its counterpart, the *default handler* it adds at
+the end of the chain, and how a message addressed to one of its peers is sent. This issue has only
+:class:`UntypedRole` (its own counterpart, no default handler); ACP roles subclass :class:`Role`.
+
+A :class:`Builder` collects handlers and tasks, then serves one connection per ``connect_to`` or
+``connect_with`` call::
+
+    app = UntypedRole.builder(name="echo")
+
+    @app.on_request
+    async def hello(req: Hello, responder: Responder[HelloResult], cx: Connection) -> HelloResult:
+        return HelloResult(greeting=f"hello, {req.name}")
+
+    await app.connect_to(transport)
+
+A builder is itself a :class:`~acpio.transports.base.Component`: another builder can connect to it
+in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar, overload
+
+from acpio.jsonrpc.connection import Connection
+from acpio.jsonrpc.handlers import (
+    DispatchHandler,
+    Handler,
+    NotificationHandler,
+    RequestHandler,
+    as_handler,
+    message_type_from,
+)
+from acpio.transports.base import Transport
+from acpio.transports.channel import Channel
+
+__all__ = ["Builder", "Role", "UntypedRole", "open_transport"]
+
+_log = logging.getLogger("acpio.jsonrpc")
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+#: Builders served in-process through :meth:`Builder.open`, kept referenced while they run.
+_background: set[asyncio.Task[Any]] = set()
+
+
+class Role:
+    """Who one side of a connection is.
+
+    Subclasses set :attr:`NAME` and :attr:`COUNTERPART`, and may override :meth:`default_handler`
+    (the handler placed after the dynamic handlers) and :meth:`route_outgoing` (how a message for
+    one of :meth:`peers` is sent, for example wrapped in an envelope).
+    """
+
+    #: A short name for logs.
+    NAME: ClassVar[str] = "role"
+    #: The role of the other side; ``None`` means the role is its own counterpart.
+    COUNTERPART: ClassVar[type[Role] | None] = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    @classmethod
+    def builder(cls, *, name: str | None = None) -> Builder:
+        """A new :class:`Builder` for a connection playing this role."""
+        return Builder(cls(), name=name)
+
+    def counterpart(self) -> Role:
+        """The role at the other end of the connection."""
+        return (self.COUNTERPART or type(self))()
+
+    def peers(self) -> tuple[Role, ...]:
+        """The roles this side can address; by default only the counterpart."""
+        return (self.counterpart(),)
+
+    def default_handler(self) -> Handler | None:
+        """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
+        return None
+
+    def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
+        """The method and params to send a message for ``peer`` with (by default: unchanged).
+
+        ``peer`` is a role (class or instance) from :meth:`peers`; anything else is an error.
+        """
+        wanted = peer() if isinstance(peer, type) else peer
+        if wanted not in self.peers():
+            names = ", ".join(type(p).__name__ for p in self.peers())
+            raise ValueError(f"{type(self).__name__} cannot send to {peer!r}; its peers are: {names}")
+        return method, params
+
+
+class UntypedRole(Role):
+    """A protocol-neutral role: its own counterpart, no default handler, no envelopes."""
+
+    NAME = "untyped"
+
+
+async def open_transport(target: Any) -> Transport:
+    """``target`` as a transport: a :class:`Transport` as it is, a ``Component`` opened."""
+    if isinstance(target, Transport):
+        return target
+    opener = getattr(target, "open", None)
+    if opener is None or not callable(opener):
+        raise TypeError(
+            f"Cannot connect to {target!r}: pass a Transport (receive/send/drain/aclose) "
+            "or a Component (async open() -> Transport), such as another Builder"
+        )
+    transport: Transport = await opener()
+    return transport
+
+
+class Builder:
+    """Collects the handlers, tasks and close callbacks of a connection, then connects it.
+
+    Handlers are offered each message in registration order. Register with the decorators
+    :meth:`on_request`, :meth:`on_notification`, :meth:`on_dispatch`, or add any handler object
+    with :meth:`with_handler`. Serve with :meth:`connect_to` or :meth:`connect_with`.
+    """
+
+    def __init__(self, role: Role | None = None, *, name: str | None = None) -> None:
+        self.role: Role = role if role is not None else UntypedRole()
+        self.name: str = name if name is not None else type(self.role).NAME
+        self._handlers: list[Handler] = []
+        self._spawned: list[Callable[[Connection], Awaitable[object]]] = []
+        self._close: list[Callable[[Connection], Awaitable[object]]] = []
+
+    def __repr__(self) -> str:
+        return f"<Builder {self.name!r} {type(self.role).__name__} handlers={len(self._handlers)}>"
+
+    # --- handlers ---------------------------------------------------------------------------------
+
+    @overload
+    def on_request(self, message_type: F, fn: None = None) -> F: ...
+    @overload
+    def on_request(self, message_type: type[Any], fn: None = None) -> Callable[[F], F]: ...
+    @overload
+    def on_request(self, message_type: type[Any], fn: F) -> F: ...
+
+    def on_request(self, message_type: Any, fn: Any = None) -> Any:
+        """Register a typed request handler; usable as ``@app.on_request`` or ``@app.on_request(Type)``.
+
+        The message type comes from the first parameter's annotation unless given. The function is
+        called as ``fn(req, responder, cx)`` and may return the result, answer through
+        ``responder`` and return ``None``, or return ``Unhandled(req)`` to pass the request on.
+        """
+        return self._register(message_type, fn, RequestHandler, "request")
+
+    @overload
+    def on_notification(self, message_type: F, fn: None = None) -> F: ...
+    @overload
+    def on_notification(self, message_type: type[Any], fn: None = None) -> Callable[[F], F]: ...
+    @overload
+    def on_notification(self, message_type: type[Any], fn: F) -> F: ...
+
+    def on_notification(self, message_type: Any, fn: Any = None) -> Any:
+        """Register a typed notification handler, called as ``fn(notification, cx)``.
+
+        Used as ``@app.on_notification`` (type from the annotation) or ``@app.on_notification(Type)``.
+        """
+        return self._register(message_type, fn, NotificationHandler, "notification")
+
+    def _register(self, message_type: Any, fn: Any, kind: type[Any], what: str) -> Any:
+        if fn is not None:
+            self._handlers.append(kind(message_type, fn))
+            return fn
+        if hasattr(message_type, "METHOD"):
+
+            def decorator(function: F) -> F:
+                self._handlers.append(kind(message_type, function))
+                return function
+
+            return decorator
+        if not callable(message_type):
+            raise TypeError(f"on_{what}() takes a message type or a handler function, not {message_type!r}")
+        function = message_type
+        self._handlers.append(kind(message_type_from(function, what), function))
+        return function
+
+    def on_dispatch(self, fn: F) -> F:
+        """Register a handler for every message, untyped: ``fn(message: Dispatch, cx)``.
+
+        It sees requests, notifications and responses to our own requests; it returns ``None`` to
+        claim the message or ``Unhandled(message)`` to pass it on.
+        """
+        self._handlers.append(DispatchHandler(fn))
+        return fn
+
+    def with_handler(self, handler: Any) -> Builder:
+        """Append a handler object (``async handle(message, cx)``); returns the builder."""
+        self._handlers.append(as_handler(handler))
+        return self
+
+    def with_spawned(self, fn: Callable[[Connection], Awaitable[object]]) -> Builder:
+        """Start ``fn(cx)`` as a task when the connection starts; its failure fails the connection."""
+        self._spawned.append(fn)
+        return self
+
+    def on_close(self, callback: F) -> F:
+        """Run ``await callback(cx)`` when the connection ends cleanly (usable as a decorator).
+
+        Callbacks run in registration order, all of them, after pending requests failed; the first
+        error fails the connection.
+        """
+        self._close.append(_with_cx(callback))
+        return callback
+
+    def merge(self, other: Builder) -> Builder:
+        """Append ``other``'s handlers, tasks and close callbacks after this builder's; returns ``self``."""
+        self._handlers.extend(other._handlers)
+        self._spawned.extend(other._spawned)
+        self._close.extend(other._close)
+        return self
+
+    # --- connecting -------------------------------------------------------------------------------
+
+    def _make_connection(self, transport: Transport) -> Connection:
+        return Connection(
+            self.role,
+            transport,
+            name=self.name,
+            handlers=self._handlers,
+            startup=self._spawned,
+            close_callbacks=self._close,
+        )
+
+    async def connect_to(self, target: Any) -> None:
+        """Serve a connection to ``target`` (a transport or component) until the peer closes it.
+
+        Returns once the input ended, the close callbacks ran and queued output was written.
+        Raises the error that failed the connection (a read error, a failed spawned task).
+        """
+        transport = await open_transport(target)
+        await self._make_connection(transport)._serve(None)
+
+    async def connect_with(self, target: Any, main: Callable[[Connection], Awaitable[T]]) -> T:
+        """Connect to ``target``, run ``await main(cx)`` while serving, then close; returns its value.
+
+        If the connection fails first, ``main`` is cancelled and the failure is raised. If the peer
+        closes first, ``main`` goes on (its pending and new requests fail with ConnectionClosed).
+        """
+        transport = await open_transport(target)
+        result = await self._make_connection(transport)._serve(main)
+        return result  # type: ignore[return-value]
+
+    async def open(self) -> Transport:
+        """Serve this builder in-process and return the transport that talks to it (Component protocol)."""
+        ours, theirs = Channel.duplex()
+        task = asyncio.get_running_loop().create_task(
+            self.connect_to(ours), name=f"acpio builder {self.name}"
+        )
+        _background.add(task)
+        task.add_done_callback(_background_done)
+        return theirs
+
+    def statistics(self) -> dict[str, int]:
+        """Counts of what is registered."""
+        return {"handlers": len(self._handlers), "spawned": len(self._spawned), "on_close": len(self._close)}
+
+
+def _background_done(task: asyncio.Task[Any]) -> None:
+    _background.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        _log.error("An in-process connection failed", exc_info=task.exception())
+
+
+def _with_cx(callback: Callable[..., Awaitable[object]]) -> Callable[[Connection], Awaitable[object]]:
+    try:
+        count = len(
+            [
+                p
+                for p in inspect.signature(callback).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+            ]
+        )
+    except (TypeError, ValueError):
+        count = 1
+    if count >= 1:
+        return callback
+
+    async def call(cx: Connection) -> object:
+        return await callback()
+
+    return call

@@ -1,0 +1,304 @@
+"""JSON-RPC 2.0 envelopes: decode one incoming frame, build outgoing frames. No I/O, no asyncio.
+
+Decoding reads the *envelope* only: ``method``, ``id`` and the kind of message. ``params`` and
+``result`` stay the JSON values orjson decoded (``dict``/``list``/scalars); typed handlers validate
+them later, and only when they take the message. One frame decodes to one of:
+
+* :class:`Request`, :class:`Notification`, :class:`Response`: a well-formed message;
+* :class:`Invalid`: something to answer with an error (``id: null``), or to ignore when it was
+  shaped like a response (answering a bad response could loop between two peers);
+* :class:`Batch`: a JSON array, each entry decoded as above, in order;
+* ``None``: a blank frame, which is skipped.
+
+Outgoing frames are built with orjson; request ids are echoed with their exact JSON type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+from acpio.errors import InvalidRequest, ParseError, RequestError, error_from_wire
+
+__all__ = [
+    "CANCEL_METHOD",
+    "Batch",
+    "Entry",
+    "Frame",
+    "Invalid",
+    "JsonValue",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "UntypedMessage",
+    "cancel_target",
+    "classify",
+    "decode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "encode_value",
+    "error_response_object",
+    "line_head",
+    "result_object",
+]
+
+#: Any value orjson decodes: ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` or ``None``.
+JsonValue: TypeAlias = Any
+#: A JSON-RPC id as it appears on the wire: an integer, a string, or ``null`` (``None``).
+RequestId: TypeAlias = int | str | None
+
+#: The protocol-level notification that asks the peer to cancel one of the requests it received.
+CANCEL_METHOD: Final = "$/cancel_request"
+
+#: How much of a bad line is echoed back in an error's ``data`` (characters).
+HEAD_CHARS: Final = 200
+
+
+@dataclass(slots=True)
+class UntypedMessage:
+    """A request or notification as a method name and raw params, validated by nobody.
+
+    Send one with ``cx.send_request(UntypedMessage("x/y", {...}))``; proxies forward them as they are,
+    so fields the proxy does not know survive.
+    """
+
+    method: str
+    params: JsonValue = None
+
+
+@dataclass(slots=True)
+class Request:
+    """An incoming request: ``method``, raw ``params`` (``dict``, ``list`` or ``None``) and ``id``."""
+
+    method: str
+    params: JsonValue
+    id: RequestId
+
+
+@dataclass(slots=True)
+class Notification:
+    """An incoming notification: ``method`` and raw ``params``; it gets no reply."""
+
+    method: str
+    params: JsonValue
+
+
+@dataclass(slots=True)
+class Response:
+    """An incoming response: ``id`` and either ``result`` or ``error`` (a :class:`RequestError`)."""
+
+    id: RequestId
+    result: JsonValue
+    error: RequestError | None
+
+
+@dataclass(slots=True)
+class Invalid:
+    """A frame that is not a usable message.
+
+    ``error`` is what to answer (always with ``id: null``). ``answer`` is false for a malformed
+    *response-shaped* object, which is logged and ignored instead.
+    """
+
+    error: RequestError
+    answer: bool = True
+
+
+#: One message of a frame (or of a batch).
+Entry: TypeAlias = Request | Notification | Response | Invalid
+
+
+@dataclass(slots=True)
+class Batch:
+    """A JSON-RPC batch: a non-empty array whose entries are dispatched in order."""
+
+    entries: list[Entry]
+
+
+#: What :func:`decode` returns for one frame.
+Frame: TypeAlias = Entry | Batch | None
+
+
+def line_head(frame: bytes | str) -> str:
+    """The start of a frame as text (invalid UTF-8 replaced), short enough to put in an error."""
+    if isinstance(frame, bytes):
+        frame = frame[: HEAD_CHARS * 4].decode("utf-8", "replace")
+    return frame[:HEAD_CHARS]
+
+
+def decode(frame: bytes | str) -> Frame:
+    """Decode one frame (one line, without its newline) into a message, a batch, or an error.
+
+    Never raises for bad input: invalid JSON or UTF-8 gives ``Invalid(ParseError)``, a value that is
+    not a JSON-RPC message gives ``Invalid(InvalidRequest)``. A blank frame gives ``None``.
+    """
+    try:
+        value = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        if not frame.strip():
+            return None
+        return Invalid(ParseError({"line": line_head(frame)}))
+    if type(value) is dict:
+        return classify(value)
+    if type(value) is list:
+        if not value:
+            return Invalid(InvalidRequest({"reason": "empty batch"}))
+        return Batch([classify(item) for item in value])
+    return Invalid(InvalidRequest({"reason": "a JSON-RPC message must be an object"}))
+
+
+def _invalid(reason: str) -> Invalid:
+    return Invalid(InvalidRequest({"reason": reason}))
+
+
+def _ignored(reason: str) -> Invalid:
+    return Invalid(InvalidRequest({"reason": reason}), answer=False)
+
+
+def _valid_id(value: object) -> bool:
+    kind = type(value)
+    return kind is int or kind is str or value is None
+
+
+def classify(value: JsonValue) -> Entry:
+    """Classify one decoded JSON value by the keys present (the envelope rules of JSON-RPC 2.0).
+
+    ``method`` + ``id`` is a request, ``method`` alone a notification, ``id`` + exactly one of
+    ``result``/``error`` a response; ``"jsonrpc": "2.0"`` is required, and params must be an
+    object, an array or absent.
+    """
+    if type(value) is not dict:
+        return _invalid("a JSON-RPC message must be an object")
+    method = value.get("method")
+    # Fast path: a well-formed request or notification.
+    is_call = "result" not in value and "error" not in value
+    if type(method) is str and is_call and value.get("jsonrpc") == "2.0":
+        params = value.get("params")
+        if params is None or type(params) is dict or type(params) is list:
+            if "id" not in value:
+                return Notification(method, params)
+            request_id = value["id"]
+            if type(request_id) is int or type(request_id) is str or request_id is None:
+                return Request(method, params, request_id)
+    if method is not None:
+        if value.get("jsonrpc") != "2.0":
+            return _invalid('"jsonrpc" must be "2.0"')
+        if type(method) is not str:
+            return _invalid('"method" must be a string')
+        if "result" in value or "error" in value:
+            return _invalid("a request or notification cannot carry a result or an error")
+        params = value.get("params")
+        if params is not None and type(params) is not dict and type(params) is not list:
+            return _invalid('"params" must be an object or an array')
+        if "id" not in value:
+            return Notification(method, params)
+        request_id = value["id"]
+        if not _valid_id(request_id):
+            return _invalid('"id" must be an integer, a string or null')
+        return Request(method, params, request_id)
+    has_result = "result" in value
+    has_error = "error" in value
+    if has_result or has_error:
+        if has_result and has_error:
+            return _ignored("a response cannot carry both a result and an error")
+        if value.get("jsonrpc") != "2.0":
+            return _ignored('"jsonrpc" must be "2.0"')
+        if "id" not in value or not _valid_id(value["id"]):
+            return _ignored('a response needs an integer, string or null "id"')
+        if has_result:
+            return Response(value["id"], value["result"], None)
+        return Response(value["id"], None, error_from_wire(value["error"]))
+    if "method" in value:
+        return _invalid('"method" must be a string')
+    return _invalid("not a request, notification or response")
+
+
+def cancel_target(params: JsonValue) -> tuple[bool, RequestId]:
+    """The id a ``$/cancel_request`` names: ``(True, id)``, or ``(False, None)`` if params are malformed."""
+    if type(params) is dict and "requestId" in params:
+        target = params["requestId"]
+        if _valid_id(target):
+            return True, target
+    return False, None
+
+
+# --- outgoing -------------------------------------------------------------------------------------
+
+
+_SERIALIZERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _serializer_for(kind: type) -> Callable[[Any], Any]:
+    """How to turn objects of ``kind`` into JSON values (looked up once per class)."""
+    to_wire = getattr(kind, "to_wire", None)
+    if callable(to_wire):
+        return lambda obj: obj.to_wire()
+    if callable(getattr(kind, "model_dump", None)):
+        return lambda obj: obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def refuse(obj: Any) -> Any:
+        raise TypeError(f"{kind.__name__} is not JSON serializable: give it to_wire() or model_dump()")
+
+    return refuse
+
+
+def _to_json(obj: Any) -> Any:
+    """The orjson ``default`` hook: typed objects are written with ``to_wire()`` or ``model_dump``."""
+    kind = type(obj)
+    serializer = _SERIALIZERS.get(kind)
+    if serializer is None:
+        serializer = _SERIALIZERS[kind] = _serializer_for(kind)
+    return serializer(obj)
+
+
+def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
+    """One request frame. ``params`` may be a dict, a list, ``None`` (omitted) or a typed object."""
+    if params is None:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}, default=_to_json)
+    return orjson.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, default=_to_json
+    )
+
+
+def encode_notification(method: str, params: Any) -> bytes:
+    """One notification frame; ``params`` as for :func:`encode_request`."""
+    if params is None:
+        return orjson.dumps({"jsonrpc": "2.0", "method": method}, default=_to_json)
+    return orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params}, default=_to_json)
+
+
+def result_object(request_id: RequestId, result: Any) -> dict[str, Any]:
+    """The response object for a successful result (``result`` may be a typed object)."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response_object(request_id: RequestId, error: RequestError) -> dict[str, Any]:
+    """The response object for an error."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+
+
+def encode_result(request_id: RequestId, result: Any) -> bytes:
+    """One success response frame. Raises ``TypeError`` if ``result`` cannot be serialized."""
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, default=_to_json)
+
+
+def encode_error(request_id: RequestId, error: RequestError) -> bytes:
+    """One error response frame (``id`` may be ``None`` for errors that answer no known request)."""
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}, default=_to_json)
+    except TypeError:
+        # The error's data is not serializable: send the code and message, drop the data.
+        return orjson.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": error.code, "message": error.message}}
+        )
+
+
+def encode_value(value: Any) -> bytes:
+    """Serialize any JSON value or typed object with the same rules as the frames above."""
+    return orjson.dumps(value, default=_to_json)

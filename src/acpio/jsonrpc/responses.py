@@ -1,0 +1,459 @@
+"""The two ends of a request: answering one (:class:`Responder`), waiting for one (:class:`SentRequest`).
+
+* :class:`Responder` answers a request the peer sent. The first completion wins; later ones are
+  ignored (and logged at debug level). It also tells the handler whether the peer cancelled the
+  request with ``$/cancel_request``.
+* :class:`SentRequest` is a request this side sent. ``await sent`` gives the result (or raises the
+  error) from a spawned task or from ``connect_with``'s main; awaiting it inside a handler raises
+  :class:`~acpio.DeadlockError` at once, since only the busy dispatch loop could read the answer.
+  ``on_receiving_result`` registers a callback that the dispatch loop runs before it dispatches the
+  next message.
+* :class:`ResponseRouter` delivers a response that arrived for one of our requests to whatever
+  waits for it; handlers that intercept responses get one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from acpio.errors import (
+    AcpError,
+    DeadlockError,
+    InternalError,
+    ParseError,
+    RequestCancelled,
+    RequestError,
+)
+from acpio.jsonrpc.messages import RequestId
+from acpio.jsonrpc.pending import CancelFlag
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc.connection import Connection
+
+__all__ = ["PendingReply", "Responder", "ResponseRouter", "SentRequest"]
+
+_log = logging.getLogger("acpio.jsonrpc")
+
+T = TypeVar("T")
+U = TypeVar("U")
+R = TypeVar("R")
+
+#: A settled outcome: the raw JSON result, or the error that replaced it.
+Outcome = Any
+
+
+def as_request_error(error: BaseException) -> RequestError:
+    """``error`` as something that can be sent on the wire (non-protocol errors become -32603)."""
+    if isinstance(error, RequestError):
+        return error
+    return InternalError({"reason": str(error)})
+
+
+class PendingReply:
+    """The connection's record of one outgoing request: what the response settles, once."""
+
+    __slots__ = (
+        "callback",
+        "cancel_sent",
+        "connection",
+        "future",
+        "id",
+        "method",
+        "outcome",
+        "peer",
+        "settled",
+        "sink",
+    )
+
+    def __init__(self, connection: Connection, method: str, peer: object) -> None:
+        self.connection = connection
+        self.method = method
+        self.peer = peer
+        self.id: RequestId = None
+        self.settled = False
+        self.outcome: Outcome = None
+        self.future: asyncio.Future[None] | None = None
+        #: An async consumer the dispatch loop awaits before the next message (on_receiving_result).
+        self.callback: Callable[[Outcome], Awaitable[None]] | None = None
+        #: A sync consumer run as soon as the outcome is known (forward_response_to).
+        self.sink: Callable[[Outcome], None] | None = None
+        self.cancel_sent = False
+
+    def settle(self, outcome: Outcome) -> bool:
+        """Record the outcome (a raw result, or an exception) and wake its consumer. First one wins."""
+        if self.settled:
+            _log.debug("Ignoring a second outcome for request %r (%s)", self.id, self.method)
+            return False
+        self.settled = True
+        self.outcome = outcome
+        if self.sink is not None:
+            try:
+                self.sink(outcome)
+            except Exception:
+                _log.exception("Forwarding the response to %r failed", self.method)
+        elif self.callback is not None:
+            self.connection._schedule_callback(self.callback, outcome)
+        future = self.future
+        if future is not None and not future.done():
+            future.set_result(None)
+        return True
+
+
+class SentRequest(Generic[T]):
+    """A request this side sent; await it (outside handlers) or register what to do with the answer.
+
+    ``await sent`` returns the result (parsed into the request's ``RESPONSE`` type when it has one)
+    or raises: the peer's error as the matching :class:`~acpio.RequestError` subclass,
+    :class:`~acpio.ConnectionClosed` if the connection ended first. Cancelling the awaiting task
+    sends ``$/cancel_request`` to the peer.
+    """
+
+    __slots__ = ("_cached", "_has_cached", "_parse", "_reply")
+
+    def __init__(self, reply: PendingReply, parse: Callable[[Any], T]) -> None:
+        self._reply = reply
+        self._parse = parse
+        self._has_cached = False
+        self._cached: Any = None
+
+    @property
+    def id(self) -> RequestId:
+        """The JSON-RPC id this request was sent with."""
+        return self._reply.id
+
+    @property
+    def method(self) -> str:
+        """The request's method."""
+        return self._reply.method
+
+    @property
+    def done(self) -> bool:
+        """Whether the response (or the error that replaces it) has arrived."""
+        return self._reply.settled
+
+    def __repr__(self) -> str:
+        state = "done" if self._reply.settled else "pending"
+        return f"<SentRequest {self.method!r} id={self.id!r} {state}>"
+
+    def _value(self, outcome: Outcome) -> T:
+        """The consumer's view of a settled outcome: the parsed value, or raise the error."""
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if self._has_cached:
+            return self._cached  # type: ignore[no-any-return]
+        value = self._parse(outcome)
+        self._cached = value
+        self._has_cached = True
+        return value
+
+    def _as_result(self, outcome: Outcome) -> T | AcpError:
+        try:
+            return self._value(outcome)
+        except AcpError as error:
+            return error
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> T:
+        reply = self._reply
+        if not reply.settled:
+            connection = reply.connection
+            current = asyncio.current_task()
+            if current is connection._dispatcher or current is connection._reader:
+                raise DeadlockError(
+                    f"Awaiting the response to {reply.method!r} inside a handler of connection "
+                    f"{connection.name!r} would deadlock: only this same dispatch loop can read it. "
+                    "Move the await into cx.spawn(...), or use sent.on_receiving_result(callback)."
+                )
+            future = reply.future
+            if future is None:
+                future = reply.future = asyncio.get_running_loop().create_future()
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.cancelled():
+                    reply.future = None
+                self.cancel()
+                raise
+        return self._value(reply.outcome)
+
+    def _claim(self) -> None:
+        reply = self._reply
+        if reply.callback is not None or reply.sink is not None:
+            raise RuntimeError(
+                f"The response to {reply.method!r} already has a consumer; register only one of "
+                "on_receiving_result, on_receiving_ok_result or forward_response_to."
+            )
+
+    def on_receiving_result(self, callback: Callable[[T | AcpError], Awaitable[object]]) -> None:
+        """Run ``await callback(result)`` when the answer arrives; returns at once.
+
+        ``result`` is the value, or the error (a :class:`~acpio.RequestError`, or
+        :class:`~acpio.ConnectionClosed`). Registered before the response is dispatched, the callback
+        runs *inside* the dispatch loop, which waits for it before the next message (so a handler it
+        installs sees everything that follows). It must therefore not await other responses. An
+        exception raised by the callback fails the connection.
+        """
+        self._claim()
+
+        async def consume(outcome: Outcome) -> None:
+            await callback(self._as_result(outcome))
+
+        reply = self._reply
+        reply.callback = consume
+        if reply.settled:
+            reply.connection._schedule_callback(consume, reply.outcome)
+
+    def on_receiving_ok_result(
+        self, responder: Responder[Any], callback: Callable[[T, Responder[Any]], Awaitable[object]]
+    ) -> None:
+        """Like :meth:`on_receiving_result`, but an error answers ``responder`` and skips ``callback``."""
+
+        async def consume(result: T | AcpError) -> None:
+            if isinstance(result, AcpError):
+                responder.respond_with_error(result)
+            else:
+                await callback(result, responder)
+
+        self.on_receiving_result(consume)
+
+    def forward_response_to(self, responder: Responder[Any]) -> None:
+        """Answer ``responder`` with this request's response (result or error), unparsed.
+
+        If the peer of ``responder`` cancels its request, ``$/cancel_request`` is sent for this one
+        (with this request's own id). If this connection ends first, ``responder`` gets an error.
+        """
+        self._claim()
+        reply = self._reply
+
+        def forward(outcome: Outcome) -> None:
+            responder._remove_cancel_callback(self.cancel)
+            if isinstance(outcome, BaseException):
+                responder.respond_with_error(outcome)
+            else:
+                responder.respond(outcome)
+
+        reply.sink = forward
+        if reply.settled:
+            forward(reply.outcome)
+        else:
+            responder._add_cancel_callback(self.cancel)
+
+    def map(self, fn: Callable[[T], U]) -> SentRequest[U]:
+        """A view of this request whose value is ``fn(value)``; ``fn`` runs at most once, errors skip it."""
+
+        def parse(raw: Any) -> U:
+            return fn(self._value(raw))
+
+        return SentRequest(self._reply, parse)
+
+    def cancel(self) -> None:
+        """Ask the peer to cancel this request (``$/cancel_request``), once; no-op once answered.
+
+        The request still gets exactly one answer: the result, or ``RequestCancelled`` (-32800).
+        """
+        reply = self._reply
+        if reply.settled or reply.cancel_sent:
+            return
+        reply.cancel_sent = True
+        reply.connection._send_cancel(reply.id, reply.peer)
+
+
+def _parse_with(response_type: Any, method: str) -> Callable[[Any], Any]:
+    """The parser for results of a typed request: ``RESPONSE.model_validate`` with a clear error."""
+    validate = getattr(response_type, "model_validate", None)
+    if validate is None:
+        return _identity
+
+    def parse(raw: Any) -> Any:
+        try:
+            return validate(raw)
+        except Exception as exc:  # pydantic.ValidationError; kept duck-typed
+            raise ParseError(
+                {"method": method, "error": str(exc), "json": raw, "phase": "deserialization"},
+                message=f"The result of {method!r} does not match {response_type.__name__}",
+            ) from exc
+
+    return parse
+
+
+def _identity(raw: Any) -> Any:
+    return raw
+
+
+class Responder(Generic[T]):
+    """Answers one incoming request; the first answer wins, later ones are ignored.
+
+    Answer with :meth:`respond`, :meth:`respond_with_error` or :meth:`respond_with_result`.
+    A handler may also just ``return`` the value. The responder can be kept and answered later, from
+    a spawned task. :attr:`cancelled`, :meth:`wait_cancelled` and :meth:`run_until_cancelled` tell
+    whether the peer sent ``$/cancel_request`` for it; the request still gets exactly one answer.
+    """
+
+    __slots__ = ("_batch", "_cancel", "_connection", "_done", "_slot", "id", "method")
+
+    def __init__(
+        self,
+        connection: Connection,
+        request_id: RequestId,
+        method: str,
+        batch: Any = None,
+        slot: int = 0,
+    ) -> None:
+        self._connection = connection
+        self.id = request_id
+        self.method = method
+        self._done = False
+        self._cancel = CancelFlag()
+        self._batch = batch
+        self._slot = slot
+
+    def __repr__(self) -> str:
+        return f"<Responder {self.method!r} id={self.id!r}{' done' if self._done else ''}>"
+
+    @property
+    def done(self) -> bool:
+        """Whether an answer has been sent."""
+        return self._done
+
+    def respond(self, value: T) -> None:
+        """Answer with ``value`` (a typed object, or any JSON value)."""
+        if self._done:
+            _log.debug("Ignoring a second answer to request %r (%s)", self.id, self.method)
+            return
+        self._done = True
+        self._connection._answer(self, value, None)
+
+    def respond_with_error(self, error: BaseException) -> None:
+        """Answer with ``error``; anything but a :class:`~acpio.RequestError` is sent as -32603."""
+        if self._done:
+            _log.debug("Ignoring a second answer to request %r (%s)", self.id, self.method)
+            return
+        self._done = True
+        self._connection._answer(self, None, as_request_error(error))
+
+    def respond_with_result(self, result: T | BaseException) -> None:
+        """Answer with ``result``: an exception is sent as an error, anything else as the result."""
+        if isinstance(result, BaseException):
+            self.respond_with_error(result)
+        else:
+            self.respond(result)
+
+    def respond_with_internal_error(self, message: str) -> None:
+        """Answer with -32603 carrying ``message`` as its data."""
+        self.respond_with_error(InternalError(message))
+
+    # --- cancellation -------------------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the peer asked to cancel this request."""
+        return self._cancel.cancelled
+
+    def _add_cancel_callback(self, callback: Callable[[], object]) -> None:
+        self._cancel.add_callback(callback)
+
+    def _remove_cancel_callback(self, callback: Callable[[], object]) -> None:
+        self._cancel.remove_callback(callback)
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the peer cancels this request (returns at once if it already did)."""
+        if self.cancelled:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self._add_cancel_callback(wake)
+        try:
+            await future
+        finally:
+            self._remove_cancel_callback(wake)
+
+    async def run_until_cancelled(self, work: Awaitable[R]) -> R:
+        """Run ``work``; if the peer cancels first, stop it and raise :class:`~acpio.RequestCancelled`.
+
+        Raised out of a handler, ``RequestCancelled`` answers the request with -32800.
+        """
+        if self.cancelled:
+            if isinstance(work, Coroutine):
+                work.close()
+            raise RequestCancelled()
+        task = asyncio.ensure_future(work)
+        self._add_cancel_callback(task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self.cancelled and task.cancelled() and (current is None or not current.cancelling()):
+                raise RequestCancelled() from None
+            raise
+        finally:
+            self._remove_cancel_callback(task.cancel)
+
+    def __del__(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        with contextlib.suppress(Exception):  # never raise from a finalizer
+            self._connection._dropped(self)
+
+
+class ResponseRouter(Generic[T]):
+    """Delivers a response that arrived for one of our requests to whatever waits for it.
+
+    Handlers that intercept responses (``on_dispatch`` or custom handlers) receive one: they may
+    deliver the result unchanged, change it, replace it with an error, or keep the router to deliver
+    later. The first delivery wins.
+    """
+
+    __slots__ = ("_reply",)
+
+    def __init__(self, reply: PendingReply) -> None:
+        self._reply = reply
+
+    @property
+    def id(self) -> RequestId:
+        """The id of our request this response answers."""
+        return self._reply.id
+
+    @property
+    def method(self) -> str:
+        """The method of our request this response answers."""
+        return self._reply.method
+
+    @property
+    def done(self) -> bool:
+        """Whether the response was delivered."""
+        return self._reply.settled
+
+    def respond(self, value: T) -> None:
+        """Deliver ``value`` as the result (a typed object is delivered as its wire JSON)."""
+        to_wire = getattr(value, "to_wire", None)
+        self._reply.settle(to_wire() if to_wire is not None else value)
+
+    def respond_with_error(self, error: BaseException) -> None:
+        """Deliver ``error`` instead of a result."""
+        self._reply.settle(error if isinstance(error, AcpError) else as_request_error(error))
+
+    def respond_with_result(self, result: T | BaseException) -> None:
+        """Deliver ``result``: an exception as an error, anything else as the result."""
+        if isinstance(result, BaseException):
+            self.respond_with_error(result)
+        else:
+            self.respond(result)
+
+    def __del__(self) -> None:
+        reply = self._reply
+        if reply.settled:
+            return
+        message = f"The response to {reply.method!r} was never delivered: a handler claimed it and dropped it"
+        with contextlib.suppress(Exception):  # never raise from a finalizer
+            reply.settle(InternalError({"method": reply.method}, message=message))

@@ -1,0 +1,219 @@
+"""Dynamic handlers, the retry queue and the role's default handler (B1.10-B1.13, A8.19, chain order)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acpio.jsonrpc import (
+    CANCEL_METHOD,
+    Builder,
+    Connection,
+    Dispatch,
+    Handler,
+    NotificationDispatch,
+    RequestDispatch,
+    Role,
+    Unhandled,
+    UntypedRole,
+)
+
+from ._support import TIMEOUT, echo_builder, serving
+
+
+def _notify(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+class SessionHandler:
+    """Claims notifications and requests for one session id; records what it saw."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.seen: list[Any] = []
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        if (
+            isinstance(message, NotificationDispatch | RequestDispatch)
+            and message.session_id == self.session_id
+        ):
+            self.seen.append(message.params["n"])
+            if isinstance(message, RequestDispatch):
+                message.responder.respond({"handled_by": self.session_id})
+            return None
+        return Unhandled(message)
+
+
+def _parking_server(connections: list[Connection]) -> Builder:
+    """Like an ACP client: messages carrying a sessionId are parked until a session handler exists."""
+    app = echo_builder()
+
+    @app.on_dispatch
+    async def park(message: Dispatch, cx: Connection) -> Unhandled:
+        if not connections:
+            connections.append(cx)
+        return Unhandled(message, retry=message.session_id is not None)
+
+    return app
+
+
+async def test_parked_messages_are_replayed_in_order_to_a_later_handler_then_live_ones_follow() -> None:
+    connections: list[Connection] = []
+    async with serving(_parking_server(connections)) as peer:
+        for n in range(3):
+            peer.send(_notify("session/update", {"sessionId": "s1", "n": n}))
+        await peer.request("echo", {"value": "barrier"})
+        handler = SessionHandler("s1")
+        connections[0].add_dynamic_handler(handler)  # from outside the dispatch loop
+        peer.send(_notify("session/update", {"sessionId": "s1", "n": 3}))
+        await peer.request("echo", {"value": "barrier"})
+        assert handler.seen == [0, 1, 2, 3]
+        assert connections[0].statistics()["retry_queue"] == 0
+
+
+async def test_messages_the_new_handler_declines_stay_parked_for_the_next_one() -> None:
+    connections: list[Connection] = []
+    async with serving(_parking_server(connections)) as peer:
+        peer.send(_notify("session/update", {"sessionId": "a", "n": 1}))
+        peer.send(_notify("session/update", {"sessionId": "b", "n": 2}))
+        peer.send({"jsonrpc": "2.0", "id": 5, "method": "session/ask", "params": {"sessionId": "b", "n": 3}})
+        await peer.request("echo", {"value": "barrier"})
+        cx = connections[0]
+        a, b = SessionHandler("a"), SessionHandler("b")
+        cx.add_dynamic_handler(a)
+        await peer.request("echo", {"value": "barrier"})
+        assert (a.seen, b.seen, cx.statistics()["retry_queue"]) == ([1], [], 2)
+        cx.add_dynamic_handler(b)
+        assert await peer.recv() == {"jsonrpc": "2.0", "id": 5, "result": {"handled_by": "b"}}
+        assert b.seen == [2, 3]
+
+
+async def test_a_declined_cancel_request_with_retry_reaches_a_later_handler_exactly_once() -> None:
+    connections: list[Connection] = []
+    app = echo_builder()
+    seen: list[Any] = []
+
+    @app.on_dispatch
+    async def park(message: Dispatch, cx: Connection) -> Unhandled:
+        connections.append(cx)
+        return Unhandled(message, retry=message.method == CANCEL_METHOD)
+
+    async def record(message: Dispatch, cx: Connection) -> Unhandled | None:
+        if message.method == CANCEL_METHOD:
+            seen.append(message.params)
+            return None
+        return Unhandled(message)
+
+    async with serving(app) as peer:
+        peer.send(_notify(CANCEL_METHOD, {"requestId": 1}))
+        await peer.request("echo", {"value": "barrier"})
+        connections[0].add_dynamic_handler(record)
+        await peer.request("echo", {"value": "barrier"})
+        connections[0].add_dynamic_handler(record)  # a second handler: nothing left to replay
+        await peer.request("echo", {"value": "barrier"})
+    assert seen == [{"requestId": 1}]
+
+
+async def test_removed_handler_no_longer_sees_messages() -> None:
+    connections: list[Connection] = []
+    app = UntypedRole.builder()
+
+    @app.on_dispatch
+    async def remember(message: Dispatch, cx: Connection) -> Unhandled:
+        connections.append(cx)
+        return Unhandled(message)
+
+    async with serving(app) as peer:
+        assert (await peer.request("ping"))["error"]["code"] == -32601
+        cx = connections[0]
+        handler = SessionHandler("s")
+        with cx.add_dynamic_handler(handler) as registration:
+            assert registration.active
+            reply = await peer.request("x", {"sessionId": "s", "n": 1})
+            assert reply["result"] == {"handled_by": "s"}
+        assert not registration.active
+        assert (await peer.request("x", {"sessionId": "s", "n": 2}))["error"]["code"] == -32601
+        assert handler.seen == [1]
+        assert cx.statistics()["dynamic_handlers"] == 0
+
+
+async def test_handler_removed_before_activation_never_runs() -> None:
+    app = echo_builder()
+    seen: list[str] = []
+    checked = asyncio.Event()
+
+    async def record(message: Dispatch, cx: Connection) -> None:
+        seen.append(message.method)
+
+    async def add_then_remove(cx: Connection) -> None:
+        registration = cx.add_dynamic_handler(record)
+        registration.remove()
+        checked.set()
+
+    app.with_spawned(add_then_remove)
+    async with serving(app) as peer:
+        async with asyncio.timeout(TIMEOUT):
+            await checked.wait()
+        peer.send(_notify("anything", {}))
+        assert (await peer.request("echo", {"value": 1}))["result"] == {"value": 1}
+    assert seen == []
+
+
+async def test_run_indefinitely_keeps_the_handler() -> None:
+    connections: list[Connection] = []
+    app = UntypedRole.builder()
+
+    @app.on_dispatch
+    async def remember(message: Dispatch, cx: Connection) -> Unhandled:
+        connections.append(cx)
+        return Unhandled(message)
+
+    async with serving(app) as peer:
+        await peer.request("ping")
+        handler = SessionHandler("s")
+        registration = connections[0].add_dynamic_handler(handler)
+        registration.run_indefinitely()
+        registration.remove()
+        assert (await peer.request("x", {"sessionId": "s", "n": 1}))["result"] == {"handled_by": "s"}
+
+
+class _DefaultRole(Role):
+    """A role whose default handler answers everything, to check where it sits in the chain."""
+
+    NAME = "with-default"
+
+    def default_handler(self) -> Handler | None:
+        class Default:
+            async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+                if isinstance(message, RequestDispatch):
+                    message.responder.respond({"handled_by": "default"})
+                    return None
+                return Unhandled(message)
+
+        return Default()
+
+
+async def test_chain_order_is_builder_then_dynamic_then_role_default() -> None:
+    app = _DefaultRole.builder(name="ordered")
+    connections: list[Connection] = []
+
+    @app.on_dispatch
+    async def builder_handler(message: Dispatch, cx: Connection) -> Unhandled | None:
+        connections.append(cx)
+        if message.method == "builder":
+            assert isinstance(message, RequestDispatch)
+            message.responder.respond({"handled_by": "builder"})
+            return None
+        return Unhandled(message)
+
+    async with serving(app) as peer:
+        assert (await peer.request("dynamic", {"sessionId": "s", "n": 0}))["result"] == {
+            "handled_by": "default"
+        }
+        connections[0].add_dynamic_handler(SessionHandler("s"))
+        assert (await peer.request("builder", {"sessionId": "s", "n": 1}))["result"] == {
+            "handled_by": "builder"
+        }
+        assert (await peer.request("dynamic", {"sessionId": "s", "n": 2}))["result"] == {"handled_by": "s"}
+        assert (await peer.request("other"))["result"] == {"handled_by": "default"}
+    assert connections[0].counterpart == _DefaultRole()
