@@ -1,0 +1,21 @@
+"""Every example in examples/ runs and prints what its docstring promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(name: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_jsonrpc_hello_answers_the_typed_request() -> None:
+    assert run("jsonrpc_hello.py") == "Hello, Ada!\n"
