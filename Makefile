@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINT_DIRS := $(wildcard src tests scripts examples benchmarks)
 
-.PHONY: test lint typecheck unit schema demo bench clean
+.PHONY: test lint typecheck unit schema bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ unit: $(STAMP)
 ## schema: regenerate src/acpio/schema from ../shared/spec
 schema: $(STAMP)
 	$(PY) scripts/generate_schema.py
+
+## bench: engine throughput between two processes (not a test)
+bench: $(STAMP)
+	$(PY) benchmarks/engine.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

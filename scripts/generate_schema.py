@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT_MODELS = ROOT / "src" / "acpio" / "schema" / "_models.py"
 OUT_METHODS = ROOT / "src" / "acpio" / "schema" / "methods.py"
 
+#: Fields where an explicit ``null`` differs from an omitted key (patch semantics: null clears).
+#: They default to ``MISSING`` rather than ``None``, so an invalid value leaves them absent.
+PATCH_FIELDS = {
+    ("SessionInfoUpdate", "title"),
+    ("SessionInfoUpdate", "updatedAt"),
+    ("CompactionUpdate", "summary"),
+    ("CompactionUpdate", "error"),
+    ("CompactionUpdate", "_meta"),
+}
+
 #: Names for union variants that have no ``$def`` of their own, keyed by (union, tag value).
 VARIANT_NAMES = {
     ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
@@ -188,7 +198,6 @@ class FieldSpec:
     default: str | None = None  # Python source of the default
     description: str | None = None
     omit_none: bool = False  # None is omitted on the wire (the schema forbids null here)
-    lenient: bool = False  # x-deserialize-default-on-error: an invalid value is dropped
     extra_alias: str | None = None  # another wire name accepted on receive
 
 
@@ -404,7 +413,11 @@ class Generator:
             if not untyped:
                 spec.annotation = f"{spec.annotation} | None"
             spec.omit_none = not untyped and not nullable
-            spec.lenient = bool(node.get("x-deserialize-default-on-error"))
+            if (owner, wire) in PATCH_FIELDS:
+                spec.annotation = f"{spec.annotation} | MISSING"
+                spec.default = "MISSING"
+            if node.get("x-deserialize-default-on-error"):
+                spec.annotation = f"Annotated[{spec.annotation}, DEFAULT_ON_ERROR]"
         return spec
 
     # ----- models ------------------------------------------------------------------------------
@@ -464,7 +477,7 @@ class Generator:
                     FieldSpec(
                         tag_field,
                         snake(tag_field),
-                        "str" if union.untagged is None else "str | None",
+                        self.unknown_tag_type(union),
                         required=union.untagged is None,
                         default=None if union.untagged is None else "None",
                     )
@@ -582,9 +595,11 @@ class Generator:
             "from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union",
             "",
             "from pydantic import (",
+            "    AfterValidator,",
             "    AliasChoices,",
             "    BeforeValidator,",
             "    Discriminator,",
+            "    MISSING,",
             "    Field,",
             "    StrictBool,",
             "    StrictInt,",
@@ -594,10 +609,11 @@ class Generator:
             ")",
             "",
             "from acpio.schema._lenient import (",
-            "    drop_invalid_fields,",
+            "    DEFAULT_ON_ERROR,",
             "    SKIP_INVALID_ITEMS,",
             "    UNKNOWN,",
             "    check_variants,",
+            "    not_one_of,",
             "    open_enum,",
             "    presence_discriminator,",
             "    tag_discriminator,",
@@ -731,15 +747,6 @@ class Generator:
             body.append(line)
             if f.description:
                 body += docstring(f.description, "    ")
-        lenient = sorted({name for f in spec.fields if f.lenient for name in (f.wire, f.attr)})
-        if lenient:
-            body += [
-                "",
-                "    @model_validator(mode='wrap')",
-                "    @classmethod",
-                "    def _drop_invalid(cls, data: Any, handler: Any) -> Any:",
-                f"        return drop_invalid_fields(data, handler, frozenset({tuple(lenient)!r}))",
-            ]
         if spec.variant_groups:
             body += [
                 "",
@@ -752,6 +759,7 @@ class Generator:
             body += [
                 "",
                 "    def model_post_init(self, context: Any, /) -> None:",
+                "        super().model_post_init(context)",
                 "        # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
                 "        # on a copy: the caller's object may be reused where the tag does not belong",
                 f"        if 'session_update' not in self.{spec.post_init_tag_of}.model_fields_set:",
@@ -762,9 +770,30 @@ class Generator:
             body = ["    pass"] if not doc else []
         return out + body
 
+    def unknown_tag_type(self, union: Union_) -> str:
+        """The tag's type on a catch-all: any string but the known tags (those must parse as known)."""
+        if union.untagged is not None:
+            return "str | None"
+        known = tuple(sorted({v.tag for v in union.variants if v.tag is not None}))
+        return f"Annotated[str, AfterValidator(not_one_of({known!r}))]"
+
     def emit_union(self, union: Union_) -> list[str]:
         assert union.discriminator is not None
         assert union.unknown is not None
+        if union.untagged is None:
+            # Fully tagged: pydantic's own discriminator (fast, in Rust), then the catch-all, which
+            # refuses the known tags so that a malformed known variant is an error, not "unknown".
+            out = ["", f"{union.name}: TypeAlias = Annotated[", "    Union["]
+            out.append("        Annotated[")
+            out.append("            Union[" + ", ".join(v.cls for v in union.variants) + "],")
+            out.append(f"            Field(discriminator={snake(union.discriminator)!r}),")
+            out.append("        ],")
+            out.append(f"        {union.unknown},")
+            out.append("    ],")
+            out.append("    Field(union_mode='left_to_right'),")
+            out.append("]")
+            out += docstring(self.defs[union.name].get("description"), "")
+            return out
         members = [f"Annotated[{v.cls}, Tag({v.tag!r})]" for v in union.variants]
         members.append(f"Annotated[{union.unknown}, Tag(UNKNOWN)]")
         known = sorted({v.tag for v in union.variants if v.tag is not None})

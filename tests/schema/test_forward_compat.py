@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import MISSING, TypeAdapter
 
 from acpio.schema import (
     AgentMessageChunk,
@@ -211,7 +211,7 @@ def test_invalid_patch_field_falls_back_to_unchanged_not_to_clear() -> None:
     The Rust reference's default for this ``MaybeUndefined`` field is *undefined* (omitted).
     """
     parsed = SessionInfoUpdate.model_validate({"sessionUpdate": "session_info_update", "title": 42})
-    assert parsed.title is None
+    assert parsed.title is MISSING  # unchanged; None would mean "clear"
     assert parsed.to_wire() == {"sessionUpdate": "session_info_update"}
 
 

@@ -2,8 +2,9 @@
 
 They reproduce what the Rust reference does on receive, which JSON Schema cannot express:
 
-* :func:`drop_invalid_fields`: a field marked ``x-deserialize-default-on-error`` falls back to its
-  default (as if absent) when its value is invalid, instead of failing the whole message;
+* ``DEFAULT_ON_ERROR``: a field marked ``x-deserialize-default-on-error`` falls back to its default
+  when its value is invalid, instead of failing the whole message (patch fields default to
+  ``MISSING``, so an invalid title leaves the title unchanged rather than clearing it);
 * ``SKIP_INVALID_ITEMS``: an array marked ``x-deserialize-skip-invalid-items`` drops the items that
   do not validate;
 * :func:`open_enum`: a known enum value becomes the enum member, an unknown string is kept as it is
@@ -20,28 +21,18 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import PydanticUseDefault
 
 E = TypeVar("E", bound=StrEnum)
 
 UNKNOWN = "__unknown__"
 
 
-def drop_invalid_fields(data: Any, handler: ValidatorFunctionWrapHandler, lenient: frozenset[str]) -> Any:
-    """Validate ``data``; when fields named in ``lenient`` are invalid, validate again without them.
-
-    The dropped fields take their defaults and count as never set, so they are not written back:
-    an invalid ``title`` in a ``session_info_update`` leaves the title unchanged instead of
-    clearing it. Errors in other fields are raised as usual.
-    """
+def _default_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     try:
-        return handler(data)
-    except ValidationError as exc:
-        if not isinstance(data, dict):
-            raise
-        bad = {err["loc"][0] for err in exc.errors() if err["loc"] and err["loc"][0] in lenient}
-        if not bad:
-            raise
-        return handler({key: value for key, value in data.items() if key not in bad})
+        return handler(value)
+    except ValidationError:
+        raise PydanticUseDefault() from None
 
 
 def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -56,6 +47,7 @@ def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> An
         return handler([item for index, item in enumerate(value) if index not in bad])
 
 
+DEFAULT_ON_ERROR = WrapValidator(_default_on_error)
 SKIP_INVALID_ITEMS = WrapValidator(_skip_invalid_items)
 
 
@@ -148,3 +140,15 @@ def presence_discriminator(*choices: tuple[str, str]) -> Callable[[Any], str]:
         return UNKNOWN
 
     return discriminate
+
+
+def not_one_of(known: tuple[str, ...]) -> Callable[[str], str]:
+    """An after-validator for a catch-all's tag: any string except the ``known`` tags."""
+    refused = frozenset(known)
+
+    def check(value: str) -> str:
+        if value in refused:
+            raise ValueError(f"{value!r} is a known variant: its own fields are required")
+        return value
+
+    return check

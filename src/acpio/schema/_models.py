@@ -9,9 +9,11 @@ from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BeforeValidator,
     Discriminator,
+    MISSING,
     Field,
     StrictBool,
     StrictInt,
@@ -21,10 +23,11 @@ from pydantic import (
 )
 
 from acpio.schema._lenient import (
-    drop_invalid_fields,
+    DEFAULT_ON_ERROR,
     SKIP_INVALID_ITEMS,
     UNKNOWN,
     check_variants,
+    not_one_of,
     open_enum,
     presence_discriminator,
     tag_discriminator,
@@ -443,18 +446,13 @@ class WriteTextFileRequest(AcpRequest):
     """Absolute path to the file to write."""
     content: str
     """The text content to write to the file."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReadTextFileRequest(AcpRequest):
@@ -467,22 +465,17 @@ class ReadTextFileRequest(AcpRequest):
     """The session ID for this request."""
     path: str
     """Absolute path to the file to read."""
-    line: UInt32 | None = None
+    line: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
     """Line number to start reading from (1-based)."""
-    limit: UInt32 | None = None
+    limit: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
     """Maximum number of lines to read."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'limit', 'line', 'meta')))
 
 
 class RequestPermissionRequest(AcpRequest):
@@ -499,18 +492,13 @@ class RequestPermissionRequest(AcpRequest):
     """Details about the tool call requiring permission."""
     options: list[PermissionOption]
     """Available permission options for the user to choose from."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ToolCallUpdate(AcpModel):
@@ -524,13 +512,13 @@ class ToolCallUpdate(AcpModel):
     session_update: Literal['tool_call_update'] = Field('tool_call_update', alias='sessionUpdate')
     tool_call_id: ToolCallId = Field(alias='toolCallId')
     """The ID of the tool call being updated."""
-    kind: Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None = None
+    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = None
     """Update the tool kind."""
-    status: Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None = None
+    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = None
     """Update the execution status."""
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Update the human-readable title."""
-    name: str | None = None
+    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -540,141 +528,116 @@ class ToolCallUpdate(AcpModel):
     This field is optional. Omitting it or sending `null` both mean that
     the existing name is left unchanged.
     """
-    content: Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None = None
+    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
     """Replace the content collection."""
-    locations: Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None = None
+    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
     """Replace the locations collection."""
-    raw_input: Any = Field(None, alias='rawInput')
+    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
     """Update the raw input."""
-    raw_output: Any = Field(None, alias='rawOutput')
+    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
     """Update the raw output."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'content', 'kind', 'locations', 'meta', 'name', 'rawInput', 'rawOutput', 'raw_input', 'raw_output', 'status', 'title')))
 
 
 class Annotations(AcpModel):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
-    audience: Annotated[list[Annotated[Union[Role, str], BeforeValidator(open_enum(Role))]], SKIP_INVALID_ITEMS] | None = None
+    audience: Annotated[Annotated[list[Annotated[Union[Role, str], BeforeValidator(open_enum(Role))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
     """Intended recipients for this content, such as the user or assistant."""
-    last_modified: str | None = Field(None, alias='lastModified')
+    last_modified: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='lastModified')
     """Timestamp indicating when the underlying resource was last modified."""
-    priority: Union[StrictInt, float] | None = None
+    priority: Annotated[Union[StrictInt, float] | None, DEFAULT_ON_ERROR] = None
     """Relative importance of this content when clients choose what to surface."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'audience', 'lastModified', 'last_modified', 'meta', 'priority')))
 
 
 class TextContent(AcpModel):
     """Text provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['text'] = 'text'
-    annotations: Annotations | None = None
+    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
     text: str
     """Text payload carried by this content block."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class ImageContent(AcpModel):
     """An image provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['image'] = 'image'
-    annotations: Annotations | None = None
+    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
     data: str
     """Base64-encoded media payload."""
     mime_type: str = Field(alias='mimeType')
     """MIME type describing the encoded media payload."""
-    uri: str | None = None
+    uri: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """URI associated with this resource or media payload."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta', 'uri')))
 
 
 class AudioContent(AcpModel):
     """Audio provided to or from an LLM."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['audio'] = 'audio'
-    annotations: Annotations | None = None
+    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
     data: str
     """Base64-encoded media payload."""
     mime_type: str = Field(alias='mimeType')
     """MIME type describing the encoded media payload."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class ResourceLink(AcpModel):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['resource_link'] = 'resource_link'
-    annotations: Annotations | None = None
+    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional human-readable details shown with this protocol object."""
-    mime_type: str | None = Field(None, alias='mimeType')
+    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     name: str
     """Human-readable name shown for this protocol object."""
-    size: Int64 | None = None
+    size: Annotated[Int64 | None, DEFAULT_ON_ERROR] = None
     """Optional size of the linked resource in bytes, if known."""
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional display title for end-user UI."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -682,76 +645,56 @@ class ResourceLink(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'description', 'meta', 'mimeType', 'mime_type', 'size', 'title')))
-
 
 class TextResourceContents(AcpModel):
     """Text-based resource contents."""
-    mime_type: str | None = Field(None, alias='mimeType')
+    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     text: str
     """Text payload carried by this content block."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'mimeType', 'mime_type')))
 
 
 class BlobResourceContents(AcpModel):
     """Binary resource contents."""
     blob: str
     """Base64-encoded bytes for a binary resource payload."""
-    mime_type: str | None = Field(None, alias='mimeType')
+    mime_type: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='mimeType')
     """MIME type describing the encoded media payload."""
     uri: str
     """URI associated with this resource or media payload."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'mimeType', 'mime_type')))
 
 
 class EmbeddedResource(AcpModel):
     """The contents of a resource, embedded into a prompt or tool call result."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['resource'] = 'resource'
-    annotations: Annotations | None = None
+    annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'annotations', 'meta')))
 
 
 class Content(AcpModel):
@@ -760,18 +703,13 @@ class Content(AcpModel):
     type: Literal['content'] = 'content'
     content: ContentBlock
     """The actual content block."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Diff(AcpModel):
@@ -785,22 +723,17 @@ class Diff(AcpModel):
     type: Literal['diff'] = 'diff'
     path: str
     """The absolute file path being modified."""
-    old_text: str | None = Field(None, alias='oldText')
+    old_text: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='oldText')
     """The original content (None for new files)."""
     new_text: str = Field(alias='newText')
     """The new content after modification."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'oldText', 'old_text')))
 
 
 class Terminal(AcpModel):
@@ -814,18 +747,13 @@ class Terminal(AcpModel):
     type: Literal['terminal'] = 'terminal'
     terminal_id: TerminalId = Field(alias='terminalId')
     """Identifier of the terminal instance to embed in the content stream."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ToolCallLocation(AcpModel):
@@ -838,20 +766,15 @@ class ToolCallLocation(AcpModel):
     """
     path: str
     """The absolute file path being accessed or modified."""
-    line: UInt32 | None = None
+    line: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = None
     """Optional line number within the file."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'line', 'meta')))
 
 
 class PermissionOption(AcpModel):
@@ -862,18 +785,13 @@ class PermissionOption(AcpModel):
     """Human-readable label to display to the user."""
     kind: Annotated[Union[PermissionOptionKind, str], BeforeValidator(open_enum(PermissionOptionKind))]
     """Hint about the nature of this permission option."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateTerminalRequest(AcpRequest):
@@ -883,13 +801,13 @@ class CreateTerminalRequest(AcpRequest):
     """The session ID for this request."""
     command: str
     """The command to execute."""
-    args: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
+    args: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Array of command arguments."""
-    env: Annotated[list[EnvVariable], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
+    env: Annotated[Annotated[list[EnvVariable], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Environment variables for the command."""
-    cwd: str | None = None
+    cwd: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Working directory for the command. Must be an absolute path."""
-    output_byte_limit: UInt64 | None = Field(None, alias='outputByteLimit')
+    output_byte_limit: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='outputByteLimit')
     """Maximum number of output bytes to retain.
 
     When the limit is exceeded, the Client truncates from the beginning of the output
@@ -899,18 +817,13 @@ class CreateTerminalRequest(AcpRequest):
     string output, even if this means the retained output is slightly less than the
     specified limit.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'args', 'cwd', 'env', 'meta', 'outputByteLimit', 'output_byte_limit')))
 
 
 class EnvVariable(AcpModel):
@@ -919,18 +832,13 @@ class EnvVariable(AcpModel):
     """The name of the environment variable."""
     value: str
     """The value to set for the environment variable."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TerminalOutputRequest(AcpRequest):
@@ -940,18 +848,13 @@ class TerminalOutputRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to get output from."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReleaseTerminalRequest(AcpRequest):
@@ -961,18 +864,13 @@ class ReleaseTerminalRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to release."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class WaitForTerminalExitRequest(AcpRequest):
@@ -982,18 +880,13 @@ class WaitForTerminalExitRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to wait for."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class KillTerminalRequest(AcpRequest):
@@ -1003,18 +896,13 @@ class KillTerminalRequest(AcpRequest):
     """The session ID for this request."""
     terminal_id: TerminalId = Field(alias='terminalId')
     """The ID of the terminal to kill."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateElicitationRequest(AcpRequest):
@@ -1027,7 +915,7 @@ class CreateElicitationRequest(AcpRequest):
     METHOD: ClassVar[str] = 'elicitation/create'
     message: str
     """A human-readable message describing what input is needed."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1038,7 +926,7 @@ class CreateElicitationRequest(AcpRequest):
     """
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
@@ -1053,11 +941,6 @@ class CreateElicitationRequest(AcpRequest):
     """The unique identifier for this elicitation."""
     url: str | None = Field(None, exclude_if=_is_none)
     """The URL to direct the user to."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'toolCallId', 'tool_call_id')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> CreateElicitationRequest:
@@ -1074,17 +957,12 @@ class ElicitationSessionScope(AcpModel):
     """
     session_id: SessionId = Field(alias='sessionId')
     """The session this elicitation is tied to."""
-    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call.
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
 
 class ElicitationRequestScope(AcpModel):
@@ -1101,9 +979,9 @@ class ElicitationSchema(AcpModel):
     This represents a JSON Schema object with primitive-typed properties,
     as required by the elicitation specification.
     """
-    type: Annotated[Union[ElicitationSchemaType, str], BeforeValidator(open_enum(ElicitationSchemaType))] | None = Field('object', exclude_if=_is_none)
+    type: Annotated[Annotated[Union[ElicitationSchemaType, str], BeforeValidator(open_enum(ElicitationSchemaType))] | None, DEFAULT_ON_ERROR] = Field('object', exclude_if=_is_none)
     """Type discriminator. Always `"object"`."""
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the schema.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
@@ -1115,12 +993,12 @@ class ElicitationSchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean no property names are required.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional description of what this schema represents.
 
     Optional. Omitted and `null` are equivalent and mean no schema description is provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1129,11 +1007,6 @@ class ElicitationSchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta', 'title', 'type')))
 
 
 class EnumOption(AcpModel):
@@ -1142,12 +1015,12 @@ class EnumOption(AcpModel):
     """The constant value for this option."""
     title: str
     """Human-readable title for this option."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1156,11 +1029,6 @@ class EnumOption(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class StringPropertySchema(AcpModel):
@@ -1171,12 +1039,12 @@ class StringPropertySchema(AcpModel):
     """
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['string'] = 'string'
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1201,7 +1069,7 @@ class StringPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no format constraint.
     """
-    default: str | None = None
+    default: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
@@ -1216,7 +1084,7 @@ class StringPropertySchema(AcpModel):
     Optional. Omitted and `null` are equivalent and mean no titled single-select choices are
     declared by `oneOf`.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1226,22 +1094,17 @@ class StringPropertySchema(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
-
 
 class NumberPropertySchema(AcpModel):
     """Schema for number (floating-point) properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['number'] = 'number'
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1256,12 +1119,12 @@ class NumberPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
     """
-    default: Union[StrictInt, float] | None = None
+    default: Annotated[Union[StrictInt, float] | None, DEFAULT_ON_ERROR] = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1271,22 +1134,17 @@ class NumberPropertySchema(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
-
 
 class IntegerPropertySchema(AcpModel):
     """Schema for integer properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['integer'] = 'integer'
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1301,12 +1159,12 @@ class IntegerPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
     """
-    default: Int64 | None = None
+    default: Annotated[Int64 | None, DEFAULT_ON_ERROR] = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1315,33 +1173,28 @@ class IntegerPropertySchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
 
 
 class BooleanPropertySchema(AcpModel):
     """Schema for boolean properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['boolean'] = 'boolean'
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
     """
-    default: StrictBool | None = None
+    default: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = None
     """Default value.
 
     Optional. Omitted and `null` are equivalent and mean no default value is provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1350,11 +1203,6 @@ class BooleanPropertySchema(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
 
 
 class StringMultiSelectItems(AcpModel):
@@ -1363,7 +1211,7 @@ class StringMultiSelectItems(AcpModel):
     type: Literal['string'] = 'string'
     enum: list[str]
     """Allowed enum values."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1372,18 +1220,13 @@ class StringMultiSelectItems(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TitledMultiSelectItems(AcpModel):
     """Items definition for titled multi-select enum properties."""
     any_of: list[EnumOption] = Field(alias='anyOf')
     """Titled enum options."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1393,22 +1236,17 @@ class TitledMultiSelectItems(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
-
 
 class MultiSelectPropertySchema(AcpModel):
     """Schema for multi-select (array) properties in an elicitation form."""
     _TAGS: ClassVar[tuple[str, ...]] = ('type',)
     type: Literal['array'] = 'array'
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
 
     Optional. Omitted and `null` are equivalent and mean no title is provided.
     """
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable description.
 
     Optional. Omitted and `null` are equivalent and mean no description is provided.
@@ -1425,12 +1263,12 @@ class MultiSelectPropertySchema(AcpModel):
     """
     items: MultiSelectItems
     """The items definition describing allowed values."""
-    default: Annotated[list[str], SKIP_INVALID_ITEMS] | None = None
+    default: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
     """Default selected values.
 
     Optional. Omitted and `null` are equivalent and mean no default selections are provided.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1440,11 +1278,6 @@ class MultiSelectPropertySchema(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'default', 'description', 'meta', 'title')))
-
 
 class ElicitationFormMode(AcpModel):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -1452,7 +1285,7 @@ class ElicitationFormMode(AcpModel):
     """A JSON Schema describing the form fields to present to the user."""
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
@@ -1460,11 +1293,6 @@ class ElicitationFormMode(AcpModel):
     """
     request_id: RequestId | None = Field(None, alias='requestId')
     """The request this elicitation is tied to."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> ElicitationFormMode:
@@ -1480,7 +1308,7 @@ class ElicitationUrlMode(AcpModel):
     """The URL to direct the user to."""
     session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
     """The session this elicitation is tied to."""
-    tool_call_id: ToolCallId | None = Field(None, alias='toolCallId')
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
     """Optional tool call within the session.
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
@@ -1488,11 +1316,6 @@ class ElicitationUrlMode(AcpModel):
     """
     request_id: RequestId | None = Field(None, alias='requestId')
     """The request this elicitation is tied to."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('toolCallId', 'tool_call_id')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> ElicitationUrlMode:
@@ -1512,18 +1335,13 @@ class ConnectMcpRequest(AcpRequest):
     METHOD: ClassVar[str] = 'mcp/connect'
     server_id: McpServerAcpId = Field(alias='serverId')
     """The ACP MCP server ID that was provided by the component declaring the MCP server."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class MessageMcpRequest(AcpRequest):
@@ -1545,18 +1363,13 @@ class MessageMcpRequest(AcpRequest):
 
     If omitted or set to `null`, the inner MCP message has no params.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisconnectMcpRequest(AcpRequest):
@@ -1571,18 +1384,13 @@ class DisconnectMcpRequest(AcpRequest):
     METHOD: ClassVar[str] = 'mcp/disconnect'
     connection_id: McpConnectionId = Field(alias='connectionId')
     """The MCP-over-ACP connection to close."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ExtRequest(AcpJson):
@@ -1615,27 +1423,22 @@ class InitializeResponse(AcpResponse):
 
     The client should disconnect, if it doesn't support this version.
     """
-    agent_capabilities: AgentCapabilities | None = Field(default_factory=lambda: AgentCapabilities.model_validate({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities', exclude_if=_is_none)
+    agent_capabilities: Annotated[AgentCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentCapabilities.model_validate({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities', exclude_if=_is_none)
     """Capabilities supported by the agent."""
-    auth_methods: Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None = Field([], alias='authMethods', exclude_if=_is_none)
+    auth_methods: Annotated[Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field([], alias='authMethods', exclude_if=_is_none)
     """Authentication methods supported by the agent."""
-    agent_info: Implementation | None = Field(None, alias='agentInfo')
+    agent_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='agentInfo')
     """Information about the Agent name and version sent to the Client.
 
     Note: in future versions of the protocol, this will be required.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'agentCapabilities', 'agentInfo', 'agent_capabilities', 'agent_info', 'authMethods', 'auth_methods', 'meta')))
 
 
 class AgentCapabilities(AcpModel):
@@ -1646,17 +1449,17 @@ class AgentCapabilities(AcpModel):
 
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/initialization#agent-capabilities)
     """
-    load_session: StrictBool | None = Field(False, alias='loadSession', exclude_if=_is_none)
+    load_session: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='loadSession', exclude_if=_is_none)
     """Whether the agent supports `session/load`."""
-    prompt_capabilities: PromptCapabilities | None = Field(default_factory=lambda: PromptCapabilities.model_validate({'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities', exclude_if=_is_none)
+    prompt_capabilities: Annotated[PromptCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: PromptCapabilities.model_validate({'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities', exclude_if=_is_none)
     """Prompt capabilities supported by the agent."""
-    mcp_capabilities: McpCapabilities | None = Field(default_factory=lambda: McpCapabilities.model_validate({'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities', exclude_if=_is_none)
+    mcp_capabilities: Annotated[McpCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: McpCapabilities.model_validate({'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities', exclude_if=_is_none)
     """MCP capabilities supported by the agent."""
-    session_capabilities: SessionCapabilities | None = Field(default_factory=lambda: SessionCapabilities.model_validate({}), alias='sessionCapabilities', exclude_if=_is_none)
+    session_capabilities: Annotated[SessionCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: SessionCapabilities.model_validate({}), alias='sessionCapabilities', exclude_if=_is_none)
     """Session lifecycle and prompt capabilities advertised by the agent."""
-    auth: AgentAuthCapabilities | None = Field(default_factory=lambda: AgentAuthCapabilities.model_validate({}), exclude_if=_is_none)
+    auth: Annotated[AgentAuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentAuthCapabilities.model_validate({}), exclude_if=_is_none)
     """Authentication-related capabilities supported by the agent."""
-    providers: ProvidersCapabilities | None = None
+    providers: Annotated[ProvidersCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1666,7 +1469,7 @@ class AgentCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports provider configuration methods.
     """
-    nes: NesCapabilities | None = None
+    nes: Annotated[NesCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1676,25 +1479,20 @@ class AgentCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support
     for NES methods.
     """
-    position_encoding: Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))] | None = Field(None, alias='positionEncoding')
+    position_encoding: Annotated[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncoding')
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     The position encoding selected by the agent from the client's supported encodings.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'auth', 'loadSession', 'load_session', 'mcpCapabilities', 'mcp_capabilities', 'meta', 'nes', 'positionEncoding', 'position_encoding', 'promptCapabilities', 'prompt_capabilities', 'providers', 'sessionCapabilities', 'session_capabilities')))
 
 
 class PromptCapabilities(AcpModel):
@@ -1711,17 +1509,17 @@ class PromptCapabilities(AcpModel):
 
     See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/initialization#prompt-capabilities)
     """
-    image: StrictBool | None = Field(False, exclude_if=_is_none)
+    image: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Agent supports [`ContentBlock::Image`]."""
-    audio: StrictBool | None = Field(False, exclude_if=_is_none)
+    audio: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Agent supports [`ContentBlock::Audio`]."""
-    embedded_context: StrictBool | None = Field(False, alias='embeddedContext', exclude_if=_is_none)
+    embedded_context: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='embeddedContext', exclude_if=_is_none)
     """Agent supports embedded context in `session/prompt` requests.
 
     When enabled, the Client is allowed to include [`ContentBlock::Resource`]
     in prompt requests for pieces of context that are referenced in the message.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1729,37 +1527,27 @@ class PromptCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'audio', 'embeddedContext', 'embedded_context', 'image', 'meta')))
-
 
 class McpCapabilities(AcpModel):
     """MCP capabilities supported by the agent"""
-    http: StrictBool | None = Field(False, exclude_if=_is_none)
+    http: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Agent supports [`McpServer::Http`]."""
-    sse: StrictBool | None = Field(False, exclude_if=_is_none)
+    sse: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Agent supports [`McpServer::Sse`]."""
-    acp: StrictBool | None = Field(False, exclude_if=_is_none)
+    acp: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     Agent supports [`McpServer::Acp`].
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'acp', 'http', 'meta', 'sse')))
 
 
 class SessionCapabilities(AcpModel):
@@ -1773,19 +1561,19 @@ class SessionCapabilities(AcpModel):
 
     See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
     """
-    list: SessionListCapabilities | None = None
+    list: Annotated[SessionListCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent supports `session/list`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports listing sessions.
     """
-    delete: SessionDeleteCapabilities | None = None
+    delete: Annotated[SessionDeleteCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent supports `session/delete`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
-    additional_directories: SessionAdditionalDirectoriesCapabilities | None = Field(None, alias='additionalDirectories')
+    additional_directories: Annotated[SessionAdditionalDirectoriesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories')
     """Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
@@ -1796,7 +1584,7 @@ class SessionCapabilities(AcpModel):
     `SessionInfo.additionalDirectories` to report the complete ordered
     additional-root list associated with a listed session.
     """
-    fork: SessionForkCapabilities | None = None
+    fork: Annotated[SessionForkCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1806,30 +1594,25 @@ class SessionCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports forking sessions.
     """
-    resume: SessionResumeCapabilities | None = None
+    resume: Annotated[SessionResumeCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent supports `session/resume`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports resuming sessions.
     """
-    close: SessionCloseCapabilities | None = None
+    close: Annotated[SessionCloseCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent supports `session/close`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports closing sessions.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'close', 'delete', 'fork', 'list', 'meta', 'resume')))
 
 
 class SessionListCapabilities(AcpModel):
@@ -1837,18 +1620,13 @@ class SessionListCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports listing sessions.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionDeleteCapabilities(AcpModel):
@@ -1856,18 +1634,13 @@ class SessionDeleteCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -1878,18 +1651,13 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     `session/list` may return `SessionInfo.additionalDirectories` to report the
     complete ordered additional-root list associated with a listed session.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionForkCapabilities(AcpModel):
@@ -1903,18 +1671,13 @@ class SessionForkCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionResumeCapabilities(AcpModel):
@@ -1922,18 +1685,13 @@ class SessionResumeCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports resuming sessions.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionCloseCapabilities(AcpModel):
@@ -1941,7 +1699,7 @@ class SessionCloseCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports closing sessions.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -1949,32 +1707,22 @@ class SessionCloseCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
-
 
 class AgentAuthCapabilities(AcpModel):
     """Authentication-related capabilities supported by the agent."""
-    logout: LogoutCapabilities | None = None
+    logout: Annotated[LogoutCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent supports the logout method.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports the logout method.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'logout', 'meta')))
 
 
 class LogoutCapabilities(AcpModel):
@@ -1982,18 +1730,13 @@ class LogoutCapabilities(AcpModel):
 
     Supplying `{}` means the agent supports the logout method.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProvidersCapabilities(AcpModel):
@@ -2007,18 +1750,13 @@ class ProvidersCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesCapabilities(AcpModel):
@@ -2026,22 +1764,17 @@ class NesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    events: NesEventCapabilities | None = None
+    events: Annotated[NesEventCapabilities | None, DEFAULT_ON_ERROR] = None
     """Events the agent wants to receive."""
-    context: NesContextCapabilities | None = None
+    context: Annotated[NesContextCapabilities | None, DEFAULT_ON_ERROR] = None
     """Context the agent wants attached to each suggestion request."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'context', 'events', 'meta')))
 
 
 class NesEventCapabilities(AcpModel):
@@ -2049,20 +1782,15 @@ class NesEventCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    document: NesDocumentEventCapabilities | None = None
+    document: Annotated[NesDocumentEventCapabilities | None, DEFAULT_ON_ERROR] = None
     """Document event capabilities."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'document', 'meta')))
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -2070,28 +1798,23 @@ class NesDocumentEventCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    did_open: NesDocumentDidOpenCapabilities | None = Field(None, alias='didOpen')
+    did_open: Annotated[NesDocumentDidOpenCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didOpen')
     """Whether the agent wants `document/didOpen` events."""
-    did_change: NesDocumentDidChangeCapabilities | None = Field(None, alias='didChange')
+    did_change: Annotated[NesDocumentDidChangeCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didChange')
     """Whether the agent wants `document/didChange` events, and the sync kind."""
-    did_close: NesDocumentDidCloseCapabilities | None = Field(None, alias='didClose')
+    did_close: Annotated[NesDocumentDidCloseCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didClose')
     """Whether the agent wants `document/didClose` events."""
-    did_save: NesDocumentDidSaveCapabilities | None = Field(None, alias='didSave')
+    did_save: Annotated[NesDocumentDidSaveCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didSave')
     """Whether the agent wants `document/didSave` events."""
-    did_focus: NesDocumentDidFocusCapabilities | None = Field(None, alias='didFocus')
+    did_focus: Annotated[NesDocumentDidFocusCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didFocus')
     """Whether the agent wants `document/didFocus` events."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'didChange', 'didClose', 'didFocus', 'didOpen', 'didSave', 'did_change', 'did_close', 'did_focus', 'did_open', 'did_save', 'meta')))
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
@@ -2099,18 +1822,13 @@ class NesDocumentDidOpenCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidChangeCapabilities(AcpModel):
@@ -2120,18 +1838,13 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     """
     sync_kind: Annotated[Union[TextDocumentSyncKind, str], BeforeValidator(open_enum(TextDocumentSyncKind))] = Field(alias='syncKind')
     """The sync kind the agent wants: `"full"` or `"incremental"`."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
@@ -2139,18 +1852,13 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
@@ -2158,18 +1866,13 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
@@ -2177,18 +1880,13 @@ class NesDocumentDidFocusCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesContextCapabilities(AcpModel):
@@ -2196,30 +1894,25 @@ class NesContextCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    recent_files: NesRecentFilesCapabilities | None = Field(None, alias='recentFiles')
+    recent_files: Annotated[NesRecentFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='recentFiles')
     """Whether the agent wants recent files context."""
-    related_snippets: NesRelatedSnippetsCapabilities | None = Field(None, alias='relatedSnippets')
+    related_snippets: Annotated[NesRelatedSnippetsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='relatedSnippets')
     """Whether the agent wants related snippets context."""
-    edit_history: NesEditHistoryCapabilities | None = Field(None, alias='editHistory')
+    edit_history: Annotated[NesEditHistoryCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='editHistory')
     """Whether the agent wants edit history context."""
-    user_actions: NesUserActionsCapabilities | None = Field(None, alias='userActions')
+    user_actions: Annotated[NesUserActionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='userActions')
     """Whether the agent wants user actions context."""
-    open_files: NesOpenFilesCapabilities | None = Field(None, alias='openFiles')
+    open_files: Annotated[NesOpenFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='openFiles')
     """Whether the agent wants open files context."""
-    diagnostics: NesDiagnosticsCapabilities | None = None
+    diagnostics: Annotated[NesDiagnosticsCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the agent wants diagnostics context."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'diagnostics', 'editHistory', 'edit_history', 'meta', 'openFiles', 'open_files', 'recentFiles', 'recent_files', 'relatedSnippets', 'related_snippets', 'userActions', 'user_actions')))
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -2227,20 +1920,15 @@ class NesRecentFilesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: UInt32 | None = Field(None, alias='maxCount')
+    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
     """Maximum number of recent files the agent can use."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
@@ -2248,18 +1936,13 @@ class NesRelatedSnippetsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -2267,20 +1950,15 @@ class NesEditHistoryCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: UInt32 | None = Field(None, alias='maxCount')
+    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
     """Maximum number of edit history entries the agent can use."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -2288,20 +1966,15 @@ class NesUserActionsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    max_count: UInt32 | None = Field(None, alias='maxCount')
+    max_count: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='maxCount')
     """Maximum number of user actions the agent can use."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'maxCount', 'max_count', 'meta')))
 
 
 class NesOpenFilesCapabilities(AcpModel):
@@ -2309,18 +1982,13 @@ class NesOpenFilesCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesDiagnosticsCapabilities(AcpModel):
@@ -2328,18 +1996,13 @@ class NesDiagnosticsCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthMethodTerminal(AcpModel):
@@ -2357,26 +2020,21 @@ class AuthMethodTerminal(AcpModel):
     """Unique identifier for this authentication method."""
     name: str
     """Human-readable name of the authentication method."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional description providing more details about this authentication method."""
-    args: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
+    args: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Additional arguments to append to the configured agent invocation for terminal auth."""
-    env: dict[str, str] | None = Field(None, exclude_if=_is_none)
+    env: Annotated[dict[str, str] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Additional environment variables to set on the configured agent invocation for terminal auth.
     These values override same-named variables in the base launch configuration.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'args', 'description', 'env', 'meta')))
 
 
 class AuthMethodAgent(AcpModel):
@@ -2388,20 +2046,15 @@ class AuthMethodAgent(AcpModel):
     """Unique identifier for this authentication method."""
     name: str
     """Human-readable name of the authentication method."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional description providing more details about this authentication method."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class Implementation(AcpModel):
@@ -2413,7 +2066,7 @@ class Implementation(AcpModel):
     """Intended for programmatic or logical use, but can be used as a display
     name fallback if title isn’t present.
     """
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Intended for UI and end-user contexts — optimized to be human-readable
     and easily understood.
 
@@ -2423,35 +2076,25 @@ class Implementation(AcpModel):
     """Version of the implementation. Can be displayed to the user or used
     for debugging or metrics purposes. (e.g. "1.0.0").
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'title')))
 
 
 class AuthenticateResponse(AcpResponse):
     """Response to the `authenticate` method."""
     METHOD: ClassVar[str] = 'authenticate'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ListProvidersResponse(AcpResponse):
@@ -2466,18 +2109,13 @@ class ListProvidersResponse(AcpResponse):
     METHOD: ClassVar[str] = 'providers/list'
     providers: list[ProviderInfo]
     """Configurable providers with current routing info suitable for UI display."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProviderInfo(AcpModel):
@@ -2501,18 +2139,13 @@ class ProviderInfo(AcpModel):
     """Current effective non-secret routing config.
     Null or omitted means provider is disabled.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ProviderCurrentConfig(AcpModel):
@@ -2528,18 +2161,13 @@ class ProviderCurrentConfig(AcpModel):
     """Protocol currently used by this provider."""
     base_url: str = Field(alias='baseUrl')
     """Base URL currently used by this provider."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetProviderResponse(AcpResponse):
@@ -2552,18 +2180,13 @@ class SetProviderResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/set'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisableProviderResponse(AcpResponse):
@@ -2576,35 +2199,25 @@ class DisableProviderResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/disable'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LogoutResponse(AcpResponse):
     """Response to the `logout` method."""
     METHOD: ClassVar[str] = 'logout'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NewSessionResponse(AcpResponse):
@@ -2618,25 +2231,20 @@ class NewSessionResponse(AcpResponse):
 
     Used in all subsequent requests for this conversation.
     """
-    modes: SessionModeState | None = None
+    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
+    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class SessionModeState(AcpModel):
@@ -2645,18 +2253,13 @@ class SessionModeState(AcpModel):
     """The current mode the Agent is in."""
     available_modes: Annotated[list[SessionMode], SKIP_INVALID_ITEMS] = Field(alias='availableModes')
     """The set of modes that the Agent can operate in"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionMode(AcpModel):
@@ -2668,20 +2271,15 @@ class SessionMode(AcpModel):
     """Stable identifier used to refer to this protocol object in later messages."""
     name: str
     """Human-readable name shown for this protocol object."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional human-readable details shown with this protocol object."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class SessionConfigOption(AcpModel):
@@ -2690,11 +2288,11 @@ class SessionConfigOption(AcpModel):
     """Unique identifier for the configuration option."""
     name: str
     """Human-readable label for the option."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional description for the Client to display to the user."""
-    category: Annotated[Union[SessionConfigOptionCategory, str], BeforeValidator(open_enum(SessionConfigOptionCategory))] | None = None
+    category: Annotated[Annotated[Union[SessionConfigOptionCategory, str], BeforeValidator(open_enum(SessionConfigOptionCategory))] | None, DEFAULT_ON_ERROR] = None
     """Optional semantic category for this option (UX only)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -2706,11 +2304,6 @@ class SessionConfigOption(AcpModel):
     """The currently selected value."""
     options: SessionConfigSelectOptions | None = Field(None, exclude_if=_is_none)
     """The set of selectable options."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'category', 'description', 'meta')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> SessionConfigOption:
@@ -2724,20 +2317,15 @@ class SessionConfigSelectOption(AcpModel):
     """Unique identifier for this option value."""
     name: str
     """Human-readable label for this option value."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional description for this option value."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class SessionConfigSelectGroup(AcpModel):
@@ -2748,18 +2336,13 @@ class SessionConfigSelectGroup(AcpModel):
     """Human-readable label for this group."""
     options: Annotated[list[SessionConfigSelectOption], SKIP_INVALID_ITEMS]
     """The set of option values in this group."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionConfigSelect(AcpModel):
@@ -2779,25 +2362,20 @@ class SessionConfigBoolean(AcpModel):
 class LoadSessionResponse(AcpResponse):
     """Response from loading an existing session."""
     METHOD: ClassVar[str] = 'session/load'
-    modes: SessionModeState | None = None
+    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
+    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class ListSessionsResponse(AcpResponse):
@@ -2805,22 +2383,17 @@ class ListSessionsResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/list'
     sessions: Annotated[list[SessionInfo], SKIP_INVALID_ITEMS]
     """Array of session information objects"""
-    next_cursor: str | None = Field(None, alias='nextCursor')
+    next_cursor: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='nextCursor')
     """Opaque cursor token. If present, pass this in the next request's cursor parameter
     to fetch the next page. If absent, there are no more results.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'nextCursor', 'next_cursor')))
 
 
 class SessionInfo(AcpModel):
@@ -2829,46 +2402,36 @@ class SessionInfo(AcpModel):
     """Unique identifier for the session"""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots reported for this session. Each path must be absolute.
 
     When present, this is the complete ordered additional-root list reported
     by the Agent. Omitted and empty values are equivalent: the response
     reports no additional roots.
     """
-    title: str | None = None
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Human-readable title for the session"""
-    updated_at: str | None = Field(None, alias='updatedAt')
+    updated_at: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='updatedAt')
     """ISO 8601 timestamp of last activity"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta', 'title', 'updatedAt', 'updated_at')))
 
 
 class DeleteSessionResponse(AcpResponse):
     """Response from deleting a session."""
     METHOD: ClassVar[str] = 'session/delete'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ForkSessionResponse(AcpResponse):
@@ -2883,83 +2446,63 @@ class ForkSessionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/fork'
     session_id: SessionId = Field(alias='sessionId')
     """Unique identifier for the newly created forked session."""
-    modes: SessionModeState | None = None
+    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
+    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class ResumeSessionResponse(AcpResponse):
     """Response from resuming an existing session."""
     METHOD: ClassVar[str] = 'session/resume'
-    modes: SessionModeState | None = None
+    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
     """Initial mode state if supported by the Agent
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None = Field(None, alias='configOptions')
+    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
     """Initial session configuration options if supported by the Agent."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'configOptions', 'config_options', 'meta', 'modes')))
 
 
 class CloseSessionResponse(AcpResponse):
     """Response from closing a session."""
     METHOD: ClassVar[str] = 'session/close'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionModeResponse(AcpResponse):
     """Response to `session/set_mode` method."""
     METHOD: ClassVar[str] = 'session/set_mode'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionConfigOptionResponse(AcpResponse):
@@ -2967,18 +2510,13 @@ class SetSessionConfigOptionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/set_config_option'
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
     """The full set of configuration options and their current values."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PromptResponse(AcpResponse):
@@ -2989,25 +2527,20 @@ class PromptResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/prompt'
     stop_reason: Annotated[Union[StopReason, str], BeforeValidator(open_enum(StopReason))] = Field(alias='stopReason')
     """Indicates why the agent stopped processing the turn."""
-    usage: Usage | None = None
+    usage: Annotated[Usage | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     Token usage for this turn (optional).
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'usage')))
 
 
 class Usage(AcpModel):
@@ -3025,24 +2558,19 @@ class Usage(AcpModel):
     """Total input tokens across all turns."""
     output_tokens: UInt64 = Field(alias='outputTokens')
     """Total output tokens across all turns."""
-    thought_tokens: UInt64 | None = Field(None, alias='thoughtTokens')
+    thought_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='thoughtTokens')
     """Total thought/reasoning tokens"""
-    cached_read_tokens: UInt64 | None = Field(None, alias='cachedReadTokens')
+    cached_read_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='cachedReadTokens')
     """Total cache read tokens."""
-    cached_write_tokens: UInt64 | None = Field(None, alias='cachedWriteTokens')
+    cached_write_tokens: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='cachedWriteTokens')
     """Total cache write tokens."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cachedReadTokens', 'cachedWriteTokens', 'cached_read_tokens', 'cached_write_tokens', 'meta', 'thoughtTokens', 'thought_tokens')))
 
 
 class StartNesResponse(AcpResponse):
@@ -3053,18 +2581,13 @@ class StartNesResponse(AcpResponse):
     METHOD: ClassVar[str] = 'nes/start'
     session_id: SessionId = Field(alias='sessionId')
     """The session ID for the newly started NES session."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SuggestNesResponse(AcpResponse):
@@ -3075,18 +2598,13 @@ class SuggestNesResponse(AcpResponse):
     METHOD: ClassVar[str] = 'nes/suggest'
     suggestions: list[NesSuggestion]
     """The list of suggestions."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesTextEdit(AcpModel):
@@ -3098,18 +2616,13 @@ class NesTextEdit(AcpModel):
     """The range to replace."""
     new_text: str = Field(alias='newText')
     """The replacement text."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Range(AcpModel):
@@ -3121,18 +2634,13 @@ class Range(AcpModel):
     """The start position (inclusive)."""
     end: Position
     """The end position (exclusive)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Position(AcpModel):
@@ -3146,18 +2654,13 @@ class Position(AcpModel):
     """Zero-based line number."""
     character: UInt32
     """Zero-based character offset (encoding-dependent)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditSuggestion(AcpModel):
@@ -3173,20 +2676,15 @@ class NesEditSuggestion(AcpModel):
     """The URI of the file to edit."""
     edits: list[NesTextEdit]
     """The text edits to apply."""
-    cursor_position: Position | None = Field(None, alias='cursorPosition')
+    cursor_position: Annotated[Position | None, DEFAULT_ON_ERROR] = Field(None, alias='cursorPosition')
     """Optional suggested cursor position after applying edits."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cursorPosition', 'cursor_position', 'meta')))
 
 
 class NesJumpSuggestion(AcpModel):
@@ -3202,18 +2700,13 @@ class NesJumpSuggestion(AcpModel):
     """The file to navigate to."""
     position: Position
     """The target position within the file."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRenameSuggestion(AcpModel):
@@ -3231,18 +2724,13 @@ class NesRenameSuggestion(AcpModel):
     """The position of the symbol to rename."""
     new_name: str = Field(alias='newName')
     """The new name for the symbol."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -3262,18 +2750,13 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     """The replacement text."""
     is_regex: StrictBool | None = Field(None, alias='isRegex')
     """Whether `search` is a regular expression. Defaults to `false`."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CloseNesResponse(AcpResponse):
@@ -3282,18 +2765,13 @@ class CloseNesResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'nes/close'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ExtResponse(AcpJson):
@@ -3335,15 +2813,10 @@ class Error(AcpModel):
     """A string providing a short description of the error.
     The message should be limited to a concise single sentence.
     """
-    data: Any = None
+    data: Annotated[Any, DEFAULT_ON_ERROR] = None
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details.
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('data',)))
 
 
 class AgentNotification(AcpModel):
@@ -3364,7 +2837,7 @@ class SessionNotification(AcpNotification):
     """The ID of the session this update pertains to."""
     update: SessionUpdate
     """The actual update content."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3372,12 +2845,8 @@ class SessionNotification(AcpNotification):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
-
     def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
         # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
         # on a copy: the caller's object may be reused where the tag does not belong
         if 'session_update' not in self.update.model_fields_set:
@@ -3389,24 +2858,19 @@ class ContentChunk(AcpModel):
     """A streamed item of content"""
     content: ContentBlock
     """A single item of content"""
-    message_id: MessageId | None = Field(None, alias='messageId')
+    message_id: Annotated[MessageId | None, DEFAULT_ON_ERROR] = Field(None, alias='messageId')
     """A unique identifier for the message this chunk belongs to.
 
     All chunks belonging to the same message share the same `messageId`.
     A change in `messageId` indicates a new message has started.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'messageId', 'message_id', 'meta')))
 
 
 class ToolCall(AcpModel):
@@ -3423,7 +2887,7 @@ class ToolCall(AcpModel):
     """Unique identifier for this tool call within the session."""
     title: str
     """Human-readable title describing what the tool is doing."""
-    name: str | None = None
+    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -3433,34 +2897,29 @@ class ToolCall(AcpModel):
     This field is optional. Omitting it or sending `null` both mean that no
     tool name is available.
     """
-    kind: Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None = Field(None, exclude_if=_is_none)
+    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """The category of tool being invoked.
     Helps clients choose appropriate icons and UI treatment.
     """
-    status: Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None = Field(None, exclude_if=_is_none)
+    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Current execution status of the tool call."""
-    content: Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
+    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Content produced by the tool call."""
-    locations: Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None = Field(None, exclude_if=_is_none)
+    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """File locations affected by this tool call.
     Enables "follow-along" features in clients.
     """
-    raw_input: Any = Field(None, alias='rawInput')
+    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
     """Raw input parameters sent to the tool."""
-    raw_output: Any = Field(None, alias='rawOutput')
+    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
     """Raw output returned by the tool."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'content', 'kind', 'locations', 'meta', 'name', 'rawInput', 'rawOutput', 'raw_input', 'raw_output', 'status')))
 
 
 class PlanEntry(AcpModel):
@@ -3478,18 +2937,13 @@ class PlanEntry(AcpModel):
     """
     status: Annotated[Union[PlanEntryStatus, str], BeforeValidator(open_enum(PlanEntryStatus))]
     """Current execution status of this task."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class Plan(AcpModel):
@@ -3509,18 +2963,13 @@ class Plan(AcpModel):
     When updating a plan, the agent must send a complete list of all entries
     with their current status. The client replaces the entire plan with each update.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanItems(AcpModel):
@@ -3542,18 +2991,13 @@ class PlanItems(AcpModel):
     When updating an item-based plan, the agent must send a complete list of all entries
     with their current status. The client replaces that plan with each update.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanFile(AcpModel):
@@ -3571,18 +3015,13 @@ class PlanFile(AcpModel):
     """The plan ID to update."""
     uri: str
     """The URI of the file containing the plan."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanMarkdown(AcpModel):
@@ -3600,18 +3039,13 @@ class PlanMarkdown(AcpModel):
     """The plan ID to update."""
     content: str
     """Markdown content for the plan."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanUpdate(AcpModel):
@@ -3627,18 +3061,13 @@ class PlanUpdate(AcpModel):
     session_update: Literal['plan_update'] = Field('plan_update', alias='sessionUpdate')
     plan: PlanUpdateContent
     """The updated plan content."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanRemoved(AcpModel):
@@ -3654,18 +3083,13 @@ class PlanRemoved(AcpModel):
     session_update: Literal['plan_removed'] = Field('plan_removed', alias='sessionUpdate')
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to remove."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AvailableCommand(AcpModel):
@@ -3674,38 +3098,28 @@ class AvailableCommand(AcpModel):
     """Command name (e.g., `create_plan`, `research_codebase`)."""
     description: str
     """Human-readable description of what the command does."""
-    input: AvailableCommandInput | None = None
+    input: Annotated[AvailableCommandInput | None, DEFAULT_ON_ERROR] = None
     """Input for the command if required"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'input', 'meta')))
 
 
 class UnstructuredCommandInput(AcpModel):
     """All text that was typed after the command name is provided as input."""
     hint: str
     """A hint to display when the input hasn't been provided yet"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -3714,18 +3128,13 @@ class AvailableCommandsUpdate(AcpModel):
     session_update: Literal['available_commands_update'] = Field('available_commands_update', alias='sessionUpdate')
     available_commands: Annotated[list[AvailableCommand], SKIP_INVALID_ITEMS] = Field(alias='availableCommands')
     """Commands the agent can execute"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CurrentModeUpdate(AcpModel):
@@ -3737,18 +3146,13 @@ class CurrentModeUpdate(AcpModel):
     session_update: Literal['current_mode_update'] = Field('current_mode_update', alias='sessionUpdate')
     current_mode_id: SessionModeId = Field(alias='currentModeId', validation_alias=AliasChoices('currentModeId', 'modeId', 'current_mode_id'))
     """The ID of the current mode"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ConfigOptionUpdate(AcpModel):
@@ -3757,18 +3161,13 @@ class ConfigOptionUpdate(AcpModel):
     session_update: Literal['config_option_update'] = Field('config_option_update', alias='sessionUpdate')
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
     """The full set of configuration options and their current values."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SessionInfoUpdate(AcpModel):
@@ -3779,22 +3178,17 @@ class SessionInfoUpdate(AcpModel):
     """
     _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
     session_update: Literal['session_info_update'] = Field('session_info_update', alias='sessionUpdate')
-    title: str | None = None
+    title: Annotated[str | None | MISSING, DEFAULT_ON_ERROR] = MISSING
     """Human-readable title for the session. Set to null to clear."""
-    updated_at: str | None = Field(None, alias='updatedAt')
+    updated_at: Annotated[str | None | MISSING, DEFAULT_ON_ERROR] = Field(MISSING, alias='updatedAt')
     """ISO 8601 timestamp of last activity. Set to null to clear."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'title', 'updatedAt', 'updated_at')))
 
 
 class Cost(AcpModel):
@@ -3803,18 +3197,13 @@ class Cost(AcpModel):
     """Total cumulative cost for session."""
     currency: str
     """ISO 4217 currency code (e.g., "USD", "EUR")."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class UsageUpdate(AcpModel):
@@ -3825,20 +3214,15 @@ class UsageUpdate(AcpModel):
     """Tokens currently in context."""
     size: UInt64
     """Total context window size in tokens."""
-    cost: Cost | None = None
+    cost: Annotated[Cost | None, DEFAULT_ON_ERROR] = None
     """Cumulative session cost (optional)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'cost', 'meta')))
 
 
 class Notice(AcpModel):
@@ -3862,21 +3246,16 @@ class Notice(AcpModel):
     """Presentation severity hint."""
     title: str
     """Required non-empty plain-text title that can stand alone."""
-    description: str | None = None
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional plain-text detail or guidance.
 
     Omitted and `null` are equivalent and mean no description was supplied.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """Metadata scoped to this notice.
 
     Omitted and `null` are equivalent and mean no metadata was supplied.
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'description', 'meta')))
 
 
 class CompactionUpdate(AcpModel):
@@ -3902,17 +3281,12 @@ class CompactionUpdate(AcpModel):
     """The Agent-owned ID of this compaction, unique within the session."""
     status: Annotated[Union[CompactionStatus, str], BeforeValidator(open_enum(CompactionStatus))]
     """Current lifecycle status."""
-    summary: Annotated[list[ContentBlock], SKIP_INVALID_ITEMS] | None = None
+    summary: Annotated[Annotated[list[ContentBlock], SKIP_INVALID_ITEMS] | None | MISSING, DEFAULT_ON_ERROR] = MISSING
     """Complete replacement user-displayable summary retained by the compaction."""
-    error: str | None = None
+    error: Annotated[str | None | MISSING, DEFAULT_ON_ERROR] = MISSING
     """Human-readable description of why the compaction failed."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None | MISSING, DEFAULT_ON_ERROR] = Field(MISSING, alias='_meta')
     """Extensible metadata patch for this compaction."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'error', 'meta', 'summary')))
 
 
 class CompactionSummaryChunk(AcpModel):
@@ -3933,13 +3307,8 @@ class CompactionSummaryChunk(AcpModel):
     """ID of the compaction whose summary receives this content."""
     content: ContentBlock
     """One content block to append."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """Metadata scoped to this chunk. Omission and `null` both mean absent."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CompleteElicitationNotification(AcpNotification):
@@ -3947,7 +3316,7 @@ class CompleteElicitationNotification(AcpNotification):
     METHOD: ClassVar[str] = 'elicitation/complete'
     elicitation_id: ElicitationId = Field(alias='elicitationId')
     """The ID of the elicitation that completed."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -3956,11 +3325,6 @@ class CompleteElicitationNotification(AcpNotification):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class MessageMcpNotification(AcpNotification):
@@ -3980,23 +3344,18 @@ class MessageMcpNotification(AcpNotification):
     """The MCP-over-ACP connection this message is sent on."""
     method: str
     """The inner MCP method name."""
-    params: dict[str, Any] | None = None
+    params: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = None
     """Optional inner MCP params.
 
     If omitted or set to `null`, the inner MCP message has no params.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'params')))
 
 
 class ExtNotification(AcpJson):
@@ -4025,25 +3384,20 @@ class InitializeRequest(AcpRequest):
     METHOD: ClassVar[str] = 'initialize'
     protocol_version: ProtocolVersion = Field(alias='protocolVersion')
     """The latest protocol version supported by the client."""
-    client_capabilities: ClientCapabilities | None = Field(default_factory=lambda: ClientCapabilities.model_validate({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities', exclude_if=_is_none)
+    client_capabilities: Annotated[ClientCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: ClientCapabilities.model_validate({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities', exclude_if=_is_none)
     """Capabilities supported by the client."""
-    client_info: Implementation | None = Field(None, alias='clientInfo')
+    client_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='clientInfo')
     """Information about the Client name and version sent to the Agent.
 
     Note: in future versions of the protocol, this will be required.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'clientCapabilities', 'clientInfo', 'client_capabilities', 'client_info', 'meta')))
 
 
 class ClientCapabilities(AcpModel):
@@ -4054,19 +3408,19 @@ class ClientCapabilities(AcpModel):
 
     See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/initialization#client-capabilities)
     """
-    fs: FileSystemCapabilities | None = Field(default_factory=lambda: FileSystemCapabilities.model_validate({'readTextFile': False, 'writeTextFile': False}), exclude_if=_is_none)
+    fs: Annotated[FileSystemCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: FileSystemCapabilities.model_validate({'readTextFile': False, 'writeTextFile': False}), exclude_if=_is_none)
     """File system capabilities supported by the client.
     Determines which file operations the agent can request.
     """
-    terminal: StrictBool | None = Field(False, exclude_if=_is_none)
+    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Whether the Client support all `terminal/*` methods."""
-    session: ClientSessionCapabilities | None = None
+    session: Annotated[ClientSessionCapabilities | None, DEFAULT_ON_ERROR] = None
     """Session-related capabilities supported by the client.
 
     Optional. Omitted or `null` both mean the client does not advertise any
     session-related extensions.
     """
-    plan: PlanCapabilities | None = None
+    plan: Annotated[PlanCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4076,19 +3430,19 @@ class ClientCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the client does not advertise support.
     Supplying `{}` means the client can receive both update types.
     """
-    auth: AuthCapabilities | None = Field(default_factory=lambda: AuthCapabilities.model_validate({'terminal': False}), exclude_if=_is_none)
+    auth: Annotated[AuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AuthCapabilities.model_validate({'terminal': False}), exclude_if=_is_none)
     """Authentication capabilities supported by the client.
     Determines which authentication method types the agent may include
     in its `InitializeResponse`.
     """
-    elicitation: ElicitationCapabilities | None = None
+    elicitation: Annotated[ElicitationCapabilities | None, DEFAULT_ON_ERROR] = None
     """Elicitation capabilities supported by the client.
     Determines which elicitation modes the agent may use.
 
     Optional. Omitted or `null` both mean the client does not advertise
     elicitation support.
     """
-    nes: ClientNesCapabilities | None = None
+    nes: Annotated[ClientNesCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4098,25 +3452,20 @@ class ClientCapabilities(AcpModel):
     Optional. Omitted or `null` both mean the client does not advertise any
     NES suggestion-kind extensions.
     """
-    position_encodings: Annotated[list[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))]], SKIP_INVALID_ITEMS] | None = Field(None, alias='positionEncodings', exclude_if=_is_none)
+    position_encodings: Annotated[Annotated[list[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncodings', exclude_if=_is_none)
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     The position encodings supported by the client, in order of preference.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'auth', 'elicitation', 'fs', 'meta', 'nes', 'plan', 'positionEncodings', 'position_encodings', 'session', 'terminal')))
 
 
 class FileSystemCapabilities(AcpModel):
@@ -4124,11 +3473,11 @@ class FileSystemCapabilities(AcpModel):
 
     See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/initialization#filesystem)
     """
-    read_text_file: StrictBool | None = Field(False, alias='readTextFile', exclude_if=_is_none)
+    read_text_file: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='readTextFile', exclude_if=_is_none)
     """Whether the Client supports `fs/read_text_file` requests."""
-    write_text_file: StrictBool | None = Field(False, alias='writeTextFile', exclude_if=_is_none)
+    write_text_file: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='writeTextFile', exclude_if=_is_none)
     """Whether the Client supports `fs/write_text_file` requests."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4136,15 +3485,10 @@ class FileSystemCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'readTextFile', 'read_text_file', 'writeTextFile', 'write_text_file')))
-
 
 class ClientSessionCapabilities(AcpModel):
     """Session-related capabilities supported by the client."""
-    compaction: CompactionCapabilities | None = None
+    compaction: Annotated[CompactionCapabilities | None, DEFAULT_ON_ERROR] = None
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4152,24 +3496,19 @@ class ClientSessionCapabilities(AcpModel):
     Support for ID-addressed context compaction updates. Omitted or `null`
     means unsupported; `{}` advertises the complete compaction contract.
     """
-    config_options: SessionConfigOptionsCapabilities | None = Field(None, alias='configOptions')
+    config_options: Annotated[SessionConfigOptionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
     """Config option capabilities supported by the client.
 
     Omitted or `null` both mean the client does not advertise support for any
     config option extensions.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'compaction', 'configOptions', 'config_options', 'meta')))
 
 
 class CompactionCapabilities(AcpModel):
@@ -4185,7 +3524,7 @@ class CompactionCapabilities(AcpModel):
 
 class SessionConfigOptionsCapabilities(AcpModel):
     """Session configuration option capabilities supported by the client."""
-    boolean: BooleanConfigOptionCapabilities | None = None
+    boolean: Annotated[BooleanConfigOptionCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the client supports boolean session configuration options.
 
     Optional. Omitted or `null` both mean the client does not advertise support.
@@ -4193,18 +3532,13 @@ class SessionConfigOptionsCapabilities(AcpModel):
     `configOptions`, and the client may send `session/set_config_option`
     requests with `type: "boolean"` and a boolean `value`.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'boolean', 'meta')))
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
@@ -4212,18 +3546,13 @@ class BooleanConfigOptionCapabilities(AcpModel):
 
     Supplying `{}` means the client supports boolean session configuration options.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class PlanCapabilities(AcpModel):
@@ -4235,18 +3564,13 @@ class PlanCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthCapabilities(AcpModel):
@@ -4256,14 +3580,14 @@ class AuthCapabilities(AcpModel):
     method types the client can handle. This governs opt-in types that require
     additional client-side support.
     """
-    terminal: StrictBool | None = Field(False, exclude_if=_is_none)
+    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
     """Whether the client supports `terminal` authentication methods.
 
     The client should set this to `true` only when it can reproduce the
     configured agent invocation in an interactive terminal. When `true`, the
     agent may include `terminal` entries in its authentication methods.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4271,27 +3595,22 @@ class AuthCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'terminal')))
-
 
 class ElicitationCapabilities(AcpModel):
     """Elicitation capabilities supported by the client."""
-    form: ElicitationFormCapabilities | None = None
+    form: Annotated[ElicitationFormCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the client supports form-based elicitation.
 
     Optional. Omitted and `null` are equivalent and mean form support is not advertised.
     Supplying `{}` explicitly advertises form support.
     """
-    url: ElicitationUrlCapabilities | None = None
+    url: Annotated[ElicitationUrlCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the client supports URL-based elicitation.
 
     Optional. Omitted or `null` both mean the client does not advertise support.
     Supplying `{}` means the client supports URL-based elicitation.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4300,11 +3619,6 @@ class ElicitationCapabilities(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'form', 'meta', 'url')))
 
 
 class ElicitationFormCapabilities(AcpModel):
@@ -4312,7 +3626,7 @@ class ElicitationFormCapabilities(AcpModel):
 
     Supplying `{}` means the client supports form-based elicitation.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4321,11 +3635,6 @@ class ElicitationFormCapabilities(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ElicitationUrlCapabilities(AcpModel):
@@ -4333,7 +3642,7 @@ class ElicitationUrlCapabilities(AcpModel):
 
     Supplying `{}` means the client supports URL-based elicitation.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4343,35 +3652,25 @@ class ElicitationUrlCapabilities(AcpModel):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
-
 
 class ClientNesCapabilities(AcpModel):
     """NES capabilities advertised by the client during initialization.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    jump: NesJumpCapabilities | None = None
+    jump: Annotated[NesJumpCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the client supports the `jump` suggestion kind."""
-    rename: NesRenameCapabilities | None = None
+    rename: Annotated[NesRenameCapabilities | None, DEFAULT_ON_ERROR] = None
     """Whether the client supports the `rename` suggestion kind."""
-    search_and_replace: NesSearchAndReplaceCapabilities | None = Field(None, alias='searchAndReplace')
+    search_and_replace: Annotated[NesSearchAndReplaceCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='searchAndReplace')
     """Whether the client supports the `searchAndReplace` suggestion kind."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'jump', 'meta', 'rename', 'searchAndReplace', 'search_and_replace')))
 
 
 class NesJumpCapabilities(AcpModel):
@@ -4379,18 +3678,13 @@ class NesJumpCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRenameCapabilities(AcpModel):
@@ -4398,18 +3692,13 @@ class NesRenameCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
@@ -4417,18 +3706,13 @@ class NesSearchAndReplaceCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AuthenticateRequest(AcpRequest):
@@ -4441,18 +3725,13 @@ class AuthenticateRequest(AcpRequest):
     """The ID of the authentication method to use.
     Must be one of the methods advertised in the initialize response.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ListProvidersRequest(AcpRequest):
@@ -4465,18 +3744,13 @@ class ListProvidersRequest(AcpRequest):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'providers/list'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetProviderRequest(AcpRequest):
@@ -4501,18 +3775,13 @@ class SetProviderRequest(AcpRequest):
     """Full headers map for this provider.
     May include authorization, routing, or other integration-specific headers.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisableProviderRequest(AcpRequest):
@@ -4527,18 +3796,13 @@ class DisableProviderRequest(AcpRequest):
     METHOD: ClassVar[str] = 'providers/disable'
     provider_id: ProviderId = Field(alias='providerId')
     """Provider ID to disable."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LogoutRequest(AcpRequest):
@@ -4547,18 +3811,13 @@ class LogoutRequest(AcpRequest):
     Terminates the current authenticated session.
     """
     METHOD: ClassVar[str] = 'logout'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NewSessionRequest(AcpRequest):
@@ -4569,7 +3828,7 @@ class NewSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/new'
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots for this session. Each path must be absolute.
 
     These expand the session's filesystem scope without changing `cwd`, which
@@ -4578,18 +3837,13 @@ class NewSessionRequest(AcpRequest):
     """
     mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] = Field(alias='mcpServers')
     """List of MCP (Model Context Protocol) servers the agent should connect to."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta')))
 
 
 class HttpHeader(AcpModel):
@@ -4598,18 +3852,13 @@ class HttpHeader(AcpModel):
     """The name of the HTTP header."""
     value: str
     """The value to set for the HTTP header."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerHttp(AcpModel):
@@ -4622,18 +3871,13 @@ class McpServerHttp(AcpModel):
     """URL to the MCP server."""
     headers: list[HttpHeader]
     """HTTP headers to set when making requests to the MCP server."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerSse(AcpModel):
@@ -4646,18 +3890,13 @@ class McpServerSse(AcpModel):
     """URL to the MCP server."""
     headers: list[HttpHeader]
     """HTTP headers to set when making requests to the MCP server."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerAcp(AcpModel):
@@ -4682,18 +3921,13 @@ class McpServerAcp(AcpModel):
     Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
     on the same ACP connection.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class McpServerStdio(AcpModel):
@@ -4706,18 +3940,13 @@ class McpServerStdio(AcpModel):
     """Command-line arguments to pass to the MCP server."""
     env: list[EnvVariable]
     """Environment variables to set when launching the MCP server."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class LoadSessionRequest(AcpRequest):
@@ -4732,7 +3961,7 @@ class LoadSessionRequest(AcpRequest):
     """List of MCP servers to connect to for this session."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
@@ -4742,18 +3971,13 @@ class LoadSessionRequest(AcpRequest):
     """
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to load."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'meta')))
 
 
 class ListSessionsRequest(AcpRequest):
@@ -4766,18 +3990,13 @@ class ListSessionsRequest(AcpRequest):
     """Filter sessions by working directory. Must be an absolute path."""
     cursor: str | None = None
     """Opaque cursor token from a previous response's nextCursor field for cursor-based pagination"""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DeleteSessionRequest(AcpRequest):
@@ -4788,18 +4007,13 @@ class DeleteSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/delete'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to delete."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ForkSessionRequest(AcpRequest):
@@ -4821,27 +4035,22 @@ class ForkSessionRequest(AcpRequest):
     """The ID of the session to fork."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
     this is the complete resulting additional-root list for the forked
     session.
     """
-    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None = Field(None, alias='mcpServers', exclude_if=_is_none)
+    mcp_servers: Annotated[Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='mcpServers', exclude_if=_is_none)
     """List of MCP servers to connect to for this session."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'mcpServers', 'mcp_servers', 'meta')))
 
 
 class ResumeSessionRequest(AcpRequest):
@@ -4857,7 +4066,7 @@ class ResumeSessionRequest(AcpRequest):
     """The ID of the session to resume."""
     cwd: str
     """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[list[str], SKIP_INVALID_ITEMS] | None = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
     """Additional workspace roots to activate for this session. Each path must be absolute.
 
     When omitted or empty, no additional roots are activated. When non-empty,
@@ -4865,20 +4074,15 @@ class ResumeSessionRequest(AcpRequest):
     session. It may differ from any previously used or reported list as long as
     the request `cwd` matches the session's `cwd`.
     """
-    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None = Field(None, alias='mcpServers', exclude_if=_is_none)
+    mcp_servers: Annotated[Annotated[list[McpServer], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='mcpServers', exclude_if=_is_none)
     """List of MCP servers to connect to for this session."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'additionalDirectories', 'additional_directories', 'mcpServers', 'mcp_servers', 'meta')))
 
 
 class CloseSessionRequest(AcpRequest):
@@ -4893,18 +4097,13 @@ class CloseSessionRequest(AcpRequest):
     METHOD: ClassVar[str] = 'session/close'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to close."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionModeRequest(AcpRequest):
@@ -4914,18 +4113,13 @@ class SetSessionModeRequest(AcpRequest):
     """The ID of the session to set the mode for."""
     mode_id: SessionModeId = Field(alias='modeId')
     """The ID of the mode to set."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SetSessionConfigOptionRequest(AcpRequest):
@@ -4935,7 +4129,7 @@ class SetSessionConfigOptionRequest(AcpRequest):
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId = Field(alias='configId')
     """The ID of the configuration option to set."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -4945,11 +4139,6 @@ class SetSessionConfigOptionRequest(AcpRequest):
     value: Union[StrictBool, SessionConfigValueId] | None = Field(None, exclude_if=_is_none)
     """The boolean value."""
     type: str | None = Field(None, exclude_if=_is_none)
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> SetSessionConfigOptionRequest:
@@ -4982,18 +4171,13 @@ class PromptRequest(AcpRequest):
     as it avoids extra round-trips and allows the message to include
     pieces of context from sources the agent may not have access to.
     """
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class StartNesRequest(AcpRequest):
@@ -5002,24 +4186,19 @@ class StartNesRequest(AcpRequest):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'nes/start'
-    workspace_uri: str | None = Field(None, alias='workspaceUri')
+    workspace_uri: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='workspaceUri')
     """The root URI of the workspace."""
     workspace_folders: list[WorkspaceFolder] | None = Field(None, alias='workspaceFolders')
     """The workspace folders."""
-    repository: NesRepository | None = None
+    repository: Annotated[NesRepository | None, DEFAULT_ON_ERROR] = None
     """Repository metadata, if the workspace is a git repository."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'repository', 'workspaceUri', 'workspace_uri')))
 
 
 class WorkspaceFolder(AcpModel):
@@ -5031,18 +4210,13 @@ class WorkspaceFolder(AcpModel):
     """The URI of the folder."""
     name: str
     """The display name of the folder."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRepository(AcpModel):
@@ -5056,18 +4230,13 @@ class NesRepository(AcpModel):
     """The repository owner."""
     remote_url: str = Field(alias='remoteUrl')
     """The remote URL of the repository."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SuggestNesRequest(AcpRequest):
@@ -5090,18 +4259,13 @@ class SuggestNesRequest(AcpRequest):
     """What triggered this suggestion request."""
     context: NesSuggestContext | None = None
     """Context for the suggestion, included based on agent capabilities."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesSuggestContext(AcpModel):
@@ -5121,18 +4285,13 @@ class NesSuggestContext(AcpModel):
     """Currently open files in the editor."""
     diagnostics: list[NesDiagnostic] | None = None
     """Current diagnostics (errors, warnings)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRecentFile(AcpModel):
@@ -5146,18 +4305,13 @@ class NesRecentFile(AcpModel):
     """The language identifier."""
     text: str
     """The full text content of the file."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesRelatedSnippet(AcpModel):
@@ -5169,18 +4323,13 @@ class NesRelatedSnippet(AcpModel):
     """The URI of the file containing the snippets."""
     excerpts: list[NesExcerpt]
     """The code excerpts."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesExcerpt(AcpModel):
@@ -5194,18 +4343,13 @@ class NesExcerpt(AcpModel):
     """The end line of the excerpt (zero-based)."""
     text: str
     """The text content of the excerpt."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -5217,18 +4361,13 @@ class NesEditHistoryEntry(AcpModel):
     """The URI of the edited file."""
     diff: str
     """A diff representing the edit."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesUserAction(AcpModel):
@@ -5244,18 +4383,13 @@ class NesUserAction(AcpModel):
     """The position where the action occurred."""
     timestamp_ms: UInt64 = Field(alias='timestampMs')
     """Timestamp in milliseconds since epoch."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class NesOpenFile(AcpModel):
@@ -5267,22 +4401,17 @@ class NesOpenFile(AcpModel):
     """The URI of the file."""
     language_id: str = Field(alias='languageId')
     """The language identifier."""
-    visible_range: Range | None = Field(None, alias='visibleRange')
+    visible_range: Annotated[Range | None, DEFAULT_ON_ERROR] = Field(None, alias='visibleRange')
     """The visible range in the editor, if any."""
-    last_focused_ms: UInt64 | None = Field(None, alias='lastFocusedMs')
+    last_focused_ms: Annotated[UInt64 | None, DEFAULT_ON_ERROR] = Field(None, alias='lastFocusedMs')
     """Timestamp in milliseconds since epoch of when the file was last focused."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'lastFocusedMs', 'last_focused_ms', 'meta', 'visibleRange', 'visible_range')))
 
 
 class NesDiagnostic(AcpModel):
@@ -5298,18 +4427,13 @@ class NesDiagnostic(AcpModel):
     """The severity of the diagnostic."""
     message: str
     """The diagnostic message."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CloseNesRequest(AcpRequest):
@@ -5323,18 +4447,13 @@ class CloseNesRequest(AcpRequest):
     METHOD: ClassVar[str] = 'nes/close'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the NES session to close."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ClientResponse(AcpModel):
@@ -5347,18 +4466,13 @@ class ClientResponse(AcpModel):
 class WriteTextFileResponse(AcpResponse):
     """Response to `fs/write_text_file`"""
     METHOD: ClassVar[str] = 'fs/write_text_file'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ReadTextFileResponse(AcpResponse):
@@ -5366,18 +4480,13 @@ class ReadTextFileResponse(AcpResponse):
     METHOD: ClassVar[str] = 'fs/read_text_file'
     content: str
     """Content payload returned by this response."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class RequestPermissionResponse(AcpResponse):
@@ -5385,18 +4494,13 @@ class RequestPermissionResponse(AcpResponse):
     METHOD: ClassVar[str] = 'session/request_permission'
     outcome: RequestPermissionOutcome
     """The user's decision on the permission request."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class SelectedPermissionOutcome(AcpModel):
@@ -5405,18 +4509,13 @@ class SelectedPermissionOutcome(AcpModel):
     outcome: Literal['selected'] = 'selected'
     option_id: PermissionOptionId = Field(alias='optionId')
     """The ID of the option the user selected."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class CreateTerminalResponse(AcpResponse):
@@ -5424,18 +4523,13 @@ class CreateTerminalResponse(AcpResponse):
     METHOD: ClassVar[str] = 'terminal/create'
     terminal_id: TerminalId = Field(alias='terminalId')
     """The unique identifier for the created terminal."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TerminalOutputResponse(AcpResponse):
@@ -5445,84 +4539,64 @@ class TerminalOutputResponse(AcpResponse):
     """The terminal output captured so far."""
     truncated: StrictBool
     """Whether the output was truncated due to byte limits."""
-    exit_status: TerminalExitStatus | None = Field(None, alias='exitStatus')
+    exit_status: Annotated[TerminalExitStatus | None, DEFAULT_ON_ERROR] = Field(None, alias='exitStatus')
     """Exit status if the command has completed."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitStatus', 'exit_status', 'meta')))
 
 
 class TerminalExitStatus(AcpModel):
     """Exit status of a terminal command."""
-    exit_code: UInt32 | None = Field(None, alias='exitCode')
+    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
     """The process exit code (may be null if terminated by signal)."""
-    signal: str | None = None
+    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """The signal that terminated the process (may be null if exited normally)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitCode', 'exit_code', 'meta', 'signal')))
 
 
 class ReleaseTerminalResponse(AcpResponse):
     """Response to terminal/release method"""
     METHOD: ClassVar[str] = 'terminal/release'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class WaitForTerminalExitResponse(AcpResponse):
     """Response containing the exit status of a terminal command."""
     METHOD: ClassVar[str] = 'terminal/wait_for_exit'
-    exit_code: UInt32 | None = Field(None, alias='exitCode')
+    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
     """The process exit code (may be null if terminated by signal)."""
-    signal: str | None = None
+    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """The signal that terminated the process (may be null if exited normally)."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'exitCode', 'exit_code', 'meta', 'signal')))
 
 
 class KillTerminalResponse(AcpResponse):
     """Response to `terminal/kill` method"""
     METHOD: ClassVar[str] = 'terminal/kill'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -5530,16 +4604,11 @@ class KillTerminalResponse(AcpResponse):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
-
 
 class CreateElicitationResponse(AcpResponse):
     """Response from the client to an elicitation request."""
     METHOD: ClassVar[str] = 'elicitation/create'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
@@ -5551,11 +4620,6 @@ class CreateElicitationResponse(AcpResponse):
     action: str | None = Field(None, exclude_if=_is_none)
     content: dict[str, ElicitationContentValue] | None = None
     """The user-provided content, if any, as an object matching the requested schema."""
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
     @model_validator(mode='after')
     def _check_variant(self) -> CreateElicitationResponse:
@@ -5581,18 +4645,13 @@ class ConnectMcpResponse(AcpResponse):
     METHOD: ClassVar[str] = 'mcp/connect'
     connection_id: McpConnectionId = Field(alias='connectionId')
     """The unique identifier for this MCP-over-ACP connection."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DisconnectMcpResponse(AcpResponse):
@@ -5605,18 +4664,13 @@ class DisconnectMcpResponse(AcpResponse):
     **Unstable**: only in the unstable schema; may change or disappear.
     """
     METHOD: ClassVar[str] = 'mcp/disconnect'
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class ClientNotification(AcpModel):
@@ -5633,18 +4687,13 @@ class CancelNotification(AcpNotification):
     METHOD: ClassVar[str] = 'session/cancel'
     session_id: SessionId = Field(alias='sessionId')
     """The ID of the session to cancel operations for."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidOpenDocumentNotification(AcpNotification):
@@ -5663,18 +4712,13 @@ class DidOpenDocumentNotification(AcpNotification):
     """The version number of the document."""
     text: str
     """The full text content of the document."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidChangeDocumentNotification(AcpNotification):
@@ -5691,18 +4735,13 @@ class DidChangeDocumentNotification(AcpNotification):
     """The new version number of the document."""
     content_changes: Annotated[list[TextDocumentContentChangeEvent], SKIP_INVALID_ITEMS] = Field(alias='contentChanges')
     """The content changes."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -5717,18 +4756,13 @@ class TextDocumentContentChangeEvent(AcpModel):
     """The range of the document that changed. If `None`, the entire content is replaced."""
     text: str
     """The new text for the range, or the full document content if `range` is `None`."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidCloseDocumentNotification(AcpNotification):
@@ -5741,18 +4775,13 @@ class DidCloseDocumentNotification(AcpNotification):
     """The session ID for this notification."""
     uri: str
     """The URI of the closed document."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidSaveDocumentNotification(AcpNotification):
@@ -5765,18 +4794,13 @@ class DidSaveDocumentNotification(AcpNotification):
     """The session ID for this notification."""
     uri: str
     """The URI of the saved document."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class DidFocusDocumentNotification(AcpNotification):
@@ -5795,18 +4819,13 @@ class DidFocusDocumentNotification(AcpNotification):
     """The current cursor position."""
     visible_range: Range = Field(alias='visibleRange')
     """The portion of the file currently visible in the editor viewport."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class AcceptNesNotification(AcpNotification):
@@ -5819,18 +4838,13 @@ class AcceptNesNotification(AcpNotification):
     """The session ID for this notification."""
     id: NesSuggestionId
     """The ID of the accepted suggestion."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class RejectNesNotification(AcpNotification):
@@ -5843,20 +4857,15 @@ class RejectNesNotification(AcpNotification):
     """The session ID for this notification."""
     id: NesSuggestionId
     """The ID of the rejected suggestion."""
-    reason: Annotated[Union[NesRejectReason, str], BeforeValidator(open_enum(NesRejectReason))] | None = None
+    reason: Annotated[Annotated[Union[NesRejectReason, str], BeforeValidator(open_enum(NesRejectReason))] | None, DEFAULT_ON_ERROR] = None
     """The reason for rejection."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta', 'reason')))
 
 
 class CancelRequestNotification(AcpNotification):
@@ -5867,18 +4876,13 @@ class CancelRequestNotification(AcpNotification):
     METHOD: ClassVar[str] = '$/cancel_request'
     request_id: RequestId = Field(alias='requestId')
     """The ID of the request to cancel."""
-    meta: dict[str, Any] | None = Field(None, alias='_meta')
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-    @model_validator(mode='wrap')
-    @classmethod
-    def _drop_invalid(cls, data: Any, handler: Any) -> Any:
-        return drop_invalid_fields(data, handler, frozenset(('_meta', 'meta')))
 
 
 class UserMessageChunk(ContentChunk):
@@ -5904,7 +4908,7 @@ class UnknownToolCallContent(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: str
+    type: Annotated[str, AfterValidator(not_one_of(('content', 'diff', 'terminal')))]
 
 
 class UnknownContentBlock(AcpModel):
@@ -5912,7 +4916,7 @@ class UnknownContentBlock(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: str
+    type: Annotated[str, AfterValidator(not_one_of(('audio', 'image', 'resource', 'resource_link', 'text')))]
 
 
 class UnknownElicitationPropertySchema(AcpModel):
@@ -5920,7 +4924,7 @@ class UnknownElicitationPropertySchema(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: str
+    type: Annotated[str, AfterValidator(not_one_of(('array', 'boolean', 'integer', 'number', 'string')))]
 
 
 class UnknownMultiSelectItems(AcpModel):
@@ -5944,7 +4948,7 @@ class UnknownNesSuggestion(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    kind: str
+    kind: Annotated[str, AfterValidator(not_one_of(('edit', 'jump', 'rename', 'searchAndReplace')))]
 
 
 class UnknownSessionUpdate(AcpModel):
@@ -5952,7 +4956,7 @@ class UnknownSessionUpdate(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    session_update: str = Field(alias='sessionUpdate')
+    session_update: Annotated[str, AfterValidator(not_one_of(('agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk')))] = Field(alias='sessionUpdate')
 
 
 class UnknownPlanUpdateContent(AcpModel):
@@ -5960,7 +4964,7 @@ class UnknownPlanUpdateContent(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: str
+    type: Annotated[str, AfterValidator(not_one_of(('file', 'items', 'markdown')))]
 
 
 class UnknownMcpServer(AcpModel):
@@ -5976,7 +4980,7 @@ class UnknownRequestPermissionOutcome(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    outcome: str
+    outcome: Annotated[str, AfterValidator(not_one_of(('cancelled', 'selected')))]
 
 
 AvailableCommandInput: TypeAlias = UnstructuredCommandInput
@@ -6004,14 +5008,13 @@ When no `type` is present, the method is treated as `agent`.
 
 ContentBlock: TypeAlias = Annotated[
     Union[
-        Annotated[TextContent, Tag('text')],
-        Annotated[ImageContent, Tag('image')],
-        Annotated[AudioContent, Tag('audio')],
-        Annotated[ResourceLink, Tag('resource_link')],
-        Annotated[EmbeddedResource, Tag('resource')],
-        Annotated[UnknownContentBlock, Tag(UNKNOWN)],
+        Annotated[
+            Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource],
+            Field(discriminator='type'),
+        ],
+        UnknownContentBlock,
     ],
-    Discriminator(tag_discriminator('type', 'type', ['audio', 'image', 'resource', 'resource_link', 'text'])),
+    Field(union_mode='left_to_right'),
 ]
 """Content blocks represent displayable information in the Agent Client Protocol.
 
@@ -6031,14 +5034,13 @@ See protocol docs: [Content](https://agentclientprotocol.com/protocol/content)
 
 ElicitationPropertySchema: TypeAlias = Annotated[
     Union[
-        Annotated[StringPropertySchema, Tag('string')],
-        Annotated[NumberPropertySchema, Tag('number')],
-        Annotated[IntegerPropertySchema, Tag('integer')],
-        Annotated[BooleanPropertySchema, Tag('boolean')],
-        Annotated[MultiSelectPropertySchema, Tag('array')],
-        Annotated[UnknownElicitationPropertySchema, Tag(UNKNOWN)],
+        Annotated[
+            Union[StringPropertySchema, NumberPropertySchema, IntegerPropertySchema, BooleanPropertySchema, MultiSelectPropertySchema],
+            Field(discriminator='type'),
+        ],
+        UnknownElicitationPropertySchema,
     ],
-    Discriminator(tag_discriminator('type', 'type', ['array', 'boolean', 'integer', 'number', 'string'])),
+    Field(union_mode='left_to_right'),
 ]
 """Property schema for elicitation form fields.
 
@@ -6077,24 +5079,25 @@ MultiSelectItems: TypeAlias = Annotated[
 
 NesSuggestion: TypeAlias = Annotated[
     Union[
-        Annotated[NesEditSuggestion, Tag('edit')],
-        Annotated[NesJumpSuggestion, Tag('jump')],
-        Annotated[NesRenameSuggestion, Tag('rename')],
-        Annotated[NesSearchAndReplaceSuggestion, Tag('searchAndReplace')],
-        Annotated[UnknownNesSuggestion, Tag(UNKNOWN)],
+        Annotated[
+            Union[NesEditSuggestion, NesJumpSuggestion, NesRenameSuggestion, NesSearchAndReplaceSuggestion],
+            Field(discriminator='kind'),
+        ],
+        UnknownNesSuggestion,
     ],
-    Discriminator(tag_discriminator('kind', 'kind', ['edit', 'jump', 'rename', 'searchAndReplace'])),
+    Field(union_mode='left_to_right'),
 ]
 """A suggestion returned by the agent."""
 
 PlanUpdateContent: TypeAlias = Annotated[
     Union[
-        Annotated[PlanItems, Tag('items')],
-        Annotated[PlanFile, Tag('file')],
-        Annotated[PlanMarkdown, Tag('markdown')],
-        Annotated[UnknownPlanUpdateContent, Tag(UNKNOWN)],
+        Annotated[
+            Union[PlanItems, PlanFile, PlanMarkdown],
+            Field(discriminator='type'),
+        ],
+        UnknownPlanUpdateContent,
     ],
-    Discriminator(tag_discriminator('type', 'type', ['file', 'items', 'markdown'])),
+    Field(union_mode='left_to_right'),
 ]
 """**UNSTABLE**
 
@@ -6105,35 +5108,25 @@ Updated content for a plan.
 
 RequestPermissionOutcome: TypeAlias = Annotated[
     Union[
-        Annotated[CancelledPermissionOutcome, Tag('cancelled')],
-        Annotated[SelectedPermissionOutcome, Tag('selected')],
-        Annotated[UnknownRequestPermissionOutcome, Tag(UNKNOWN)],
+        Annotated[
+            Union[CancelledPermissionOutcome, SelectedPermissionOutcome],
+            Field(discriminator='outcome'),
+        ],
+        UnknownRequestPermissionOutcome,
     ],
-    Discriminator(tag_discriminator('outcome', 'outcome', ['cancelled', 'selected'])),
+    Field(union_mode='left_to_right'),
 ]
 """The outcome of a permission request."""
 
 SessionUpdate: TypeAlias = Annotated[
     Union[
-        Annotated[UserMessageChunk, Tag('user_message_chunk')],
-        Annotated[AgentMessageChunk, Tag('agent_message_chunk')],
-        Annotated[AgentThoughtChunk, Tag('agent_thought_chunk')],
-        Annotated[ToolCall, Tag('tool_call')],
-        Annotated[ToolCallUpdate, Tag('tool_call_update')],
-        Annotated[Plan, Tag('plan')],
-        Annotated[PlanUpdate, Tag('plan_update')],
-        Annotated[PlanRemoved, Tag('plan_removed')],
-        Annotated[AvailableCommandsUpdate, Tag('available_commands_update')],
-        Annotated[CurrentModeUpdate, Tag('current_mode_update')],
-        Annotated[ConfigOptionUpdate, Tag('config_option_update')],
-        Annotated[SessionInfoUpdate, Tag('session_info_update')],
-        Annotated[UsageUpdate, Tag('usage_update')],
-        Annotated[Notice, Tag('notice')],
-        Annotated[CompactionUpdate, Tag('compaction_update')],
-        Annotated[CompactionSummaryChunk, Tag('compaction_summary_chunk')],
-        Annotated[UnknownSessionUpdate, Tag(UNKNOWN)],
+        Annotated[
+            Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk],
+            Field(discriminator='session_update'),
+        ],
+        UnknownSessionUpdate,
     ],
-    Discriminator(tag_discriminator('sessionUpdate', 'session_update', ['agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk'])),
+    Field(union_mode='left_to_right'),
 ]
 """Different types of updates that can be sent during session processing.
 
@@ -6144,12 +5137,13 @@ See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protoc
 
 ToolCallContent: TypeAlias = Annotated[
     Union[
-        Annotated[Content, Tag('content')],
-        Annotated[Diff, Tag('diff')],
-        Annotated[Terminal, Tag('terminal')],
-        Annotated[UnknownToolCallContent, Tag(UNKNOWN)],
+        Annotated[
+            Union[Content, Diff, Terminal],
+            Field(discriminator='type'),
+        ],
+        UnknownToolCallContent,
     ],
-    Discriminator(tag_discriminator('type', 'type', ['content', 'diff', 'terminal'])),
+    Field(union_mode='left_to_right'),
 ]
 """Content produced by a tool call.
 
