@@ -10,13 +10,35 @@ is something that, once opened, gives one. Pick by where the peer is:
 * :class:`Lines` — anything else that can read and write bytes.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from acpio.transports.base import Component, OversizedFrame, Transport
 from acpio.transports.channel import Channel
-from acpio.transports.commands import AgentCommand
-from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
-from acpio.transports.stdio import Stdio
-from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
-from acpio.transports.subprocess import AcpAgent, AgentProcess
+
+if TYPE_CHECKING:
+    from acpio.transports.commands import AgentCommand
+    from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
+    from acpio.transports.stdio import Stdio
+    from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
+    from acpio.transports.subprocess import AcpAgent, AgentProcess
+
+#: Names loaded on first use, so that the engine (which needs only the base and the channel)
+#: does not import subprocess and stdio machinery.
+_LAZY = {
+    "AgentCommand": "commands",
+    "DEFAULT_MAX_LINE": "lines",
+    "LineSplitter": "lines",
+    "Stdio": "stdio",
+    "ByteStreams": "streams",
+    "DebugCallback": "streams",
+    "LineDirection": "streams",
+    "Lines": "streams",
+    "AcpAgent": "subprocess",
+    "AgentProcess": "subprocess",
+}
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -34,3 +56,12 @@ __all__ = [
     "Stdio",
     "Transport",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acpio.transports' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"acpio.transports.{module}"), name)
+    globals()[name] = value
+    return value
