@@ -27,19 +27,39 @@ from acpio.errors import (
 
 if TYPE_CHECKING:
     from acpio import schema
+    from acpio.capabilities import (
+        AgentFeatures,
+        CapabilityNotAdvertised,
+        ClientFeatures,
+        UnsupportedProtocolVersion,
+    )
+    from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
 
 __version__ = "0.1.0"
 
 #: Public names loaded on first access, with the module that defines them.
 _LAZY: dict[str, str] = {
+    "AgentFeatures": "acpio.capabilities",
+    "CapabilityNotAdvertised": "acpio.capabilities",
+    "ClientFeatures": "acpio.capabilities",
+    "ExtensionNotification": "acpio.extensions",
+    "ExtensionRequest": "acpio.extensions",
+    "ExtensionResponse": "acpio.extensions",
+    "UnsupportedProtocolVersion": "acpio.capabilities",
     "schema": "acpio.schema",
 }
 
 __all__ = [
     "AcpError",
+    "AgentFeatures",
     "AuthRequired",
+    "CapabilityNotAdvertised",
+    "ClientFeatures",
     "ConnectionClosed",
     "DeadlockError",
+    "ExtensionNotification",
+    "ExtensionRequest",
+    "ExtensionResponse",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -49,6 +69,7 @@ __all__ = [
     "RequestError",
     "ResourceNotFound",
     "TransportError",
+    "UnsupportedProtocolVersion",
     "__version__",
     "schema",
 ]

@@ -12,13 +12,14 @@ Models accept snake_case or camelCase names, keep unknown fields, and serialize 
 
 from acpio.schema._models import *  # noqa: F403
 from acpio.schema._models import __all__ as _model_names
-from acpio.schema.base import AcpModel, AcpNotification, AcpRequest, AcpResponse, MethodSpec
+from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse, MethodSpec
 from acpio.schema.methods import METHODS, NOTIFICATIONS, REQUESTS
 
 __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "REQUESTS",
+    "AcpJson",
     "AcpModel",
     "AcpNotification",
     "AcpRequest",
