@@ -34,11 +34,17 @@ if TYPE_CHECKING:
         UnsupportedProtocolVersion,
     )
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
+    from acpio.roles import Agent, Client, Conductor, Proxy, UntypedRole
 
 __version__ = "0.1.0"
 
 #: Public names loaded on first access, with the module that defines them.
 _LAZY: dict[str, str] = {
+    "Agent": "acpio.roles",
+    "Client": "acpio.roles",
+    "Conductor": "acpio.roles",
+    "Proxy": "acpio.roles",
+    "UntypedRole": "acpio.roles",
     "AgentFeatures": "acpio.capabilities",
     "CapabilityNotAdvertised": "acpio.capabilities",
     "ClientFeatures": "acpio.capabilities",
@@ -51,10 +57,13 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AcpError",
+    "Agent",
     "AgentFeatures",
     "AuthRequired",
     "CapabilityNotAdvertised",
+    "Client",
     "ClientFeatures",
+    "Conductor",
     "ConnectionClosed",
     "DeadlockError",
     "ExtensionNotification",
@@ -65,11 +74,13 @@ __all__ = [
     "InvalidRequest",
     "MethodNotFound",
     "ParseError",
+    "Proxy",
     "RequestCancelled",
     "RequestError",
     "ResourceNotFound",
     "TransportError",
     "UnsupportedProtocolVersion",
+    "UntypedRole",
     "__version__",
     "schema",
 ]

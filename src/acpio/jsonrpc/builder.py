@@ -1,8 +1,10 @@
 """Roles and builders: declare the handlers of a connection, then connect it.
 
 A :class:`Role` says who this side is: its name, its counterpart, the *default handler* it adds at
-the end of the chain, and how a message addressed to one of its peers is sent. This issue has only
-:class:`UntypedRole` (its own counterpart, no default handler); ACP roles subclass :class:`Role`.
+the end of the chain, how a message addressed to one of its peers is sent
+(:meth:`Role.route_outgoing`) and which peer an incoming message came from
+(:meth:`Role.route_incoming`). The engine has only :class:`UntypedRole` (its own counterpart, no
+default handler); the ACP roles in :mod:`acpio.roles` subclass :class:`Role`.
 
 A :class:`Builder` collects handlers and tasks, then serves one connection per ``connect_to`` or
 ``connect_with`` call::
@@ -25,7 +27,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar, overload
+from typing import Any, ClassVar, TypeAlias, TypeVar, overload
 
 from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.handlers import (
@@ -36,10 +38,11 @@ from acpio.jsonrpc.handlers import (
     as_handler,
     message_type_from,
 )
+from acpio.jsonrpc.messages import JsonValue
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel
 
-__all__ = ["Builder", "Role", "UntypedRole", "open_transport"]
+__all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 
@@ -53,9 +56,11 @@ _background: set[asyncio.Task[Any]] = set()
 class Role:
     """Who one side of a connection is.
 
-    Subclasses set :attr:`NAME` and :attr:`COUNTERPART`, and may override :meth:`default_handler`
-    (the handler placed after the dynamic handlers) and :meth:`route_outgoing` (how a message for
-    one of :meth:`peers` is sent, for example wrapped in an envelope).
+    Subclasses set :attr:`NAME` and :attr:`COUNTERPART`, and may override :meth:`peers`,
+    :meth:`default_handler` (the handler placed after the dynamic handlers),
+    :meth:`route_outgoing` (how a message for one of :meth:`peers` is sent, for example wrapped in
+    an envelope) and :meth:`route_incoming` (which peer an incoming message came from, and what the
+    handlers see of it, for example the message unwrapped from its envelope).
     """
 
     #: A short name for logs.
@@ -89,22 +94,55 @@ class Role:
         """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
         return None
 
+    def resolve_peer(self, peer: Any) -> Role:
+        """``peer`` (a role class or instance) as the instance from :meth:`peers`.
+
+        Raises ``ValueError`` naming the peers this role has when ``peer`` is not one of them.
+        """
+        wanted = peer() if isinstance(peer, type) and issubclass(peer, Role) else peer
+        for known in self.peers():
+            if known == wanted:
+                return known
+        names = ", ".join(type(p).__name__ for p in self.peers())
+        name = peer.__name__ if isinstance(peer, type) else repr(peer)
+        raise ValueError(
+            f"{name} is not a peer of a {type(self).__name__} connection; its peers are: {names}"
+        )
+
     def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
         """The method and params to send a message for ``peer`` with (by default: unchanged).
 
         ``peer`` is a role (class or instance) from :meth:`peers`; anything else is an error.
         """
-        wanted = peer() if isinstance(peer, type) else peer
-        if wanted not in self.peers():
-            names = ", ".join(type(p).__name__ for p in self.peers())
-            raise ValueError(f"{type(self).__name__} cannot send to {peer!r}; its peers are: {names}")
+        self._check_send(peer)
         return method, params
+
+    def _check_send(self, peer: Any) -> Role:
+        """:meth:`resolve_peer` for sending: the error says that sending is what failed."""
+        try:
+            return self.resolve_peer(peer)
+        except ValueError as exc:
+            name = peer.__name__ if isinstance(peer, type) else repr(peer)
+            raise ValueError(f"{type(self).__name__} cannot send to {name}: {exc}") from None
+
+    def route_incoming(self, method: str, params: JsonValue) -> tuple[Role, str, JsonValue]:
+        """The peer an incoming request or notification came from, and its method and params.
+
+        Called once per incoming request or notification, before the handler chain. The default:
+        it came from the counterpart, unchanged. A role that receives messages from several peers
+        over one connection (a proxy) overrides this to tell them apart and unwrap them.
+        """
+        return self.counterpart(), method, params
 
 
 class UntypedRole(Role):
     """A protocol-neutral role: its own counterpart, no default handler, no envelopes."""
 
     NAME = "untyped"
+
+
+#: A peer as handlers and senders name it: a role class (``Agent``) or instance (``Agent()``).
+PeerLike: TypeAlias = Role | type[Role]
 
 
 async def open_transport(target: Any) -> Transport:
@@ -142,59 +180,91 @@ class Builder:
     # --- handlers ---------------------------------------------------------------------------------
 
     @overload
-    def on_request(self, message_type: F, fn: None = None) -> F: ...
+    def on_request(self, message_type: F, fn: None = None, *, peer: PeerLike | None = None) -> F: ...
     @overload
-    def on_request(self, message_type: type[Any], fn: None = None) -> Callable[[F], F]: ...
+    def on_request(
+        self, message_type: type[Any] | None = None, fn: None = None, *, peer: PeerLike | None = None
+    ) -> Callable[[F], F]: ...
     @overload
-    def on_request(self, message_type: type[Any], fn: F) -> F: ...
+    def on_request(self, message_type: type[Any], fn: F, *, peer: PeerLike | None = None) -> F: ...
 
-    def on_request(self, message_type: Any, fn: Any = None) -> Any:
-        """Register a typed request handler; usable as ``@app.on_request`` or ``@app.on_request(Type)``.
+    def on_request(self, message_type: Any = None, fn: Any = None, *, peer: PeerLike | None = None) -> Any:
+        """Register a typed request handler.
 
-        The message type comes from the first parameter's annotation unless given. The function is
-        called as ``fn(req, responder, cx)`` and may return the result, answer through
+        Usable as ``@app.on_request``, ``@app.on_request(Type)``, ``@app.on_request(peer=Agent)``,
+        ``@app.on_request(Type, peer=Agent)`` or ``app.on_request(Type, fn)``. The message type
+        comes from the first parameter's annotation unless given. With ``peer`` (a role class or
+        instance, one of the role's peers) only requests from that peer reach the handler. The
+        function is called as ``fn(req, responder, cx)`` and may return the result, answer through
         ``responder`` and return ``None``, or return ``Unhandled(req)`` to pass the request on.
         """
-        return self._register(message_type, fn, RequestHandler, "request")
+        return self._register(message_type, fn, RequestHandler, "request", peer)
 
     @overload
-    def on_notification(self, message_type: F, fn: None = None) -> F: ...
+    def on_notification(self, message_type: F, fn: None = None, *, peer: PeerLike | None = None) -> F: ...
     @overload
-    def on_notification(self, message_type: type[Any], fn: None = None) -> Callable[[F], F]: ...
+    def on_notification(
+        self, message_type: type[Any] | None = None, fn: None = None, *, peer: PeerLike | None = None
+    ) -> Callable[[F], F]: ...
     @overload
-    def on_notification(self, message_type: type[Any], fn: F) -> F: ...
+    def on_notification(self, message_type: type[Any], fn: F, *, peer: PeerLike | None = None) -> F: ...
 
-    def on_notification(self, message_type: Any, fn: Any = None) -> Any:
+    def on_notification(
+        self, message_type: Any = None, fn: Any = None, *, peer: PeerLike | None = None
+    ) -> Any:
         """Register a typed notification handler, called as ``fn(notification, cx)``.
 
-        Used as ``@app.on_notification`` (type from the annotation) or ``@app.on_notification(Type)``.
+        Used as ``@app.on_notification`` (type from the annotation), ``@app.on_notification(Type)``,
+        and with ``peer=`` to take notifications from that peer only, as for :meth:`on_request`.
         """
-        return self._register(message_type, fn, NotificationHandler, "notification")
+        return self._register(message_type, fn, NotificationHandler, "notification", peer)
 
-    def _register(self, message_type: Any, fn: Any, kind: type[Any], what: str) -> Any:
+    def _register(self, message_type: Any, fn: Any, kind: type[Any], what: str, peer: Any) -> Any:
+        source = None if peer is None else self._peer(peer, what)
         if fn is not None:
-            self._handlers.append(kind(message_type, fn))
+            self._handlers.append(kind(message_type, fn, source))
             return fn
-        if hasattr(message_type, "METHOD"):
+        if message_type is None or hasattr(message_type, "METHOD"):
 
             def decorator(function: F) -> F:
-                self._handlers.append(kind(message_type, function))
+                cls = message_type if message_type is not None else message_type_from(function, what)
+                self._handlers.append(kind(cls, function, source))
                 return function
 
             return decorator
         if not callable(message_type):
             raise TypeError(f"on_{what}() takes a message type or a handler function, not {message_type!r}")
         function = message_type
-        self._handlers.append(kind(message_type_from(function, what), function))
+        self._handlers.append(kind(message_type_from(function, what), function, source))
         return function
 
-    def on_dispatch(self, fn: F) -> F:
+    def _peer(self, peer: Any, what: str) -> Role:
+        try:
+            return self.role.resolve_peer(peer)
+        except ValueError as exc:
+            raise ValueError(f"on_{what}(peer=...): {exc}") from None
+
+    @overload
+    def on_dispatch(self, fn: F, *, peer: PeerLike | None = None) -> F: ...
+    @overload
+    def on_dispatch(self, fn: None = None, *, peer: PeerLike | None = None) -> Callable[[F], F]: ...
+
+    def on_dispatch(self, fn: Any = None, *, peer: PeerLike | None = None) -> Any:
         """Register a handler for every message, untyped: ``fn(message: Dispatch, cx)``.
 
         It sees requests, notifications and responses to our own requests; it returns ``None`` to
-        claim the message or ``Unhandled(message)`` to pass it on.
+        claim the message or ``Unhandled(message)`` to pass it on. ``@app.on_dispatch(peer=Agent)``
+        sees only the messages from that peer (and the responses to requests sent to it).
         """
-        self._handlers.append(DispatchHandler(fn))
+        source = None if peer is None else self._peer(peer, "dispatch")
+        if fn is None:
+
+            def decorator(function: F) -> F:
+                self._handlers.append(DispatchHandler(function, source))
+                return function
+
+            return decorator
+        self._handlers.append(DispatchHandler(fn, source))
         return fn
 
     def with_handler(self, handler: Any) -> Builder:

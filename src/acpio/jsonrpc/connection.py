@@ -138,6 +138,12 @@ class Connection:
         loop = asyncio.get_running_loop()
         self.role = role
         self.name = name
+        #: The peer of messages the role does not route (and of requests sent with ``peer=None``).
+        self._counterpart = role.counterpart()
+        #: The role's incoming-routing hook, or ``None`` when it keeps the default (a fast path).
+        self._route_incoming: Callable[[str, JsonValue], tuple[Role, str, JsonValue]] | None = (
+            role.route_incoming if type(role).route_incoming is not _default_route_incoming() else None
+        )
         self._transport = transport
         self._builder_links: tuple[_Link, ...] = tuple(
             (getattr(h, "accepts", None), h.handle) for h in handlers
@@ -486,9 +492,7 @@ class Connection:
         kind = type(decoded)
         if kind is Request:
             assert isinstance(decoded, Request)
-            responder: Responder[Any] = Responder(self, decoded.id, decoded.method)
-            self._incoming.add(decoded.id, responder._cancel)
-            await self._offer(RequestDispatch(decoded.method, decoded.params, decoded.id, responder))
+            await self._offer(self._request_dispatch(decoded, None, 0))
         elif kind is Batch:
             assert isinstance(decoded, Batch)
             await self._dispatch_batch(decoded)
@@ -515,13 +519,16 @@ class Connection:
             assert isinstance(entry, Notification)
             if entry.method == CANCEL_METHOD:
                 self._on_cancel_request(entry.params)
-            await self._offer(NotificationDispatch(entry.method, entry.params))
+            route = self._route_incoming
+            if route is None:
+                await self._offer(NotificationDispatch(entry.method, entry.params, self._counterpart))
+            else:
+                peer, method, params = route(entry.method, entry.params)
+                await self._offer(NotificationDispatch(method, params, peer))
         elif kind is Request:
             assert isinstance(entry, Request)
             slot = batch.new_slot() if batch is not None else 0
-            responder: Responder[Any] = Responder(self, entry.id, entry.method, batch, slot)
-            self._incoming.add(entry.id, responder._cancel)
-            await self._offer(RequestDispatch(entry.method, entry.params, entry.id, responder))
+            await self._offer(self._request_dispatch(entry, batch, slot))
         elif kind is Response:
             assert isinstance(entry, Response)
             await self._on_response(entry)
@@ -536,6 +543,17 @@ class Connection:
                 batch.fill(batch.new_slot(), frame)
             else:
                 self._send_frame(frame)
+
+    def _request_dispatch(self, entry: Request, batch: _Batch | None, slot: int) -> RequestDispatch:
+        """The dispatch of an incoming request, routed by the role; its responder is registered."""
+        route = self._route_incoming
+        if route is None:
+            peer, method, params = self._counterpart, entry.method, entry.params
+        else:
+            peer, method, params = route(entry.method, entry.params)
+        responder: Responder[Any] = Responder(self, entry.id, method, batch, slot)
+        self._incoming.add(entry.id, responder._cancel)
+        return RequestDispatch(method, params, entry.id, responder, peer)
 
     def _on_cancel_request(self, params: JsonValue) -> None:
         ok, target = cancel_target(params)
@@ -558,7 +576,8 @@ class Connection:
             reply.settle(entry.error if entry.error is not None else entry.result)
             return
         router: ResponseRouter[Any] = ResponseRouter(reply)
-        await self._offer(ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router))
+        peer = self._counterpart if reply.peer is None else self.role.resolve_peer(reply.peer)
+        await self._offer(ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer))
 
     async def _offer(self, message: Dispatch) -> None:
         """Walk ``message`` through the chain; the fallback takes what nobody claims."""
@@ -580,6 +599,10 @@ class Connection:
         if retry:
             self._retry.append(message)
             return
+        self._fallback(message)
+
+    def _fallback(self, message: Dispatch) -> None:
+        """What happens to a message nobody claims: -32601, delivery to the caller, or nothing."""
         kind = type(message)
         if kind is RequestDispatch:
             assert isinstance(message, RequestDispatch)
@@ -617,10 +640,17 @@ class Connection:
         for reply in self._outgoing.drain():
             reply.settle(make_error(reply.method))
 
+    def _release_parked(self) -> None:
+        """The input ended: parked messages no handler will ever claim get the normal fallback."""
+        parked, self._retry = self._retry, []
+        for message in parked:
+            self._fallback(message)
+
     async def _on_end_of_input(self) -> None:
         """Clean EOF: fail pending requests, run the close callbacks, then report the end."""
         self._closed = True
         self._fail_pending(lambda method: ConnectionClosed("Connection closed by the peer", method=method))
+        self._release_parked()
         await self._run_close_callbacks()
         self._incoming_closed.set()
         if not self._stopped.done():
@@ -705,6 +735,7 @@ class Connection:
     async def _shutdown(self, main_task: asyncio.Task[Any] | None) -> None:
         self._closed = True
         self._fail_pending(lambda method: ConnectionClosed(f"Connection {self.name!r} closed", method=method))
+        self._release_parked()
         if self._failure is None:
             await self._run_close_callbacks()
         self._finished = True
@@ -730,6 +761,12 @@ class Connection:
             _log.debug("Closing connection %r failed", self.name, exc_info=exc)
         if self._failure is not None:
             raise self._failure
+
+
+def _default_route_incoming() -> Any:
+    from acpio.jsonrpc.builder import Role
+
+    return Role.route_incoming
 
 
 async def _call(main: Callable[[Connection], Awaitable[T]], cx: Connection) -> T:

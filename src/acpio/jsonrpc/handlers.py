@@ -11,7 +11,10 @@ caller for a response.
 Messages travel as :class:`Dispatch` objects: :class:`RequestDispatch` (with its
 :class:`~acpio.jsonrpc.Responder`), :class:`NotificationDispatch` and :class:`ResponseDispatch`
 (with its :class:`~acpio.jsonrpc.ResponseRouter`). Params stay raw JSON: a typed handler validates
-them into its model only when the method is its own.
+them into its model only when the method is its own. Each dispatch records the ``peer`` (a
+:class:`~acpio.jsonrpc.Role`) it came from, as the connection's role decided
+(:meth:`~acpio.jsonrpc.Role.route_incoming`); typed handlers registered with ``peer=`` take only
+messages from that peer.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from acpio.errors import InvalidParams, RequestError
 from acpio.jsonrpc.messages import JsonValue, RequestId, UntypedMessage, encode_value
 
 if TYPE_CHECKING:
+    from acpio.jsonrpc.builder import Role
     from acpio.jsonrpc.connection import Connection
     from acpio.jsonrpc.responses import Responder, ResponseRouter
 
@@ -55,6 +59,15 @@ class Dispatch:
     method: str
     params: JsonValue
     id: RequestId
+    #: The role the message came from (``None`` when unknown, e.g. a dispatch built by hand).
+    peer: Role | None
+
+    def is_from(self, peer: Role | type[Role]) -> bool:
+        """Whether the message came from ``peer`` (a role class such as ``Agent``, or an instance)."""
+        mine = self.peer
+        if mine is None:
+            return False
+        return type(mine) is peer if isinstance(peer, type) else mine == peer
 
     @property
     def session_id(self) -> str | None:
@@ -83,13 +96,21 @@ class Dispatch:
 class RequestDispatch(Dispatch):
     """An incoming request: ``method``, raw ``params``, ``id`` and the ``responder`` that answers it."""
 
-    __slots__ = ("id", "method", "params", "responder")
+    __slots__ = ("id", "method", "params", "peer", "responder")
 
-    def __init__(self, method: str, params: JsonValue, request_id: RequestId, responder: Responder[Any]):
+    def __init__(
+        self,
+        method: str,
+        params: JsonValue,
+        request_id: RequestId,
+        responder: Responder[Any],
+        peer: Role | None = None,
+    ):
         self.method = method
         self.params = params
         self.id = request_id
         self.responder = responder
+        self.peer = peer
 
     def __repr__(self) -> str:
         return f"RequestDispatch(method={self.method!r}, id={self.id!r}, params={self.params!r})"
@@ -98,11 +119,12 @@ class RequestDispatch(Dispatch):
 class NotificationDispatch(Dispatch):
     """An incoming notification: ``method`` and raw ``params``."""
 
-    __slots__ = ("method", "params")
+    __slots__ = ("method", "params", "peer")
 
-    def __init__(self, method: str, params: JsonValue):
+    def __init__(self, method: str, params: JsonValue, peer: Role | None = None):
         self.method = method
         self.params = params
+        self.peer = peer
 
     @property
     def id(self) -> RequestId:  # type: ignore[override]
@@ -116,11 +138,12 @@ class NotificationDispatch(Dispatch):
 class ResponseDispatch(Dispatch):
     """A response to one of our requests: ``result`` or ``error``, and the ``router`` that delivers it.
 
-    ``method`` is the method of our request. A handler that claims it should deliver something
-    with the router (now or later), or the caller waits until the connection closes.
+    ``method`` is the method of our request and ``peer`` the peer it was sent to. A handler that
+    claims it should deliver something with the router (now or later), or the caller waits until
+    the connection closes.
     """
 
-    __slots__ = ("error", "id", "method", "result", "router")
+    __slots__ = ("error", "id", "method", "peer", "result", "router")
 
     def __init__(
         self,
@@ -129,12 +152,14 @@ class ResponseDispatch(Dispatch):
         result: JsonValue,
         error: RequestError | None,
         router: ResponseRouter[Any],
+        peer: Role | None = None,
     ):
         self.method = method
         self.id = request_id
         self.result = result
         self.error = error
         self.router = router
+        self.peer = peer
 
     @property
     def params(self) -> JsonValue:
@@ -288,15 +313,16 @@ class RequestHandler:
     The function is called as ``fn(req, responder, cx)`` (or with fewer arguments: ``fn(req)``,
     ``fn(req, responder)``, ``fn(req, cx)`` when the second parameter is annotated ``Connection``).
     It may return the result, answer through the responder and return ``None``, or return
-    :class:`Unhandled`.
+    :class:`Unhandled`. With ``peer`` (a role instance), only requests from that peer are taken.
     """
 
-    __slots__ = ("_arity", "cls", "fn", "method")
+    __slots__ = ("_arity", "cls", "fn", "method", "peer")
 
-    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]]) -> None:
+    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
         self.cls = cls
         self.method = message_method(cls)
         self.fn = fn
+        self.peer = peer
         count = _positional_count(fn)
         if count <= 1:
             self._arity = 1
@@ -306,11 +332,15 @@ class RequestHandler:
             self._arity = 3
 
     def __repr__(self) -> str:
-        return f"RequestHandler({self.method!r}, {getattr(self.fn, '__name__', self.fn)!r})"
+        return f"RequestHandler({self.method!r}, {getattr(self.fn, '__name__', self.fn)!r}{_from(self.peer)})"
 
     def accepts(self, message: Dispatch) -> bool:
-        """Requests with this handler's method."""
-        return message.method == self.method and type(message) is RequestDispatch
+        """Requests with this handler's method (from its peer, when it has one)."""
+        return (
+            message.method == self.method
+            and type(message) is RequestDispatch
+            and (self.peer is None or message.peer == self.peer)
+        )
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Validate the params, call the function, answer with what it returns."""
@@ -341,22 +371,31 @@ class RequestHandler:
 
 
 class NotificationHandler:
-    """Takes notifications of one typed message class: ``fn(notification, cx)`` or ``fn(notification)``."""
+    """Takes notifications of one typed message class: ``fn(notification, cx)`` or ``fn(notification)``.
 
-    __slots__ = ("_with_cx", "cls", "fn", "method")
+    With ``peer`` (a role instance), only notifications from that peer are taken.
+    """
 
-    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]]) -> None:
+    __slots__ = ("_with_cx", "cls", "fn", "method", "peer")
+
+    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
         self.cls = cls
         self.method = message_method(cls)
         self.fn = fn
+        self.peer = peer
         self._with_cx = _positional_count(fn) >= 2
 
     def __repr__(self) -> str:
-        return f"NotificationHandler({self.method!r}, {getattr(self.fn, '__name__', self.fn)!r})"
+        name = getattr(self.fn, "__name__", self.fn)
+        return f"NotificationHandler({self.method!r}, {name!r}{_from(self.peer)})"
 
     def accepts(self, message: Dispatch) -> bool:
-        """Notifications with this handler's method."""
-        return message.method == self.method and type(message) is NotificationDispatch
+        """Notifications with this handler's method (from its peer, when it has one)."""
+        return (
+            message.method == self.method
+            and type(message) is NotificationDispatch
+            and (self.peer is None or message.peer == self.peer)
+        )
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Validate the params and call the function (bad params are logged by the connection)."""
@@ -372,24 +411,35 @@ class NotificationHandler:
 
 
 class DispatchHandler:
-    """Sees every message, untyped: ``fn(message, cx)`` or ``fn(message)``."""
+    """Sees every message, untyped: ``fn(message, cx)`` or ``fn(message)``.
 
-    __slots__ = ("_with_cx", "fn")
+    With ``peer`` (a role instance) it sees only messages from that peer (requests, notifications,
+    and responses to requests sent to it) and declines the others without calling ``fn``.
+    """
 
-    def __init__(self, fn: Callable[..., Awaitable[Any]]) -> None:
+    __slots__ = ("_with_cx", "fn", "peer")
+
+    def __init__(self, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
         self.fn = fn
+        self.peer = peer
         self._with_cx = _positional_count(fn) >= 2
 
     def __repr__(self) -> str:
-        return f"DispatchHandler({getattr(self.fn, '__name__', self.fn)!r})"
+        return f"DispatchHandler({getattr(self.fn, '__name__', self.fn)!r}{_from(self.peer)})"
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        """Call the function with the message."""
+        """Call the function with the message (if it comes from this handler's peer, when set)."""
+        if self.peer is not None and message.peer != self.peer:
+            return Unhandled(message)
         if self._with_cx:
             result = await self.fn(message, cx)
         else:
             result = await self.fn(message)
         return result if type(result) is Unhandled else None
+
+
+def _from(peer: Role | None) -> str:
+    return "" if peer is None else f", peer={peer!r}"
 
 
 def as_handler(handler: Any) -> Handler:
@@ -416,9 +466,10 @@ def passed_on(original: Dispatch, declined: Unhandled) -> Dispatch:
     else:
         method, params = message_method(type(message)), to_params(message)
     if type(original) is RequestDispatch:
-        return RequestDispatch(method, params, original.id, original.responder)
+        assert isinstance(original, RequestDispatch)
+        return RequestDispatch(method, params, original.id, original.responder, original.peer)
     if type(original) is NotificationDispatch:
-        return NotificationDispatch(method, params)
+        return NotificationDispatch(method, params, original.peer)
     raise TypeError("A declined response must be passed on as the ResponseDispatch itself")
 
 

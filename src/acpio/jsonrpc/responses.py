@@ -244,6 +244,16 @@ class SentRequest(Generic[T]):
         else:
             responder._add_cancel_callback(self.cancel)
 
+    def forward_cancellation_from(self, responder: Responder[Any]) -> SentRequest[T]:
+        """Cancel this request (with its own id) when the peer of ``responder`` cancels its request.
+
+        :meth:`forward_response_to` does this by itself; use this method when the response goes
+        elsewhere (for example to :meth:`on_receiving_result`). Returns ``self``.
+        """
+        if not self._reply.settled:
+            responder._add_cancel_callback(self.cancel)
+        return self
+
     def map(self, fn: Callable[[T], U]) -> SentRequest[U]:
         """A view of this request whose value is ``fn(value)``; ``fn`` runs at most once, errors skip it."""
 

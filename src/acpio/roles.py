@@ -1,0 +1,370 @@
+"""The ACP roles: who each side of a connection is, whom it can address, what it does by default.
+
+Four roles, in two pairs of counterparts, plus the engine's protocol-neutral one::
+
+    Client  <-->  Agent          an editor and the agent it drives
+    Proxy   <-->  Conductor      a proxy component and the conductor that runs the chain
+    UntypedRole                  its own counterpart; no ACP behaviour
+
+Each has ``builder()``: ``app = Agent.builder(name="echo")``, then ``@app.on_request`` and
+``await app.connect_to(transport)``.
+
+**Peers.** A connection addresses its counterpart, except a proxy's: a proxy talks to the
+conductor only, but through it to two peers, its predecessor (:class:`Client`) and its successor
+(:class:`Agent`). Messages for the successor travel wrapped in ``_proxy/successor`` envelopes and
+messages from it arrive wrapped the same way (:class:`SuccessorEnvelope`); the :class:`Proxy` role
+unwraps incoming envelopes *before* the handler chain, so handlers see the inner message, and every
+:class:`~acpio.jsonrpc.Dispatch` records its ``peer``. Pick the peer when sending
+(``cx.send_request_to(Agent, request)``) and, when it matters, when receiving
+(``@app.on_request(peer=Agent)``, ``message.is_from(Agent)``). Responses need nothing special: the
+answer to a wrapped request is an ordinary response to its outer id, which names the pending request.
+``$/cancel_request`` always names an id of *this* connection, so it is never wrapped.
+
+**Default handlers** (after the builder's and the dynamic handlers):
+
+* :class:`Client`: a message from the agent that carries a ``sessionId`` and that nobody claims is
+  parked (``Unhandled(..., retry=True)``) until a handler for its session is added, then delivered
+  in order; so updates that arrive before the ``session/new`` response is processed are not lost.
+  Requests are parked the same way and answered once claimed; what is still parked when the
+  connection ends gets the normal fallback (``-32601`` for a request).
+* :class:`Proxy`: what nobody claims is forwarded, unvalidated (unknown fields and ``_meta``
+  survive): from the client to the agent wrapped, from the agent to the client unwrapped, answers
+  paired with their requests and cancellation re-issued hop by hop. ``_proxy/initialize`` goes
+  downstream as ``initialize``; a plain ``initialize`` is refused (a proxy is initialized by its
+  conductor); a forwarded ``session/new`` installs :class:`ProxySessionMessages` for the new
+  session before the next message is read.
+* :class:`Agent`, :class:`Conductor`: none (unclaimed requests get ``-32601``).
+
+The wire shapes are those of the Rust SDK's proxy extension (``_proxy/initialize``,
+``_proxy/successor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from acpio.errors import AcpError, InvalidRequest
+from acpio.jsonrpc import (
+    CANCEL_METHOD,
+    Connection,
+    Dispatch,
+    JsonValue,
+    NotificationDispatch,
+    RequestDispatch,
+    ResponseDispatch,
+    Role,
+    Unhandled,
+    UntypedMessage,
+    UntypedRole,
+)
+
+if TYPE_CHECKING:
+    from acpio.schema import InitializeRequest, InitializeResponse
+
+__all__ = [
+    "PROXY_INITIALIZE_METHOD",
+    "SUCCESSOR_METHOD",
+    "Agent",
+    "Client",
+    "Conductor",
+    "InitializeProxyRequest",
+    "Proxy",
+    "ProxySessionMessages",
+    "SuccessorEnvelope",
+    "UntypedRole",
+]
+
+#: The method of the envelope that carries one message to or from a proxy's successor.
+SUCCESSOR_METHOD: Final = "_proxy/successor"
+#: The method a conductor initializes a proxy with (the params and result of ``initialize``).
+PROXY_INITIALIZE_METHOD: Final = "_proxy/initialize"
+
+_INITIALIZE: Final = "initialize"
+_SESSION_NEW: Final = "session/new"
+
+
+# --- the envelope ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SuccessorEnvelope:
+    """The params of a ``_proxy/successor`` message: one inner message, flattened.
+
+    On the wire: ``{"method": <inner method>, "params": <inner params>, "_meta": {...}}``; the inner
+    message's own ``_meta`` stays inside ``params``, and ``meta`` here is the envelope's (written as
+    ``_meta``, never ``meta``). Whether the outer message has an ``id`` says whether the inner one
+    is a request or a notification. Nothing is validated: unknown fields of the inner params survive.
+    """
+
+    #: The inner message's method.
+    method: str
+    #: The inner message's params (an object, an array, or ``None`` when it has none).
+    params: JsonValue = None
+    #: The envelope's own ``_meta``, if any.
+    meta: Mapping[str, Any] | None = None
+
+    def to_params(self) -> dict[str, Any]:
+        """The envelope as the params of a ``_proxy/successor`` request or notification."""
+        params: dict[str, Any] = {"method": self.method}
+        if self.params is not None:
+            params["params"] = self.params
+        if self.meta is not None:
+            params["_meta"] = dict(self.meta)
+        return params
+
+    @classmethod
+    def from_params(cls, params: JsonValue) -> SuccessorEnvelope | None:
+        """Read an envelope from ``_proxy/successor`` params; ``None`` if they are not one.
+
+        Params without a string ``method``, or whose inner ``params`` are neither an object, an
+        array nor absent, are not an envelope: the message is then left as it is. The legacy
+        spelling ``meta`` of the envelope's ``_meta`` is accepted.
+        """
+        if type(params) is not dict:
+            return None
+        method = params.get("method")
+        inner = params.get("params")
+        if type(method) is not str or not (inner is None or type(inner) is dict or type(inner) is list):
+            return None
+        meta = params.get("_meta", params.get("meta"))
+        return cls(method, inner, meta if isinstance(meta, dict) else None)
+
+
+# --- the roles ------------------------------------------------------------------------------------
+
+
+class Client(Role):
+    """An ACP client (an editor): its counterpart is the :class:`Agent`.
+
+    Its default handler parks agent messages that carry a ``sessionId`` and that nobody claims,
+    until a handler for their session is added (see the module docstring).
+    """
+
+    NAME = "client"
+
+    def default_handler(self) -> _ParkSessionMessages:
+        """The handler that parks unclaimed session messages until their session's handler exists."""
+        return _PARK
+
+
+class Agent(Role):
+    """An ACP agent: its counterpart is the :class:`Client`. It has no default handler."""
+
+    NAME = "agent"
+
+
+class Proxy(Role):
+    """A proxy component between a client and an agent, run by a :class:`Conductor`.
+
+    Its counterpart is the conductor; its peers are the :class:`Client` (predecessor) and the
+    :class:`Agent` (successor), whose messages travel in ``_proxy/successor`` envelopes. What its
+    handlers do not claim is forwarded (see the module docstring).
+    """
+
+    NAME = "proxy"
+
+    def peers(self) -> tuple[Role, ...]:
+        """The predecessor (``Client()``) and the successor (``Agent()``)."""
+        return _PROXY_PEERS
+
+    def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
+        """Wrap a message for the successor in ``_proxy/successor``; send others unchanged.
+
+        ``$/cancel_request`` is never wrapped: the id it names belongs to this connection.
+        """
+        if self._check_send(peer) is _AGENT and method != CANCEL_METHOD:
+            return SUCCESSOR_METHOD, SuccessorEnvelope(method, params).to_params()
+        return method, params
+
+    def route_incoming(self, method: str, params: JsonValue) -> tuple[Role, str, JsonValue]:
+        """An envelope comes from the successor and is unwrapped; anything else is the predecessor's.
+
+        A ``_proxy/successor`` message that is not a valid envelope is left as it is (it reaches
+        the handlers with its method and params intact, from the predecessor).
+        """
+        if method == SUCCESSOR_METHOD:
+            envelope = SuccessorEnvelope.from_params(params)
+            if envelope is not None:
+                return _AGENT, envelope.method, envelope.params
+        return _CLIENT, method, params
+
+    def default_handler(self) -> _ForwardUnclaimed:
+        """The handler that forwards unclaimed traffic between predecessor and successor."""
+        return _FORWARD
+
+
+class Conductor(Role):
+    """The conductor's side of a connection to one :class:`Proxy`: its counterpart is the proxy.
+
+    It has no default handler and wraps nothing by itself; a conductor routes between its
+    connections with :class:`SuccessorEnvelope`.
+    """
+
+    NAME = "conductor"
+
+
+Client.COUNTERPART = Agent
+Agent.COUNTERPART = Client
+Proxy.COUNTERPART = Conductor
+Conductor.COUNTERPART = Proxy
+
+_AGENT: Final = Agent()
+_CLIENT: Final = Client()
+_PROXY_PEERS: Final[tuple[Role, ...]] = (_CLIENT, _AGENT)
+
+
+# --- default handlers -----------------------------------------------------------------------------
+
+
+class _ParkSessionMessages:
+    """A Client's default handler: park unclaimed requests and notifications that carry a sessionId."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ParkSessionMessages()"
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Requests and notifications (responses go straight to their callers)."""
+        return type(message) is not ResponseDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Decline; ask for a retry when the message names a session."""
+        return Unhandled(message, retry=message.session_id is not None)
+
+
+class _ForwardUnclaimed:
+    """A Proxy's default handler: forward what nobody claimed to the other side of the chain."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ForwardUnclaimed()"
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Requests and notifications (responses go straight to their callers)."""
+        return type(message) is not ResponseDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Forward ``message``: to the client if it came from the agent, else to the agent."""
+        if message.is_from(Agent):
+            cx.send_proxied_message_to(_CLIENT, message)
+            return None
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            if message.method == _INITIALIZE:
+                message.responder.respond_with_error(
+                    InvalidRequest(
+                        f"proxies must be initialized with `{PROXY_INITIALIZE_METHOD}`, not "
+                        "`initialize`: run this proxy under a conductor, or serve the client with "
+                        "an Agent builder"
+                    )
+                )
+                return None
+            if message.method == PROXY_INITIALIZE_METHOD:
+                sent = cx.send_request_to(_AGENT, UntypedMessage(_INITIALIZE, message.params))
+                sent.forward_response_to(message.responder)
+                return None
+            if message.method == _SESSION_NEW:
+                _forward_session_new(message, cx)
+                return None
+        cx.send_proxied_message_to(_AGENT, message)
+        return None
+
+
+def _forward_session_new(message: RequestDispatch, cx: Connection) -> None:
+    """Forward ``session/new``; on success route the new session's messages back to the client.
+
+    The routing is installed by an ordered response callback, so it is in place before the message
+    after the response is dispatched.
+    """
+    responder = message.responder
+    sent = cx.send_request_to(_AGENT, UntypedMessage(_SESSION_NEW, message.params))
+    sent.forward_cancellation_from(responder)
+
+    async def answered(result: Any) -> None:
+        if isinstance(result, AcpError):
+            responder.respond_with_error(result)
+            return
+        session_id = result.get("sessionId") if type(result) is dict else None
+        if type(session_id) is str:
+            cx.add_dynamic_handler(ProxySessionMessages(session_id)).run_indefinitely()
+        responder.respond(result)
+
+    sent.on_receiving_result(answered)
+
+
+_PARK: Final = _ParkSessionMessages()
+_FORWARD: Final = _ForwardUnclaimed()
+
+
+class ProxySessionMessages:
+    """A dynamic handler for a proxy: forwards one session's messages from the agent to the client.
+
+    Add it once the session exists (``cx.add_dynamic_handler(ProxySessionMessages(session_id))``);
+    it claims requests and notifications from the :class:`Agent` whose ``sessionId`` is
+    ``session_id`` and sends them on with ``cx.send_proxied_message_to(Client, message)``.
+    """
+
+    __slots__ = ("session_id",)
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"ProxySessionMessages({self.session_id!r})"
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Requests and notifications from the agent about this handler's session."""
+        return (
+            (type(message) is NotificationDispatch or type(message) is RequestDispatch)
+            and message.is_from(Agent)
+            and message.session_id == self.session_id
+        )
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Forward the message to the client."""
+        if not self.accepts(message):
+            return Unhandled(message)
+        cx.send_proxied_message_to(_CLIENT, message)
+        return None
+
+
+# --- _proxy/initialize, typed ---------------------------------------------------------------------
+
+if TYPE_CHECKING:
+
+    class InitializeProxyRequest(InitializeRequest):
+        """``_proxy/initialize``: an ``initialize`` sent by a conductor to a component that is a proxy."""
+
+        METHOD: ClassVar[str]
+        RESPONSE: ClassVar[type[InitializeResponse]]
+
+
+_lazy: dict[str, type[Any]] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``InitializeProxyRequest`` is built on first use, so importing roles loads no models."""
+    if name != "InitializeProxyRequest":
+        raise AttributeError(f"module 'acpio.roles' has no attribute {name!r}")
+    cls = _lazy.get(name)
+    if cls is None:
+        from acpio.schema import InitializeRequest, InitializeResponse, _models
+
+        class InitializeProxyRequest(InitializeRequest):
+            """``_proxy/initialize``: an ``initialize`` sent by a conductor to a component that is a proxy.
+
+            Same params and result as ``initialize``; receiving it tells the component that it runs
+            as a proxy and may reach a successor with ``_proxy/successor``.
+            """
+
+        InitializeProxyRequest.METHOD = PROXY_INITIALIZE_METHOD
+        InitializeProxyRequest.RESPONSE = InitializeResponse
+        # The inherited fields name schema types: resolve them where they are defined.
+        InitializeProxyRequest.model_rebuild(_types_namespace=vars(_models))
+        InitializeProxyRequest.__module__ = __name__
+        cls = _lazy[name] = InitializeProxyRequest
+    return cls
