@@ -135,6 +135,13 @@ class SuccessorEnvelope:
 # --- the roles ------------------------------------------------------------------------------------
 
 
+def _session_connection() -> type[Connection]:
+    # acpio.session builds on this module, so it is imported when a connection is made, not here.
+    from acpio.session import SessionConnection
+
+    return SessionConnection
+
+
 class Client(Role):
     """An ACP client (an editor): its counterpart is the :class:`Agent`.
 
@@ -143,6 +150,10 @@ class Client(Role):
     """
 
     NAME = "client"
+
+    def connection_class(self) -> type[Connection]:
+        """Client connections open sessions: ``cx.build_session(cwd)``."""
+        return _session_connection()
 
     def default_handler(self) -> _ParkSessionMessages:
         """The handler that parks unclaimed session messages until their session's handler exists."""
@@ -164,6 +175,10 @@ class Proxy(Role):
     """
 
     NAME = "proxy"
+
+    def connection_class(self) -> type[Connection]:
+        """Proxy connections open sessions with their successor: ``cx.build_session_from(request)``."""
+        return _session_connection()
 
     def peers(self) -> tuple[Role, ...]:
         """The predecessor (``Client()``) and the successor (``Agent()``)."""

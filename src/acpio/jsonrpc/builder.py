@@ -90,6 +90,13 @@ class Role:
         """The roles this side can address; by default only the counterpart."""
         return (self.counterpart(),)
 
+    def connection_class(self) -> type[Connection]:
+        """The class of the connection handle (``cx``) this role's builder makes.
+
+        ACP roles return a subclass with protocol helpers (``cx.build_session(...)``).
+        """
+        return Connection
+
     def default_handler(self) -> Handler | None:
         """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
         return None
@@ -296,7 +303,7 @@ class Builder:
     # --- connecting -------------------------------------------------------------------------------
 
     def _make_connection(self, transport: Transport) -> Connection:
-        return Connection(
+        return self.role.connection_class()(
             self.role,
             transport,
             name=self.name,

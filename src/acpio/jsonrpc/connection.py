@@ -192,6 +192,16 @@ class Connection:
         """Whether the connection stopped taking requests (end of input, :meth:`close`, or a failure)."""
         return self._closed
 
+    def in_dispatch_loop(self) -> bool:
+        """Whether the current task is this connection's dispatch loop (a handler runs in it).
+
+        Awaiting a response there would deadlock: only that loop can read it. Code that may run
+        either inside a handler or outside can check this to choose ``on_receiving_result`` or
+        ``cx.spawn(...)`` over awaiting.
+        """
+        current = asyncio.current_task()
+        return current is not None and (current is self._dispatcher or current is self._reader)
+
     async def wait_closed(self) -> None:
         """Wait until the input ended (after the ``on_close`` callbacks ran) or the connection closed."""
         await self._incoming_closed.wait()

@@ -163,8 +163,7 @@ class SentRequest(Generic[T]):
         reply = self._reply
         if not reply.settled:
             connection = reply.connection
-            current = asyncio.current_task()
-            if current is connection._dispatcher or current is connection._reader:
+            if connection.in_dispatch_loop():
                 raise DeadlockError(
                     f"Awaiting the response to {reply.method!r} inside a handler of connection "
                     f"{connection.name!r} would deadlock: only this same dispatch loop can read it. "
