@@ -1,0 +1,36 @@
+"""An echo agent in the trait style (``acpio.compat``) over stdio: each prompt's text comes back.
+
+Run by ``examples/compat_client.py``, or by any ACP client: ``python examples/compat_echo_agent.py``
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from acpio import schema as acp
+from acpio.capabilities import negotiate_version
+from acpio.compat import Agent, AgentSideConnection
+from acpio.transports import Stdio
+
+
+class EchoAgent(Agent):
+    def __init__(self, client: AgentSideConnection) -> None:
+        self.client = client  # the connection, with the client's methods: session_update...
+
+    async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
+        return acp.InitializeResponse(protocol_version=negotiate_version(params.protocol_version))
+
+    async def new_session(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        return acp.NewSessionResponse(session_id="echo-1")
+
+    async def prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
+        for block in params.prompt:
+            if isinstance(block, acp.TextContent):
+                chunk = acp.AgentMessageChunk(content=acp.TextContent(text=block.text))
+                update = acp.SessionNotification(session_id=params.session_id, update=chunk)
+                await self.client.session_update(update)
+        return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
+
+
+if __name__ == "__main__":
+    asyncio.run(AgentSideConnection(EchoAgent, Stdio()).listen())

@@ -1,0 +1,546 @@
+"""The two connections of the trait-style API: :class:`AgentSideConnection` and :class:`ClientSideConnection`.
+
+Each serves an implementation of one trait and *is* the other trait, whose methods call the peer::
+
+    class Echo(Agent):
+        def __init__(self, client: AgentSideConnection) -> None:
+            self.client = client
+
+        async def prompt(self, params: PromptRequest) -> PromptResponse:
+            await self.client.session_update(SessionNotification(...))
+            return PromptResponse(stop_reason=StopReason.END_TURN)
+
+    await AgentSideConnection(Echo, Stdio()).listen()
+
+The implementation gets the connection in one of two ways: pass a *factory* (a class or function
+taking the connection, as above), or pass an instance, whose ``on_connect(conn)`` is called before
+anything is served. The client side mirrors this::
+
+    async with ClientSideConnection(MyClient(), AcpAgent(["my-agent"])) as agent:
+        await agent.initialize(InitializeRequest(protocol_version=1))
+
+How messages run (the engine's dispatch loop reads one message at a time):
+
+* each incoming request runs in its own task, started before the next message is dispatched, so a
+  long ``prompt()`` can await the peer and still see ``cancel()``; ``$/cancel_request`` for it
+  cancels that task and answers ``-32800``;
+* incoming notifications run in arrival order inside the dispatch loop, each before the next
+  message is read: on a client, every ``session_update`` of a turn has been handled when
+  ``prompt()`` returns. Keep them short; they must not await a response from the peer
+  (:class:`~acpio.DeadlockError`) nor wait for a request handler that does;
+* a request the implementation does not define answers ``-32601``; an unknown ``_vendor/x``
+  request goes to ``ext_method("vendor/x", params)``; unknown notifications are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, ClassVar, Self, TypeVar, cast
+
+from pydantic import ValidationError
+
+from acpio.capabilities import (
+    AgentFeatures,
+    ClientFeatures,
+    UnsupportedProtocolVersion,
+    check_agent_version,
+)
+from acpio.compat.stream import StreamHub, Subscription, TappedTransport
+from acpio.compat.table import TraitMethod, trait_methods
+from acpio.compat.traits import Agent, Client, _Peer
+from acpio.errors import (
+    AcpError,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    ParseError,
+    RequestError,
+)
+from acpio.jsonrpc import (
+    CANCEL_METHOD,
+    Builder,
+    Connection,
+    Dispatch,
+    JsonValue,
+    NotificationDispatch,
+    RequestDispatch,
+    Responder,
+    ResponseDispatch,
+    Role,
+    Unhandled,
+    open_transport,
+)
+from acpio.roles import Agent as AgentRole
+from acpio.roles import Client as ClientRole
+from acpio.schema import InitializeRequest, InitializeResponse
+from acpio.schema.base import AcpJson, AcpNotification, AcpRequest
+
+__all__ = ["AGENT_METHODS", "CLIENT_METHODS", "AgentSideConnection", "ClientSideConnection"]
+
+_log = logging.getLogger("acpio.compat")
+
+R = TypeVar("R")
+
+#: The protocol methods an agent receives, read off :class:`~acpio.compat.Agent`.
+AGENT_METHODS: tuple[TraitMethod, ...] = trait_methods(Agent)
+#: The protocol methods a client receives, read off :class:`~acpio.compat.Client`.
+CLIENT_METHODS: tuple[TraitMethod, ...] = trait_methods(Client)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _parse_result(cls: type[R], raw: JsonValue, method: str) -> R:
+    """``raw`` (a response's result) as ``cls``; ``null`` counts as ``{}`` for object results."""
+    if raw is None and not issubclass(cls, AcpJson):
+        raw = {}
+    validate: Callable[[Any], Any] = cls.model_validate  # type: ignore[attr-defined]
+    try:
+        return cast(R, validate(raw))
+    except ValidationError as exc:
+        raise ParseError(
+            {"method": method, "error": str(exc), "json": raw},
+            message=f"The result of {method!r} does not match {cls.__name__}",
+        ) from exc
+
+
+def _wire_result(entry: TraitMethod | None, result: Any) -> Any:
+    """What to answer for ``result``: ``None`` becomes an empty result when the type allows one."""
+    if result is not None or entry is None or entry.result is None or issubclass(entry.result, AcpJson):
+        return result
+    try:
+        return entry.result()
+    except ValidationError:
+        raise InternalError(
+            {"method": entry.method},
+            message=f"{entry.name}() returned None; it must return a {entry.result.__name__}",
+        ) from None
+
+
+def _stop_work(work: asyncio.Task[Any]) -> None:
+    """Cancel ``work`` whose answer is no longer awaited; an outcome nobody will read is dropped."""
+    if not work.done():
+        work.cancel()
+    elif not work.cancelled():
+        work.exception()  # mark it retrieved: asyncio would log it as never retrieved
+
+
+def _ext_params(method: str, params: JsonValue) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if isinstance(params, dict):
+        return params
+    raise InvalidParams({"method": method, "reason": "extension params must be an object"})
+
+
+def _make(factory: Callable[[Any], Any], conn: _Endpoint) -> Any:
+    """``factory(conn)``; a factory that cannot take the connection gets a clear error."""
+    try:
+        inspect.signature(factory).bind(conn)
+    except TypeError:
+        name = getattr(factory, "__name__", repr(factory))
+        raise TypeError(
+            f"{name} cannot be called with the connection: pass an instance ({name}()) whose "
+            f"on_connect(conn) receives it, or a factory taking the connection "
+            f"(a class whose __init__ takes it, or a function)"
+        ) from None
+    except ValueError:  # no signature to check (a builtin): just call it
+        pass
+    return factory(conn)
+
+
+def _handler(impl: object, trait: type, name: str) -> Callable[..., Any] | None:
+    """``impl``'s method ``name``, or ``None`` when it has none or keeps the trait's default.
+
+    A connection used as an implementation (a proxy) implements everything: its trait methods
+    call its own peer.
+    """
+    fn: Callable[..., Any] | None = getattr(impl, name, None)
+    if not callable(fn):
+        return None
+    kind = type(impl)
+    inherited = getattr(kind, name, None) is getattr(trait, name, None)
+    if inherited and getattr(kind, "_request", None) is _Peer._request:
+        return None
+    return fn
+
+
+class _Dispatcher:
+    """The handler of a compat connection: routes each message to the implementation's method.
+
+    Only the methods the implementation defines are routed; a request for any other answers
+    ``-32601`` before its params are even read, and any other notification is ignored.
+    """
+
+    __slots__ = ("_endpoint", "_ext_method", "_ext_notification", "_impl", "_notifications", "_requests")
+
+    def __init__(
+        self, endpoint: _Endpoint, impl: object, trait: type, methods: tuple[TraitMethod, ...]
+    ) -> None:
+        self._endpoint = endpoint
+        self._impl = impl
+        self._requests: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
+        self._notifications: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
+        for entry in methods:
+            fn = _handler(impl, trait, entry.name)
+            if fn is not None:
+                table = self._requests if entry.kind == "request" else self._notifications
+                table[entry.method] = (entry, fn)
+        self._ext_method = _handler(impl, trait, "ext_method")
+        self._ext_notification = _handler(impl, trait, "ext_notification")
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Requests and notifications (responses go straight to the caller waiting for them)."""
+        return type(message) is not ResponseDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Claim every request and notification; pass responses on."""
+        self._endpoint._attach(cx)
+        if type(message) is RequestDispatch:
+            await self._on_request(message, cx)
+            return None
+        if type(message) is NotificationDispatch:
+            await self._on_notification(message)
+            return None
+        return Unhandled(message)
+
+    async def _on_request(self, message: RequestDispatch, cx: Connection) -> None:
+        method = message.method
+        found = self._requests.get(method)
+        entry: TraitMethod | None = None
+        args: tuple[Any, ...]
+        if found is not None:
+            entry, fn = found
+            params = message.parse(entry.params)
+            self._endpoint._received(params)
+            args = (params,)
+        elif method.startswith("_") and len(method) > 1 and self._ext_method is not None:
+            fn = self._ext_method
+            args = (method[1:], _ext_params(method, message.params))
+        else:
+            raise MethodNotFound(method)
+        # The implementation runs in its own task; the connection's task answers with its outcome
+        # (and cancels it on $/cancel_request, or when the connection ends).
+        work = asyncio.get_running_loop().create_task(_call(fn, *args), name=f"acpio compat {method}")
+        answering = cx.spawn(self._answer(message.responder, entry, work))
+        answering.add_done_callback(lambda _: _stop_work(work))
+        # Let the work start before the next message is dispatched: a session/cancel that follows
+        # a session/prompt then finds the prompt turn already running.
+        await asyncio.sleep(0)
+
+    async def _answer(
+        self, responder: Responder[Any], entry: TraitMethod | None, work: asyncio.Task[Any]
+    ) -> None:
+        name = entry.name if entry is not None else "ext_method"
+        try:
+            result = await responder.run_until_cancelled(work)
+            responder.respond(_wire_result(entry, result))
+        except RequestError as exc:
+            responder.respond_with_error(exc)
+        except AcpError as exc:  # ConnectionClosed and the like: the peer is probably gone
+            _log.debug("%s() failed: %s", name, exc)
+            responder.respond_with_error(InternalError({"reason": str(exc)}))
+        except Exception as exc:
+            _log.exception("%s() failed", name, exc_info=exc)
+            responder.respond_with_error(InternalError())
+
+    async def _on_notification(self, message: NotificationDispatch) -> None:
+        method = message.method
+        found = self._notifications.get(method)
+        if found is not None:
+            entry, fn = found
+            try:
+                params = message.parse(entry.params)
+            except InvalidParams as exc:
+                _log.warning("Ignoring %s with invalid params: %s", method, exc.data)
+                return
+            await _call(fn, params)
+        elif method.startswith("_") and len(method) > 1 and self._ext_notification is not None:
+            await _call(self._ext_notification, method[1:], _ext_params(method, message.params))
+        elif method != CANCEL_METHOD:  # the engine acted on $/cancel_request already
+            _log.debug("Ignoring notification %r: not implemented", method)
+
+
+class _Endpoint(_Peer):
+    """What both connections share: serving, closing, subscribing, and sending the trait calls."""
+
+    #: The ACP role this side plays.
+    _ROLE: ClassVar[type[Role]]
+    #: The methods this side receives.
+    _METHODS: ClassVar[tuple[TraitMethod, ...]]
+    #: The trait the served implementation has.
+    _TRAIT: ClassVar[type]
+
+    def __init__(
+        self, impl_or_factory: object, target: Any, *, name: str, require_capabilities: bool
+    ) -> None:
+        self._target = target
+        self._require_capabilities = require_capabilities
+        self._hub = StreamHub()
+        self._cx: Connection | None = None
+        self._started = False
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._done = asyncio.Event()
+        self._builder: Builder = self._ROLE.builder(name=name)
+        # A factory is called with the connection once its state exists (it may subscribe...).
+        if isinstance(impl_or_factory, self._TRAIT) or not callable(impl_or_factory):
+            impl = impl_or_factory
+        else:
+            impl = _make(impl_or_factory, self)
+        self._impl: Any = impl
+        self._builder.with_handler(_Dispatcher(self, impl, self._TRAIT, self._METHODS))
+        on_connect = getattr(impl, "on_connect", None)
+        if callable(on_connect):
+            on_connect(self)
+
+    def __repr__(self) -> str:
+        state = "open" if self._cx is not None and not self._cx.closed else "not connected"
+        if self._done.is_set():
+            state = "closed"
+        return f"<{type(self).__name__} {self._builder.name!r} {state}>"
+
+    # --- serving ----------------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> Connection:
+        """The engine connection underneath (to send typed extension messages, spawn tasks...).
+
+        Raises ``RuntimeError`` before the connection is served (:meth:`listen` or ``async with``).
+        """
+        cx = self._cx
+        if cx is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not connected yet: serve it with 'await conn.listen()' "
+                f"or 'async with conn:' before calling the peer"
+            )
+        return cx
+
+    @property
+    def closed(self) -> bool:
+        """Whether serving has ended."""
+        return self._done.is_set()
+
+    def _attach(self, cx: Connection) -> None:
+        if self._cx is None:
+            self._cx = cx
+
+    def _received(self, params: AcpRequest) -> None:
+        """Hook: a request for the implementation arrived (the agent side records ``initialize``)."""
+
+    async def listen(self) -> None:
+        """Serve the connection until the peer closes it or :meth:`close` is called.
+
+        Raises what failed the connection (a :class:`~acpio.TransportError`, for example).
+        """
+        if self._started:
+            raise RuntimeError(f"{type(self).__name__} is already served; a connection is served once")
+        self._started = True
+        try:
+            transport = TappedTransport(await open_transport(self._target), self._hub)
+            await self._builder.connect_with(transport, self._main)
+        finally:
+            self._hub.close()
+            self._done.set()
+
+    async def _main(self, cx: Connection) -> None:
+        self._attach(cx)
+        self._ready.set()
+        waits = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(cx.wait_closed())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def __aenter__(self) -> Self:
+        task = asyncio.get_running_loop().create_task(self.listen(), name=f"acpio compat {self!r}")
+        self._task = task
+        ready = asyncio.ensure_future(self._ready.wait())
+        try:
+            await asyncio.wait((ready, task), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if task.done() and not self._ready.is_set():
+            task.result()  # raises what prevented the connection
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            await self.close()
+        except Exception:
+            if exc is None:
+                raise
+            _log.debug("The connection failed while closing after an error", exc_info=True)
+
+    async def close(self) -> None:
+        """Stop serving and wait until the connection is closed (a spawned agent is terminated).
+
+        Requests still waiting for an answer fail with :class:`~acpio.ConnectionClosed`. Raises
+        what failed the connection, if it failed. Calling it again does nothing more.
+        """
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        elif self._started:
+            await self._done.wait()
+
+    def subscribe(self) -> Subscription:
+        """Every message sent or received from now on, with its direction (see :mod:`acpio.compat.stream`)."""
+        return self._hub.subscribe()
+
+    # --- calling the peer ---------------------------------------------------------------------------
+
+    def _features(self) -> AgentFeatures | ClientFeatures | None:
+        return None
+
+    def _check(self, method: str) -> None:
+        if self._require_capabilities:
+            features = self._features()
+            if features is None:
+                features = self._empty_features()
+            features.require(method)
+
+    def _empty_features(self) -> AgentFeatures | ClientFeatures:
+        raise NotImplementedError
+
+    async def _request(self, params: AcpRequest, result: type[R]) -> R:
+        method = params.METHOD
+        self._check(method)
+        raw = await self.connection.send_request(method, params)
+        return _parse_result(result, raw, method)
+
+    async def _notify(self, params: AcpNotification) -> None:
+        self._check(params.METHOD)
+        self.connection.send_notification(params.METHOD, params)
+
+    async def _ext_request(self, method: str, params: dict[str, Any]) -> JsonValue:
+        return await self.connection.send_request("_" + method, params)
+
+    async def _ext_notify(self, method: str, params: dict[str, Any]) -> None:
+        self.connection.send_notification("_" + method, params)
+
+
+class AgentSideConnection(_Endpoint, Client):
+    """Serves an :class:`~acpio.compat.Agent`; its :class:`~acpio.compat.Client` methods call the client.
+
+    ``agent`` is an ``Agent`` instance (its ``on_connect(conn)`` receives this connection) or a
+    factory called with this connection (a class whose ``__init__`` takes it, or a function).
+    ``target`` is a transport (``Stdio()`` for an agent started by an editor, one end of
+    ``Channel.duplex()``) or a component. Serve with :meth:`listen` (until the client closes) or
+    ``async with``. ``client_features`` tells what the client advertised at ``initialize``; with
+    ``require_capabilities=True`` calling a method the client did not advertise (``fs/...``,
+    ``terminal/...``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.
+    """
+
+    _ROLE = AgentRole
+    _METHODS = AGENT_METHODS
+    _TRAIT = Agent
+
+    def __init__(
+        self,
+        agent: Agent | Callable[[AgentSideConnection], Agent],
+        target: Any,
+        *,
+        name: str | None = None,
+        require_capabilities: bool = False,
+    ) -> None:
+        self._client_features: ClientFeatures | None = None
+        super().__init__(agent, target, name=name or "agent", require_capabilities=require_capabilities)
+
+    @property
+    def agent(self) -> Agent:
+        """The agent this connection serves."""
+        return cast(Agent, self._impl)
+
+    @property
+    def client_features(self) -> ClientFeatures | None:
+        """What the client advertised in ``initialize`` (``None`` before it arrived)."""
+        return self._client_features
+
+    def _received(self, params: AcpRequest) -> None:
+        if isinstance(params, InitializeRequest):
+            self._client_features = ClientFeatures.from_request(params)
+
+    def _features(self) -> ClientFeatures | None:
+        return self._client_features
+
+    def _empty_features(self) -> ClientFeatures:
+        return ClientFeatures({})
+
+
+class ClientSideConnection(_Endpoint, Agent):
+    """Serves a :class:`~acpio.compat.Client`; its :class:`~acpio.compat.Agent` methods call the agent.
+
+    ``client`` is a ``Client`` instance (its ``on_connect(conn)`` receives this connection) or a
+    factory called with this connection. ``target`` is the agent: an
+    :class:`~acpio.transports.AcpAgent` to spawn, a transport, or a component. Use it as
+    ``async with ClientSideConnection(client, AcpAgent(...)) as agent:``, then call
+    ``await agent.initialize(...)``, ``new_session``, ``prompt``...
+
+    :meth:`initialize` checks the protocol version the agent answers: one this side does not speak
+    closes the connection and raises :class:`~acpio.capabilities.UnsupportedProtocolVersion`.
+    ``agent_features`` then tells what the agent advertised; with ``require_capabilities=True``,
+    calling a method the agent did not advertise (``session/load``, ``session/list``...) raises
+    :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.
+    """
+
+    _ROLE = ClientRole
+    _METHODS = CLIENT_METHODS
+    _TRAIT = Client
+
+    def __init__(
+        self,
+        client: Client | Callable[[ClientSideConnection], Client],
+        target: Any,
+        *,
+        name: str | None = None,
+        require_capabilities: bool = False,
+    ) -> None:
+        self._agent_features: AgentFeatures | None = None
+        super().__init__(client, target, name=name or "client", require_capabilities=require_capabilities)
+
+    @property
+    def client(self) -> Client:
+        """The client this connection serves."""
+        return cast(Client, self._impl)
+
+    @property
+    def agent_features(self) -> AgentFeatures | None:
+        """What the agent advertised in its ``initialize`` response (``None`` before it)."""
+        return self._agent_features
+
+    async def initialize(self, params: InitializeRequest) -> InitializeResponse:
+        """``initialize``: send it, check the agent's protocol version, record its capabilities.
+
+        Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion` (after closing the
+        connection, as the spec asks) when the agent answers with a version this side does not speak.
+        """
+        response = await super().initialize(params)
+        try:
+            check_agent_version(response.protocol_version)
+        except UnsupportedProtocolVersion:
+            self._stop.set()
+            raise
+        self._agent_features = AgentFeatures.from_response(response)
+        return response
+
+    def _features(self) -> AgentFeatures | None:
+        return self._agent_features
+
+    def _empty_features(self) -> AgentFeatures:
+        return AgentFeatures({})
