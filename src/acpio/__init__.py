@@ -33,13 +33,20 @@ if TYPE_CHECKING:
         ClientFeatures,
         UnsupportedProtocolVersion,
     )
+    from acpio.compat import AgentSideConnection, ClientSideConnection
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
     from acpio.roles import Agent, Client, Conductor, Proxy, UntypedRole
+    from acpio.session import ActiveSession, SessionBuilder, SessionConnection
 
 __version__ = "0.1.0"
 
 #: Public names loaded on first access, with the module that defines them.
 _LAZY: dict[str, str] = {
+    "ActiveSession": "acpio.session",
+    "AgentSideConnection": "acpio.compat",
+    "ClientSideConnection": "acpio.compat",
+    "SessionBuilder": "acpio.session",
+    "SessionConnection": "acpio.session",
     "Agent": "acpio.roles",
     "Client": "acpio.roles",
     "Conductor": "acpio.roles",
@@ -57,12 +64,15 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AcpError",
+    "ActiveSession",
     "Agent",
     "AgentFeatures",
+    "AgentSideConnection",
     "AuthRequired",
     "CapabilityNotAdvertised",
     "Client",
     "ClientFeatures",
+    "ClientSideConnection",
     "Conductor",
     "ConnectionClosed",
     "DeadlockError",
@@ -78,6 +88,8 @@ __all__ = [
     "RequestCancelled",
     "RequestError",
     "ResourceNotFound",
+    "SessionBuilder",
+    "SessionConnection",
     "TransportError",
     "UnsupportedProtocolVersion",
     "UntypedRole",
