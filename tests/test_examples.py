@@ -19,3 +19,7 @@ def run(name: str) -> str:
 
 def test_jsonrpc_hello_answers_the_typed_request() -> None:
     assert run("jsonrpc_hello.py") == "Hello, Ada!\n"
+
+
+def test_builder_style_client_drives_the_builder_style_echo_agent() -> None:
+    assert run("client.py") == "Hello, agent!\nend_turn\n"
