@@ -103,7 +103,29 @@ class PendingReply:
         return True
 
 
-class SentRequest(Generic[T]):
+class _OurRequest:
+    """What a handle on one of our outgoing requests can say about it."""
+
+    __slots__ = ()
+    _reply: PendingReply
+
+    @property
+    def id(self) -> RequestId:
+        """The JSON-RPC id our request was sent with."""
+        return self._reply.id
+
+    @property
+    def method(self) -> str:
+        """The method of our request."""
+        return self._reply.method
+
+    @property
+    def done(self) -> bool:
+        """Whether the response (or the error that replaces it) has been delivered."""
+        return self._reply.settled
+
+
+class SentRequest(_OurRequest, Generic[T]):
     """A request this side sent; await it (outside handlers) or register what to do with the answer.
 
     ``await sent`` returns the result (parsed into the request's ``RESPONSE`` type when it has one)
@@ -119,21 +141,6 @@ class SentRequest(Generic[T]):
         self._parse = parse
         self._has_cached = False
         self._cached: Any = None
-
-    @property
-    def id(self) -> RequestId:
-        """The JSON-RPC id this request was sent with."""
-        return self._reply.id
-
-    @property
-    def method(self) -> str:
-        """The request's method."""
-        return self._reply.method
-
-    @property
-    def done(self) -> bool:
-        """Whether the response (or the error that replaces it) has arrived."""
-        return self._reply.settled
 
     def __repr__(self) -> str:
         state = "done" if self._reply.settled else "pending"
@@ -415,7 +422,7 @@ class Responder(Generic[T]):
             self._connection._dropped(self)
 
 
-class ResponseRouter(Generic[T]):
+class ResponseRouter(_OurRequest, Generic[T]):
     """Delivers a response that arrived for one of our requests to whatever waits for it.
 
     Handlers that intercept responses (``on_dispatch`` or custom handlers) receive one: they may
@@ -427,21 +434,6 @@ class ResponseRouter(Generic[T]):
 
     def __init__(self, reply: PendingReply) -> None:
         self._reply = reply
-
-    @property
-    def id(self) -> RequestId:
-        """The id of our request this response answers."""
-        return self._reply.id
-
-    @property
-    def method(self) -> str:
-        """The method of our request this response answers."""
-        return self._reply.method
-
-    @property
-    def done(self) -> bool:
-        """Whether the response was delivered."""
-        return self._reply.settled
 
     def respond(self, value: T) -> None:
         """Deliver ``value`` as the result (a typed object is delivered as its wire JSON)."""
