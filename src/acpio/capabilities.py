@@ -9,6 +9,8 @@ capability is on when present and not ``null``" lives in one place.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from acpio.errors import AcpError
@@ -23,6 +25,7 @@ __all__ = [
     "CapabilityNotAdvertised",
     "ClientFeatures",
     "UnsupportedProtocolVersion",
+    "check_absolute_paths",
     "check_agent_version",
     "negotiate_version",
 ]
@@ -58,15 +61,16 @@ class CapabilityNotAdvertised(AcpError):
     ``clientCapabilities.terminal``). Check the peer's features before calling, or do without.
     """
 
-    def __init__(self, method: str, capability: str) -> None:
+    def __init__(self, method: str, capability: str, *, what: str | None = None) -> None:
         self.method = method
         self.capability = capability
         side, _, path = capability.partition(".")
         owner = "agentCapabilities" if side == "A" else "clientCapabilities"
         peer = "agent" if side == "A" else "client"
+        subject = method if what is None else f"{what} in {method}"
         super().__init__(
-            f"{method} needs the {peer} to advertise {owner}.{path} at initialize, and it did not. "
-            f"Check the {peer}'s features before calling {method}."
+            f"{subject} needs the {peer} to advertise {owner}.{path} at initialize, and it did not. "
+            f"Check the {peer}'s features before sending {subject}."
         )
 
 
@@ -82,6 +86,57 @@ def check_agent_version(version: int, supported: tuple[int, ...] = SUPPORTED_PRO
     """Raise :class:`UnsupportedProtocolVersion` when a client cannot speak the agent's answer."""
     if version not in supported:
         raise UnsupportedProtocolVersion(version, supported)
+
+
+#: The ``type`` of a prompt content block -> the ``promptCapabilities`` flag it needs.
+_PROMPT_CONTENT_CAPABILITY: dict[str, str] = {
+    "image": "image",
+    "audio": "audio",
+    "resource": "embeddedContext",
+}
+#: The ``type`` of an MCP server declaration -> the ``mcpCapabilities`` flag it needs (stdio: none).
+_MCP_TRANSPORT_CAPABILITY: dict[str, str] = {"http": "http", "sse": "sse", "acp": "acp"}
+
+#: The session-setup requests whose ``cwd`` and ``additionalDirectories`` must be absolute paths.
+_PATH_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/list", "session/fork"})
+
+
+def check_absolute_paths(method: str, params: Any) -> None:
+    """Raise ``ValueError`` when ``params`` of a session-setup ``method`` carry a relative path.
+
+    ACP requires ``cwd`` (of ``session/new``, ``session/load``, ``session/resume``, the
+    ``session/list`` filter), every ``additionalDirectories`` entry and the ``command`` of a stdio
+    MCP server to be absolute. ``params`` is the typed request; other methods pass unchecked.
+    """
+    if method not in _PATH_METHODS:
+        return
+    cwd = getattr(params, "cwd", None)
+    if isinstance(cwd, str) and not os.path.isabs(cwd):
+        raise ValueError(
+            f"{method}: cwd {cwd!r} is a relative path, and ACP requires an absolute one. "
+            "Pass an absolute directory (for example str(Path(cwd).absolute()))."
+        )
+    for server in getattr(params, "mcp_servers", None) or ():
+        command = getattr(server, "command", None)
+        if _wire_type(server) is None and isinstance(command, str) and not os.path.isabs(command):
+            raise ValueError(
+                f"{method}: the stdio MCP server {getattr(server, 'name', '?')!r} has command "
+                f"{command!r}, and ACP requires an absolute path to the executable. Resolve it first "
+                "(for example with shutil.which)."
+            )
+    for directory in getattr(params, "additional_directories", None) or ():
+        if isinstance(directory, str) and not os.path.isabs(directory):
+            raise ValueError(
+                f"{method}: additionalDirectories entry {directory!r} is a relative path, and ACP "
+                "requires absolute ones. Make it absolute before sending."
+            )
+
+
+def _wire_type(value: Any) -> str | None:
+    """The ``type`` discriminator of a content block or MCP server model (or wire dict)."""
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    kind = getattr(kind, "value", kind)
+    return kind if isinstance(kind, str) else None
 
 
 def _capability_on(root: dict[str, Any], path: list[str]) -> bool:
@@ -139,6 +194,49 @@ class AgentFeatures(_Features):
         """The features of the agent that sent ``response``."""
         caps = response.agent_capabilities
         return cls(caps.to_wire() if caps is not None else {})
+
+    def require_prompt(self, blocks: Iterable[Any]) -> None:
+        """Raise :class:`CapabilityNotAdvertised` for a prompt content block the agent did not advertise.
+
+        ``text`` and ``resource_link`` are always allowed; ``image``, ``audio`` and ``resource``
+        (embedded context) need ``promptCapabilities.image``, ``.audio`` and ``.embeddedContext``.
+        """
+        for block in blocks:
+            kind = _wire_type(block)
+            flag = _PROMPT_CONTENT_CAPABILITY.get(kind or "")
+            if flag is not None and not self.has(f"promptCapabilities.{flag}"):
+                raise CapabilityNotAdvertised(
+                    "session/prompt", f"A.promptCapabilities.{flag}", what=f"a {kind} content block"
+                )
+
+    def require_session_setup(self, method: str, params: Any) -> None:
+        """Raise :class:`CapabilityNotAdvertised` for what a session-setup request may not carry.
+
+        HTTP, SSE (and ACP) MCP servers need ``mcpCapabilities.http``, ``.sse`` (``.acp``); a
+        non-empty ``additionalDirectories`` needs ``sessionCapabilities.additionalDirectories``.
+        Stdio MCP servers are always allowed.
+        """
+        for server in getattr(params, "mcp_servers", None) or ():
+            kind = _wire_type(server)
+            flag = _MCP_TRANSPORT_CAPABILITY.get(kind or "")
+            if flag is not None and not self.has(f"mcpCapabilities.{flag}"):
+                raise CapabilityNotAdvertised(
+                    method, f"A.mcpCapabilities.{flag}", what=f"a {kind} MCP server"
+                )
+        if getattr(params, "additional_directories", None) and not self.has(
+            "sessionCapabilities.additionalDirectories"
+        ):
+            raise CapabilityNotAdvertised(
+                method, "A.sessionCapabilities.additionalDirectories", what="additionalDirectories"
+            )
+
+    def require_params(self, method: str, params: Any) -> None:
+        """:meth:`require` ``method``, then check what its ``params`` carry (content, MCP servers...)."""
+        self.require(method)
+        if method == "session/prompt":
+            self.require_prompt(getattr(params, "prompt", None) or ())
+        elif method in _PATH_METHODS:
+            self.require_session_setup(method, params)
 
     @property
     def load_session(self) -> bool:

@@ -48,6 +48,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
+from acpio.capabilities import (
+    AgentFeatures,
+    UnsupportedProtocolVersion,
+    check_absolute_paths,
+    check_agent_version,
+)
 from acpio.errors import (
     AcpError,
     ConnectionClosed,
@@ -57,7 +63,7 @@ from acpio.errors import (
     MethodNotFound,
 )
 from acpio.jsonrpc.builder import Role
-from acpio.jsonrpc.connection import Connection
+from acpio.jsonrpc.connection import _UNSET, Connection
 from acpio.jsonrpc.handlers import (
     Dispatch,
     DynamicHandlerRegistration,
@@ -70,6 +76,8 @@ from acpio.schema import (
     AgentMessageChunk,
     CancelNotification,
     ContentBlock,
+    InitializeRequest,
+    InitializeResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
@@ -83,6 +91,7 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
+    from acpio.jsonrpc.messages import JsonValue
     from acpio.jsonrpc.responses import Responder, SentRequest
 
 __all__ = [
@@ -997,3 +1006,60 @@ class SessionConnection(SessionMethods, Connection):
     :meth:`build_session_from` and :meth:`attach_session`. Annotate ``cx`` with it to have the
     type checker see those methods.
     """
+
+    _agent_features: AgentFeatures | None = None
+    _protocol_version: int | None = None
+
+    @property
+    def agent_features(self) -> AgentFeatures | None:
+        """What the agent advertised in its ``initialize`` answer; ``None`` before it was read.
+
+        Recorded when a typed :class:`~acpio.schema.InitializeRequest` sent to the agent from this
+        connection is answered.
+        """
+        return self._agent_features
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        return self._protocol_version
+
+    def send_request_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> SentRequest[Any]:
+        """Send a request; typed requests to the agent are checked against what ACP allows.
+
+        * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
+          connection is closed and awaiting the answer raises
+          :class:`~acpio.capabilities.UnsupportedProtocolVersion`. The agent's capabilities are
+          then recorded (:attr:`agent_features`).
+        * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
+          ``ValueError``.
+        * once the agent's capabilities are known, a method it did not advertise
+          (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
+          server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+        """
+        method: Any = getattr(type(message), "METHOD", None)
+        to_agent = isinstance(method, str) and params is _UNSET and self._addresses_agent(peer)
+        if to_agent:
+            check_absolute_paths(method, message)
+            features = self._agent_features
+            if features is not None:
+                features.require_params(method, message)
+        sent = super().send_request_to(peer, message, params)
+        if to_agent and isinstance(message, InitializeRequest):
+            return sent.map(self._initialized)
+        return sent
+
+    def _addresses_agent(self, peer: Any) -> bool:
+        if peer is None:
+            return self.counterpart == _AGENT
+        return peer is Agent or peer == _AGENT
+
+    def _initialized(self, response: InitializeResponse) -> InitializeResponse:
+        try:
+            check_agent_version(response.protocol_version)
+        except UnsupportedProtocolVersion:
+            self.close()  # the spec: close the connection, and tell the user (the raise does)
+            raise
+        self._protocol_version = response.protocol_version
+        self._agent_features = AgentFeatures.from_response(response)
+        return response

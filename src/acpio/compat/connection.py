@@ -47,6 +47,7 @@ from acpio.capabilities import (
     AgentFeatures,
     ClientFeatures,
     UnsupportedProtocolVersion,
+    check_absolute_paths,
     check_agent_version,
 )
 from acpio.compat.stream import StreamHub, Subscription, TappedTransport
@@ -408,24 +409,26 @@ class _Endpoint(_Peer):
     def _features(self) -> AgentFeatures | ClientFeatures | None:
         return None
 
-    def _check(self, method: str) -> None:
+    def _check(self, method: str, params: AcpRequest | AcpNotification | None = None) -> None:
+        check_absolute_paths(method, params)
         if self._require_capabilities:
             features = self._features()
             if features is None:
-                features = self._empty_features()
+                features = self._before_initialize(method)
             features.require(method)
 
-    def _empty_features(self) -> AgentFeatures | ClientFeatures:
+    def _before_initialize(self, method: str) -> AgentFeatures | ClientFeatures:
+        """The features to check ``method`` against before ``initialize`` (nothing advertised)."""
         raise NotImplementedError
 
     async def _request(self, params: AcpRequest, result: type[R]) -> R:
         method = params.METHOD
-        self._check(method)
+        self._check(method, params)
         raw = await self.connection.send_request(method, params)
         return _parse_result(result, raw, method)
 
     async def _notify(self, params: AcpNotification) -> None:
-        self._check(params.METHOD)
+        self._check(params.METHOD, params)
         self.connection.send_notification(params.METHOD, params)
 
     async def _ext_request(self, method: str, params: dict[str, Any]) -> JsonValue:
@@ -479,7 +482,7 @@ class AgentSideConnection(_Endpoint, Client):
     def _features(self) -> ClientFeatures | None:
         return self._client_features
 
-    def _empty_features(self) -> ClientFeatures:
+    def _before_initialize(self, method: str) -> ClientFeatures:
         return ClientFeatures({})
 
 
@@ -495,8 +498,11 @@ class ClientSideConnection(_Endpoint, Agent):
     :meth:`initialize` checks the protocol version the agent answers: one this side does not speak
     closes the connection and raises :class:`~acpio.capabilities.UnsupportedProtocolVersion`.
     ``agent_features`` then tells what the agent advertised; with ``require_capabilities=True``,
-    calling a method the agent did not advertise (``session/load``, ``session/list``...) raises
-    :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.
+    calling a method the agent did not advertise (``session/load``, ``session/list``...), or
+    sending what it did not advertise (an image in a prompt, an HTTP MCP server,
+    ``additionalDirectories``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead
+    of sending it, and a session method called before ``initialize`` raises ``RuntimeError``. A
+    relative ``cwd`` or ``additionalDirectories`` entry is always refused with ``ValueError``.
     """
 
     _ROLE = ClientRole
@@ -542,5 +548,17 @@ class ClientSideConnection(_Endpoint, Agent):
     def _features(self) -> AgentFeatures | None:
         return self._agent_features
 
-    def _empty_features(self) -> AgentFeatures:
+    def _check(self, method: str, params: AcpRequest | AcpNotification | None = None) -> None:
+        super()._check(method, params)
+        features = self._agent_features
+        if self._require_capabilities and features is not None:
+            features.require_params(method, params)
+
+    def _before_initialize(self, method: str) -> AgentFeatures:
+        if method != InitializeRequest.METHOD and method != "authenticate":
+            raise RuntimeError(
+                f"{method} was called before initialize: ACP requires the client to call "
+                "initialize (and read the agent's capabilities) first. Call "
+                "await conn.initialize(InitializeRequest(...)) before anything else."
+            )
         return AgentFeatures({})
