@@ -26,7 +26,7 @@ from acpio.errors import (
 )
 
 if TYPE_CHECKING:
-    from acpio import schema
+    from acpio import schema, testing
     from acpio.capabilities import (
         AgentFeatures,
         CapabilityNotAdvertised,
@@ -60,6 +60,7 @@ _LAZY: dict[str, str] = {
     "ExtensionResponse": "acpio.extensions",
     "UnsupportedProtocolVersion": "acpio.capabilities",
     "schema": "acpio.schema",
+    "testing": "acpio.testing",
 }
 
 __all__ = [
@@ -95,6 +96,7 @@ __all__ = [
     "UntypedRole",
     "__version__",
     "schema",
+    "testing",
 ]
 
 

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import orjson
-
+from acpio import testing
 from acpio.capabilities import negotiate_version
 from acpio.compat import Agent, AgentSideConnection, Client, ClientSideConnection
 from acpio.schema import (
@@ -212,21 +211,13 @@ async def connected(
         yield agent_side, client_side
 
 
-class RawPeer:
-    """Speaks raw JSON frames to a connection under test over one end of a channel."""
+class RawPeer(testing.WirePeer):
+    """A raw peer that adds ``"jsonrpc": "2.0"`` to what it sends and numbers its requests."""
 
-    def __init__(self, end: Channel) -> None:
-        self.end = end
-        self.next_id = 0
+    next_id = 0
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.end.send(orjson.dumps({"jsonrpc": "2.0", **message}))
-
-    async def recv(self) -> Any:
-        async with asyncio.timeout(TIMEOUT):
-            frame = await self.end.receive()
-        assert isinstance(frame, bytes), frame
-        return orjson.loads(frame)
+    def send(self, message: Any) -> None:
+        super().send({"jsonrpc": "2.0", **message})
 
     async def request(self, method: str, params: Any = None) -> Any:
         """Send a request; return the next frame, which must answer it."""

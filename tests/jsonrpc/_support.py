@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
 
-import orjson
 from pydantic import BaseModel
 
+from acpio import testing
 from acpio.jsonrpc import Builder
-from acpio.transports.channel import Channel
 
 TIMEOUT = 5
 
@@ -51,26 +48,10 @@ class Slow(BaseModel):
     RESPONSE: ClassVar[type[BaseModel]] = EchoResult
 
 
-class WirePeer:
-    """The far end of a channel, speaking raw JSON frames to a connection under test."""
+class WirePeer(testing.WirePeer):
+    """A raw peer that can also make a request and read its answer."""
 
-    def __init__(self, end: Channel) -> None:
-        self.end = end
-        self._next_id = 1000
-
-    def send(self, message: Any) -> None:
-        self.end.send(message if isinstance(message, bytes) else orjson.dumps(message))
-
-    async def recv_raw(self) -> bytes | None:
-        async with asyncio.timeout(TIMEOUT):
-            frame = await self.end.receive()
-        assert not hasattr(frame, "head"), frame
-        return frame  # type: ignore[return-value]
-
-    async def recv(self) -> Any:
-        frame = await self.recv_raw()
-        assert frame is not None, "the connection closed its output"
-        return orjson.loads(frame)
+    _next_id = 1000
 
     async def request(self, method: str, params: Any = None, request_id: Any = None) -> Any:
         """Send a request and return the next frame (which must answer it)."""
@@ -83,22 +64,10 @@ class WirePeer:
         self.send(message)
         return await self.recv()
 
-    async def close(self) -> None:
-        await self.end.aclose()
 
-
-@asynccontextmanager
-async def serving(builder: Builder) -> AsyncIterator[WirePeer]:
-    """Serve ``builder`` on one end of a channel; yield a raw peer on the other; check a clean end."""
-    ours, theirs = Channel.duplex()
-    task = asyncio.create_task(builder.connect_to(ours))
-    peer = WirePeer(theirs)
-    try:
-        yield peer
-    finally:
-        await peer.close()
-        async with asyncio.timeout(TIMEOUT):
-            await task
+def serving(builder: Builder) -> AbstractAsyncContextManager[WirePeer]:
+    """Serve ``builder``; yield a raw peer on the other end; check a clean end."""
+    return testing.serving(builder, WirePeer, timeout=TIMEOUT)
 
 
 def echo_builder(name: str = "echo") -> Builder:

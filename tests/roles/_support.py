@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import orjson
 
+from acpio import testing
 from acpio.errors import InvalidRequest
 from acpio.jsonrpc import (
     CANCEL_METHOD,
@@ -37,15 +38,10 @@ from acpio.transports.channel import Channel
 TIMEOUT = 5
 
 
-class WirePeer:
-    """The far end of a channel, speaking raw JSON frames to a connection under test."""
+class WirePeer(testing.WirePeer):
+    """A raw peer that sends notifications and requests without waiting for answers."""
 
-    def __init__(self, end: Channel) -> None:
-        self.end = end
-        self._next_id = 1000
-
-    def send(self, message: Any) -> None:
-        self.end.send(orjson.dumps(message))
+    _next_id = 1000
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -57,29 +53,10 @@ class WirePeer:
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return request_id  # type: ignore[no-any-return]
 
-    async def recv(self) -> Any:
-        async with asyncio.timeout(TIMEOUT):
-            frame = await self.end.receive()
-        assert frame is not None, "the connection closed its output"
-        assert not isinstance(frame, OversizedFrame)
-        return orjson.loads(frame)
 
-    async def close(self) -> None:
-        await self.end.aclose()
-
-
-@asynccontextmanager
-async def serving(builder: Builder) -> AsyncIterator[WirePeer]:
-    """Serve ``builder`` on one end of a channel; yield a raw peer on the other; check a clean end."""
-    ours, theirs = Channel.duplex()
-    task = asyncio.create_task(builder.connect_to(ours))
-    peer = WirePeer(theirs)
-    try:
-        yield peer
-    finally:
-        await peer.close()
-        async with asyncio.timeout(TIMEOUT):
-            await task
+def serving(builder: Builder) -> AbstractAsyncContextManager[WirePeer]:
+    """Serve ``builder``; yield a raw peer on the other end; check a clean end."""
+    return testing.serving(builder, WirePeer, timeout=TIMEOUT)
 
 
 class Recorder:

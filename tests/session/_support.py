@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import orjson
-
+from acpio import testing
 from acpio.jsonrpc import Builder, Connection
 from acpio.roles import SUCCESSOR_METHOD, Agent
 from acpio.schema import (
@@ -94,20 +93,8 @@ def from_agent(message: dict[str, Any]) -> dict[str, Any]:
     return wrapped
 
 
-class WirePeer:
-    """The far end of a channel, speaking raw JSON frames to a connection under test."""
-
-    def __init__(self, end: Channel) -> None:
-        self.end = end
-
-    def send(self, message: Any) -> None:
-        self.end.send(orjson.dumps(message))
-
-    async def recv(self) -> Any:
-        async with asyncio.timeout(TIMEOUT):
-            frame = await self.end.receive()
-        assert isinstance(frame, bytes), "the connection closed its output"
-        return orjson.loads(frame)
+class WirePeer(testing.WirePeer):
+    """A raw peer that also reads messages the proxy sends to its successor."""
 
     async def recv_request(self, method: str) -> Any:
         message = await self.recv()

@@ -1,0 +1,94 @@
+"""Tools for testing ACP programs: talk raw JSON to a connection under test.
+
+::
+
+    async with serving(my_agent_builder) as peer:
+        peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        answer = await peer.recv()
+        assert answer["result"]["protocolVersion"] == 1
+
+Every wait is bounded by the peer's ``timeout``, so a test that expects a frame that never comes
+fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar, overload
+
+import orjson
+
+from acpio.errors import ConnectionClosed
+from acpio.jsonrpc import Builder
+from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.channel import Channel
+
+__all__ = ["WirePeer", "serving"]
+
+P = TypeVar("P", bound="WirePeer")
+
+
+class WirePeer:
+    """The far end of a transport, speaking raw JSON frames to the connection under test.
+
+    ``send`` writes a message exactly as given (a dict is encoded, bytes go out untouched, so
+    malformed input can be tested); ``recv`` returns the next decoded frame.
+    """
+
+    def __init__(self, end: Transport, *, timeout: float = 5.0) -> None:
+        self.end = end
+        self.timeout = timeout
+
+    def send(self, message: Any) -> None:
+        """Send one frame: bytes as they are, anything else encoded as JSON."""
+        self.end.send(message if isinstance(message, bytes) else orjson.dumps(message))
+
+    async def recv_raw(self) -> bytes | None:
+        """The next frame as bytes; ``None`` once the connection closed its output."""
+        async with asyncio.timeout(self.timeout):
+            frame = await self.end.receive()
+        if isinstance(frame, OversizedFrame):
+            raise AssertionError(f"received an oversized frame of {frame.size} bytes")
+        return frame
+
+    async def recv(self) -> Any:
+        """The next frame, decoded. Raises :class:`ConnectionClosed` if the output ended instead."""
+        frame = await self.recv_raw()
+        if frame is None:
+            raise ConnectionClosed("The connection under test closed its output")
+        return orjson.loads(frame)
+
+    async def close(self) -> None:
+        """End input for the connection under test."""
+        await self.end.aclose()
+
+
+@overload
+def serving(builder: Builder, *, timeout: float = 5.0) -> AbstractAsyncContextManager[WirePeer]: ...
+@overload
+def serving(
+    builder: Builder, peer_class: type[P], *, timeout: float = 5.0
+) -> AbstractAsyncContextManager[P]: ...
+def serving(
+    builder: Builder, peer_class: type[WirePeer] = WirePeer, *, timeout: float = 5.0
+) -> AbstractAsyncContextManager[WirePeer]:
+    """Serve ``builder`` on one end of an in-process channel; yield a ``peer_class`` on the other.
+
+    On exit the peer closes its end and the served connection must finish within ``timeout``.
+    """
+    return _serving(builder, peer_class, timeout)
+
+
+@asynccontextmanager
+async def _serving(builder: Builder, peer_class: type[WirePeer], limit: float) -> AsyncIterator[WirePeer]:
+    ours, theirs = Channel.duplex()
+    task = asyncio.create_task(builder.connect_to(ours))
+    peer = peer_class(theirs, timeout=limit)
+    try:
+        yield peer
+    finally:
+        await peer.close()
+        async with asyncio.timeout(limit):
+            await task
