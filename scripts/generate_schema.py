@@ -721,7 +721,14 @@ class Generator:
         for cv in spec.classvars:
             body.append(f"    {cv}")
         if spec.tags:
-            body.append(f"    _TAGS: ClassVar[tuple[str, ...]] = {tuple(spec.tags)!r}")
+            # Only tagged classes pay for a post-init hook: pydantic calls it on every instance.
+            body += [
+                "",
+                "    def model_post_init(self, context: Any, /) -> None:",
+                "        # a constructed variant writes its own tag (TextContent(text=...) has type)",
+                f"        self.model_fields_set.update({tuple(spec.tags)!r})",
+                "",
+            ]
         for f in spec.fields:
             args = []
             default_src = None if f.required else f.default or "None"

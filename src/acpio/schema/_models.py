@@ -423,7 +423,11 @@ ToolCallId: TypeAlias = str
 
 class CancelledPermissionOutcome(AcpModel):
     """The ``cancelled`` variant of :data:`RequestPermissionOutcome`."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('outcome',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('outcome',))
+
     outcome: Literal['cancelled'] = 'cancelled'
 
 
@@ -564,7 +568,11 @@ class Annotations(AcpModel):
 
 class TextContent(AcpModel):
     """Text provided to or from an LLM."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['text'] = 'text'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
@@ -581,7 +589,11 @@ class TextContent(AcpModel):
 
 class ImageContent(AcpModel):
     """An image provided to or from an LLM."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['image'] = 'image'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
@@ -602,7 +614,11 @@ class ImageContent(AcpModel):
 
 class AudioContent(AcpModel):
     """Audio provided to or from an LLM."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['audio'] = 'audio'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
@@ -621,7 +637,11 @@ class AudioContent(AcpModel):
 
 class ResourceLink(AcpModel):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['resource_link'] = 'resource_link'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
@@ -682,7 +702,11 @@ class BlobResourceContents(AcpModel):
 
 class EmbeddedResource(AcpModel):
     """The contents of a resource, embedded into a prompt or tool call result."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['resource'] = 'resource'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
     """Optional annotations that help clients decide how to display or route this content."""
@@ -699,7 +723,11 @@ class EmbeddedResource(AcpModel):
 
 class Content(AcpModel):
     """Standard content block (text, images, resources)."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['content'] = 'content'
     content: ContentBlock
     """The actual content block."""
@@ -719,7 +747,11 @@ class Diff(AcpModel):
 
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['diff'] = 'diff'
     path: str
     """The absolute file path being modified."""
@@ -743,7 +775,11 @@ class Terminal(AcpModel):
 
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/terminals)
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['terminal'] = 'terminal'
     terminal_id: TerminalId = Field(alias='terminalId')
     """Identifier of the terminal instance to embed in the content stream."""
@@ -1037,7 +1073,11 @@ class StringPropertySchema(AcpModel):
     When `enum` or `oneOf` is set, this represents a single-select enum
     with `"type": "string"`.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['string'] = 'string'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
@@ -1097,7 +1137,11 @@ class StringPropertySchema(AcpModel):
 
 class NumberPropertySchema(AcpModel):
     """Schema for number (floating-point) properties in an elicitation form."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['number'] = 'number'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
@@ -1137,7 +1181,11 @@ class NumberPropertySchema(AcpModel):
 
 class IntegerPropertySchema(AcpModel):
     """Schema for integer properties in an elicitation form."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['integer'] = 'integer'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
@@ -1177,7 +1225,11 @@ class IntegerPropertySchema(AcpModel):
 
 class BooleanPropertySchema(AcpModel):
     """Schema for boolean properties in an elicitation form."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['boolean'] = 'boolean'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
@@ -1207,7 +1259,11 @@ class BooleanPropertySchema(AcpModel):
 
 class StringMultiSelectItems(AcpModel):
     """String item schema for multi-select enum properties."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['string'] = 'string'
     enum: list[str]
     """Allowed enum values."""
@@ -1239,7 +1295,11 @@ class TitledMultiSelectItems(AcpModel):
 
 class MultiSelectPropertySchema(AcpModel):
     """Schema for multi-select (array) properties in an elicitation form."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['array'] = 'array'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
     """Optional title for the property.
@@ -2014,7 +2074,11 @@ class AuthMethodTerminal(AcpModel):
     A zero exit status signals success; any other termination signals failure.
     The client MUST NOT pass this method to `authenticate`.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['terminal'] = 'terminal'
     id: AuthMethodId
     """Unique identifier for this authentication method."""
@@ -2668,7 +2732,11 @@ class NesEditSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('kind',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('kind',))
+
     kind: Literal['edit'] = 'edit'
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
@@ -2692,7 +2760,11 @@ class NesJumpSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('kind',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('kind',))
+
     kind: Literal['jump'] = 'jump'
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
@@ -2714,7 +2786,11 @@ class NesRenameSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('kind',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('kind',))
+
     kind: Literal['rename'] = 'rename'
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
@@ -2738,7 +2814,11 @@ class NesSearchAndReplaceSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('kind',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('kind',))
+
     kind: Literal['searchAndReplace'] = 'searchAndReplace'
     id: NesSuggestionId
     """Unique identifier for accept/reject tracking."""
@@ -2881,7 +2961,11 @@ class ToolCall(AcpModel):
 
     See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/tool-calls)
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['tool_call'] = Field('tool_call', alias='sessionUpdate')
     tool_call_id: ToolCallId = Field(alias='toolCallId')
     """Unique identifier for this tool call within the session."""
@@ -2955,7 +3039,11 @@ class Plan(AcpModel):
 
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/agent-plan)
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['plan'] = Field('plan', alias='sessionUpdate')
     entries: Annotated[list[PlanEntry], SKIP_INVALID_ITEMS]
     """The list of tasks to be accomplished.
@@ -2981,7 +3069,11 @@ class PlanItems(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['items'] = 'items'
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to update."""
@@ -3009,7 +3101,11 @@ class PlanFile(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['file'] = 'file'
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to update."""
@@ -3033,7 +3129,11 @@ class PlanMarkdown(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['markdown'] = 'markdown'
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to update."""
@@ -3057,7 +3157,11 @@ class PlanUpdate(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['plan_update'] = Field('plan_update', alias='sessionUpdate')
     plan: PlanUpdateContent
     """The updated plan content."""
@@ -3079,7 +3183,11 @@ class PlanRemoved(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['plan_removed'] = Field('plan_removed', alias='sessionUpdate')
     plan_id: PlanId = Field(alias='planId')
     """The plan ID to remove."""
@@ -3124,7 +3232,11 @@ class UnstructuredCommandInput(AcpModel):
 
 class AvailableCommandsUpdate(AcpModel):
     """Available commands are ready or have changed"""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['available_commands_update'] = Field('available_commands_update', alias='sessionUpdate')
     available_commands: Annotated[list[AvailableCommand], SKIP_INVALID_ITEMS] = Field(alias='availableCommands')
     """Commands the agent can execute"""
@@ -3142,7 +3254,11 @@ class CurrentModeUpdate(AcpModel):
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['current_mode_update'] = Field('current_mode_update', alias='sessionUpdate')
     current_mode_id: SessionModeId = Field(alias='currentModeId', validation_alias=AliasChoices('currentModeId', 'modeId', 'current_mode_id'))
     """The ID of the current mode"""
@@ -3157,7 +3273,11 @@ class CurrentModeUpdate(AcpModel):
 
 class ConfigOptionUpdate(AcpModel):
     """Session configuration options have been updated."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['config_option_update'] = Field('config_option_update', alias='sessionUpdate')
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
     """The full set of configuration options and their current values."""
@@ -3176,7 +3296,11 @@ class SessionInfoUpdate(AcpModel):
     Agents send this notification to update session information like title or custom metadata.
     This allows clients to display dynamic session names and track session state changes.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['session_info_update'] = Field('session_info_update', alias='sessionUpdate')
     title: Annotated[str | None | MISSING, DEFAULT_ON_ERROR] = MISSING
     """Human-readable title for the session. Set to null to clear."""
@@ -3208,7 +3332,11 @@ class Cost(AcpModel):
 
 class UsageUpdate(AcpModel):
     """Context window and cost update for a session."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['usage_update'] = Field('usage_update', alias='sessionUpdate')
     used: UInt64
     """Tokens currently in context."""
@@ -3240,7 +3368,11 @@ class Notice(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['notice'] = Field('notice', alias='sessionUpdate')
     severity: Annotated[Union[NoticeSeverity, str], BeforeValidator(open_enum(NoticeSeverity))]
     """Presentation severity hint."""
@@ -3275,7 +3407,11 @@ class CompactionUpdate(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['compaction_update'] = Field('compaction_update', alias='sessionUpdate')
     compaction_id: CompactionId = Field(alias='compactionId')
     """The Agent-owned ID of this compaction, unique within the session."""
@@ -3301,7 +3437,11 @@ class CompactionSummaryChunk(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['compaction_summary_chunk'] = Field('compaction_summary_chunk', alias='sessionUpdate')
     compaction_id: CompactionId = Field(alias='compactionId')
     """ID of the compaction whose summary receives this content."""
@@ -3863,7 +4003,11 @@ class HttpHeader(AcpModel):
 
 class McpServerHttp(AcpModel):
     """HTTP transport configuration for MCP."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['http'] = 'http'
     name: str
     """Human-readable name identifying this MCP server."""
@@ -3882,7 +4026,11 @@ class McpServerHttp(AcpModel):
 
 class McpServerSse(AcpModel):
     """SSE transport configuration for MCP."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['sse'] = 'sse'
     name: str
     """Human-readable name identifying this MCP server."""
@@ -3911,7 +4059,11 @@ class McpServerAcp(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    _TAGS: ClassVar[tuple[str, ...]] = ('type',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('type',))
+
     type: Literal['acp'] = 'acp'
     name: str
     """Human-readable name identifying this MCP server."""
@@ -4505,7 +4657,11 @@ class RequestPermissionResponse(AcpResponse):
 
 class SelectedPermissionOutcome(AcpModel):
     """The user selected one of the provided options."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('outcome',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('outcome',))
+
     outcome: Literal['selected'] = 'selected'
     option_id: PermissionOptionId = Field(alias='optionId')
     """The ID of the option the user selected."""
@@ -4887,19 +5043,31 @@ class CancelRequestNotification(AcpNotification):
 
 class UserMessageChunk(ContentChunk):
     """A ``user_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'user_message_chunk'``."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['user_message_chunk'] = Field('user_message_chunk', alias='sessionUpdate')
 
 
 class AgentMessageChunk(ContentChunk):
     """A ``agent_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_message_chunk'``."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['agent_message_chunk'] = Field('agent_message_chunk', alias='sessionUpdate')
 
 
 class AgentThoughtChunk(ContentChunk):
     """A ``agent_thought_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_thought_chunk'``."""
-    _TAGS: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # a constructed variant writes its own tag (TextContent(text=...) has type)
+        self.model_fields_set.update(('session_update',))
+
     session_update: Literal['agent_thought_chunk'] = Field('agent_thought_chunk', alias='sessionUpdate')
 
 

@@ -34,15 +34,6 @@ class AcpModel(BaseModel):
         defer_build=True,
     )
 
-    #: Names of discriminator fields this class fills itself (``type``, ``sessionUpdate``...), so that
-    #: they are always serialized even though the user never set them.
-    _TAGS: ClassVar[tuple[str, ...]] = ()
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Mark the class's own discriminator fields as set, so they are always written."""
-        if self._TAGS:
-            self.model_fields_set.update(self._TAGS)
-
     def to_wire(self) -> dict[str, Any]:
         """The JSON object to send: wire names, unset fields omitted, unknown fields kept."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
