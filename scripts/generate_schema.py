@@ -592,7 +592,7 @@ class Generator:
         out += [
             "# ruff: noqa",
             "from enum import StrEnum",
-            "from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union",
+            "from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, Union",
             "",
             "from pydantic import (",
             "    AfterValidator,",
@@ -618,7 +618,15 @@ class Generator:
             "    presence_discriminator,",
             "    tag_discriminator,",
             ")",
-            "from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse",
+            "from acpio.schema.base import (",
+            "    AcpJson,",
+            "    AcpModel,",
+            "    AcpNotification,",
+            "    AcpRequest,",
+            "    AcpResponse,",
+            "    construction_hook,",
+            "    tagging_init,",
+            ")",
             "",
             "UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]",
             "UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]",
@@ -721,12 +729,12 @@ class Generator:
         for cv in spec.classvars:
             body.append(f"    {cv}")
         if spec.tags:
-            # Only tagged classes pay for a post-init hook: pydantic calls it on every instance.
+            # marked as set when built in Python (AcpModel.__init__); parsing reads them from the input
             body += [
+                f"    _acp_tags: ClassVar[tuple[str, ...]] = {tuple(spec.tags)!r}",
                 "",
-                "    def model_post_init(self, context: Any, /) -> None:",
-                "        # a constructed variant writes its own tag (TextContent(text=...) has type)",
-                f"        self.model_fields_set.update({tuple(spec.tags)!r})",
+                "    if not TYPE_CHECKING:",
+                "        __init__ = tagging_init",
                 "",
             ]
         for f in spec.fields:
@@ -765,13 +773,16 @@ class Generator:
         if spec.post_init_tag_of:
             body += [
                 "",
-                "    def model_post_init(self, context: Any, /) -> None:",
-                "        super().model_post_init(context)",
-                "        # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
-                "        # on a copy: the caller's object may be reused where the tag does not belong",
-                f"        if 'session_update' not in self.{spec.post_init_tag_of}.model_fields_set:",
-                f"            self.{spec.post_init_tag_of} = self.{spec.post_init_tag_of}.model_copy()",
-                f"            self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
+                "    if not TYPE_CHECKING:",
+                "",
+                "        @construction_hook",
+                "        def __init__(self, /, **data: Any) -> None:",
+                "            self.__pydantic_validator__.validate_python(data, self_instance=self)",
+                "            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
+                "            # on a copy: the caller's object may be reused where the tag does not belong",
+                f"            if 'session_update' not in self.{spec.post_init_tag_of}.model_fields_set:",
+                f"                self.{spec.post_init_tag_of} = self.{spec.post_init_tag_of}.model_copy()",
+                f"                self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
             ]
         if not body:
             body = ["    pass"] if not doc else []

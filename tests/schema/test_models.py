@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -431,3 +432,33 @@ def test_any_json_result_of_mcp_message(def_validator: Any) -> None:
     TypeAdapter(acp.MessageMcpResponse).validate_python({"content": []})
     for value in [None, [1, 2], "text", 3]:
         TypeAdapter(acp.MessageMcpResponse).validate_python(value)
+
+
+# ----- construction hooks run on construction only ----------------------------------------------------
+
+
+def test_parsing_does_not_run_construction_hooks() -> None:
+    """Tag marking is for objects built in Python; parsing must skip it (it is on the receive path).
+
+    pydantic calls a model's own ``__init__`` on every parse unless it is marked as a base init; if
+    a pydantic release stops honouring the marker, this fails and the receive path got slower.
+    """
+    for cls in (TextContent, AgentMessageChunk, SessionNotification):
+        assert cls.__pydantic_custom_init__ is False, cls
+    parsed = SessionNotification.model_validate(
+        {
+            "sessionId": "s",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}},
+        }
+    )
+    assert parsed.update.model_fields_set == {"session_update", "content"}
+    assert parsed.to_wire()["update"]["content"] == {"type": "text", "text": "hi"}
+
+
+def test_to_wire_json_is_to_wire_as_json() -> None:
+    note = SessionNotification(
+        session_id="s",
+        update=AgentMessageChunk(content=TextContent(text='é\n"x"'), message_id="m"),
+        meta={"k": [1, 2.5, None]},
+    )
+    assert orjson.loads(note.to_wire_json()) == note.to_wire()

@@ -479,7 +479,16 @@ class Connection:
                 await lock.acquire()
                 self._dispatcher = me
                 try:
-                    await self._handle_frame(frame)
+                    # One message per frame is the common case: dispatched here, one call deep.
+                    decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
+                    if type(decoded) is Notification:
+                        await self._offer(self._notification_dispatch(decoded))
+                    elif type(decoded) is Request:
+                        await self._offer(self._request_dispatch(decoded, None, 0))
+                    elif type(decoded) is Response:
+                        await self._on_response(decoded)
+                    elif decoded is not None:
+                        await self._handle_other(decoded)
                     if self._ready or self._new_dynamic:
                         await self._after_message()
                 finally:
@@ -494,20 +503,13 @@ class Connection:
             return
         await self._on_end_of_input()
 
-    async def _handle_frame(self, frame: bytes | OversizedFrame) -> None:
-        if type(frame) is not bytes and isinstance(frame, OversizedFrame):
-            self._answer_oversized(frame)
-            return
-        decoded = decode(frame)
-        kind = type(decoded)
-        if kind is Request:
-            assert isinstance(decoded, Request)
-            await self._offer(self._request_dispatch(decoded, None, 0))
-        elif kind is Batch:
-            assert isinstance(decoded, Batch)
+    async def _handle_other(self, decoded: Entry | Batch | OversizedFrame) -> None:
+        """The rare frames: a batch, invalid input, or a line over the transport's limit."""
+        if isinstance(decoded, OversizedFrame):
+            self._answer_oversized(decoded)
+        elif isinstance(decoded, Batch):
             await self._dispatch_batch(decoded)
-        elif decoded is not None:
-            assert not isinstance(decoded, Batch)
+        else:
             await self._dispatch_entry(decoded, None)
 
     def _answer_oversized(self, frame: OversizedFrame) -> None:
@@ -527,14 +529,7 @@ class Connection:
         kind = type(entry)
         if kind is Notification:
             assert isinstance(entry, Notification)
-            if entry.method == CANCEL_METHOD:
-                self._on_cancel_request(entry.params)
-            route = self._route_incoming
-            if route is None:
-                await self._offer(NotificationDispatch(entry.method, entry.params, self._counterpart))
-            else:
-                peer, method, params = route(entry.method, entry.params)
-                await self._offer(NotificationDispatch(method, params, peer))
+            await self._offer(self._notification_dispatch(entry))
         elif kind is Request:
             assert isinstance(entry, Request)
             slot = batch.new_slot() if batch is not None else 0
@@ -553,6 +548,16 @@ class Connection:
                 batch.fill(batch.new_slot(), frame)
             else:
                 self._send_frame(frame)
+
+    def _notification_dispatch(self, entry: Notification) -> NotificationDispatch:
+        """The dispatch of an incoming notification, routed by the role (``$/cancel_request`` acted on)."""
+        if entry.method == CANCEL_METHOD:
+            self._on_cancel_request(entry.params)
+        route = self._route_incoming
+        if route is None:
+            return NotificationDispatch(entry.method, entry.params, self._counterpart)
+        peer, method, params = route(entry.method, entry.params)
+        return NotificationDispatch(method, params, peer)
 
     def _request_dispatch(self, entry: Request, batch: _Batch | None, slot: int) -> RequestDispatch:
         """The dispatch of an incoming request, routed by the role; its responder is registered."""

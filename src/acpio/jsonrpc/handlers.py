@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from acpio.errors import InvalidParams, RequestError
 from acpio.jsonrpc.messages import JsonValue, RequestId, UntypedMessage, encode_value
@@ -241,6 +241,19 @@ def _validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     ]
 
 
+def fast_validator(cls: Any) -> Callable[[Any], Any]:
+    """``cls.model_validate`` without its Python wrapper: the compiled validator, built on first use.
+
+    Classes that are not pydantic models (any class with ``model_validate``) keep their own method.
+    """
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        if not cls.__pydantic_complete__:
+            cls.model_rebuild()
+        if cls.__pydantic_complete__:
+            return cls.__pydantic_validator__.validate_python
+    return cls.model_validate  # type: ignore[no-any-return]
+
+
 def parse_params(cls: Any, method: str, params: JsonValue) -> Any:
     """Validate ``params`` into ``cls``; a failure raises ``InvalidParams`` with the errors in ``data``."""
     try:
@@ -316,13 +329,14 @@ class RequestHandler:
     :class:`Unhandled`. With ``peer`` (a role instance), only requests from that peer are taken.
     """
 
-    __slots__ = ("_arity", "cls", "fn", "method", "peer")
+    __slots__ = ("_arity", "_validate", "cls", "fn", "method", "peer")
 
     def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
         self.cls = cls
         self.method = message_method(cls)
         self.fn = fn
         self.peer = peer
+        self._validate: Callable[[Any], Any] | None = None
         count = _positional_count(fn)
         if count <= 1:
             self._arity = 1
@@ -346,8 +360,11 @@ class RequestHandler:
         """Validate the params, call the function, answer with what it returns."""
         assert isinstance(message, RequestDispatch)
         responder = message.responder
+        validate = self._validate
+        if validate is None:
+            validate = self._validate = fast_validator(self.cls)
         try:
-            request = self.cls.model_validate({} if message.params is None else message.params)
+            request = validate({} if message.params is None else message.params)
         except ValidationError as exc:
             responder.respond_with_error(
                 InvalidParams({"method": self.method, "errors": _validation_errors(exc)})
@@ -376,7 +393,7 @@ class NotificationHandler:
     With ``peer`` (a role instance), only notifications from that peer are taken.
     """
 
-    __slots__ = ("_with_cx", "cls", "fn", "method", "peer")
+    __slots__ = ("_validate", "_with_cx", "cls", "fn", "method", "peer")
 
     def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
         self.cls = cls
@@ -384,6 +401,7 @@ class NotificationHandler:
         self.fn = fn
         self.peer = peer
         self._with_cx = _positional_count(fn) >= 2
+        self._validate: Callable[[Any], Any] | None = None
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__name__", self.fn)
@@ -399,8 +417,11 @@ class NotificationHandler:
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Validate the params and call the function (bad params are logged by the connection)."""
+        validate = self._validate
+        if validate is None:
+            validate = self._validate = fast_validator(self.cls)
         try:
-            notification = self.cls.model_validate({} if message.params is None else message.params)
+            notification = validate({} if message.params is None else message.params)
         except ValidationError as exc:
             raise InvalidParams({"method": self.method, "errors": _validation_errors(exc)}) from exc
         if self._with_cx:

@@ -28,6 +28,7 @@ from acpio.errors import (
     RequestCancelled,
     RequestError,
 )
+from acpio.jsonrpc.handlers import fast_validator
 from acpio.jsonrpc.messages import RequestId
 from acpio.jsonrpc.pending import CancelFlag
 
@@ -282,9 +283,9 @@ class SentRequest(_OurRequest, Generic[T]):
 
 def _parse_with(response_type: Any, method: str) -> Callable[[Any], Any]:
     """The parser for results of a typed request: ``RESPONSE.model_validate`` with a clear error."""
-    validate = getattr(response_type, "model_validate", None)
-    if validate is None:
+    if getattr(response_type, "model_validate", None) is None:
         return _identity
+    validate = fast_validator(response_type)
 
     def parse(raw: Any) -> Any:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # ruff: noqa
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import (
     AfterValidator,
@@ -32,7 +32,15 @@ from acpio.schema._lenient import (
     presence_discriminator,
     tag_discriminator,
 )
-from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse
+from acpio.schema.base import (
+    AcpJson,
+    AcpModel,
+    AcpNotification,
+    AcpRequest,
+    AcpResponse,
+    construction_hook,
+    tagging_init,
+)
 
 UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]
 UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]
@@ -423,10 +431,10 @@ ToolCallId: TypeAlias = str
 
 class CancelledPermissionOutcome(AcpModel):
     """The ``cancelled`` variant of :data:`RequestPermissionOutcome`."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('outcome',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('outcome',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     outcome: Literal['cancelled'] = 'cancelled'
 
@@ -568,10 +576,10 @@ class Annotations(AcpModel):
 
 class TextContent(AcpModel):
     """Text provided to or from an LLM."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['text'] = 'text'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
@@ -589,10 +597,10 @@ class TextContent(AcpModel):
 
 class ImageContent(AcpModel):
     """An image provided to or from an LLM."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['image'] = 'image'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
@@ -614,10 +622,10 @@ class ImageContent(AcpModel):
 
 class AudioContent(AcpModel):
     """Audio provided to or from an LLM."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['audio'] = 'audio'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
@@ -637,10 +645,10 @@ class AudioContent(AcpModel):
 
 class ResourceLink(AcpModel):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['resource_link'] = 'resource_link'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
@@ -702,10 +710,10 @@ class BlobResourceContents(AcpModel):
 
 class EmbeddedResource(AcpModel):
     """The contents of a resource, embedded into a prompt or tool call result."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['resource'] = 'resource'
     annotations: Annotated[Annotations | None, DEFAULT_ON_ERROR] = None
@@ -723,10 +731,10 @@ class EmbeddedResource(AcpModel):
 
 class Content(AcpModel):
     """Standard content block (text, images, resources)."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['content'] = 'content'
     content: ContentBlock
@@ -747,10 +755,10 @@ class Diff(AcpModel):
 
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['diff'] = 'diff'
     path: str
@@ -775,10 +783,10 @@ class Terminal(AcpModel):
 
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/terminals)
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['terminal'] = 'terminal'
     terminal_id: TerminalId = Field(alias='terminalId')
@@ -1073,10 +1081,10 @@ class StringPropertySchema(AcpModel):
     When `enum` or `oneOf` is set, this represents a single-select enum
     with `"type": "string"`.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['string'] = 'string'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
@@ -1137,10 +1145,10 @@ class StringPropertySchema(AcpModel):
 
 class NumberPropertySchema(AcpModel):
     """Schema for number (floating-point) properties in an elicitation form."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['number'] = 'number'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
@@ -1181,10 +1189,10 @@ class NumberPropertySchema(AcpModel):
 
 class IntegerPropertySchema(AcpModel):
     """Schema for integer properties in an elicitation form."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['integer'] = 'integer'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
@@ -1225,10 +1233,10 @@ class IntegerPropertySchema(AcpModel):
 
 class BooleanPropertySchema(AcpModel):
     """Schema for boolean properties in an elicitation form."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['boolean'] = 'boolean'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
@@ -1259,10 +1267,10 @@ class BooleanPropertySchema(AcpModel):
 
 class StringMultiSelectItems(AcpModel):
     """String item schema for multi-select enum properties."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['string'] = 'string'
     enum: list[str]
@@ -1295,10 +1303,10 @@ class TitledMultiSelectItems(AcpModel):
 
 class MultiSelectPropertySchema(AcpModel):
     """Schema for multi-select (array) properties in an elicitation form."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['array'] = 'array'
     title: Annotated[str | None, DEFAULT_ON_ERROR] = None
@@ -2074,10 +2082,10 @@ class AuthMethodTerminal(AcpModel):
     A zero exit status signals success; any other termination signals failure.
     The client MUST NOT pass this method to `authenticate`.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['terminal'] = 'terminal'
     id: AuthMethodId
@@ -2732,10 +2740,10 @@ class NesEditSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('kind',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('kind',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     kind: Literal['edit'] = 'edit'
     id: NesSuggestionId
@@ -2760,10 +2768,10 @@ class NesJumpSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('kind',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('kind',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     kind: Literal['jump'] = 'jump'
     id: NesSuggestionId
@@ -2786,10 +2794,10 @@ class NesRenameSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('kind',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('kind',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     kind: Literal['rename'] = 'rename'
     id: NesSuggestionId
@@ -2814,10 +2822,10 @@ class NesSearchAndReplaceSuggestion(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('kind',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('kind',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     kind: Literal['searchAndReplace'] = 'searchAndReplace'
     id: NesSuggestionId
@@ -2925,13 +2933,16 @@ class SessionNotification(AcpNotification):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
 
-    def model_post_init(self, context: Any, /) -> None:
-        super().model_post_init(context)
-        # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
-        # on a copy: the caller's object may be reused where the tag does not belong
-        if 'session_update' not in self.update.model_fields_set:
-            self.update = self.update.model_copy()
-            self.update.model_fields_set.add('session_update')
+    if not TYPE_CHECKING:
+
+        @construction_hook
+        def __init__(self, /, **data: Any) -> None:
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
+            # on a copy: the caller's object may be reused where the tag does not belong
+            if 'session_update' not in self.update.model_fields_set:
+                self.update = self.update.model_copy()
+                self.update.model_fields_set.add('session_update')
 
 
 class ContentChunk(AcpModel):
@@ -2961,10 +2972,10 @@ class ToolCall(AcpModel):
 
     See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/tool-calls)
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['tool_call'] = Field('tool_call', alias='sessionUpdate')
     tool_call_id: ToolCallId = Field(alias='toolCallId')
@@ -3039,10 +3050,10 @@ class Plan(AcpModel):
 
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/agent-plan)
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['plan'] = Field('plan', alias='sessionUpdate')
     entries: Annotated[list[PlanEntry], SKIP_INVALID_ITEMS]
@@ -3069,10 +3080,10 @@ class PlanItems(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['items'] = 'items'
     plan_id: PlanId = Field(alias='planId')
@@ -3101,10 +3112,10 @@ class PlanFile(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['file'] = 'file'
     plan_id: PlanId = Field(alias='planId')
@@ -3129,10 +3140,10 @@ class PlanMarkdown(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['markdown'] = 'markdown'
     plan_id: PlanId = Field(alias='planId')
@@ -3157,10 +3168,10 @@ class PlanUpdate(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['plan_update'] = Field('plan_update', alias='sessionUpdate')
     plan: PlanUpdateContent
@@ -3183,10 +3194,10 @@ class PlanRemoved(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['plan_removed'] = Field('plan_removed', alias='sessionUpdate')
     plan_id: PlanId = Field(alias='planId')
@@ -3232,10 +3243,10 @@ class UnstructuredCommandInput(AcpModel):
 
 class AvailableCommandsUpdate(AcpModel):
     """Available commands are ready or have changed"""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['available_commands_update'] = Field('available_commands_update', alias='sessionUpdate')
     available_commands: Annotated[list[AvailableCommand], SKIP_INVALID_ITEMS] = Field(alias='availableCommands')
@@ -3254,10 +3265,10 @@ class CurrentModeUpdate(AcpModel):
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['current_mode_update'] = Field('current_mode_update', alias='sessionUpdate')
     current_mode_id: SessionModeId = Field(alias='currentModeId', validation_alias=AliasChoices('currentModeId', 'modeId', 'current_mode_id'))
@@ -3273,10 +3284,10 @@ class CurrentModeUpdate(AcpModel):
 
 class ConfigOptionUpdate(AcpModel):
     """Session configuration options have been updated."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['config_option_update'] = Field('config_option_update', alias='sessionUpdate')
     config_options: Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] = Field(alias='configOptions')
@@ -3296,10 +3307,10 @@ class SessionInfoUpdate(AcpModel):
     Agents send this notification to update session information like title or custom metadata.
     This allows clients to display dynamic session names and track session state changes.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['session_info_update'] = Field('session_info_update', alias='sessionUpdate')
     title: Annotated[str | None | MISSING, DEFAULT_ON_ERROR] = MISSING
@@ -3332,10 +3343,10 @@ class Cost(AcpModel):
 
 class UsageUpdate(AcpModel):
     """Context window and cost update for a session."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['usage_update'] = Field('usage_update', alias='sessionUpdate')
     used: UInt64
@@ -3368,10 +3379,10 @@ class Notice(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['notice'] = Field('notice', alias='sessionUpdate')
     severity: Annotated[Union[NoticeSeverity, str], BeforeValidator(open_enum(NoticeSeverity))]
@@ -3407,10 +3418,10 @@ class CompactionUpdate(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['compaction_update'] = Field('compaction_update', alias='sessionUpdate')
     compaction_id: CompactionId = Field(alias='compactionId')
@@ -3437,10 +3448,10 @@ class CompactionSummaryChunk(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['compaction_summary_chunk'] = Field('compaction_summary_chunk', alias='sessionUpdate')
     compaction_id: CompactionId = Field(alias='compactionId')
@@ -4003,10 +4014,10 @@ class HttpHeader(AcpModel):
 
 class McpServerHttp(AcpModel):
     """HTTP transport configuration for MCP."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['http'] = 'http'
     name: str
@@ -4026,10 +4037,10 @@ class McpServerHttp(AcpModel):
 
 class McpServerSse(AcpModel):
     """SSE transport configuration for MCP."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['sse'] = 'sse'
     name: str
@@ -4059,10 +4070,10 @@ class McpServerAcp(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
+    _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('type',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     type: Literal['acp'] = 'acp'
     name: str
@@ -4657,10 +4668,10 @@ class RequestPermissionResponse(AcpResponse):
 
 class SelectedPermissionOutcome(AcpModel):
     """The user selected one of the provided options."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('outcome',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('outcome',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     outcome: Literal['selected'] = 'selected'
     option_id: PermissionOptionId = Field(alias='optionId')
@@ -5043,30 +5054,30 @@ class CancelRequestNotification(AcpNotification):
 
 class UserMessageChunk(ContentChunk):
     """A ``user_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'user_message_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['user_message_chunk'] = Field('user_message_chunk', alias='sessionUpdate')
 
 
 class AgentMessageChunk(ContentChunk):
     """A ``agent_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_message_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['agent_message_chunk'] = Field('agent_message_chunk', alias='sessionUpdate')
 
 
 class AgentThoughtChunk(ContentChunk):
     """A ``agent_thought_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_thought_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
 
-    def model_post_init(self, context: Any, /) -> None:
-        # a constructed variant writes its own tag (TextContent(text=...) has type)
-        self.model_fields_set.update(('session_update',))
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
 
     session_update: Literal['agent_thought_chunk'] = Field('agent_thought_chunk', alias='sessionUpdate')
 

@@ -12,12 +12,27 @@ extension messages declared by users follow the same convention.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
 __all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def construction_hook(init: _F) -> _F:
+    """Mark an ``__init__`` override as run only when a model is built in Python, never when parsed.
+
+    pydantic calls a model's own ``__init__`` on every parse unless the function carries its
+    base-init marker; parsing sets every field from the input, so the hooks here have nothing to
+    do there, and skipping them keeps the receive path fast. (Were the marker ever ignored, the
+    hook would simply run on parse too: slower, still correct.)
+    """
+    init.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    return init
 
 
 class AcpModel(BaseModel):
@@ -34,9 +49,28 @@ class AcpModel(BaseModel):
         defer_build=True,
     )
 
+    #: Wire tags of a union variant (``type``, ``sessionUpdate``...), which :func:`tagging_init`
+    #: marks as set so that ``TextContent(text="hi").to_wire()`` writes its ``type``.
+    _acp_tags: ClassVar[tuple[str, ...]] = ()
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON object to send: wire names, unset fields omitted, unknown fields kept."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def to_wire_json(self) -> bytes:
+        """:meth:`to_wire` as compact JSON text, serialized in one step (the engine's fast path)."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True)
+
+
+@construction_hook
+def tagging_init(self: AcpModel, /, **data: Any) -> None:
+    """The ``__init__`` of a tagged union variant: validates, then marks its tags as set.
+
+    Generated variants install it under ``if not TYPE_CHECKING`` (so the pydantic mypy plugin
+    still types their constructors). Parsing never runs it: the tags come from the input.
+    """
+    self.__pydantic_validator__.validate_python(data, self_instance=self)
+    self.__pydantic_fields_set__.update(self._acp_tags)
 
 
 class AcpJson(RootModel[Any]):
