@@ -1,0 +1,492 @@
+"""What each testy command does on the wire: one function per command.
+
+:func:`run_prompt` is the whole turn: it parses the prompt (see :mod:`acpio.agents.testy.script`),
+echoes it back if it is not a script, reports the errors if the script does not parse, and
+otherwise runs the commands in order. Each command function returns ``None`` to go on, a
+:class:`~acpio.schema.StopReason` to end the turn, or a :class:`~acpio.RequestError` to answer the
+prompt with (``fail``). A client request that fails is reported in the command's tool call and the
+script goes on; a cancel raises :class:`~acpio.agents.testy.turn.TurnCancelled` out of any wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from typing import Final, TypeAlias
+
+from acpio.agents.testy.script import (
+    COMMANDS,
+    Command,
+    Commands,
+    Echo,
+    Fail,
+    Help,
+    Mode,
+    Notify,
+    Permission,
+    Plan,
+    Progress,
+    Read,
+    Run,
+    Script,
+    Sleep,
+    Stop,
+    Stream,
+    Think,
+    Title,
+    Tool,
+    Usage,
+    Write,
+    command_table,
+    parse_prompt,
+    split_words,
+)
+from acpio.agents.testy.turn import Turn, TurnCancelled, text_content
+from acpio.errors import AcpError, RequestError
+from acpio.schema import (
+    AgentMessageChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    CancelledPermissionOutcome,
+    CreateTerminalRequest,
+    CurrentModeUpdate,
+    Diff,
+    PermissionOption,
+    PermissionOptionKind,
+    PlanEntry,
+    PlanEntryPriority,
+    PlanEntryStatus,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
+    ReleaseTerminalRequest,
+    RequestPermissionRequest,
+    SelectedPermissionOutcome,
+    SessionInfoUpdate,
+    SessionNotification,
+    StopReason,
+    Terminal,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
+    TextContent,
+    ToolCallStatus,
+    ToolCallUpdate,
+    ToolKind,
+    UnstructuredCommandInput,
+    UsageUpdate,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
+    WriteTextFileRequest,
+)
+from acpio.schema import Plan as PlanUpdate
+
+__all__ = ["CONTEXT_SIZE", "PERMISSION_OPTIONS", "Outcome", "help_text", "run_command", "run_prompt"]
+
+#: What a command function returns: ``None`` (go on), a stop reason, or an error to answer with.
+Outcome: TypeAlias = StopReason | RequestError | None
+
+#: The options of every ``permission`` request, in order.
+PERMISSION_OPTIONS: Final = (
+    PermissionOption(option_id="allow-once", name="Allow once", kind=PermissionOptionKind.ALLOW_ONCE),
+    PermissionOption(option_id="allow-always", name="Allow always", kind=PermissionOptionKind.ALLOW_ALWAYS),
+    PermissionOption(option_id="reject-once", name="Reject", kind=PermissionOptionKind.REJECT_ONCE),
+)
+_ALLOWED: Final = frozenset({"allow-once", "allow-always"})
+
+#: The context window ``usage`` reports (``used`` is the number of words in the session's history).
+CONTEXT_SIZE: Final = 200_000
+
+# ``stream`` lets the dispatch loop run (to see a cancel, and to let the writer flush) this often.
+_STREAM_YIELD_EVERY: Final = 256
+
+
+async def run_prompt(turn: Turn, text: str) -> StopReason | RequestError:
+    """Run one prompt's text: echo it, report its script errors, or run its script."""
+    await turn.pause()  # a cancel sent right behind the prompt is seen before anything is said
+    script = parse_prompt(text)
+    if script is None:
+        for word in split_words(text):
+            turn.say(word)
+        return StopReason.END_TURN
+    if not script.ok:
+        turn.say(_errors_text(script))
+        return StopReason.END_TURN
+    for line in script.lines:
+        if turn.session.verbosity == "verbose":
+            turn.think(f"running `{line.text}`\n")
+        outcome = await run_command(turn, line.command)
+        if outcome is not None:
+            return outcome
+        await turn.pause()  # the next step: a cancel that came meanwhile ends the turn here
+    return StopReason.END_TURN
+
+
+def _errors_text(script: Script) -> str:
+    lines = [f"  {error}" for error in script.errors]
+    return (
+        "testy: this script has errors, so nothing was run:\n"
+        + "\n".join(lines)
+        + "\nSend `help` for the list of commands.\n"
+    )
+
+
+async def run_command(turn: Turn, command: Command) -> Outcome:
+    """Run one command."""
+    match command:
+        case Echo():
+            return echo(turn, command)
+        case Stream():
+            return await stream(turn, command)
+        case Think():
+            return think(turn, command)
+        case Plan():
+            return plan(turn, command)
+        case Progress():
+            return progress(turn, command)
+        case Tool():
+            return tool(turn, command)
+        case Read():
+            return await read(turn, command)
+        case Write():
+            return await write(turn, command)
+        case Permission():
+            return await permission(turn, command)
+        case Run():
+            return await run(turn, command)
+        case Notify():
+            return notify(turn, command)
+        case Sleep():
+            return await sleep(turn, command)
+        case Fail():
+            return fail(turn, command)
+        case Stop():
+            return stop(turn, command)
+        case Mode():
+            return mode(turn, command)
+        case Title():
+            return title(turn, command)
+        case Commands():
+            return commands(turn, command)
+        case Usage():
+            return usage(turn, command)
+        case Help():
+            return help_(turn, command)
+
+
+# --- messages -------------------------------------------------------------------------------------
+
+
+def echo(turn: Turn, command: Echo) -> Outcome:
+    """``echo TEXT``: one chunk per word (each keeps the spaces after it), then a newline chunk."""
+    for word in split_words(command.text):
+        turn.say(word)
+    turn.say("\n")
+    return None
+
+
+async def stream(turn: Turn, command: Stream) -> Outcome:
+    """``stream N [TEXT]``: N identical chunks, encoded once and sent as fast as the loop allows."""
+    notification = SessionNotification(
+        session_id=turn.session.session_id, update=AgentMessageChunk(content=TextContent(text=command.text))
+    )
+    method, params = SessionNotification.METHOD, notification.to_wire()
+    for sent in range(command.count):
+        if sent % _STREAM_YIELD_EVERY == 0 and sent:
+            await turn.pause()
+        turn.cx.send_notification(method, params)
+        turn.session.remember_agent(command.text)
+    return None
+
+
+def think(turn: Turn, command: Think) -> Outcome:
+    """``think TEXT``: one thought chunk."""
+    turn.think(command.text)
+    return None
+
+
+def help_(turn: Turn, command: Help) -> Outcome:
+    """``help``: the command list (only the words with verbosity ``brief``)."""
+    turn.say(help_text(brief=turn.session.verbosity == "brief"))
+    return None
+
+
+def help_text(*, brief: bool = False) -> str:
+    """The text ``help`` answers with."""
+    if brief:
+        return "testy commands: " + ", ".join(spec.name for spec in COMMANDS) + "\n"
+    return (
+        "testy runs a prompt as a script when its first line starts with a command, one command per line "
+        "(# starts a comment); anything else is echoed back.\n" + command_table() + "\n"
+    )
+
+
+# --- plans and tool calls -------------------------------------------------------------------------
+
+
+def plan(turn: Turn, command: Plan) -> Outcome:
+    """``plan STEP; STEP``: remember the steps, send them all pending."""
+    turn.session.plan = command.steps
+    return _send_plan(turn, done=0, started=False)
+
+
+def progress(turn: Turn, command: Progress) -> Outcome:
+    """``progress N``: the whole plan again, N entries completed and the next one in progress."""
+    if not turn.session.plan:
+        turn.say("progress: there is no plan in this session yet; send `plan STEP; STEP; ...` first\n")
+        return None
+    return _send_plan(turn, done=command.done, started=True)
+
+
+def _send_plan(turn: Turn, *, done: int, started: bool) -> Outcome:
+    entries = []
+    for index, step in enumerate(turn.session.plan):
+        if index < done:
+            status = PlanEntryStatus.COMPLETED
+        elif index == done and started:
+            status = PlanEntryStatus.IN_PROGRESS
+        else:
+            status = PlanEntryStatus.PENDING
+        entries.append(PlanEntry(content=step, priority=PlanEntryPriority.MEDIUM, status=status))
+    turn.send_update(PlanUpdate(entries=entries))
+    return None
+
+
+def tool(turn: Turn, command: Tool) -> Outcome:
+    """``tool TITLE``: a tool call, pending, then in progress, then completed with text content."""
+    tool_call_id = turn.start_tool_call(command.title, ToolKind.OTHER, status=ToolCallStatus.PENDING)
+    turn.update_tool_call(tool_call_id, ToolCallStatus.IN_PROGRESS)
+    turn.update_tool_call(tool_call_id, ToolCallStatus.COMPLETED, [text_content(f"{command.title}: done")])
+    return None
+
+
+def _client_error_text(error: AcpError) -> str:
+    """What the client said when a request failed: its message, and its data when that is text."""
+    if isinstance(error, RequestError):
+        data = f": {error.data}" if isinstance(error.data, str) and error.data else ""
+        return f"{error.message}{data}"
+    return str(error)
+
+
+def _not_advertised(what: str, capability: str) -> str:
+    return f"testy cannot {what}: the client did not advertise clientCapabilities.{capability} at initialize"
+
+
+# --- the file system ------------------------------------------------------------------------------
+
+
+async def read(turn: Turn, command: Read) -> Outcome:
+    """``read PATH``: ``fs/read_text_file`` in a read tool call whose content is the file's text."""
+    path = turn.session.resolve(command.path)
+    tool_call_id = turn.start_tool_call(
+        f"Read {command.path}", ToolKind.READ, path=path, raw_input={"path": path}
+    )
+    if not turn.client.read_text_file:
+        turn.fail_tool_call(tool_call_id, _not_advertised(f"read {path}", "fs.readTextFile"))
+        return None
+    try:
+        response: ReadTextFileResponse = await turn.request(
+            ReadTextFileRequest(session_id=turn.session.session_id, path=path)
+        )
+    except AcpError as error:
+        turn.fail_tool_call(tool_call_id, _client_error_text(error))
+        return None
+    turn.update_tool_call(tool_call_id, ToolCallStatus.COMPLETED, [text_content(response.content)])
+    return None
+
+
+async def write(turn: Turn, command: Write) -> Outcome:
+    """``write PATH TEXT``: ``fs/write_text_file`` in an edit tool call whose content is the diff.
+
+    The old text comes from ``fs/read_text_file`` when the client can read files; a file that cannot
+    be read (it does not exist yet) has no old text (``oldText: null``).
+    """
+    session = turn.session
+    path = session.resolve(command.path)
+    tool_call_id = turn.start_tool_call(
+        f"Write {command.path}", ToolKind.EDIT, path=path, raw_input={"path": path, "content": command.text}
+    )
+    if not turn.client.write_text_file:
+        turn.fail_tool_call(tool_call_id, _not_advertised(f"write {path}", "fs.writeTextFile"))
+        return None
+    old_text: str | None = None
+    if turn.client.read_text_file:
+        try:
+            old: ReadTextFileResponse = await turn.request(
+                ReadTextFileRequest(session_id=session.session_id, path=path)
+            )
+            old_text = old.content
+        except AcpError:
+            old_text = None  # a new file
+    try:
+        await turn.request(
+            WriteTextFileRequest(session_id=session.session_id, path=path, content=command.text)
+        )
+    except AcpError as error:
+        turn.fail_tool_call(tool_call_id, _client_error_text(error))
+        return None
+    diff = Diff(path=path, old_text=old_text, new_text=command.text)
+    turn.update_tool_call(tool_call_id, ToolCallStatus.COMPLETED, [diff])
+    return None
+
+
+# --- permission -----------------------------------------------------------------------------------
+
+
+async def permission(turn: Turn, command: Permission) -> Outcome:
+    """``permission [TITLE]``: ask; an allow option goes on, anything else stops the script.
+
+    The request describes an edit tool call; once answered, that tool call is ended ``completed``
+    (allowed) or ``failed`` (refused), so that clients do not show it waiting forever.
+    """
+    session = turn.session
+    tool_call_id = session.next_tool_call_id()
+    call = ToolCallUpdate(
+        tool_call_id=tool_call_id,
+        title=command.title or "testy asks for permission",
+        kind=ToolKind.EDIT,
+        status=ToolCallStatus.PENDING,
+    )
+    request = RequestPermissionRequest(
+        session_id=session.session_id, tool_call=call, options=list(PERMISSION_OPTIONS)
+    )
+    try:
+        response = await turn.request(request)
+    except AcpError as error:
+        answer, allowed = f"error ({_client_error_text(error)})", False
+    else:
+        outcome = response.outcome
+        if isinstance(outcome, SelectedPermissionOutcome):
+            answer, allowed = outcome.option_id, outcome.option_id in _ALLOWED
+        elif isinstance(outcome, CancelledPermissionOutcome):
+            answer, allowed = "cancelled", False
+        else:
+            answer, allowed = "unknown outcome", False
+    turn.update_tool_call(tool_call_id, ToolCallStatus.COMPLETED if allowed else ToolCallStatus.FAILED)
+    turn.say(f"permission: {answer}\n")
+    if allowed:
+        return None
+    turn.say("Permission denied: stopping.\n")
+    return StopReason.END_TURN
+
+
+# --- terminals ------------------------------------------------------------------------------------
+
+
+async def run(turn: Turn, command: Run) -> Outcome:
+    """``run COMMAND [ARGS...]``: a client terminal in an execute tool call.
+
+    ``terminal/create`` (in the session's cwd), the terminal as tool content,
+    ``terminal/wait_for_exit``, ``terminal/output``, ``terminal/release``; then the output and the
+    exit status as a message, and the tool call ``completed`` for exit status 0, else ``failed``.
+    """
+    session = turn.session
+    argv = [command.command, *command.args]
+    tool_call_id = turn.start_tool_call(
+        shlex.join(argv), ToolKind.EXECUTE, raw_input={"command": command.command, "args": list(command.args)}
+    )
+    if not turn.client.terminal:
+        turn.fail_tool_call(tool_call_id, _not_advertised(f"run {command.command}", "terminal"))
+        return None
+    create = CreateTerminalRequest(
+        session_id=session.session_id, command=command.command, args=list(command.args), cwd=session.cwd
+    )
+    try:
+        terminal_id: str = (await turn.request(create)).terminal_id
+    except AcpError as error:
+        turn.fail_tool_call(tool_call_id, _client_error_text(error))
+        return None
+    turn.update_tool_call(tool_call_id, content=[Terminal(terminal_id=terminal_id)])
+    release = ReleaseTerminalRequest(session_id=session.session_id, terminal_id=terminal_id)
+    try:
+        exited: WaitForTerminalExitResponse = await turn.request(
+            WaitForTerminalExitRequest(session_id=session.session_id, terminal_id=terminal_id)
+        )
+        output: TerminalOutputResponse = await turn.request(
+            TerminalOutputRequest(session_id=session.session_id, terminal_id=terminal_id)
+        )
+    except AcpError as error:
+        await _release(turn, release)
+        turn.fail_tool_call(tool_call_id, _client_error_text(error))
+        return None
+    except (TurnCancelled, asyncio.CancelledError):
+        turn.send_and_forget(release)  # cancelled: the client kills the command, nobody waits
+        raise
+    await _release(turn, release)
+    turn.say(_run_report(output, exited))
+    status = ToolCallStatus.COMPLETED if exited.exit_code == 0 else ToolCallStatus.FAILED
+    turn.update_tool_call(tool_call_id, status)
+    return None
+
+
+async def _release(turn: Turn, release: ReleaseTerminalRequest) -> None:
+    try:
+        await turn.request(release)
+    except AcpError as error:
+        turn.say(f"terminal/release failed: {_client_error_text(error)}\n")
+
+
+def _run_report(output: TerminalOutputResponse, exited: WaitForTerminalExitResponse) -> str:
+    text = output.output
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if output.truncated:
+        text += "(output truncated)\n"
+    if exited.exit_code is not None:
+        return f"{text}exit status {exited.exit_code}\n"
+    if exited.signal is not None:
+        return f"{text}signal {exited.signal}\n"
+    return f"{text}exit status unknown\n"
+
+
+# --- the rest -------------------------------------------------------------------------------------
+
+
+def notify(turn: Turn, command: Notify) -> Outcome:
+    """``notify METHOD [JSON]``: the extension notification, params as written."""
+    turn.cx.send_notification(command.method, command.params)
+    return None
+
+
+async def sleep(turn: Turn, command: Sleep) -> Outcome:
+    """``sleep SECONDS``: wait (a cancel ends the turn at once)."""
+    await turn.sleep(command.seconds)
+    return None
+
+
+def fail(turn: Turn, command: Fail) -> Outcome:
+    """``fail CODE [MESSAGE]``: answer the prompt with this error."""
+    return RequestError(command.code, command.message)
+
+
+def stop(turn: Turn, command: Stop) -> Outcome:
+    """``stop REASON``: end the turn with this stop reason."""
+    return StopReason(command.reason)
+
+
+def mode(turn: Turn, command: Mode) -> Outcome:
+    """``mode ID``: switch the session's mode and send ``current_mode_update``."""
+    turn.session.set_mode(command.mode_id)
+    turn.send_update(CurrentModeUpdate(current_mode_id=command.mode_id))
+    return None
+
+
+def title(turn: Turn, command: Title) -> Outcome:
+    """``title TEXT``: set the session's title and send ``session_info_update``."""
+    turn.session.title = command.text
+    turn.send_update(SessionInfoUpdate(title=command.text))
+    return None
+
+
+def commands(turn: Turn, command: Commands) -> Outcome:
+    """``commands``: ``available_commands_update`` with every testy command."""
+    available = []
+    for spec in COMMANDS:
+        hint = {"input": UnstructuredCommandInput(hint=spec.args)} if spec.args else {}
+        available.append(AvailableCommand(name=spec.name, description=spec.summary, **hint))
+    turn.send_update(AvailableCommandsUpdate(available_commands=available))
+    return None
+
+
+def usage(turn: Turn, command: Usage) -> Outcome:
+    """``usage``: ``usage_update``; ``used`` counts the words of the session's history."""
+    turn.send_update(UsageUpdate(used=turn.session.history_words(), size=CONTEXT_SIZE))
+    return None

@@ -1,0 +1,67 @@
+"""The ``acpio`` command: ``acpio testy``, ``acpio prompt``, ``acpio conductor``, ``acpio trace``.
+
+Each subcommand lives in its own module with two functions: ``register(subparsers)`` adds its parser, and the
+parser's ``run`` default (``run(args) -> int``) carries it out. Modules import their heavy dependencies inside
+``run`` so that ``acpio --help`` stays fast.
+
+A user mistake raises :class:`CliError`; :func:`main` prints it as one line on stderr and exits
+non-zero, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["CliError", "main"]
+
+# Subcommand modules, in the order ``acpio --help`` lists them.
+_COMMANDS = ("testy",)
+
+#: Exit code for a usage or input mistake (argparse uses the same).
+USAGE_EXIT = 2
+
+
+class CliError(Exception):
+    """A mistake the user can fix: printed as ``acpio: error: <message>`` and exit code ``code``."""
+
+    def __init__(self, message: str, *, code: int = USAGE_EXIT) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with one subparser per subcommand."""
+    from acpio import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="acpio",
+        description="Tools for the Agent Client Protocol: a test agent, a one-shot client, a conductor "
+        "for proxy chains and a trace viewer.",
+    )
+    parser.add_argument("--version", action="version", version=f"acpio {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for name in _COMMANDS:
+        module = importlib.import_module(f"acpio.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``acpio`` command with ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except CliError as error:
+        print(f"acpio: error: {error.message}", file=sys.stderr)
+        return error.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of our stdout went away (``acpio prompt ... | head``): not an error worth a traceback.
+        return 1
+    return code

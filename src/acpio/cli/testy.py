@@ -1,0 +1,146 @@
+"""``acpio testy``: the deterministic test agent, on stdin and stdout.
+
+The flags turn capabilities off (everything is advertised by default) or, with ``--auth``, require
+authentication. ``--help`` documents the whole prompt language; its text is built from the
+command table of :mod:`acpio.agents.testy.script`, which imports no protocol models, so
+``acpio --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from acpio.agents.testy.script import MODES, STOP_REASONS, command_table
+from acpio.cli import CliError
+
+__all__ = ["register", "run"]
+
+#: ``(flag, TestyOptions field, what is no longer advertised)``, in the order ``--help`` lists them.
+_CAPABILITY_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("--no-load-session", "load_session", "loadSession (session/load then answers -32601)"),
+    ("--no-session-list", "session_list", "sessionCapabilities.list (session/list: -32601)"),
+    ("--no-session-resume", "session_resume", "sessionCapabilities.resume (session/resume: -32601)"),
+    ("--no-session-close", "session_close", "sessionCapabilities.close (session/close: -32601)"),
+    ("--no-session-delete", "session_delete", "sessionCapabilities.delete (session/delete: -32601)"),
+    ("--no-image", "prompt_image", "promptCapabilities.image (image blocks in a prompt: -32602)"),
+    ("--no-audio", "prompt_audio", "promptCapabilities.audio (audio blocks in a prompt: -32602)"),
+    (
+        "--no-embedded-context",
+        "prompt_embedded_context",
+        "promptCapabilities.embeddedContext (embedded resources in a prompt: -32602)",
+    ),
+    ("--no-mcp-http", "mcp_http", "mcpCapabilities.http (HTTP MCP servers in session setup: -32602)"),
+)
+
+_DESCRIPTION = """\
+A deterministic ACP v1 agent for testing clients, proxies and conductors. It speaks ACP on stdin and
+stdout (nothing else is ever written to stdout; logs go to stderr) and does exactly what its prompts
+say, written in the small command language below. Sessions live in memory for the life of the
+process."""
+
+
+def _language() -> str:
+    return f"""\
+prompt language:
+  The prompt's text blocks are joined with newlines. If the first line that is neither blank nor a
+  comment starts with a command word (or /word, as a slash command), the prompt is a script: each
+  non-blank line is one command, run in order, and lines starting with # are comments. Any other
+  prompt is echoed back as agent message chunks, one per word (spaces kept), ending with end_turn.
+
+{command_table()}
+
+  Paths are one word, or quoted with " or '; relative paths are resolved against the session's cwd,
+  and fs and terminal requests carry absolute paths. In write's TEXT, \\n is a newline, \\t a tab and
+  \\\\ a backslash. run splits its line into shell words. Reports (permission, run, errors) are
+  message chunks ending with a newline.
+  Modes: {", ".join(MODES)}. Stop reasons: {", ".join(STOP_REASONS)}.
+
+  A script is checked before it runs: if any line is wrong (an unknown word, `progress x`,
+  `fail abc`, `sleep -1`...), nothing runs and the answer is one agent message listing each bad
+  line with what is wrong, then end_turn. read, write and run need the client to advertise
+  fs.readTextFile, fs.writeTextFile and terminal; a client request that fails (or is not
+  advertised) is reported in the tool call, which ends failed, and the script goes on.
+  permission stops the script (end_turn, after "Permission denied: stopping.") unless the client
+  picks allow-once or allow-always.
+
+cancellation:
+  session/cancel (or $/cancel_request for the prompt, or session/close or session/delete of the
+  session) stops the running turn at its next step, at once while it sleeps or waits on the client
+  (that request is abandoned with $/cancel_request), and the prompt is answered with stop reason
+  cancelled.
+
+sessions:
+  session/new gives ids testy-1, testy-2...; modes chat (current) and plan; a select config option
+  verbosity (brief: help lists only the words; normal; verbose: a thought chunk announces each
+  command). session/load replays the history (user and agent message chunks) before answering;
+  session/list (cwd filter, one page), session/resume, session/close (the session stays listed
+  and can be loaded again), session/delete, session/set_mode and session/set_config_option work
+  on the in-memory sessions. An unknown session id gets -32602 (session/delete of an unknown id
+  succeeds, as the spec asks).
+
+a script (one prompt):
+  # comments and blank lines are skipped
+  plan read the notes; rewrite them
+  read notes.txt
+  progress 1
+  write notes.txt first line\\nsecond line
+  permission Rewrite notes.txt?
+  run git diff --stat
+  echo all done
+
+usage examples:
+  acpio testy
+  acpio testy --auth --no-load-session"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``testy`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "testy",
+        help="run the deterministic test agent on stdin/stdout",
+        description=_DESCRIPTION,
+        epilog=_language(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    capabilities = parser.add_argument_group(
+        "capabilities", "testy advertises everything below by default; each flag turns one off."
+    )
+    for flag, field, what in _CAPABILITY_FLAGS:
+        capabilities.add_argument(flag, dest=field, action="store_false", help=f"do not advertise {what}")
+    parser.add_argument(
+        "--auth",
+        action="store_true",
+        help="advertise the auth method testy-login (and auth.logout), and answer session/new, session/load "
+        "and session/resume with -32000 until the client calls authenticate with it",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve testy on stdin/stdout until the client closes its end."""
+    import asyncio
+    import logging
+
+    from acpio.agents.testy import TestyOptions, testy_agent
+    from acpio.errors import AcpError
+    from acpio.transports import Stdio
+
+    options = TestyOptions(
+        auth=args.auth, **{field: getattr(args, field) for _, field, _ in _CAPABILITY_FLAGS}
+    )
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="acpio testy: %(levelname)s: %(message)s"
+    )
+    if sys.stdin.isatty():
+        print(
+            "acpio testy speaks ACP (JSON-RPC, one message per line) on stdin and stdout: start it from an "
+            "ACP client, for example `acpio prompt`. Waiting for input; Ctrl-D ends it.",
+            file=sys.stderr,
+        )
+    try:
+        asyncio.run(testy_agent(options).connect_to(Stdio()))
+    except AcpError as error:
+        raise CliError(f"the connection to the client failed: {error}", code=1) from None
+    return 0

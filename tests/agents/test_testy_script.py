@@ -1,0 +1,241 @@
+"""testy's prompt language on its own: what is a script, how each line parses, what bad lines say."""
+
+from __future__ import annotations
+
+import pytest
+
+from acpio.agents.testy.script import (
+    COMMAND_WORDS,
+    COMMANDS,
+    Commands,
+    Echo,
+    Fail,
+    Help,
+    Mode,
+    Notify,
+    Permission,
+    Plan,
+    Progress,
+    Read,
+    Run,
+    Script,
+    ScriptError,
+    Sleep,
+    Stop,
+    Stream,
+    Think,
+    Title,
+    Tool,
+    Usage,
+    Write,
+    is_script,
+    parse_prompt,
+    split_words,
+    unescape,
+)
+
+
+def commands_of(text: str) -> list[object]:
+    script = parse_prompt(text)
+    assert script is not None
+    assert script.ok, script
+    return [line.command for line in script.lines]
+
+
+def error_of(line: str) -> ScriptError:
+    script = parse_prompt(f"echo first\n{line}")
+    assert script is not None
+    assert len(script.errors) == 1, script
+    return script.errors[0]
+
+
+# --- script or echo ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["echo hi", "  \n\nhelp", "# a comment\n\necho hi", "/echo hi", "commands", "stop end_turn"],
+)
+def test_a_prompt_whose_first_command_line_starts_with_a_command_word_is_a_script(text: str) -> None:
+    assert is_script(text)
+    assert parse_prompt(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["Hello, agent!", "", "   \n ", "# only a comment", "Echo hi", "echoes hi", "hello\necho hi"]
+)
+def test_any_other_prompt_is_echoed(text: str) -> None:
+    assert not is_script(text)
+    assert parse_prompt(text) is None
+
+
+def test_every_command_word_has_a_parser_and_help() -> None:
+    assert {spec.name for spec in COMMANDS} == COMMAND_WORDS
+    assert len(COMMAND_WORDS) == 19
+    for spec in COMMANDS:
+        assert spec.summary
+        assert spec.usage.startswith(spec.name)
+
+
+# --- each command -----------------------------------------------------------------------------------
+
+
+def test_each_command_parses_into_its_arguments() -> None:
+    text = "\n".join(
+        [
+            "echo hello   wide  world",
+            "stream 3",
+            "stream 2 ab cd",
+            "think deeply now",
+            "plan read it;  write it ; ;test it",
+            "progress 2",
+            "tool Search the web",
+            "read notes.txt",
+            'read "my notes.txt"',
+            r"write out.txt line one\nline two\ttab \\n kept",
+            "write 'a b.txt' x",
+            "permission",
+            "permission Deploy to prod?",
+            "run ls -l 'a b'",
+            'notify _x/ping {"n": 1}',
+            "notify _x/ping",
+            "notify _x/list [1, 2]",
+            "sleep 0.5",
+            "fail -32042",
+            "fail 7 custom message here",
+            "stop max_tokens",
+            "mode plan",
+            "title My session",
+            "commands",
+            "usage",
+            "help",
+        ]
+    )
+    assert commands_of(text) == [
+        Echo("hello   wide  world"),
+        Stream(3, "."),
+        Stream(2, "ab cd"),
+        Think("deeply now"),
+        Plan(("read it", "write it", "test it")),
+        Progress(2),
+        Tool("Search the web"),
+        Read("notes.txt"),
+        Read("my notes.txt"),
+        Write("out.txt", "line one\nline two\ttab \\n kept"),
+        Write("a b.txt", "x"),
+        Permission(None),
+        Permission("Deploy to prod?"),
+        Run("ls", ("-l", "a b")),
+        Notify("_x/ping", {"n": 1}),
+        Notify("_x/ping", {}),
+        Notify("_x/list", [1, 2]),
+        Sleep(0.5),
+        Fail(-32042, "testy failure"),
+        Fail(7, "custom message here"),
+        Stop("max_tokens"),
+        Mode("plan"),
+        Title("My session"),
+        Commands(),
+        Usage(),
+        Help(),
+    ]
+
+
+def test_comments_and_blank_lines_are_skipped_and_line_numbers_count_every_line() -> None:
+    script = parse_prompt("# setup\necho a\n\n   # indented comment\n\techo b  \n")
+    assert script == Script(lines=script.lines)
+    assert [(line.number, line.text, line.command) for line in script.lines] == [
+        (2, "echo a", Echo("a")),
+        (5, "echo b", Echo("b")),
+    ]
+
+
+def test_a_leading_slash_makes_a_slash_command_of_any_line() -> None:
+    assert commands_of("/plan a; b\n/progress 1") == [Plan(("a", "b")), Progress(1)]
+
+
+def test_echo_without_text_and_write_without_text_are_allowed() -> None:
+    assert commands_of("echo\nwrite empty.txt") == [Echo(""), Write("empty.txt", "")]
+
+
+# --- bad lines --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("progress x", "progress N must be a whole number (0 or more), not 'x' (usage: progress N)"),
+        ("progress -1", "progress N must be a whole number"),
+        ("progress", "progress needs a count N"),
+        ("fail abc", "fail CODE must be an integer JSON-RPC error code (like -32000), not 'abc'"),
+        ("fail 1.5", "fail CODE must be an integer"),
+        ("fail 99999999999", "fail CODE must be an integer"),
+        ("sleep -1", "sleep SECONDS must be a number, 0 or more, not '-1' (usage: sleep SECONDS)"),
+        ("sleep nan", "sleep SECONDS must be a number"),
+        ("sleep inf", "sleep SECONDS must be a number"),
+        ("sleep soon", "sleep SECONDS must be a number"),
+        ("frobnicate now", "unknown command 'frobnicate'; the commands are: echo, stream,"),
+        ("stream many", "stream N must be a whole number"),
+        ("think", "think needs the TEXT to think"),
+        ("plan ; ;", "plan needs at least one STEP"),
+        ("tool", "tool needs a TITLE"),
+        ("read", "read needs a PATH"),
+        ("read a b", "read takes one PATH; quote a path that has spaces"),
+        ('read "unclosed', "the quoted path has no closing"),
+        ("write", "write needs a PATH"),
+        ("run", "run needs a COMMAND"),
+        ("run echo 'unclosed", "run cannot split into shell words"),
+        ("run '' x", "run needs a COMMAND, not an empty word"),
+        ("notify ping", "notify METHOD must start with `_`"),
+        ("notify _x {oops", "notify the params are not valid JSON"),
+        ("notify _x 42", "notify the params must be a JSON object or array"),
+        ("stop cancelled", "REASON must be one of end_turn, max_tokens, max_turn_requests, refusal"),
+        ("stop", "stop needs a REASON"),
+        ("mode ask", "testy's modes are chat, plan, not 'ask'"),
+        ("title", "title needs the TEXT of the title"),
+        ("help me", "help takes no arguments"),
+        ("usage now", "usage takes no arguments"),
+    ],
+)
+def test_a_bad_line_becomes_an_error_naming_the_line_and_the_problem(line: str, message: str) -> None:
+    error = error_of(line)
+    assert error.number == 2
+    assert error.text == line
+    assert message in error.message
+    assert str(error).startswith(f"line 2: `{line}`: ")
+
+
+def test_every_bad_line_is_reported_and_the_good_ones_are_kept() -> None:
+    script = parse_prompt("echo ok\nprogress x\nfail abc\nsleep -1\nwhat now\necho still ok")
+    assert script is not None
+    assert not script.ok
+    assert [error.number for error in script.errors] == [2, 3, 4, 5]
+    assert [line.command for line in script.lines] == [Echo("ok"), Echo("still ok")]
+
+
+def test_a_script_whose_first_word_is_a_command_with_bad_arguments_is_still_a_script() -> None:
+    script = parse_prompt("help me with this bug")
+    assert script is not None
+    assert [error.message for error in script.errors] == ["help takes no arguments (usage: help)"]
+
+
+# --- text helpers -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "chunks"),
+    [
+        ("Hello, agent!", ["Hello, ", "agent!"]),
+        ("  lead  and trail  ", ["  lead  ", "and ", "trail  "]),
+        ("two\nlines", ["two\n", "lines"]),
+        ("   ", ["   "]),
+        ("", []),
+    ],
+)
+def test_split_words_keeps_every_space(text: str, chunks: list[str]) -> None:
+    assert split_words(text) == chunks
+    assert "".join(split_words(text)) == text
+
+
+def test_unescape_turns_backslash_n_into_a_newline() -> None:
+    assert unescape(r"a\nb\tc\\nd\qe\\") == "a\nb\tc\\nd\\qe\\"
