@@ -262,7 +262,11 @@ class Connection:
 
     def send_notification_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> None:
         """Send a notification to ``peer``, one of the role's peers (``None``: the counterpart)."""
-        method, params, _ = _outgoing(message, params, request=False)
+        typed = _TYPED.get(type(message)) if params is _UNSET else None
+        if typed is not None:  # a typed object whose class was seen before: the streaming path
+            method, params = typed[0], message
+        else:
+            method, params, _ = _outgoing(message, params, request=False)
         if peer is not None:
             method, params = self.role.route_outgoing(peer, method, params)
         self._transport.send(encode_notification(method, params))
