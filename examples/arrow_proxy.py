@@ -1,0 +1,50 @@
+"""A proxy that quotes the agent's text: every line the agent writes reaches the client as ``> line``.
+
+Like the Rust SDK's arrow proxy it rewrites only the agent's text chunks and forwards everything
+else untouched; it marks the start of each line rather than each chunk, so a reply streamed word
+by word still reads as one quoted paragraph. Chained, the quotes add up: ``> > Hello``.
+
+Run it under a conductor: ``acpio conductor agent "python examples/arrow_proxy.py" "acpio testy"``
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acpio import Agent, Client, Proxy
+from acpio import schema as acp
+from acpio.jsonrpc import Connection, Unhandled
+from acpio.transports import Stdio
+
+app = Proxy.builder(name="arrow")
+at_line_start: dict[str, bool] = {}  # per session: does the agent's next text start a line?
+
+
+def quote(text: str, at_start: bool) -> tuple[str, bool]:
+    """``text`` with ``> `` at each line start, and whether the text after it starts a line."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        lines.append("> " + line if at_start else line)
+        at_start = line.endswith("\n")
+    return "".join(lines), at_start
+
+
+@app.on_request(peer=Client)
+async def new_turn(prompt: acp.PromptRequest, responder: Any, cx: Connection) -> Unhandled:
+    at_line_start[prompt.session_id] = True
+    return Unhandled(prompt)  # the default handler forwards it to the agent
+
+
+@app.on_notification(peer=Agent)
+async def arrow(notification: acp.SessionNotification, cx: Connection) -> Unhandled | None:
+    update, session = notification.update, notification.session_id
+    if not (isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)):
+        return Unhandled(notification)
+    update.content.text, at_line_start[session] = quote(update.content.text, at_line_start.get(session, True))
+    cx.send_notification_to(Client, notification)
+    return None
+
+
+if __name__ == "__main__":
+    asyncio.run(app.connect_to(Stdio()))

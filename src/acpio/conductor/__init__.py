@@ -1,0 +1,35 @@
+"""The conductor: runs a chain of ACP proxies (and an agent) behind one ACP endpoint.
+
+::
+
+    from acpio.conductor import Chain
+
+    conductor = Chain.agent("conductor", ["python examples/arrow_proxy.py", "python my_agent.py"])
+    await conductor.trace_to("trace.jsons").serve(Stdio())
+
+* :class:`Chain`: the conductor itself (:mod:`acpio.conductor.chain`); ``acpio conductor`` serves one
+  over stdio.
+* :class:`Named`, ``ComponentSpec``, ``Instantiator``: what a component is, and how components are
+  chosen from the first ``initialize`` (:mod:`acpio.conductor.components`).
+* :class:`TraceWriter` and the sinks :class:`FileSink`, :class:`MemorySink`, :class:`CallbackSink`:
+  the trace of the logical message sequence (:mod:`acpio.conductor.tracing`).
+"""
+
+from acpio.conductor.chain import Chain, ConductorError, Mode
+from acpio.conductor.components import ComponentSpec, Instantiator, Named
+from acpio.conductor.tracing import CallbackSink, ChainTrace, FileSink, MemorySink, TraceSink, TraceWriter
+
+__all__ = [
+    "CallbackSink",
+    "Chain",
+    "ChainTrace",
+    "ComponentSpec",
+    "ConductorError",
+    "FileSink",
+    "Instantiator",
+    "MemorySink",
+    "Mode",
+    "Named",
+    "TraceSink",
+    "TraceWriter",
+]

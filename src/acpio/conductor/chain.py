@@ -1,0 +1,740 @@
+"""The conductor: one ACP endpoint upstream, a chain of proxies (and, in agent mode, an agent) downstream.
+
+::
+
+    conductor = Chain.agent("conductor", [Proxy.builder(), "python proxy.py", "python agent.py"])
+    await conductor.serve(Stdio())                      # or: Client.builder().connect_with(conductor, main)
+
+**Modes.** In *agent mode* the conductor acts as an agent toward its client and owns proxies followed
+by a final agent. In *proxy mode* it acts as a proxy toward its own conductor and owns proxies only:
+the last proxy's successor is the conductor's own successor, so conductors nest.
+
+**Lazy start.** Components are opened (processes spawned, builders started) when the first
+``initialize`` arrives, and an instantiator may choose them from it. The first message must be
+``initialize`` (``_proxy/initialize`` in proxy mode); anything else is answered ``-32600``.
+
+**Routing.** The conductor owns one connection per component; components never talk to each other
+directly. With ``n`` proxies, the client's messages go to proxy 0; what proxy ``i`` sends in a
+``_proxy/successor`` envelope goes, unwrapped, to proxy ``i + 1`` (the last proxy's to the agent as
+plain ACP, or in proxy mode up to the conductor's successor, wrapped); what a component sends
+plainly goes to its predecessor, wrapped in ``_proxy/successor`` when that is a proxy. ``initialize``
+reaches proxies as ``_proxy/initialize`` and the agent as ``initialize``; a proxy that sends
+``_proxy/initialize`` downstream is answered ``-32600``.
+
+* Messages are forwarded raw (never validated into models), from each connection's dispatch loop,
+  so order is kept end to end and unknown fields and ``_meta`` survive.
+* Each request is forwarded as a new request on the next hop, with that hop's own id; its answer
+  goes back to the original request. ``$/cancel_request`` is never forwarded: cancelling a request
+  cancels the request it was forwarded as, hop by hop.
+* A component that ends while the chain runs breaks it: every request from upstream still waiting
+  is answered with an error naming the component (with its exit status and the end of its stderr
+  for a subprocess), then the conductor closes its components and :meth:`Chain.serve` raises
+  :class:`ConductorError`. The same happens if a component cannot be started.
+
+**Tracing.** :meth:`Chain.trace_to` records every logical message between the lanes (see
+:mod:`acpio.conductor.tracing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from acpio.errors import AcpError, InternalError, InvalidRequest, RequestError, TransportError
+from acpio.jsonrpc import (
+    CANCEL_METHOD,
+    Builder,
+    Connection,
+    Dispatch,
+    RequestDispatch,
+    ResponseDispatch,
+    Role,
+    SentRequest,
+    open_transport,
+)
+from acpio.roles import PROXY_INITIALIZE_METHOD, SUCCESSOR_METHOD, Agent, Client, Conductor, Proxy
+from acpio.roles import SuccessorEnvelope as Envelope
+from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.channel import Channel
+
+from .components import ComponentSpec, Instantiator, Member, resolve
+from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc import Responder
+
+__all__ = ["Chain", "ConductorError", "Mode"]
+
+_log = logging.getLogger("acpio.conductor")
+
+#: ``"agent"``: proxies then a final agent; ``"proxy"``: proxies whose successor is the conductor's own.
+Mode = Literal["agent", "proxy"]
+
+_INITIALIZE: Final = "initialize"
+#: The index of the client (the conductor's predecessor) in routing; components are 0, 1, ...
+_CLIENT: Final = -1
+#: The link key of the upstream connection (the client, and in proxy mode the successor too).
+_UPSTREAM: Final = -1
+#: Tables of requests in flight are swept of finished entries when they grow past this size.
+_SWEEP_AT: Final = 256
+#: Seconds to wait for the components to end when the conductor closes (processes have their own limits).
+_CLOSE_LIMIT: Final = 15.0
+
+_CLIENT_PEER: Final = Client()
+_AGENT_PEER: Final = Agent()
+
+#: Conductors served in-process through :meth:`Chain.open`, kept referenced while they run.
+_background: set[asyncio.Task[None]] = set()
+
+
+class ConductorError(AcpError):
+    """The conductor could not go on: a component could not be started, or ended while the chain ran.
+
+    Raised by :meth:`Chain.serve` once the conductor has shut down; the requests that were waiting
+    were answered with :meth:`to_request_error`. ``lane`` and ``component`` say which component
+    (``"Proxy(0)"``, ``"python proxy.py"``), ``stderr_tail`` holds the end of its stderr when it is
+    a subprocess. Fix or replace that component.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        lane: str | None = None,
+        component: str | None = None,
+        exit_code: int | None = None,
+        stderr_tail: str | None = None,
+    ) -> None:
+        self.message = message
+        self.lane = lane
+        self.component = component
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        text = message if not stderr_tail else f"{message}\n--- its stderr (last lines) ---\n{stderr_tail}"
+        super().__init__(text)
+
+    def to_request_error(self) -> RequestError:
+        """The error for the requests this failure leaves unanswered: ``-32603``, details in ``data``."""
+        data: dict[str, Any] = {}
+        if self.lane is not None:
+            data["lane"] = self.lane
+        if self.component is not None:
+            data["component"] = self.component
+        if self.exit_code is not None:
+            data["exitCode"] = self.exit_code
+        if self.stderr_tail is not None:
+            data["stderr"] = self.stderr_tail
+        return InternalError(data or None, message=self.message)
+
+
+class Chain:
+    """A conductor: serves one upstream connection and routes it through its components.
+
+    Make one with :meth:`agent` or :meth:`proxy`; serve it with :meth:`serve`, or pass it wherever a
+    component is accepted (it has :meth:`open`), including to another conductor. Each serve opens
+    its components anew. See the module docstring for what it does.
+    """
+
+    def __init__(self, name: str, mode: Mode, components: Sequence[ComponentSpec] | Instantiator) -> None:
+        if mode not in ("agent", "proxy"):
+            raise ValueError(f"A conductor's mode is 'agent' or 'proxy', not {mode!r}")
+        if isinstance(components, str) or not (isinstance(components, Sequence) or callable(components)):
+            raise TypeError(
+                "A conductor takes a list of components, or an instantiator (a function of the "
+                f"InitializeRequest that returns the list); got {components!r}"
+            )
+        if isinstance(components, Sequence):
+            components = list(components)
+            _check_count(mode, len(components))
+            for component in components:
+                resolve(component)  # fail now, not at the first initialize, on a bad component
+        self.name = name
+        self.mode: Mode = mode
+        self._components = components
+        self._trace_target: Any = None
+
+    @classmethod
+    def agent(cls, name: str, components: Sequence[ComponentSpec] | Instantiator) -> Chain:
+        """An agent-mode conductor: ``components`` are proxies followed by the final agent (at least one)."""
+        return cls(name, "agent", components)
+
+    @classmethod
+    def proxy(cls, name: str, components: Sequence[ComponentSpec] | Instantiator) -> Chain:
+        """A proxy-mode conductor: ``components`` are proxies; the last one's successor is the conductor's."""
+        return cls(name, "proxy", components)
+
+    def __repr__(self) -> str:
+        what = (
+            f"{len(self._components)} components"
+            if isinstance(self._components, list)
+            else "components from an instantiator"
+        )
+        return f"<Chain {self.name!r} {self.mode} mode, {what}>"
+
+    def trace_to(self, target: str | os.PathLike[str] | TraceSink | Any | None) -> Chain:
+        """Record a trace of each run; returns the conductor.
+
+        ``target`` is a path (the file is truncated when a run starts), a :class:`TraceSink` (such
+        as :class:`~acpio.conductor.MemorySink`; it is closed when the run ends), a function called
+        with each event (a dict), or ``None`` to stop tracing.
+        """
+        if not (target is None or isinstance(target, str | os.PathLike | TraceSink) or callable(target)):
+            raise TypeError(
+                f"trace_to() takes a path, a TraceSink, a function of each event, or None; got {target!r}"
+            )
+        self._trace_target = target
+        return self
+
+    async def serve(self, target: Any) -> None:
+        """Serve the upstream connection on ``target`` (a transport or component) until it ends.
+
+        Returns when the upstream input ended and the components were closed. Raises
+        :class:`ConductorError` if a component could not be started or ended on its own (the waiting
+        requests were answered with an error first), ``OSError`` if the trace file cannot be opened.
+        """
+        run = _Run(self, self._new_trace())
+        try:
+            transport = await open_transport(target)
+            role: Role = Agent() if self.mode == "agent" else Proxy()
+            builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
+            await builder.connect_to(_Tap(transport, _UPSTREAM, run))
+        finally:
+            await run.close()
+        if run.failure is not None:
+            raise run.failure
+
+    async def open(self) -> Transport:
+        """Serve this conductor in-process; return the transport that talks to it (the Component protocol).
+
+        Closing that transport ends the run, and waits until the conductor has closed its own
+        components (so a nested conductor's processes are gone when the outer one is done).
+        """
+        ours, theirs = Channel.duplex()
+        task = asyncio.get_running_loop().create_task(
+            self._serve_in_background(ours), name=f"conductor {self.name}"
+        )
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        return _ServedEnd(theirs, task)
+
+    async def _serve_in_background(self, transport: Transport) -> None:
+        try:
+            await self.serve(transport)
+        except ConductorError as exc:
+            _log.warning("Conductor %r stopped: %s", self.name, exc)
+        except Exception:
+            _log.exception("Conductor %r failed", self.name)
+
+    def _new_trace(self) -> ChainTrace | None:
+        target = self._trace_target
+        if target is None:
+            return None
+        sink: TraceSink
+        if isinstance(target, str | os.PathLike):
+            sink = FileSink(target)
+        elif isinstance(target, TraceSink):
+            sink = target
+        else:
+            sink = CallbackSink(target)
+        return ChainTrace(TraceWriter(sink))
+
+    async def _choose(self, request: RequestDispatch) -> list[Member]:
+        """The components for this run: the fixed list, or the instantiator's answer to ``request``."""
+        components = self._components
+        if isinstance(components, list):
+            return [resolve(component) for component in components]
+        from acpio.schema import InitializeRequest
+
+        initialize = request.parse(InitializeRequest)
+        chosen = components(initialize)
+        if inspect.isawaitable(chosen):
+            chosen = await chosen
+        if isinstance(chosen, str) or not isinstance(chosen, Sequence):
+            raise TypeError(f"The instantiator returned {chosen!r}, not a list of components")
+        _check_count(self.mode, len(chosen))
+        return [resolve(component) for component in chosen]
+
+
+class _ServedEnd:
+    """The transport to a conductor served in-process: closing it waits for the run to end."""
+
+    __slots__ = ("channel", "task")
+
+    def __init__(self, channel: Channel, task: asyncio.Task[None]) -> None:
+        self.channel = channel
+        self.task = task
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        return await self.channel.receive()
+
+    def send(self, frame: bytes) -> None:
+        self.channel.send(frame)
+
+    async def drain(self) -> None:
+        await self.channel.drain()
+
+    async def aclose(self) -> None:
+        await self.channel.aclose()
+        await asyncio.wait((self.task,), timeout=_CLOSE_LIMIT)
+
+
+def _check_count(mode: Mode, count: int) -> None:
+    if mode == "agent" and count == 0:
+        raise ValueError(
+            "An agent-mode conductor needs at least one component: the agent (proxies go before it)"
+        )
+
+
+# --- one run ---------------------------------------------------------------------------------------
+
+
+class _Link:
+    """The conductor's connection to one component."""
+
+    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "task", "transport")
+
+    def __init__(self, index: int, lane: str, member: Member, is_agent: bool) -> None:
+        self.index = index
+        self.lane = lane
+        self.member = member
+        self.is_agent = is_agent
+        self.transport: Transport | None = None
+        self.cx: Connection | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.ended = False
+
+    @property
+    def name(self) -> str:
+        return self.member.name
+
+    @property
+    def kind(self) -> str:
+        return "agent" if self.is_agent else "proxy"
+
+
+class _Tap:
+    """A transport wrapper: shows incoming frames to the trace, and reports a component's end."""
+
+    __slots__ = ("inner", "key", "run")
+
+    def __init__(self, inner: Transport, key: int, run: _Run) -> None:
+        self.inner = inner
+        self.key = key
+        self.run = run
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        try:
+            frame = await self.inner.receive()
+        except TransportError as exc:
+            if self.key != _UPSTREAM:
+                self.run.component_ended(self.key, exc)
+            raise
+        if frame is None:
+            if self.key != _UPSTREAM:
+                self.run.component_ended(self.key, None)
+        elif type(frame) is bytes:
+            trace = self.run.trace
+            if trace is not None and trace.expects_responses(self.key):
+                trace.frame_received(self.key, frame)
+        return frame
+
+    def send(self, frame: bytes) -> None:
+        self.inner.send(frame)
+
+    async def drain(self) -> None:
+        await self.inner.drain()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _FromUpstream:
+    """The handler of the upstream connection: everything goes into the chain."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+
+    def accepts(self, message: Dispatch) -> bool:
+        return type(message) is not ResponseDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> None:
+        await self.run.from_upstream(message, cx)
+
+
+class _FromComponent:
+    """The handler of the connection to component ``index``."""
+
+    __slots__ = ("index", "run")
+
+    def __init__(self, run: _Run, index: int) -> None:
+        self.run = run
+        self.index = index
+
+    def accepts(self, message: Dispatch) -> bool:
+        return type(message) is not ResponseDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> None:
+        self.run.from_component(self.index, message)
+
+
+class _Run:
+    """One conductor run: the upstream connection, the component links, and the routing between them."""
+
+    def __init__(self, chain: Chain, trace: ChainTrace | None) -> None:
+        self.chain = chain
+        self.agent_mode = chain.mode == "agent"
+        self.trace = trace
+        self.init_method = _INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
+        self.up: Connection | None = None
+        self.links: list[_Link] = []
+        #: The number of proxies; index ``count`` is the agent (agent mode) or the successor.
+        self.count = 0
+        self.lanes: list[str] = []
+        self.instantiated = False
+        self.failure: ConductorError | None = None
+        self.closing = False
+        #: Responders of requests from upstream, so a broken chain can answer those still waiting.
+        self.waiting: list[Responder[Any]] = []
+        #: Per link: id of a request received there -> the request it was forwarded as.
+        self.forwarded: dict[int, dict[Any, SentRequest[Any]]] = {}
+
+    # --- lanes ----------------------------------------------------------------------------------
+
+    def lane(self, index: int) -> str:
+        if index == _CLIENT:
+            return "Client"
+        return self.lanes[index]
+
+    def _link_of(self, index: int) -> int:
+        """The link a routing index is reached through (the client and the successor share upstream)."""
+        if index == _CLIENT or (index == self.count and not self.agent_mode):
+            return _UPSTREAM
+        return index
+
+    def _lanes_for(self, count: int) -> list[str]:
+        lanes = [f"Proxy({i})" for i in range(count)]
+        lanes.append("Agent" if self.agent_mode else "Successor")
+        return lanes
+
+    # --- starting -------------------------------------------------------------------------------
+
+    async def _instantiate(self, request: RequestDispatch) -> bool:
+        """Choose and open the components; on failure answer ``request`` and stop the conductor."""
+        try:
+            members = await self.chain._choose(request)
+        except RequestError as exc:
+            self._fail_start(
+                request, exc, ConductorError(f"The conductor {self.chain.name!r} refused to start: {exc}")
+            )
+            return False
+        except Exception as exc:
+            error = ConductorError(
+                f"The conductor {self.chain.name!r} could not choose its components: {exc}"
+            )
+            self._fail_start(request, error.to_request_error(), error)
+            return False
+        self.count = len(members) - 1 if self.agent_mode else len(members)
+        self.lanes = self._lanes_for(self.count)
+        self.links = [
+            _Link(i, self.lanes[i], member, self.agent_mode and i == self.count)
+            for i, member in enumerate(members)
+        ]
+        if self.trace is not None:
+            names = [("Client", "client"), *((link.lane, link.name) for link in self.links)]
+            if not self.agent_mode:
+                names.append(("Successor", "successor"))
+            self.trace.lanes(names)
+        for link in self.links:
+            try:
+                await self._start_link(link)
+            except Exception as exc:
+                error = ConductorError(
+                    f"Cannot start the {link.kind} {link.name!r} ({link.lane}): {exc}",
+                    lane=link.lane,
+                    component=link.name,
+                )
+                self._fail_start(request, error.to_request_error(), error)
+                return False
+        self.instantiated = True
+        return True
+
+    async def _start_link(self, link: _Link) -> None:
+        transport = await open_transport(link.member.component)
+        link.transport = transport
+        role: Role = Client() if link.is_agent else Conductor()
+        builder = Builder(role, name=f"{self.chain.name} -> {link.lane} {link.name}")
+        builder.with_handler(_FromComponent(self, link.index))
+        ready: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+
+        async def main(cx: Connection) -> None:
+            ready.set_result(cx)
+            await cx.wait_closed()
+
+        link.task = asyncio.get_running_loop().create_task(
+            self._serve_link(link, builder, _Tap(transport, link.index, self), main),
+            name=f"conductor {self.chain.name} link {link.lane}",
+        )
+        await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            raise ConductorError(f"its connection ended as soon as it was opened ({link.name!r})")
+        link.cx = ready.result()
+
+    async def _serve_link(self, link: _Link, builder: Builder, tap: _Tap, main: Any) -> None:
+        error: BaseException | None = None
+        try:
+            await builder.connect_with(tap, main)
+        except Exception as exc:
+            _log.debug("The link to %s %r ended with an error", link.lane, link.name, exc_info=exc)
+            error = exc
+        finally:
+            self.component_ended(link.index, error)
+
+    def _fail_start(self, request: RequestDispatch, answer: RequestError, error: ConductorError) -> None:
+        request.responder.respond_with_error(answer)
+        if self.failure is None:
+            self.failure = error
+        if self.up is not None:
+            self.up.close()
+
+    # --- routing --------------------------------------------------------------------------------
+
+    async def from_upstream(self, message: Dispatch, cx: Connection) -> None:
+        """Route a request or notification from the client (or, in proxy mode, from the successor)."""
+        self.up = cx
+        from_successor = not self.agent_mode and message.is_from(Agent)
+        method = message.method
+        if method == CANCEL_METHOD:
+            if from_successor:  # a cancellation wrapped by our own conductor: for a request of this link
+                self._cancel_forwarded(_UPSTREAM, message.params)
+            return  # a plain one was applied by the connection to the request it names
+        request = message if type(message) is RequestDispatch else None
+        if request is not None:
+            self._remember(request.responder)
+            if self.failure is not None:
+                request.responder.respond_with_error(self.failure.to_request_error())
+                return
+        if not from_successor and method in (_INITIALIZE, PROXY_INITIALIZE_METHOD):
+            if method != self.init_method:
+                self._refuse_initialize(request)
+                return
+            method = _INITIALIZE
+        if not self.instantiated:
+            if request is None or from_successor or method != _INITIALIZE:
+                self._refuse_initialize(request)
+                return
+            if not await self._instantiate(request):
+                return
+        source = self.count if from_successor else _CLIENT
+        target = self.count - 1 if from_successor else 0
+        self._deliver(source, target, message, method, message.params)
+
+    def _refuse_initialize(self, request: RequestDispatch | None) -> None:
+        if request is None:
+            _log.warning(
+                "Conductor %r: ignoring a notification before `%s`", self.chain.name, self.init_method
+            )
+            return
+        if self.instantiated:
+            other = PROXY_INITIALIZE_METHOD if self.agent_mode else _INITIALIZE
+            message = (
+                f"this conductor runs in {self.chain.mode} mode: initialize it with `{self.init_method}`, "
+                f"not `{other}`"
+            )
+            request.responder.respond_with_error(InvalidRequest(message))
+        else:
+            request.responder.respond_with_error(InvalidRequest(f"expected `{self.init_method}` request"))
+
+    def from_component(self, index: int, message: Dispatch) -> None:
+        """Route a request or notification from component ``index``."""
+        request = message if type(message) is RequestDispatch else None
+        method = message.method
+        if method == CANCEL_METHOD:
+            return  # applied by the connection to the request it names; re-issued hop by hop
+        if request is not None and self.failure is not None:
+            request.responder.respond_with_error(self.failure.to_request_error())
+            return
+        if index < self.count and method == SUCCESSOR_METHOD:
+            envelope = Envelope.from_params(message.params)
+            if envelope is None:
+                reason = (
+                    f"malformed `{SUCCESSOR_METHOD}` envelope: its params need a string `method` and, "
+                    "optionally, `params` (an object or an array)"
+                )
+                if request is not None:
+                    request.responder.respond_with_error(InvalidRequest(reason))
+                else:
+                    _log.warning("%s sent a %s", self.lanes[index], reason)
+                return
+            if envelope.method == CANCEL_METHOD:
+                self._cancel_forwarded(index, envelope.params)
+                return
+            if envelope.method == PROXY_INITIALIZE_METHOD:
+                if request is not None:
+                    request.responder.respond_with_error(
+                        InvalidRequest(
+                            f"`{PROXY_INITIALIZE_METHOD}` requests are only sent by the conductor: a proxy "
+                            f"sends `{_INITIALIZE}` to its successor"
+                        )
+                    )
+                return
+            self._deliver(index, index + 1, message, envelope.method, envelope.params)
+            return
+        self._deliver(index, index - 1, message, method, message.params)
+
+    def _deliver(self, source: int, target: int, message: Dispatch, method: str, params: Any) -> None:
+        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``."""
+        peer: Role | None = None
+        wrap = False
+        if target == _CLIENT:
+            cx = self.up
+            key = _UPSTREAM
+            if not self.agent_mode:
+                peer = _CLIENT_PEER
+        elif target < self.count or self.agent_mode:
+            cx = self.links[target].cx
+            key = target
+            if target < self.count:
+                if source > target:
+                    wrap = True
+                elif method == _INITIALIZE:
+                    method = PROXY_INITIALIZE_METHOD
+        else:  # proxy mode: the conductor's own successor, wrapped by the upstream connection's role
+            cx = self.up
+            key = _UPSTREAM
+            peer = _AGENT_PEER
+        assert cx is not None
+        wire_method, wire_params = (
+            (SUCCESSOR_METHOD, Envelope(method, params).to_params()) if wrap else (method, params)
+        )
+        trace = self.trace
+        if type(message) is not RequestDispatch:
+            try:
+                cx.send_notification_to(peer, wire_method, wire_params)
+            except AcpError as exc:
+                _log.debug("Dropping %r for %s: %s", method, self.lane(target), exc)
+                return
+            if trace is not None:
+                trace.notification(self.lane(source), self.lane(target), method, params)
+            return
+        assert isinstance(message, RequestDispatch)
+        try:
+            sent = cx.send_request_to(peer, wire_method, wire_params)
+        except AcpError as exc:
+            message.responder.respond_with_error(self._unreachable(target, method, exc))
+            return
+        sent.forward_response_to(message.responder)
+        table = self.forwarded.setdefault(self._link_of(source), {})
+        if len(table) >= _SWEEP_AT:
+            for request_id in [rid for rid, s in table.items() if s.done]:
+                del table[request_id]
+        table[message.id] = sent
+        if trace is not None:
+            trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
+
+    def _unreachable(self, target: int, method: str, exc: AcpError) -> RequestError:
+        if self.failure is not None:
+            return self.failure.to_request_error()
+        name = "the client" if target == _CLIENT else f"{self.lane(target)}"
+        if 0 <= target < len(self.links):
+            name = f"the {self.links[target].kind} {self.links[target].name!r} ({self.lane(target)})"
+        return InternalError(
+            {"lane": self.lane(target), "reason": str(exc)},
+            message=f"Cannot forward {method!r} to {name}: {exc}",
+        )
+
+    def _cancel_forwarded(self, key: int, params: Any) -> None:
+        """A wrapped ``$/cancel_request`` from link ``key``: cancel what that request was forwarded as."""
+        request_id = params.get("requestId") if type(params) is dict else None
+        sent = self.forwarded.get(key, {}).get(request_id)
+        if sent is not None:
+            sent.cancel()
+
+    def _remember(self, responder: Responder[Any]) -> None:
+        waiting = self.waiting
+        if len(waiting) >= _SWEEP_AT:
+            waiting[:] = [r for r in waiting if not r.done]
+        waiting.append(responder)
+
+    # --- ending ---------------------------------------------------------------------------------
+
+    def component_ended(self, index: int, error: BaseException | None) -> None:
+        """Component ``index`` ended its connection: unless the conductor is closing, the chain is broken."""
+        link = self.links[index]
+        if link.ended:
+            return
+        link.ended = True
+        if self.closing:
+            return
+        failure = self._ended_error(link, error)
+        _log.debug("Conductor %r: %s", self.chain.name, failure)
+        if self.failure is None:
+            self.failure = failure
+        answer = failure.to_request_error()
+        waiting, self.waiting = self.waiting, []
+        for responder in waiting:
+            if not responder.done:
+                responder.respond_with_error(answer)
+        if self.up is not None:
+            self.up.close()
+
+    def _ended_error(self, link: _Link, error: BaseException | None) -> ConductorError:
+        transport = link.transport
+        returncode: int | None = getattr(transport, "returncode", None)
+        stderr = error.stderr_tail if isinstance(error, TransportError) else None
+        if stderr is None:
+            stderr = getattr(transport, "stderr_tail", None)
+        if isinstance(returncode, int):
+            what = _describe_exit(returncode)
+        elif error is not None:
+            what = f"failed ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+        else:
+            what = "closed its connection"
+        return ConductorError(
+            f"The {link.kind} {link.name!r} ({link.lane}) {what}; the conductor {self.chain.name!r} "
+            "cannot go on without it and is shutting down",
+            lane=link.lane,
+            component=link.name,
+            exit_code=returncode if isinstance(returncode, int) else None,
+            stderr_tail=stderr if isinstance(stderr, str) else None,
+        )
+
+    async def close(self) -> None:
+        """Close every component connection (ending subprocesses) and the trace."""
+        self.closing = True
+        for link in self.links:
+            if link.cx is not None:
+                link.cx.close()
+            elif link.transport is not None and (link.task is None or link.task.done()):
+                await _quietly(link.transport.aclose())
+        tasks = [link.task for link in self.links if link.task is not None]
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_LIMIT)
+            for task in stuck:
+                task.cancel()
+            if stuck:
+                await asyncio.wait(stuck)
+        if self.trace is not None:
+            self.trace.writer.close()
+
+
+async def _quietly(closing: Awaitable[None]) -> None:
+    try:
+        await closing
+    except Exception as exc:
+        _log.debug("Closing a component failed", exc_info=exc)
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with exit code {returncode}"

@@ -1,0 +1,92 @@
+"""What a conductor runs: its components, their names, and how they are chosen.
+
+A *component* is anything a connection can be opened to (a :class:`~acpio.transports.Component`):
+
+* an in-process builder (``Proxy.builder()``, ``Agent.builder()``) or another conductor
+  (:class:`~acpio.conductor.Chain`), connected through an in-process channel;
+* a program to start as a child process: an :class:`~acpio.transports.AcpAgent`, an
+  :class:`~acpio.transports.AgentCommand`, a shell-words string (``"python proxy.py --flag"``, leading
+  ``NAME=value`` words set variables) or JSON config string, or an argv list;
+* any object with ``async open() -> Transport``.
+
+Each has a name, shown in traces and error messages: the command string as given, the builder's or
+conductor's ``name``, or the one set with :class:`Named`.
+
+The component list is either given up front or chosen by an *instantiator* when the client's first
+``initialize`` arrives: a function (plain or async) that receives the
+:class:`~acpio.schema.InitializeRequest` and returns the list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from acpio.schema import InitializeRequest
+
+__all__ = ["ComponentSpec", "Instantiator", "Member", "Named", "resolve"]
+
+#: A component as a conductor accepts it (see the module docstring).
+ComponentSpec: TypeAlias = Any
+
+#: Chooses the components from the client's first ``initialize`` request (plain or async).
+Instantiator: TypeAlias = Callable[
+    ["InitializeRequest"], "Sequence[ComponentSpec] | Awaitable[Sequence[ComponentSpec]]"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A component with the name a conductor shows for it in traces and errors.
+
+    ``Named("arrow", AcpAgent(["python", "arrow_proxy.py"]))``; without it, a command is named by its
+    command string and a builder by its ``name``.
+    """
+
+    #: The name shown for the component.
+    name: str
+    #: The component itself (any form listed in the module docstring).
+    component: ComponentSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One resolved component of a chain: its name and the object opened to connect to it."""
+
+    #: The name shown in traces and errors.
+    name: str
+    #: Something with ``async open() -> Transport`` (or a transport, used as it is).
+    component: Any
+
+
+def resolve(spec: ComponentSpec) -> Member:
+    """The :class:`Member` for ``spec``; a command becomes an :class:`~acpio.transports.AcpAgent`.
+
+    Raises ``ValueError`` for a command that cannot be parsed (the message says why) and
+    ``TypeError`` for an object that is no component.
+    """
+    from acpio.transports.base import Transport
+    from acpio.transports.commands import AgentCommand
+    from acpio.transports.subprocess import AcpAgent
+
+    if isinstance(spec, Named):
+        return Member(spec.name, resolve(spec.component).component)
+    if isinstance(spec, str):
+        return Member(spec.strip(), AcpAgent(AgentCommand.from_string(spec)))
+    if isinstance(spec, AgentCommand):
+        return Member(spec.display(), AcpAgent(spec))
+    if isinstance(spec, AcpAgent):
+        return Member(spec.command.display(), spec)
+    if isinstance(spec, list | tuple) and all(isinstance(word, str) for word in spec):
+        command = AgentCommand.parse(list(spec))
+        return Member(command.display(), AcpAgent(command))
+    if callable(getattr(spec, "open", None)) or isinstance(spec, Transport):
+        name = getattr(spec, "name", None)
+        return Member(name if isinstance(name, str) and name else type(spec).__name__, spec)
+    raise TypeError(
+        f"{spec!r} is not a conductor component: give a builder (Proxy.builder(), Agent.builder()), "
+        "a Chain, an AcpAgent, a command string such as 'python proxy.py', an argv list, or an object "
+        "with 'async open() -> Transport'"
+    )

@@ -1,0 +1,292 @@
+"""The conductor's trace: every ACP message between the client, each proxy and the agent, as NDJSON.
+
+A trace is newline-delimited JSON, one event per line. It follows the Rust SDK's conductor trace
+format (``request``, ``response`` and ``notification`` events), with these differences: the final
+agent is the lane ``"Agent"`` and the traffic to it is recorded; ``session`` is filled in whenever
+the message carries a ``sessionId`` (a response gets its request's session, or the ``sessionId`` of
+its result); responses carry their request's ``method``; and a ``lanes`` event, written first, maps
+each lane to a human name::
+
+    {"type":"lanes","ts":0.0,"lanes":[{"lane":"Client","name":"client"},{"lane":"Agent","name":"..."}]}
+    {"type":"request","ts":0.01,"protocol":"acp","from":"Client","to":"Agent","id":1,"method":"...",
+     "params":{...},"session":"s1"}
+    {"type":"response","ts":0.02,"from":"Agent","to":"Client","id":1,"method":"...","is_error":false,
+     "payload":{...},"session":"s1"}
+    {"type":"notification","ts":0.015,"protocol":"acp","from":"Agent","to":"Client","method":"...",
+     "params":{...},"session":"s1"}
+
+* ``ts``: seconds since the trace started (monotonic clock).
+* ``from``/``to``: ``"Client"``, ``"Proxy(0)"``, ``"Proxy(1)"``... and ``"Agent"`` (agent mode) or
+  ``"Successor"`` (proxy mode: the conductor's own successor).
+* ``method``/``params``: the logical message, ``_proxy/successor`` envelopes unwrapped;
+  ``_proxy/initialize`` is recorded as such (it is what the proxy received).
+* ``id``: the JSON-RPC id on the hop, as the receiving side sees it; a response has its request's id.
+* ``payload``: the result, or the error object ``{code, message, data?}`` when ``is_error``.
+
+Events go to a *sink*: :class:`FileSink` (the file is truncated when the conductor starts, each line
+is flushed as written), :class:`MemorySink` (a list, for tests) or :class:`CallbackSink` (a function
+called with each event). Tracing never breaks the conductor: the first write error is reported
+once on stderr and tracing stops.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol, runtime_checkable
+
+import orjson
+
+__all__ = ["CallbackSink", "ChainTrace", "FileSink", "MemorySink", "TraceSink", "TraceWriter"]
+
+#: The ``protocol`` of every event this writer records (MCP-over-ACP would be ``"mcp"``).
+_ACP = "acp"
+
+
+@runtime_checkable
+class TraceSink(Protocol):
+    """Where trace events go: ``write`` takes one event (a JSON object), ``close`` ends the trace."""
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        """Record one event; raising stops tracing (the error is reported once)."""
+        ...
+
+    def close(self) -> None:
+        """The trace is over: release what the sink holds."""
+        ...
+
+
+class FileSink:
+    """Writes events to a file as NDJSON, one flushed line per event.
+
+    The file is created, or truncated, when the sink is made (when the conductor starts).
+    Raises ``OSError`` if it cannot be opened.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file: BinaryIO | None = self.path.open("wb")
+
+    def __repr__(self) -> str:
+        return f"FileSink({str(self.path)!r})"
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        """Append one line and flush it."""
+        if self._file is None:
+            raise ValueError(f"The trace file {str(self.path)!r} is closed")
+        self._file.write(orjson.dumps(event) + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file (calling it again does nothing)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class MemorySink:
+    """Keeps events in :attr:`events`, in order: for tests and for a live view in the same process."""
+
+    def __init__(self) -> None:
+        #: The events recorded so far.
+        self.events: list[dict[str, Any]] = []
+
+    def __repr__(self) -> str:
+        return f"MemorySink({len(self.events)} events)"
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        """Append a copy of ``event``."""
+        self.events.append(dict(event))
+
+    def close(self) -> None:
+        """Nothing to release: the events stay readable."""
+
+
+class CallbackSink:
+    """Calls ``callback(event)`` for each event (``event`` is a fresh dict the callback may keep)."""
+
+    def __init__(self, callback: Callable[[dict[str, Any]], object]) -> None:
+        self.callback = callback
+
+    def __repr__(self) -> str:
+        return f"CallbackSink({self.callback!r})"
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        """Pass the event on."""
+        self.callback(dict(event))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class TraceWriter:
+    """Stamps events with ``ts`` and hands them to a sink; stops for good at the first sink error.
+
+    The clock starts when the writer is made. A failing sink is reported once on stderr, then
+    every later event is dropped: the conductor never fails because of its trace.
+    """
+
+    def __init__(self, sink: TraceSink) -> None:
+        self.sink = sink
+        self._start = time.monotonic()
+        self._active = True
+
+    def __repr__(self) -> str:
+        return f"TraceWriter({self.sink!r}{'' if self._active else ', stopped'})"
+
+    @property
+    def active(self) -> bool:
+        """Whether events are still written (false after a sink error or :meth:`close`)."""
+        return self._active
+
+    def now(self) -> float:
+        """Seconds since the trace started."""
+        return round(time.monotonic() - self._start, 6)
+
+    def write(self, event: dict[str, Any]) -> None:
+        """Give ``event`` (whose ``ts`` the caller set with :meth:`now`) to the sink."""
+        if not self._active:
+            return
+        try:
+            self.sink.write(event)
+        except Exception as exc:
+            self._active = False
+            print(
+                f"acpio conductor: tracing stopped, the trace sink {self.sink!r} failed: {exc}",
+                file=sys.stderr,
+            )
+
+    def close(self) -> None:
+        """Stop writing and close the sink (a failure to close is reported like a write error)."""
+        was_active, self._active = self._active, False
+        try:
+            self.sink.close()
+        except Exception as exc:
+            if was_active:
+                print(f"acpio conductor: closing the trace sink {self.sink!r} failed: {exc}", file=sys.stderr)
+
+
+def _session_of(params: Any) -> str | None:
+    if type(params) is dict:
+        session = params.get("sessionId")
+        if type(session) is str:
+            return session
+    return None
+
+
+class ChainTrace:
+    """The trace of one conductor run: records what it forwards, and pairs responses with requests.
+
+    The conductor calls :meth:`request` and :meth:`notification` as it delivers each logical message
+    (with the lanes it goes between), and :meth:`frame_received` with every frame a link brings in,
+    from which the responses to recorded requests are picked out. A *link* is any hashable key
+    naming one physical connection; request ids are unique per link.
+    """
+
+    def __init__(self, writer: TraceWriter) -> None:
+        self.writer = writer
+        #: Requests recorded and not yet answered, per link: id -> (from, to, method, session).
+        self._pending: dict[object, dict[Any, tuple[str, str, str, str | None]]] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether events are still recorded."""
+        return self.writer.active
+
+    def lanes(self, lanes: Sequence[tuple[str, str]]) -> None:
+        """Write the ``lanes`` event: each lane (``"Proxy(0)"``) with its human name."""
+        self.writer.write(
+            {
+                "type": "lanes",
+                "ts": self.writer.now(),
+                "lanes": [{"lane": lane, "name": name} for lane, name in lanes],
+            }
+        )
+
+    def request(
+        self, link: object, request_id: Any, source: str, target: str, method: str, params: Any
+    ) -> None:
+        """Record a request delivered to ``target`` with ``request_id`` on ``link``."""
+        if not self.writer.active:
+            return
+        session = _session_of(params)
+        event: dict[str, Any] = {
+            "type": "request",
+            "ts": self.writer.now(),
+            "protocol": _ACP,
+            "from": source,
+            "to": target,
+            "id": request_id,
+            "method": method,
+            "params": params,
+        }
+        if session is not None:
+            event["session"] = session
+        self._pending.setdefault(link, {})[request_id] = (source, target, method, session)
+        self.writer.write(event)
+
+    def notification(self, source: str, target: str, method: str, params: Any) -> None:
+        """Record a notification delivered to ``target``."""
+        if not self.writer.active:
+            return
+        event: dict[str, Any] = {
+            "type": "notification",
+            "ts": self.writer.now(),
+            "protocol": _ACP,
+            "from": source,
+            "to": target,
+            "method": method,
+            "params": params,
+        }
+        session = _session_of(params)
+        if session is not None:
+            event["session"] = session
+        self.writer.write(event)
+
+    def expects_responses(self, link: object) -> bool:
+        """Whether a request recorded on ``link`` still waits (a cheap check before decoding frames)."""
+        return bool(self._pending.get(link)) and self.writer.active
+
+    def frame_received(self, link: object, frame: bytes) -> None:
+        """Look in a frame that arrived on ``link`` for responses to recorded requests; record them."""
+        try:
+            value = orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            return
+        if type(value) is list:
+            for entry in value:
+                self._maybe_response(link, entry)
+        else:
+            self._maybe_response(link, value)
+
+    def _maybe_response(self, link: object, message: Any) -> None:
+        if type(message) is not dict or "method" in message or "id" not in message:
+            return
+        is_error = "error" in message
+        if not is_error and "result" not in message:
+            return
+        pending = self._pending.get(link)
+        request_id = message["id"]
+        found = pending.pop(request_id, None) if pending and type(request_id) in (int, str) else None
+        if found is None:
+            return
+        source, target, method, session = found
+        payload = message["error"] if is_error else message["result"]
+        if session is None and not is_error:
+            session = _session_of(payload)
+        event: dict[str, Any] = {
+            "type": "response",
+            "ts": self.writer.now(),
+            "from": target,
+            "to": source,
+            "id": request_id,
+            "method": method,
+            "is_error": is_error,
+            "payload": payload,
+        }
+        if session is not None:
+            event["session"] = session
+        self.writer.write(event)

@@ -1,0 +1,212 @@
+"""Helpers for the conductor tests: run a chain, drive it from a client, record component links."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from acpio import Client, Proxy
+from acpio import schema as acp
+from acpio.conductor import Chain
+from acpio.jsonrpc import Builder, Connection, Dispatch, ResponseDispatch, Unhandled, open_transport
+from acpio.testing import WirePeer
+from acpio.transports import Channel, OversizedFrame, Transport
+
+T = TypeVar("T")
+
+#: Every wait in these tests is bounded by this many seconds.
+TIMEOUT = 20.0
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+ARROW = f"{PYTHON} {ROOT / 'examples' / 'arrow_proxy.py'}"
+LOGGING = f"{PYTHON} {ROOT / 'examples' / 'logging_proxy.py'}"
+SCRIPTED_AGENT = f"{PYTHON} {HERE / 'scripted_agent.py'}"
+CRASH_PROXY = f"{PYTHON} {HERE / 'crash_proxy.py'}"
+
+
+def load_example(name: str) -> Any:
+    """Import ``examples/<name>.py`` as a module (its builder is then usable in-process)."""
+    spec = importlib.util.spec_from_file_location(f"acpio_example_{name}", ROOT / "examples" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def arrow_proxy() -> Builder:
+    """The example arrow proxy, in-process."""
+    return load_example("arrow_proxy").app  # type: ignore[no-any-return]
+
+
+async def run_client(chain: Chain, main: Callable[[Any], Awaitable[T]], client: Builder | None = None) -> T:
+    """Serve ``chain``, run ``main(cx)`` on a client connected to it, close; raise what ``serve`` raised."""
+    ours, theirs = Channel.duplex()
+    served = asyncio.create_task(chain.serve(ours))
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            result = await (client if client is not None else Client.builder()).connect_with(theirs, main)
+    finally:
+        await theirs.aclose()
+        async with asyncio.timeout(TIMEOUT):
+            await served
+    return result
+
+
+async def prompt_text(cx: Any, text: str, *, meta: dict[str, Any] | None = None) -> str:
+    """Initialize, open a session and send one prompt; the text the agent streamed back."""
+    await cx.send_request(acp.InitializeRequest(protocol_version=1))
+    async with cx.build_session(Path.cwd()).start_session() as session:
+        session.send_prompt(text, meta=meta)
+        return await session.read_to_string()  # type: ignore[no-any-return]
+
+
+def recording_proxy(log: list[tuple[str, Any]], name: str = "recording-proxy") -> Builder:
+    """A pass-through proxy that records ``(method, params)`` of what it receives from either side."""
+    app = Proxy.builder(name=name)
+
+    @app.on_dispatch
+    async def record(message: Dispatch, cx: Connection) -> Unhandled:
+        if not isinstance(message, ResponseDispatch):
+            log.append((message.method, message.params))
+        return Unhandled(message)
+
+    return app
+
+
+class Recorded:
+    """A component whose link to the conductor is recorded, decoded: ``to`` (what the conductor sent
+    it) and ``came`` (what it sent the conductor)."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self.inner = inner
+        self.name = name
+        self.to: list[Any] = []
+        self.came: list[Any] = []
+
+    async def open(self) -> Transport:
+        return _Recording(await open_transport(self.inner), self)
+
+    def frames_to(self, method: str) -> list[Any]:
+        return [m for m in self.to if isinstance(m, dict) and m.get("method") == method]
+
+    def frames_from(self, method: str) -> list[Any]:
+        return [m for m in self.came if isinstance(m, dict) and m.get("method") == method]
+
+
+class _Recording:
+    def __init__(self, inner: Transport, record: Recorded) -> None:
+        self.inner = inner
+        self.record = record
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        frame = await self.inner.receive()
+        if isinstance(frame, bytes):
+            self.record.came.append(orjson.loads(frame))
+        return frame
+
+    def send(self, frame: bytes) -> None:
+        self.record.to.append(orjson.loads(frame))
+        self.inner.send(frame)
+
+    async def drain(self) -> None:
+        await self.inner.drain()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RawComponent:
+    """A component played by the test itself through a :class:`WirePeer` (for exact wire checks).
+
+    ``peer`` exists once the conductor opened the component (``await opened.wait()``).
+    """
+
+    def __init__(self, name: str = "raw") -> None:
+        self.name = name
+        self.peer: WirePeer | None = None
+        self.opened = asyncio.Event()
+
+    async def open(self) -> Transport:
+        ours, theirs = Channel.duplex()
+        self.peer = Peer(ours, timeout=TIMEOUT)
+        self.opened.set()
+        return theirs
+
+    async def wait_peer(self) -> Peer:
+        async with asyncio.timeout(TIMEOUT):
+            await self.opened.wait()
+        assert self.peer is not None
+        return self.peer
+
+
+@asynccontextmanager
+async def raw_client(chain: Chain) -> AsyncIterator[Peer]:
+    """Serve ``chain`` with the test as its raw client; on exit close and wait for the end of the run."""
+    ours, theirs = Channel.duplex()
+    served = asyncio.create_task(chain.serve(ours))
+    peer = Peer(theirs, timeout=TIMEOUT)
+    try:
+        yield peer
+    finally:
+        await peer.close()
+        async with asyncio.timeout(TIMEOUT):
+            await served
+
+
+class Peer(WirePeer):
+    """A raw peer with helpers for requests and for skipping to the frame one waits for."""
+
+    _next_id = 0
+
+    def request(self, method: str, params: Any = None, request_id: Any = None) -> Any:
+        if request_id is None:
+            self._next_id += 1
+            request_id = self._next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def respond(self, request_id: Any, result: Any) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def until(self, match: Callable[[Any], bool], seen: list[Any] | None = None) -> Any:
+        """The next frame ``match`` accepts; the frames skipped on the way go to ``seen``."""
+        while True:
+            frame = await self.recv()
+            if match(frame):
+                return frame
+            if seen is not None:
+                seen.append(frame)
+
+    async def answer_to(self, request_id: Any, seen: list[Any] | None = None) -> Any:
+        """The response to our request ``request_id``."""
+        return await self.until(lambda f: "method" not in f and f.get("id") == request_id, seen)
+
+    async def request_for(self, method: str, seen: list[Any] | None = None) -> Any:
+        """The next request or notification with ``method``."""
+        return await self.until(lambda f: f.get("method") == method, seen)
+
+
+def successor(method: str, params: Any = None) -> dict[str, Any]:
+    """The params of a ``_proxy/successor`` envelope for ``method``/``params``."""
+    envelope: dict[str, Any] = {"method": method}
+    if params is not None:
+        envelope["params"] = params
+    return envelope
