@@ -1,0 +1,154 @@
+"""``acpio prompt``: send one prompt to an agent and show the turn as it happens.
+
+::
+
+    acpio prompt --agent "acpio testy" "Hello there"
+    acpio prompt --agent "npx @zed-industries/claude-code-acp" --cwd ~/project --allow "Fix the failing test"
+    acpio prompt --agent "acpio testy" --session testy-1 "And now?"
+    echo "Summarise README.md" | acpio prompt --agent "..." --json -
+
+See ``docs/prompt.md`` for what is shown, what the agent may do, and the exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+_DESCRIPTION = """\
+Start an ACP agent, open a session (or continue one with --session), send one prompt and show the
+turn as it happens: the agent's text streamed, thoughts set apart, tool calls with their status,
+plans as checklists, diffs, then the stop reason. The agent's file reads and writes are served
+inside --cwd only, its terminal commands run as real processes, and its permission requests are
+answered by --allow, --deny or --ask. Ctrl-C cancels the turn; a second Ctrl-C stops at once.
+
+exit codes: 0 end_turn; 2 usage mistake; 3 the agent could not start or exited; 4 the agent answered
+with an error; 5 the turn stopped for another reason (max_tokens, max_turn_requests, refusal);
+130 cancelled."""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``prompt`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "prompt",
+        help="send one prompt to an agent and show the turn",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="the prompt (several words are joined with spaces); '-' reads it from stdin",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="CMD",
+        default=os.environ.get("ACPIO_AGENT"),
+        help="the agent command: shell words ('npx my-agent --flag', leading NAME=value words set "
+        'variables) or JSON ({"command": ..., "args": [...], "env": {...}}); default: $ACPIO_AGENT',
+    )
+    parser.add_argument(
+        "--cwd",
+        metavar="DIR",
+        default=".",
+        help="the session's working directory; the agent may read and write files only inside it "
+        "(default: the current directory)",
+    )
+    parser.add_argument(
+        "--session", metavar="ID", help="continue this session (session/load, or session/resume)"
+    )
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument(
+        "--allow",
+        dest="permissions",
+        action="store_const",
+        const="allow",
+        help="grant every permission request",
+    )
+    policy.add_argument(
+        "--deny",
+        dest="permissions",
+        action="store_const",
+        const="deny",
+        help="refuse every permission request",
+    )
+    policy.add_argument(
+        "--ask",
+        dest="permissions",
+        action="store_const",
+        const="ask",
+        help="ask on the terminal (the default when stdin is a terminal; otherwise --deny is)",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help="print every ACP message of the connection as a JSON line instead of the rendered turn",
+    )
+    output.add_argument(
+        "--color",
+        dest="color",
+        action="store_true",
+        default=None,
+        help="colours and in-place updates even when stdout is not a terminal",
+    )
+    output.add_argument(
+        "--no-color",
+        dest="color",
+        action="store_false",
+        help="plain text even on a terminal (also: the NO_COLOR environment variable)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``acpio prompt``."""
+    import asyncio
+    from pathlib import Path
+
+    from acpio.cli import CliError
+    from acpio.oneshot import PolicyName, PromptFailed, PromptOptions, run_prompt
+    from acpio.transports import AgentCommand
+
+    if not args.agent:
+        raise CliError("no agent: give its command with --agent CMD (or set ACPIO_AGENT)")
+    try:
+        agent = AgentCommand.from_string(args.agent)
+    except ValueError as exc:
+        raise CliError(f"--agent: {exc}") from exc
+    cwd = Path(args.cwd).expanduser()
+    if not cwd.is_dir():
+        raise CliError(f"--cwd {args.cwd}: no such directory")
+    from_stdin = args.text == ["-"]
+    text = sys.stdin.read() if from_stdin else " ".join(args.text)
+    if not text.strip():
+        raise CliError("no prompt: give its text after the options, or '-' to read it from stdin")
+    permissions: PolicyName = args.permissions or ("ask" if not from_stdin and sys.stdin.isatty() else "deny")
+    options = PromptOptions(
+        agent=agent,
+        prompt=text,
+        cwd=cwd.resolve(),
+        session_id=args.session,
+        permissions=permissions,
+        output=_output_mode(args),
+        answers_from_terminal=from_stdin,
+    )
+    try:
+        return asyncio.run(run_prompt(options))
+    except PromptFailed as exc:
+        raise CliError(exc.message, code=exc.exit_code) from exc
+
+
+def _output_mode(args: argparse.Namespace) -> Any:
+    if args.json:
+        return "json"
+    if args.color is not None:
+        return "rich" if args.color else "plain"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return "plain"
+    return "rich" if sys.stdout.isatty() else "plain"

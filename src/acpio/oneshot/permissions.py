@@ -1,0 +1,223 @@
+"""Answering ``session/request_permission``: always allow, always deny, or ask the person.
+
+A policy turns the agent's request into an outcome (an option it offered, or ``cancelled``):
+
+* :class:`AllowPolicy` (``--allow``) picks the ``allow_once`` option (else ``allow_always``; a request
+  that offers no allow option gets its reject option);
+* :class:`DenyPolicy` (``--deny``) picks ``reject_once`` (else ``reject_always``, else ``cancelled``);
+* :class:`AskPolicy` (``--ask``) shows the request and its options and reads the answer, a line
+  from the terminal or stdin (:class:`LineInput`), without blocking the event loop: an option
+  number, its id, its name, ``y``/``n``. End of input counts as a refusal.
+
+Cancelling the turn is not a policy's business: the caller answers ``cancelled`` on its own once
+the turn is cancelled (the spec's rule), abandoning a question still on screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Final, Protocol, TextIO, TypeAlias
+
+from acpio.schema import (
+    CancelledPermissionOutcome,
+    PermissionOption,
+    PermissionOptionKind,
+    RequestPermissionRequest,
+    SelectedPermissionOutcome,
+)
+
+__all__ = [
+    "AllowPolicy",
+    "AskPolicy",
+    "DenyPolicy",
+    "LineInput",
+    "Outcome",
+    "PermissionPolicy",
+    "describe_request",
+    "parse_answer",
+    "pick_option",
+]
+
+#: What a policy answers: one of the offered options, or ``cancelled``.
+Outcome: TypeAlias = SelectedPermissionOutcome | CancelledPermissionOutcome
+
+_ALLOW: Final = (PermissionOptionKind.ALLOW_ONCE, PermissionOptionKind.ALLOW_ALWAYS)
+_REJECT: Final = (PermissionOptionKind.REJECT_ONCE, PermissionOptionKind.REJECT_ALWAYS)
+_READ_SIZE: Final = 4096
+
+
+class PermissionPolicy(Protocol):
+    """Decides a permission request: ``await policy.decide(request)`` gives the outcome to send."""
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The outcome for ``request``."""
+        ...
+
+
+def pick_option(options: Sequence[PermissionOption], kinds: Sequence[str]) -> PermissionOption | None:
+    """The first option whose kind is ``kinds[0]``, else ``kinds[1]``...; ``None`` if none matches."""
+    for kind in kinds:
+        for option in options:
+            if option.kind == kind:
+                return option
+    return None
+
+
+def _selected(option: PermissionOption) -> SelectedPermissionOutcome:
+    return SelectedPermissionOutcome(option_id=option.option_id)
+
+
+def describe_request(request: RequestPermissionRequest) -> str:
+    """A short description of what the agent asks to do: the tool call's title (or its id)."""
+    tool_call = request.tool_call
+    return tool_call.title or f"tool call {tool_call.tool_call_id}"
+
+
+class AllowPolicy:
+    """``--allow``: approve every request once (``allow_once``, else ``allow_always``)."""
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The allow option; the reject option when none is offered; else ``cancelled``."""
+        option = pick_option(request.options, _ALLOW) or pick_option(request.options, _REJECT)
+        return _selected(option) if option is not None else CancelledPermissionOutcome()
+
+
+class DenyPolicy:
+    """``--deny``: refuse every request (``reject_once``, else ``reject_always``)."""
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The reject option; ``cancelled`` when the agent offered none."""
+        option = pick_option(request.options, _REJECT)
+        return _selected(option) if option is not None else CancelledPermissionOutcome()
+
+
+def parse_answer(answer: str, options: Sequence[PermissionOption]) -> PermissionOption | None:
+    """The option a typed answer names: its number (1-based), id, name or kind, or ``y``/``n``.
+
+    ``y``/``yes`` means allow once (else always), ``n``/``no`` reject once (else always),
+    ``a``/``always`` allow always. ``None`` when the answer names no offered option.
+    """
+    text = answer.strip().casefold()
+    if not text:
+        return None
+    if text.isdigit():
+        index = int(text)
+        return options[index - 1] if 1 <= index <= len(options) else None
+    for option in options:
+        if text in (option.option_id.casefold(), option.name.strip().casefold(), str(option.kind)):
+            return option
+    if text in ("y", "yes"):
+        return pick_option(options, _ALLOW)
+    if text in ("n", "no"):
+        return pick_option(options, _REJECT)
+    if text in ("a", "always"):
+        return pick_option(options, (PermissionOptionKind.ALLOW_ALWAYS,))
+    return None
+
+
+class LineInput:
+    """Lines typed by a person, read from a file descriptor without blocking the event loop.
+
+    The descriptor is watched with ``loop.add_reader`` and read only when it has data, so a
+    pending :meth:`readline` can be cancelled at any time (no thread stays blocked on it). A regular
+    file (``< answers.txt``) is read directly.
+    """
+
+    def __init__(self, fd: int, *, name: str, owned: bool = False) -> None:
+        self._fd = fd
+        self.name = name
+        self._owned = owned
+        self._buffer = bytearray()
+        self._eof = False
+
+    def __repr__(self) -> str:
+        return f"<LineInput {self.name}>"
+
+    @classmethod
+    def stdin(cls) -> LineInput:
+        """Read from standard input (not closed by :meth:`close`)."""
+        return cls(sys.stdin.fileno(), name="stdin")
+
+    @classmethod
+    def terminal(cls) -> LineInput:
+        """Read from the controlling terminal, ``/dev/tty``; raises ``OSError`` when there is none."""
+        return cls(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY), name="/dev/tty", owned=True)
+
+    async def readline(self) -> str | None:
+        """The next line, without its line ending; ``None`` at the end of input."""
+        while b"\n" not in self._buffer and not self._eof:
+            chunk = await self._read()
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+        if not self._buffer:
+            return None
+        line, _, rest = bytes(self._buffer).partition(b"\n")
+        self._buffer = bytearray(rest)
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+    async def _read(self) -> bytes:
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        try:
+            loop.add_reader(self._fd, wake)
+        except PermissionError:  # a regular file: it never blocks, and epoll cannot watch it
+            return os.read(self._fd, _READ_SIZE)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(self._fd)
+        try:
+            return os.read(self._fd, _READ_SIZE)
+        except BlockingIOError:
+            return await self._read()
+
+    def close(self) -> None:
+        """Close the descriptor if this object opened it (``/dev/tty``)."""
+        if self._owned:
+            self._owned = False
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+
+
+class AskPolicy:
+    """``--ask``: show the request on ``output`` and read the person's choice from ``answers``."""
+
+    def __init__(self, answers: LineInput, output: TextIO) -> None:
+        self._answers = answers
+        self._output = output
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        """Ask until the answer names an option; end of input refuses (reject option, else ``cancelled``)."""
+        options = request.options
+        if not options:
+            return CancelledPermissionOutcome()
+        out = self._output
+        kind = request.tool_call.kind
+        about = f" ({kind})" if kind else ""
+        lines = [f"The agent asks for permission: {describe_request(request)}{about}"]
+        lines += [f"  {number}) {option.name}" for number, option in enumerate(options, 1)]
+        out.write("\n".join(lines) + "\n")
+        while True:
+            out.write(f"Choose 1-{len(options)} (or y/n): ")
+            out.flush()
+            answer = await self._answers.readline()
+            if answer is None:
+                out.write(f"\nNo answer (end of {self._answers.name}): refusing.\n")
+                out.flush()
+                option = pick_option(options, _REJECT)
+                return _selected(option) if option is not None else CancelledPermissionOutcome()
+            option = parse_answer(answer, options)
+            if option is not None:
+                return _selected(option)
+            out.write(f"{answer.strip()!r} is not one of the choices.\n")

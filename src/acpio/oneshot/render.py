@@ -1,0 +1,528 @@
+"""Showing a prompt turn to a person: plain text for pipes, rich text for terminals, or JSON lines.
+
+Every renderer takes the same calls from the prompt flow (:class:`Renderer`): the session's
+updates as they arrive, the permission decisions, the agent's requests answered with an error,
+and the stop reason. :class:`PlainRenderer` writes text without colour (stdout is a pipe or a file);
+:class:`~acpio.oneshot.render_rich.RichRenderer` (in its own module, the only one importing
+``rich``) colours and updates in place on a terminal; :class:`JsonLinesRenderer` ignores them all
+and instead writes every JSON-RPC message that crosses the connection (see :meth:`JsonLinesRenderer.record`).
+
+What a turn looks like in plain text::
+
+    > Let me look at the file first.
+    [pending] Read notes.txt (read)
+    [completed] Read notes.txt (read)
+        first line of notes.txt
+    Plan:
+      [x] Read the notes
+      [>] Fix the typo
+      [ ] Run the tests
+    The typo is fixed.
+    [stop reason: end_turn]
+
+Thoughts are prefixed ``> ``; tool calls get one status line per change of status, and their
+content (text, a unified diff of the edit, the command's output) once they end; a plan is
+printed whole at each update (the agent always sends the full plan).
+"""
+
+from __future__ import annotations
+
+import difflib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Literal, Protocol, TextIO, TypeAlias
+
+import orjson
+
+from acpio.oneshot.permissions import Outcome, describe_request
+from acpio.oneshot.terminals import TerminalSnapshot
+from acpio.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AudioContent,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    Content,
+    CurrentModeUpdate,
+    Diff,
+    EmbeddedResource,
+    ImageContent,
+    Plan,
+    PlanEntry,
+    RequestPermissionRequest,
+    ResourceLink,
+    SelectedPermissionOutcome,
+    SessionInfoUpdate,
+    SessionUpdate,
+    Terminal,
+    TextContent,
+    ToolCall,
+    ToolCallUpdate,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+__all__ = [
+    "MAX_CONTENT_LINES",
+    "Direction",
+    "JsonLinesRenderer",
+    "Line",
+    "PlainRenderer",
+    "Renderer",
+    "Segment",
+    "TerminalLookup",
+    "TextRenderer",
+    "describe_update",
+    "diff_lines",
+]
+
+#: Which way a recorded message went: ``"send"`` (to the agent) or ``"recv"`` (from it).
+Direction: TypeAlias = Literal["send", "recv"]
+#: A piece of text and the name of its style (``"diff.add"``, ``"tool.failed"``...).
+Segment: TypeAlias = tuple[str, str]
+#: One line of output: its segments, without the line ending.
+Line: TypeAlias = list[Segment]
+#: How a renderer finds what a terminal showed: the client's :meth:`Terminals.snapshot`.
+TerminalLookup: TypeAlias = Callable[[str], TerminalSnapshot | None]
+
+#: At most this many lines of a tool call's text content, a diff or a command's output are shown.
+MAX_CONTENT_LINES: Final = 40
+_FINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+_SHOW_CONTENT: Final = frozenset({"completed", "failed"})
+
+
+class Renderer(Protocol):
+    """What the prompt flow tells a renderer, in the order things happen."""
+
+    def update(self, update: SessionUpdate, *, history: bool = False) -> None:
+        """Show a ``session/update``; ``history`` marks one replayed by ``session/load``."""
+        ...
+
+    def begin_history(self, session_id: str) -> None:
+        """The replayed history of ``session_id`` follows (``session/load``)."""
+        ...
+
+    def end_history(self) -> None:
+        """The replayed history is over."""
+        ...
+
+    def permission(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
+        """The answer given to a ``session/request_permission``."""
+        ...
+
+    def request_failed(self, method: str, message: str) -> None:
+        """The agent's ``method`` request was answered with an error saying ``message``."""
+        ...
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """The agent answered ``session/prompt`` with ``stop_reason``."""
+        ...
+
+    def settle(self) -> None:
+        """Finish the current line (and any in-place display) before something else writes to the screen."""
+        ...
+
+    def close(self) -> None:
+        """The run is over: flush."""
+        ...
+
+
+@dataclass(slots=True)
+class _Tool:
+    """What is known of one tool call: the latest value of each field, merged from its updates."""
+
+    tool_call_id: str
+    title: str
+    kind: str | None = None
+    status: str = "pending"
+    content: list[Any] = field(default_factory=list)
+    shown: tuple[str, str] | None = None
+    content_shown: bool = False
+
+
+class TextRenderer(ABC):
+    """The logic shared by the plain and rich renderers: what to show, as lines of styled segments.
+
+    Subclasses write: :meth:`_write` (streamed text, no line ending added) and :meth:`_show`
+    (whole lines; ``key`` names something shown again when it changes, such as one tool call's
+    status line or the plan, which a terminal can redraw in place). ``LABELS`` and ``PREFIXES``
+    choose the words and marks.
+    """
+
+    #: Status marks of tool calls and plan entries.
+    LABELS: ClassVar[dict[str, str]] = {
+        "pending": "[pending]",
+        "in_progress": "[in progress]",
+        "completed": "[completed]",
+        "failed": "[failed]",
+        "cancelled": "[cancelled]",
+        "plan.pending": "[ ]",
+        "plan.in_progress": "[>]",
+        "plan.completed": "[x]",
+    }
+    #: The mark at the start of each line of streamed thoughts and (replayed) user messages.
+    PREFIXES: ClassVar[dict[str, str]] = {"thought": "(thinking) ", "user": "you> "}
+
+    def __init__(self, terminals: TerminalLookup | None = None) -> None:
+        self._terminals = terminals
+        self._tools: dict[str, _Tool] = {}
+        self._stream_kind: str | None = None
+        self._at_line_start = True
+        self._history = False
+
+    # --- what subclasses write -------------------------------------------------------------------
+
+    @abstractmethod
+    def _write(self, text: str, style: str) -> None:
+        """Write streamed ``text`` in ``style`` (a style name), adding no line ending."""
+
+    @abstractmethod
+    def _show(self, lines: Sequence[Line], key: object = None) -> None:
+        """Write whole lines; ``key`` names something that is shown again, updated, when it changes."""
+
+    def _style(self, name: str, history: bool) -> str:
+        return "history" if history else name
+
+    # --- the Renderer protocol -------------------------------------------------------------------
+
+    def update(self, update: SessionUpdate, *, history: bool = False) -> None:
+        """Show one update: stream message text, show tool calls, plans and the rest."""
+        history = history or self._history
+        if isinstance(update, AgentMessageChunk):
+            self._stream("agent", _block_text(update.content), history)
+        elif isinstance(update, AgentThoughtChunk):
+            self._stream("thought", _block_text(update.content), history)
+        elif isinstance(update, UserMessageChunk):
+            self._stream("user", _block_text(update.content), history)
+        elif isinstance(update, ToolCall):
+            tool = _Tool(
+                update.tool_call_id, update.title, _str(update.kind), _str(update.status) or "pending"
+            )
+            tool.content = list(update.content or ())
+            self._tools[tool.tool_call_id] = tool
+            self._tool_changed(tool, history)
+        elif isinstance(update, ToolCallUpdate):
+            known = self._tools.get(update.tool_call_id)
+            if known is None:
+                known = self._tools[update.tool_call_id] = _Tool(update.tool_call_id, update.tool_call_id)
+            if update.title is not None:
+                known.title = update.title
+            if update.kind is not None:
+                known.kind = str(update.kind)
+            if update.status is not None:
+                known.status = str(update.status)
+            if update.content is not None:
+                known.content = list(update.content)
+            self._tool_changed(known, history)
+        elif isinstance(update, Plan):
+            self._end_stream()
+            self._show(self._plan_lines(update.entries, history), key="plan")
+        else:
+            text = describe_update(update)
+            if text is not None:
+                self._end_stream()
+                self._show([[(f"[{text}]", self._style("info", history))]])
+
+    def begin_history(self, session_id: str) -> None:
+        """Mark the start of the replayed history."""
+        self._end_stream()
+        self._history = True
+        self._show([[(f"--- history of session {session_id} ---", "history")]])
+
+    def end_history(self) -> None:
+        """Mark the end of the replayed history."""
+        self._end_stream()
+        self._history = False
+        self._show([[("--- end of history ---", "history")]])
+
+    def permission(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
+        """One line: what was asked and the option chosen (or ``cancelled``).
+
+        The tool call the request is about is remembered, so that later updates of it show its title.
+        """
+        self._end_stream()
+        asked = request.tool_call
+        if asked.tool_call_id not in self._tools:
+            tool = _Tool(asked.tool_call_id, describe_request(request), _str(asked.kind))
+            tool.shown = (tool.status, tool.title)
+            self._tools[tool.tool_call_id] = tool
+        if isinstance(outcome, SelectedPermissionOutcome):
+            chosen = next((o for o in request.options if o.option_id == outcome.option_id), None)
+            kind = str(chosen.kind) if chosen is not None else ""
+            answer = f"{chosen.name} ({outcome.option_id})" if chosen is not None else outcome.option_id
+            style = "permission.allow" if kind.startswith("allow") else "permission.reject"
+        else:
+            answer, style = "cancelled", "permission.reject"
+        self._show(
+            [[("[permission] ", "info"), (f"{describe_request(request)}: ", "tool.title"), (answer, style)]]
+        )
+
+    def request_failed(self, method: str, message: str) -> None:
+        """One line: the agent's request this client answered with an error, and the error."""
+        self._end_stream()
+        self._show([[(f"[{method} failed] ", "refused"), (message, "refused")]])
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """Mark unfinished tool calls of a cancelled turn as cancelled; then the stop reason."""
+        self._end_stream()
+        if stop_reason == "cancelled":
+            for tool in self._tools.values():
+                if tool.status not in _FINAL_STATUSES:
+                    tool.status = "cancelled"
+                    self._tool_changed(tool, False)
+        style = {"end_turn": "stop.end_turn", "cancelled": "stop.cancelled"}.get(stop_reason, "stop.other")
+        self._show([[(f"[stop reason: {stop_reason}]", style)]])
+
+    def settle(self) -> None:
+        """End a line left open by streamed text."""
+        self._end_stream()
+
+    def close(self) -> None:
+        """Finish the last line."""
+        self._end_stream()
+
+    # --- streamed text ---------------------------------------------------------------------------
+
+    def _stream(self, kind: str, text: str, history: bool) -> None:
+        if not text:
+            return
+        if kind != self._stream_kind:
+            self._end_stream()
+            self._stream_kind = kind
+        style = self._style(kind, history)
+        prefix = self.PREFIXES.get(kind, "")
+        for number, part in enumerate(text.split("\n")):
+            if number:
+                self._write("\n", style)
+                self._at_line_start = True
+            if part:
+                if self._at_line_start and prefix:
+                    self._write(prefix, style)
+                self._write(part, style)
+                self._at_line_start = False
+
+    def _end_stream(self) -> None:
+        if not self._at_line_start:
+            self._write("\n", "agent")
+            self._at_line_start = True
+        self._stream_kind = None
+
+    # --- tool calls --------------------------------------------------------------------------------
+
+    def _tool_changed(self, tool: _Tool, history: bool) -> None:
+        if (tool.status, tool.title) != tool.shown:
+            self._end_stream()
+            tool.shown = (tool.status, tool.title)
+            self._show([self._tool_line(tool, history)], key=("tool", tool.tool_call_id))
+        if tool.status in _SHOW_CONTENT and not tool.content_shown and tool.content:
+            tool.content_shown = True
+            lines: list[Line] = []
+            for item in tool.content:
+                lines.extend(self._content_lines(item, history))
+            if lines:
+                self._show([[("    ", "content"), *line] for line in lines])
+
+    def _tool_line(self, tool: _Tool, history: bool) -> Line:
+        status_style = self._style(f"tool.{tool.status}", history)
+        line: Line = [(self.LABELS.get(tool.status, f"[{tool.status}]") + " ", status_style)]
+        line.append((tool.title, self._style("tool.title", history)))
+        if tool.kind and tool.kind != "other":
+            line.append((f" ({tool.kind})", self._style("tool.kind", history)))
+        return line
+
+    def _content_lines(self, item: Any, history: bool) -> list[Line]:
+        if isinstance(item, Content):
+            style = self._style("content", history)
+            return [[(text, style)] for text in _clip(_block_text(item.content).rstrip("\n").split("\n"))]
+        if isinstance(item, Diff):
+            return [[(text, self._style(style, history))] for text, style in diff_lines(item)]
+        if isinstance(item, Terminal):
+            return self._terminal_lines(item.terminal_id, history)
+        kind = getattr(item, "type", None) or "content"
+        return [[(f"[{kind}]", self._style("info", history))]]
+
+    def _terminal_lines(self, terminal_id: str, history: bool) -> list[Line]:
+        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
+        if snapshot is None:
+            return [[(f"[terminal {terminal_id}]", self._style("info", history))]]
+        lines: list[Line] = [[(f"$ {snapshot.command_line}", self._style("command", history))]]
+        output = snapshot.output.rstrip("\n")
+        if output:
+            if snapshot.truncated:
+                lines.append([("[… earlier output dropped]", self._style("info", history))])
+            style = self._style("content", history)
+            lines.extend([(text, style)] for text in _clip(output.split("\n"), keep="end"))
+        status = snapshot.exit_status
+        if status is None:
+            lines.append([("[still running]", self._style("info", history))])
+        elif status.signal is not None:
+            lines.append([(f"[killed by {status.signal}]", self._style("tool.failed", history))])
+        else:
+            style = "tool.completed" if status.exit_code == 0 else "tool.failed"
+            lines.append([(f"[exit status {status.exit_code}]", self._style(style, history))])
+        return lines
+
+    # --- plans -----------------------------------------------------------------------------------
+
+    def _plan_lines(self, entries: Sequence[PlanEntry], history: bool) -> list[Line]:
+        lines: list[Line] = [[("Plan:", self._style("plan.title", history))]]
+        for entry in entries:
+            status = str(entry.status)
+            style = self._style(f"plan.{status}", history)
+            mark = self.LABELS.get(f"plan.{status}", f"[{status}]")
+            line: Line = [(f"  {mark} ", style), (entry.content, style)]
+            if str(entry.priority) == "high":
+                line.append((" (high priority)", self._style("info", history)))
+            lines.append(line)
+        return lines
+
+
+class PlainRenderer(TextRenderer):
+    """Text without colour, for a pipe or a file: every line written once, in order."""
+
+    def __init__(self, out: TextIO, terminals: TerminalLookup | None = None) -> None:
+        super().__init__(terminals)
+        self._out = out
+
+    def _write(self, text: str, style: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+    def _show(self, lines: Sequence[Line], key: object = None) -> None:
+        self._out.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
+        self._out.flush()
+
+
+class JsonLinesRenderer:
+    """``--json``: every JSON-RPC message of the connection as one JSON object per line.
+
+    Each line is ``{"direction": "send" | "recv", "message": <the JSON-RPC message>}``, in the order
+    the messages were sent (queued) and received; a batch is written as its messages, one per line.
+    A received line that is not JSON becomes ``{"direction": "recv", "invalid": "<the text>"}``.
+    The renderer calls (updates, permissions...) write nothing: the messages say it all.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def record(self, direction: Direction, frame: bytes) -> None:
+        """Write the message(s) of one frame that went ``direction``."""
+        try:
+            decoded: Any = orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            entry = {"direction": direction, "invalid": frame.decode("utf-8", "replace")}
+            self._out.write(orjson.dumps(entry).decode() + "\n")
+        else:
+            messages = decoded if isinstance(decoded, list) and decoded else [decoded]
+            self._out.write(
+                "".join(
+                    orjson.dumps({"direction": direction, "message": message}).decode() + "\n"
+                    for message in messages
+                )
+            )
+        self._out.flush()
+
+    def update(self, update: SessionUpdate, *, history: bool = False) -> None:
+        """Nothing: the ``session/update`` message itself was recorded."""
+
+    def begin_history(self, session_id: str) -> None:
+        """Nothing: the ``session/load`` request was recorded."""
+
+    def end_history(self) -> None:
+        """Nothing: the ``session/load`` response was recorded."""
+
+    def permission(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
+        """Nothing: the request and its response were recorded."""
+
+    def request_failed(self, method: str, message: str) -> None:
+        """Nothing: the error response was recorded."""
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """Nothing: the ``session/prompt`` response was recorded."""
+
+    def settle(self) -> None:
+        """Nothing: every line is complete."""
+
+    def close(self) -> None:
+        """Flush the output."""
+        self._out.flush()
+
+
+# --- describing things ---------------------------------------------------------------------------
+
+
+def describe_update(update: SessionUpdate) -> str | None:
+    """A one-line description of an update that is neither text, a tool call nor a plan; ``None``: skip."""
+    if isinstance(update, CurrentModeUpdate):
+        return f"mode: {update.current_mode_id}"
+    if isinstance(update, SessionInfoUpdate):
+        return f"title: {update.title}" if isinstance(update.title, str) else None
+    if isinstance(update, AvailableCommandsUpdate):
+        names = ", ".join(f"/{command.name}" for command in update.available_commands)
+        return f"commands: {names or '(none)'}"
+    if isinstance(update, UsageUpdate):
+        text = f"usage: {update.used} of {update.size} tokens"
+        if update.cost is not None:
+            text += f", {update.cost.amount} {update.cost.currency}"
+        return text
+    if isinstance(update, ConfigOptionUpdate):
+        values = ", ".join(f"{option.name}={option.current_value}" for option in update.config_options)
+        return f"config: {values or '(none)'}"
+    return f"update: {getattr(update, 'session_update', type(update).__name__)}"
+
+
+def diff_lines(diff: Diff) -> list[Segment]:
+    """A unified diff of ``oldText`` -> ``newText`` as (line, style) pairs, cut to the first lines.
+
+    Styles: ``diff.header`` (file names), ``diff.hunk`` (``@@`` lines), ``diff.add``, ``diff.remove``,
+    ``content`` (context).
+    """
+    old = [] if diff.old_text is None else diff.old_text.splitlines()
+    new = diff.new_text.splitlines()
+    before = "/dev/null" if diff.old_text is None else diff.path
+    lines = list(difflib.unified_diff(old, new, fromfile=before, tofile=diff.path, lineterm=""))
+    if not lines:
+        return [(f"(no change to {diff.path})", "info")]
+    styled: list[Segment] = []
+    for line in _clip(lines):
+        if line.startswith(("---", "+++")):
+            style = "diff.header"
+        elif line.startswith("@@"):
+            style = "diff.hunk"
+        elif line.startswith("+"):
+            style = "diff.add"
+        elif line.startswith("-"):
+            style = "diff.remove"
+        else:
+            style = "content"
+        styled.append((line, style))
+    return styled
+
+
+def _clip(lines: list[str], *, keep: Literal["start", "end"] = "start") -> list[str]:
+    if len(lines) <= MAX_CONTENT_LINES:
+        return lines
+    hidden = len(lines) - MAX_CONTENT_LINES
+    if keep == "end":
+        return [f"[… {hidden} earlier lines]", *lines[-MAX_CONTENT_LINES:]]
+    return [*lines[:MAX_CONTENT_LINES], f"[… {hidden} more lines]"]
+
+
+def _block_text(block: Any) -> str:
+    """The text of a content block; a short mark for images, audio and resources."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent):
+        return f"[image {block.mime_type}]"
+    if isinstance(block, AudioContent):
+        return f"[audio {block.mime_type}]"
+    if isinstance(block, ResourceLink):
+        return f"[link {block.uri}]"
+    if isinstance(block, EmbeddedResource):
+        return f"[resource {getattr(block.resource, 'uri', '')}]"
+    return f"[{getattr(block, 'type', 'content')}]"
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,589 @@
+"""The flow of ``acpio prompt``: spawn the agent, open a session, send one prompt, show the turn.
+
+:func:`run_prompt` does it all and returns the exit code (:class:`ExitCode`):
+
+1. start the agent (:class:`~acpio.transports.AcpAgent`), wrapped in a
+   :class:`~acpio.oneshot.recording.RecordingTransport` for ``--json``;
+2. ``initialize``, advertising ``fs.readTextFile``, ``fs.writeTextFile`` and ``terminal``;
+3. ``session/new`` in ``cwd`` or, with a session id, ``session/load`` (its replayed history is
+   shown dimmed) when the agent advertises ``loadSession``, else ``session/resume``;
+4. ``session/prompt``, then every message of the turn in order: updates go to the renderer,
+   requests are answered for real (:class:`~acpio.oneshot.files.ConfinedFiles`,
+   :class:`~acpio.oneshot.terminals.Terminals`, a permission policy), until the stop reason.
+
+The first SIGINT (Ctrl-C) of a turn sends ``session/cancel``, answers a pending permission request
+``cancelled`` and waits for the agent to end the turn; the next one kills the agent (and the
+commands it runs) and returns at once. Both end with exit code 130.
+
+Failures a user must see are raised as :class:`PromptFailed`, carrying the exit code and one
+message (with the end of the agent's stderr when the agent died).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TextIO, TypeAlias, cast
+
+from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
+from acpio.errors import (
+    AcpError,
+    AuthRequired,
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    RequestError,
+    ResourceNotFound,
+    TransportError,
+)
+from acpio.jsonrpc import Connection, NotificationDispatch, RequestDispatch, Unhandled
+from acpio.jsonrpc.handlers import Dispatch, DynamicHandlerRegistration
+from acpio.jsonrpc.responses import SentRequest
+from acpio.oneshot.files import ConfinedFiles
+from acpio.oneshot.permissions import (
+    AllowPolicy,
+    AskPolicy,
+    DenyPolicy,
+    LineInput,
+    Outcome,
+    PermissionPolicy,
+)
+from acpio.oneshot.recording import RecordingTransport
+from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
+from acpio.oneshot.terminals import Terminals
+from acpio.roles import Client
+from acpio.schema import (
+    CancelledPermissionOutcome,
+    ClientCapabilities,
+    CreateTerminalRequest,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    KillTerminalRequest,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionResponse,
+    ReadTextFileRequest,
+    ReleaseTerminalRequest,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SessionNotification,
+    TerminalOutputRequest,
+    WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+)
+from acpio.session import ActiveSession, SessionConnection, SessionMessage, TurnEnded, build_session
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
+
+__all__ = ["ExitCode", "OutputMode", "PolicyName", "PromptFailed", "PromptOptions", "run_prompt"]
+
+_log = logging.getLogger("acpio.oneshot")
+
+#: How the turn is shown: ``rich`` (a terminal), ``plain`` (text without colour) or ``json`` (JSON lines).
+OutputMode: TypeAlias = Literal["rich", "plain", "json"]
+#: How permission requests are answered.
+PolicyName: TypeAlias = Literal["allow", "deny", "ask"]
+
+#: Lines of the agent's stderr shown when it fails.
+_STDERR_LINES: Final = 12
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of ``acpio prompt``."""
+
+    #: The turn ended with ``end_turn``.
+    OK = 0
+    #: A usage mistake (bad option, no such directory, a session the agent cannot continue).
+    USAGE = 2
+    #: The agent could not be started, or exited (or broke the connection) before the turn ended.
+    AGENT_FAILED = 3
+    #: The agent answered ``initialize``, the session setup or ``session/prompt`` with an error.
+    AGENT_ERROR = 4
+    #: The turn ended for another reason: ``max_tokens``, ``max_turn_requests``, ``refusal``.
+    STOPPED = 5
+    #: The turn was cancelled (Ctrl-C), or the run was stopped by a second Ctrl-C.
+    CANCELLED = 130
+
+
+class PromptFailed(AcpError):
+    """``acpio prompt`` could not complete: ``message`` says why, ``exit_code`` is what to exit with."""
+
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """What ``acpio prompt`` was asked to do."""
+
+    #: The agent to start: a command, or any component (an in-process agent builder, say).
+    agent: AgentCommand | Component
+    #: The prompt text.
+    prompt: str
+    #: The session's working directory; the agent's file access and commands are confined to it.
+    cwd: Path
+    #: A session to continue (load or resume) instead of starting a new one.
+    session_id: str | None = None
+    #: How permission requests are answered.
+    permissions: PolicyName = "deny"
+    #: How the turn is shown.
+    output: OutputMode = "plain"
+    #: For ``ask``: read the answers from ``/dev/tty`` rather than stdin (stdin carried the prompt).
+    answers_from_terminal: bool = False
+
+
+async def run_prompt(
+    options: PromptOptions,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    answers: LineInput | None = None,
+    handle_sigint: bool = True,
+) -> int:
+    """Run one prompt turn against a freshly started agent; return the exit code (see :class:`ExitCode`).
+
+    ``stdout`` gets the turn (default ``sys.stdout``), ``stderr`` the notes (the session id, the
+    cancellation) and the permission questions. ``answers`` is where ``--ask`` reads from
+    (default: stdin, or ``/dev/tty``). With ``handle_sigint`` (the default), Ctrl-C cancels the turn
+    as described in the module docstring; it needs the main thread. Raises :class:`PromptFailed`.
+    """
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        files = ConfinedFiles(options.cwd)
+    except ValueError as exc:
+        raise PromptFailed(str(exc), ExitCode.USAGE) from exc
+    terminals = Terminals(files)
+    json_renderer = JsonLinesRenderer(out) if options.output == "json" else None
+    renderer: Renderer = json_renderer or _text_renderer(options.output, out, terminals)
+    owned_answers = None
+    if options.permissions == "ask" and answers is None:
+        answers = owned_answers = _open_answers(options.answers_from_terminal)
+    policy: PermissionPolicy
+    if options.permissions == "allow":
+        policy = AllowPolicy()
+    elif options.permissions == "deny":
+        policy = DenyPolicy()
+    else:
+        assert answers is not None
+        policy = AskPolicy(answers, err)
+    run = _PromptRun(options, renderer, err, files, terminals, policy)
+    loop = asyncio.get_running_loop()
+    if handle_sigint:  # until the very end: a Ctrl-C while commands are being ended kills them
+        loop.add_signal_handler(signal.SIGINT, run.on_sigint)
+    try:
+        try:
+            return await run.run(json_renderer)
+        finally:
+            await terminals.aclose()
+    finally:
+        if handle_sigint:
+            loop.remove_signal_handler(signal.SIGINT)
+        renderer.close()
+        if owned_answers is not None:
+            owned_answers.close()
+
+
+def _text_renderer(output: OutputMode, out: TextIO, terminals: Terminals) -> Renderer:
+    if output == "rich":
+        from rich.console import Console
+
+        from acpio.oneshot.render_rich import RichRenderer
+
+        return RichRenderer(Console(file=out, force_terminal=True, highlight=False), terminals.snapshot)
+    return PlainRenderer(out, terminals.snapshot)
+
+
+def _open_answers(from_terminal: bool) -> LineInput:
+    if not from_terminal:
+        return LineInput.stdin()
+    try:
+        return LineInput.terminal()
+    except OSError as exc:
+        raise PromptFailed(
+            f"--ask reads the answers from the terminal, and /dev/tty cannot be opened ({exc.strerror}); "
+            "use --allow or --deny",
+            ExitCode.USAGE,
+        ) from exc
+
+
+class _HistoryHandler:
+    """Shows the updates ``session/load`` replays, until its response (installed only meanwhile)."""
+
+    def __init__(self, session_id: str, renderer: Renderer) -> None:
+        self._session_id = session_id
+        self._renderer = renderer
+        #: Whether anything was replayed (and the start of the history shown).
+        self.shown = False
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        if (
+            type(message) is not NotificationDispatch
+            or message.method != SessionNotification.METHOD
+            or message.session_id != self._session_id
+        ):
+            return Unhandled(message)
+        try:
+            notification: SessionNotification = message.parse(SessionNotification)
+        except InvalidParams as exc:
+            _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
+            return None
+        if not self.shown:
+            self.shown = True
+            self._renderer.begin_history(self._session_id)
+        self._renderer.update(notification.update, history=True)
+        return None
+
+
+_Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
+
+
+class _PromptRun:
+    """One run: the connection's main function, the request answers and the Ctrl-C handling."""
+
+    def __init__(
+        self,
+        options: PromptOptions,
+        renderer: Renderer,
+        err: TextIO,
+        files: ConfinedFiles,
+        terminals: Terminals,
+        policy: PermissionPolicy,
+    ) -> None:
+        self._options = options
+        self._renderer = renderer
+        self._err = err
+        self._files = files
+        self._terminals = terminals
+        self._policy = policy
+        self._process: AgentProcess | None = None
+        self._main: asyncio.Task[Any] | None = None
+        self._session: ActiveSession | None = None
+        self._turn_running = False
+        self._cancelled = asyncio.Event()
+        self._aborted = False
+        # Requests answered inline (in the order they came) and in tasks (they may take long).
+        self._inline: dict[str, _Serve] = {
+            ReadTextFileRequest.METHOD: self._read_file,
+            WriteTextFileRequest.METHOD: self._write_file,
+            CreateTerminalRequest.METHOD: self._create_terminal,
+            TerminalOutputRequest.METHOD: self._terminal_output,
+            RequestPermissionRequest.METHOD: self._permission,
+        }
+        self._spawned: dict[str, _Serve] = {
+            WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
+            KillTerminalRequest.METHOD: self._kill_terminal,
+            ReleaseTerminalRequest.METHOD: self._release_terminal,
+        }
+
+    # --- the run -----------------------------------------------------------------------------
+
+    async def run(self, recorder: JsonLinesRenderer | None) -> int:
+        agent = self._options.agent
+        component = AcpAgent(agent) if isinstance(agent, AgentCommand) else agent
+        try:
+            opened = await component.open()
+        except TransportError as exc:
+            raise PromptFailed(str(exc), ExitCode.AGENT_FAILED) from exc
+        self._process = process = opened if isinstance(opened, AgentProcess) else None
+        transport: Any = opened if recorder is None else RecordingTransport(opened, recorder.record)
+        try:
+            code: int = await Client.builder(name="acpio prompt").connect_with(transport, self._main_function)
+        except asyncio.CancelledError:
+            if not self._aborted:
+                raise
+            code = ExitCode.CANCELLED
+        except (TransportError, ConnectionClosed) as exc:
+            if self._aborted:
+                code = ExitCode.CANCELLED
+            else:
+                raise PromptFailed(_agent_gone(process, exc), ExitCode.AGENT_FAILED) from exc
+        return code
+
+    async def _main_function(self, connection: Connection) -> int:
+        self._main = asyncio.current_task()
+        if self._aborted:
+            return ExitCode.CANCELLED
+        cx = cast(SessionConnection, connection)
+        initialized = await self._initialize(cx)
+        if self._options.session_id is None:
+            session = await self._new_session(cx, initialized)
+        else:
+            session = await self._continue_session(cx, self._options.session_id)
+        self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
+        return await self._turn(session)
+
+    async def _initialize(self, cx: SessionConnection) -> InitializeResponse:
+        from acpio import __version__
+
+        request = InitializeRequest(
+            protocol_version=LATEST_PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+            ),
+            client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
+        )
+        try:
+            response: InitializeResponse = await cx.send_request(request)
+        except UnsupportedProtocolVersion as exc:
+            raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
+        except RequestError as exc:
+            raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
+        return response
+
+    async def _new_session(self, cx: SessionConnection, initialized: InitializeResponse) -> ActiveSession:
+        try:
+            return await build_session(cx, self._files.root).start_session()
+        except AuthRequired as exc:
+            methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
+            raise PromptFailed(
+                f"The agent requires authentication before session/new ({exc.message}), which acpio "
+                f"prompt does not do; authenticate with the agent's own tools first (its methods: {methods})",
+                ExitCode.AGENT_ERROR,
+            ) from exc
+        except RequestError as exc:
+            raise PromptFailed(f"The agent refused session/new: {exc}", ExitCode.AGENT_ERROR) from exc
+
+    async def _continue_session(self, cx: SessionConnection, session_id: str) -> ActiveSession:
+        features = cx.agent_features
+        cwd = str(self._files.root)
+        if features is not None and features.load_session:
+            history = _HistoryHandler(session_id, self._renderer)
+            registration = cx.add_dynamic_handler(history)
+            load = LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+            try:
+                return await self._attach(cx, cx.send_request(load), session_id, registration)
+            finally:
+                if history.shown:
+                    self._renderer.end_history()
+        if features is not None and features.resume_session:
+            resume = ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+            return await self._attach(cx, cx.send_request(resume), session_id, None)
+        raise PromptFailed(
+            f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
+            "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
+            "start a new session.",
+            ExitCode.USAGE,
+        )
+
+    async def _attach(
+        self,
+        cx: SessionConnection,
+        sent: SentRequest[LoadSessionResponse | ResumeSessionResponse],
+        session_id: str,
+        history: DynamicHandlerRegistration | None,
+    ) -> ActiveSession:
+        """Wait for the load/resume answer; attach the session inside the dispatch loop, as it arrives."""
+        attached: asyncio.Future[ActiveSession] = asyncio.get_running_loop().create_future()
+
+        async def on_result(result: LoadSessionResponse | ResumeSessionResponse | AcpError) -> None:
+            if history is not None:
+                history.remove()
+            if isinstance(result, AcpError) or attached.done():
+                return
+            response = NewSessionResponse(
+                session_id=session_id, modes=result.modes, config_options=result.config_options
+            )
+            attached.set_result(cx.attach_session(response))
+
+        sent.on_receiving_result(on_result)
+        try:
+            await sent
+        except RequestError as exc:
+            raise PromptFailed(
+                f"The agent refused {sent.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
+            ) from exc
+        if not attached.done():  # the callback is queued in the dispatch loop: it runs next
+            closed = asyncio.ensure_future(cx.wait_closed())
+            try:
+                await asyncio.wait((attached, closed), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closed.cancel()
+            if not attached.done():
+                raise ConnectionClosed(f"The connection closed before session {session_id!r} was attached")
+        return attached.result()
+
+    async def _turn(self, session: ActiveSession) -> int:
+        self._session = session
+        session.send_prompt(self._options.prompt)
+        self._turn_running = True
+        try:
+            while True:
+                item = await session.read_update()
+                if isinstance(item, TurnEnded):
+                    break
+                if item.is_request:
+                    await self._answer(cast(RequestDispatch, item.dispatch))
+                else:
+                    self._show(item)
+        except RequestError as exc:
+            raise PromptFailed(
+                f"The agent answered session/prompt with an error: {exc}", ExitCode.AGENT_ERROR
+            ) from exc
+        finally:
+            self._turn_running = False
+        stop_reason = str(item.stop_reason)
+        self._renderer.turn_ended(stop_reason)
+        if stop_reason == "end_turn":
+            return ExitCode.OK
+        if stop_reason == "cancelled":
+            return ExitCode.CANCELLED
+        return ExitCode.STOPPED
+
+    def _show(self, message: SessionMessage) -> None:
+        try:
+            update = message.update
+        except InvalidParams as exc:
+            self._note(f"skipped a session/update that does not match the schema: {exc}")
+            return
+        if update is not None:
+            self._renderer.update(update)
+
+    # --- answering the agent's requests --------------------------------------------------------
+
+    async def _answer(self, dispatch: RequestDispatch) -> None:
+        serve = self._inline.get(dispatch.method)
+        if serve is not None:
+            await self._serve(dispatch, serve)
+            return
+        serve = self._spawned.get(dispatch.method)
+        if serve is not None:
+            assert self._session is not None
+            self._session.connection.spawn(self._serve, dispatch, serve)
+            return
+        self._fail(dispatch, MethodNotFound(dispatch.method))
+
+    async def _serve(self, dispatch: RequestDispatch, serve: _Serve) -> None:
+        try:
+            result = await serve(dispatch)
+        except RequestError as exc:
+            self._fail(dispatch, exc)
+        except Exception:
+            _log.exception("Answering %s failed", dispatch.method)
+            self._fail(dispatch, InternalError(message=f"acpio prompt failed to answer {dispatch.method}"))
+        else:
+            dispatch.responder.respond(result)
+
+    def _fail(self, dispatch: RequestDispatch, error: RequestError) -> None:
+        dispatch.responder.respond_with_error(error)
+        # Agents often try to read a file to see whether it exists: that is no news to the person.
+        if not (isinstance(error, ResourceNotFound) and dispatch.method == ReadTextFileRequest.METHOD):
+            self._renderer.request_failed(dispatch.method, error.message)
+
+    async def _read_file(self, dispatch: RequestDispatch) -> Any:
+        return self._files.read(dispatch.parse(ReadTextFileRequest))
+
+    async def _write_file(self, dispatch: RequestDispatch) -> Any:
+        return self._files.write(dispatch.parse(WriteTextFileRequest))
+
+    async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.create(dispatch.parse(CreateTerminalRequest))
+
+    async def _terminal_output(self, dispatch: RequestDispatch) -> Any:
+        return self._terminals.output(dispatch.parse(TerminalOutputRequest))
+
+    async def _wait_for_exit(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
+
+    async def _kill_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.kill(dispatch.parse(KillTerminalRequest))
+
+    async def _release_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.release(dispatch.parse(ReleaseTerminalRequest))
+
+    async def _permission(self, dispatch: RequestDispatch) -> Any:
+        request: RequestPermissionRequest = dispatch.parse(RequestPermissionRequest)
+        outcome: Outcome = CancelledPermissionOutcome()
+        if not self._cancelled.is_set():
+            self._renderer.settle()
+            deciding = asyncio.ensure_future(self._policy.decide(request))
+            cancelled = asyncio.ensure_future(self._cancelled.wait())
+            try:
+                await asyncio.wait((deciding, cancelled), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (deciding, cancelled):
+                    task.cancel()
+                await asyncio.gather(deciding, cancelled, return_exceptions=True)
+            if not self._cancelled.is_set() and not deciding.cancelled():
+                outcome = deciding.result()
+        self._renderer.permission(request, outcome)
+        return RequestPermissionResponse(outcome=outcome)
+
+    # --- Ctrl-C --------------------------------------------------------------------------------
+
+    def on_sigint(self) -> None:
+        """Ctrl-C: cancel the turn if one runs (the first time); otherwise stop at once."""
+        session = self._session
+        if session is not None and self._turn_running and not self._cancelled.is_set():
+            self._cancelled.set()
+            with contextlib.suppress(AcpError):
+                session.cancel()
+            self._note("cancelling the turn (press Ctrl-C again to stop at once)", fresh_line=True)
+            return
+        self._abort()
+
+    def _abort(self) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        self._note("stopped: the agent was killed", fresh_line=True)
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        self._terminals.kill_now()
+        if self._main is not None:
+            self._main.cancel()
+
+    def _note(self, text: str, *, fresh_line: bool = False) -> None:
+        """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
+        self._renderer.settle()
+        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {text}\n")
+        self._err.flush()
+
+
+def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:
+    """One line saying how the agent went away, then the last lines of its stderr."""
+    if process is None:
+        return f"The agent closed the connection: {exc}"
+    name = process.command.display()
+    waiting = f" before answering {exc.method}" if isinstance(exc, ConnectionClosed) and exc.method else ""
+    returncode = process.returncode
+    cause = exc.__cause__ if isinstance(exc.__cause__, TransportError) else exc
+    if returncode is not None:
+        how = (
+            f"was killed by {_signal_name(-returncode)}"
+            if returncode < 0
+            else f"exited with exit code {returncode}"
+        )
+        headline = f"The agent {name!r} {how}{waiting}"
+    elif isinstance(cause, TransportError):  # a read or write failure while it still runs
+        headline = str(cause).split("\n", 1)[0].rstrip(".")
+    else:
+        headline = f"The agent {name!r} closed the connection{waiting}"
+    tail = process.stderr_tail
+    if not tail:
+        return f"{headline}; it wrote nothing on stderr."
+    lines = tail.splitlines()[-_STDERR_LINES:]
+    return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -1,0 +1,390 @@
+"""The agent's terminals (``terminal/*``): real processes, their output kept within a byte limit.
+
+:class:`Terminals` serves ``terminal/create``, ``terminal/output``, ``terminal/wait_for_exit``,
+``terminal/kill`` and ``terminal/release`` for one client:
+
+* ``create`` starts ``command`` with ``args`` directly (no shell: ask for ``sh -c "..."`` to get
+  one), with the given ``env`` on top of ours, in ``cwd`` (default: the root; a ``cwd`` outside
+  the root is refused like a file outside it). stdin is ``/dev/null``; stdout and stderr go to one
+  pipe, read all the time. Each command runs in its own process group, so killing it ends whatever
+  it started, and Ctrl-C at the terminal does not reach it.
+* Output is kept up to ``outputByteLimit`` bytes (default :data:`DEFAULT_OUTPUT_LIMIT`, at most
+  :data:`MAX_OUTPUT_LIMIT`): past the limit the oldest bytes are dropped, cutting at a UTF-8
+  character boundary as the spec requires, and ``truncated`` becomes true.
+* ``kill`` sends SIGTERM to the process group, then SIGKILL after a grace period; the terminal
+  stays usable. ``release`` kills a command still running and forgets the terminal id; its last
+  output stays available to :meth:`Terminals.snapshot`, for the client to display.
+
+Errors go to the agent as :class:`~acpio.RequestError`: an unknown or released terminal id is
+``-32002``; a command that cannot be started is ``-32002`` (not found) or ``-32602``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Final
+
+from acpio.errors import InvalidParams, RequestError, ResourceNotFound
+from acpio.oneshot.files import ConfinedFiles
+from acpio.schema import (
+    CreateTerminalRequest,
+    CreateTerminalResponse,
+    KillTerminalRequest,
+    KillTerminalResponse,
+    ReleaseTerminalRequest,
+    ReleaseTerminalResponse,
+    TerminalExitStatus,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
+)
+
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "KILL_GRACE",
+    "MAX_OUTPUT_LIMIT",
+    "OutputBuffer",
+    "TerminalSnapshot",
+    "Terminals",
+]
+
+_log = logging.getLogger("acpio.oneshot")
+
+#: Output bytes kept for a terminal whose ``terminal/create`` gives no ``outputByteLimit``.
+DEFAULT_OUTPUT_LIMIT: Final = 1024 * 1024
+#: The most output bytes kept for one terminal, whatever ``outputByteLimit`` asks for.
+MAX_OUTPUT_LIMIT: Final = 64 * 1024 * 1024
+#: Seconds a killed command has between SIGTERM and SIGKILL.
+KILL_GRACE: Final = 2.0
+#: Seconds to wait, after a command exited, for the last of its output to arrive.
+_OUTPUT_SETTLE: Final = 1.0
+
+
+class OutputBuffer:
+    """The last ``limit`` bytes of a command's output, cut at a UTF-8 character boundary.
+
+    A sans-I/O helper: :meth:`append` bytes as they arrive, read :meth:`text` at any time.
+    """
+
+    __slots__ = ("_data", "limit", "truncated")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 0:
+            raise ValueError(f"An output byte limit cannot be negative, got {limit}")
+        self.limit = limit
+        self._data = bytearray()
+        #: Whether bytes were dropped from the start to stay within the limit.
+        self.truncated = False
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def append(self, chunk: bytes) -> None:
+        """Add output; drop the oldest bytes past the limit, never leaving half a character at the start."""
+        data = self._data
+        data += chunk
+        excess = len(data) - self.limit
+        if excess <= 0:
+            return
+        cut = excess
+        while cut < len(data) and data[cut] & 0xC0 == 0x80:  # a UTF-8 continuation byte
+            cut += 1
+        del data[:cut]
+        self.truncated = True
+
+    def text(self, *, final: bool = True) -> str:
+        """The output as text; with ``final=False`` an incomplete character at the end is left out.
+
+        Bytes that are not UTF-8 become U+FFFD.
+        """
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        return decoder.decode(bytes(self._data), final=final)
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSnapshot:
+    """What a client shows of a terminal: its command line, output and exit status (once it exited)."""
+
+    terminal_id: str
+    #: The command and its arguments, as a shell would show them.
+    command_line: str
+    output: str
+    truncated: bool
+    exit_status: TerminalExitStatus | None
+    #: Whether the agent released the terminal.
+    released: bool
+
+
+class _OutputProtocol(asyncio.SubprocessProtocol):
+    """Collects a command's output into its buffer and reports when the process and its pipe end."""
+
+    def __init__(self, buffer: OutputBuffer, loop: asyncio.AbstractEventLoop) -> None:
+        self._buffer = buffer
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self._buffer.append(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class _Terminal:
+    __slots__ = ("buffer", "command_line", "id", "protocol", "session_id", "transport")
+
+    def __init__(
+        self,
+        terminal_id: str,
+        session_id: str,
+        command_line: str,
+        buffer: OutputBuffer,
+        transport: asyncio.SubprocessTransport,
+        protocol: _OutputProtocol,
+    ) -> None:
+        self.id = terminal_id
+        self.session_id = session_id
+        self.command_line = command_line
+        self.buffer = buffer
+        self.transport = transport
+        self.protocol = protocol
+
+    @property
+    def pid(self) -> int:
+        return self.transport.get_pid()
+
+    @property
+    def running(self) -> bool:
+        return not self.protocol.exited.done()
+
+    def exit_status(self) -> TerminalExitStatus | None:
+        if self.running:
+            return None
+        code = self.transport.get_returncode()
+        if code is None:
+            return None
+        if code < 0:
+            return TerminalExitStatus(exit_code=None, signal=_signal_name(-code))
+        return TerminalExitStatus(exit_code=code, signal=None)
+
+    def snapshot(self, *, released: bool) -> TerminalSnapshot:
+        return TerminalSnapshot(
+            terminal_id=self.id,
+            command_line=self.command_line,
+            output=self.buffer.text(final=not self.running),
+            truncated=self.buffer.truncated,
+            exit_status=self.exit_status(),
+            released=released,
+        )
+
+    def signal_group(self, sig: int) -> bool:
+        """Send ``sig`` to the command's process group; whether anything was there to receive it."""
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # a member changed identity; reach the command itself at least
+            if not self.running:
+                return False
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+        return True
+
+    async def wait_exited(self, seconds: float | None = None) -> bool:
+        if self.running:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await asyncio.shield(self.protocol.exited)
+        return not self.running
+
+    async def wait_output(self) -> None:
+        """After the exit: wait briefly for the rest of the output (a grandchild may hold the pipe)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_OUTPUT_SETTLE):
+                await asyncio.shield(self.protocol.output_closed)
+
+    async def terminate(self, grace: float) -> None:
+        """SIGTERM to the group, SIGKILL after ``grace`` seconds if the command still runs."""
+        if self.running:
+            self.signal_group(signal.SIGTERM)
+            if not await self.wait_exited(grace):
+                self.signal_group(signal.SIGKILL)
+                await self.wait_exited(grace)
+        # Whatever the command left behind in its group goes too.
+        self.signal_group(signal.SIGKILL)
+
+
+class Terminals:
+    """The terminals of one client: start commands for the agent and answer the ``terminal/*`` methods.
+
+    ``files`` gives the root that a ``cwd`` must lie in (and the default ``cwd``). Call
+    :meth:`aclose` at the end: commands still running are ended. :meth:`kill_now` ends them at once,
+    without waiting (for a second Ctrl-C).
+    """
+
+    def __init__(
+        self,
+        files: ConfinedFiles,
+        *,
+        default_output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        max_output_limit: int = MAX_OUTPUT_LIMIT,
+        kill_grace: float = KILL_GRACE,
+    ) -> None:
+        self._files = files
+        self._default_limit = default_output_limit
+        self._max_limit = max_output_limit
+        self._kill_grace = kill_grace
+        self._terminals: dict[str, _Terminal] = {}
+        self._released: dict[str, TerminalSnapshot] = {}
+        self._count = 0
+
+    def __repr__(self) -> str:
+        return f"<Terminals root={str(self._files.root)!r} open={len(self._terminals)}>"
+
+    # --- the methods ---------------------------------------------------------------------------
+
+    async def create(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
+        """Start the command; answer with its terminal id at once (it runs in the background)."""
+        cwd = (
+            self._files.root if request.cwd is None else self._files.resolve(request.cwd, "run a command in")
+        )
+        if not cwd.is_dir():
+            raise InvalidParams(
+                {"cwd": request.cwd}, message=f"Cannot run {request.command!r} in {cwd}: not a directory"
+            )
+        limit = self._default_limit if request.output_byte_limit is None else request.output_byte_limit
+        buffer = OutputBuffer(min(limit, self._max_limit))
+        argv = [request.command, *(request.args or ())]
+        env = {**os.environ, **{variable.name: variable.value for variable in request.env or ()}}
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _OutputProtocol(buffer, loop),
+                *argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise _start_failed(request.command, exc) from exc
+        self._count += 1
+        terminal_id = f"term-{self._count}"
+        terminal = _Terminal(
+            terminal_id, request.session_id, _command_line(argv), buffer, transport, protocol
+        )
+        self._terminals[terminal_id] = terminal
+        _log.debug(
+            "Started %s for the agent as %s (pid %d)", terminal.command_line, terminal_id, terminal.pid
+        )
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def output(self, request: TerminalOutputRequest) -> TerminalOutputResponse:
+        """The output so far, whether it was truncated, and the exit status once the command exited."""
+        terminal = self._get(request.terminal_id, request.session_id, "terminal/output")
+        snapshot = terminal.snapshot(released=False)
+        return TerminalOutputResponse(
+            output=snapshot.output, truncated=snapshot.truncated, exit_status=snapshot.exit_status
+        )
+
+    async def wait_for_exit(self, request: WaitForTerminalExitRequest) -> WaitForTerminalExitResponse:
+        """Wait until the command exits (however long); its exit code, or the signal that ended it."""
+        terminal = self._get(request.terminal_id, request.session_id, "terminal/wait_for_exit")
+        await terminal.wait_exited()
+        await terminal.wait_output()
+        status = terminal.exit_status()
+        assert status is not None
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill(self, request: KillTerminalRequest) -> KillTerminalResponse:
+        """End the command (SIGTERM, then SIGKILL); the terminal stays until released."""
+        terminal = self._get(request.terminal_id, request.session_id, "terminal/kill")
+        await terminal.terminate(self._kill_grace)
+        return KillTerminalResponse()
+
+    async def release(self, request: ReleaseTerminalRequest) -> ReleaseTerminalResponse:
+        """End the command if it still runs and forget the terminal id (its output stays for display)."""
+        terminal = self._get(request.terminal_id, request.session_id, "terminal/release")
+        del self._terminals[terminal.id]
+        try:
+            await terminal.terminate(self._kill_grace)
+            await terminal.wait_output()
+        finally:
+            self._released[terminal.id] = terminal.snapshot(released=True)
+            terminal.transport.close()
+        return ReleaseTerminalResponse()
+
+    # --- for the client ------------------------------------------------------------------------
+
+    def snapshot(self, terminal_id: str) -> TerminalSnapshot | None:
+        """What the terminal shows now (also after it was released); ``None`` for an unknown id."""
+        terminal = self._terminals.get(terminal_id)
+        if terminal is not None:
+            return terminal.snapshot(released=False)
+        return self._released.get(terminal_id)
+
+    def kill_now(self) -> None:
+        """SIGKILL every command still running, without waiting."""
+        for terminal in self._terminals.values():
+            terminal.signal_group(signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        """End every command the agent did not release (SIGTERM, then SIGKILL) and free the terminals."""
+        terminals = list(self._terminals.values())
+        self._terminals.clear()
+        try:
+            await asyncio.gather(*(terminal.terminate(self._kill_grace) for terminal in terminals))
+        finally:
+            for terminal in terminals:
+                self._released[terminal.id] = terminal.snapshot(released=True)
+                terminal.transport.close()
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _get(self, terminal_id: str, session_id: str, method: str) -> _Terminal:
+        terminal = self._terminals.get(terminal_id)
+        if terminal is None or terminal.session_id != session_id:
+            state = "was released" if terminal_id in self._released else "does not exist"
+            raise ResourceNotFound(
+                {"terminalId": terminal_id},
+                message=f"{method}: terminal {terminal_id!r} {state} in session {session_id!r}",
+            )
+        return terminal
+
+
+def _command_line(argv: list[str]) -> str:
+    return shlex.join(argv)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _start_failed(command: str, exc: OSError) -> RequestError:
+    if isinstance(exc, FileNotFoundError):
+        where = "the path exists" if os.sep in command else "it is installed and on PATH"
+        return ResourceNotFound(
+            {"command": command}, message=f"Cannot run {command!r}: command not found (check that {where})"
+        )
+    if isinstance(exc, PermissionError):
+        return InvalidParams({"command": command}, message=f"Cannot run {command!r}: permission denied")
+    return InvalidParams({"command": command}, message=f"Cannot run {command!r}: {exc.strerror or exc}")

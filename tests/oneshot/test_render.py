@@ -1,0 +1,270 @@
+"""The renderers, fed model objects: what a person reads in a pipe, on a terminal, and in --json."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+
+from acpio.oneshot.recording import RecordingTransport
+from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, diff_lines
+from acpio.oneshot.render_rich import RichRenderer
+from acpio.oneshot.terminals import TerminalSnapshot
+from acpio.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    CancelledPermissionOutcome,
+    Content,
+    CurrentModeUpdate,
+    Diff,
+    PermissionOption,
+    PermissionOptionKind,
+    Plan,
+    PlanEntry,
+    RequestPermissionRequest,
+    SelectedPermissionOutcome,
+    Terminal,
+    TerminalExitStatus,
+    TextContent,
+    ToolCall,
+    ToolCallUpdate,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from acpio.transports import Channel
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def text(chunk: str) -> AgentMessageChunk:
+    return AgentMessageChunk(content=TextContent(text=chunk))
+
+
+def thought(chunk: str) -> AgentThoughtChunk:
+    return AgentThoughtChunk(content=TextContent(text=chunk))
+
+
+def plan(*statuses: str) -> Plan:
+    return Plan(
+        entries=[
+            PlanEntry(content=f"step {n}", priority="medium", status=status)
+            for n, status in enumerate(statuses, 1)
+        ]
+    )
+
+
+def plain() -> tuple[PlainRenderer, io.StringIO]:
+    out = io.StringIO()
+    return PlainRenderer(out, terminals=lambda terminal_id: None), out
+
+
+def test_text_is_written_as_each_chunk_arrives() -> None:
+    renderer, out = plain()
+    renderer.update(text("Hel"))
+    assert out.getvalue() == "Hel"
+    renderer.update(text("lo, world"))
+    assert out.getvalue() == "Hello, world"
+    renderer.turn_ended("end_turn")
+    assert out.getvalue() == "Hello, world\n[stop reason: end_turn]\n"
+
+
+def test_thoughts_are_set_apart_line_by_line() -> None:
+    renderer, out = plain()
+    renderer.update(text("Answer"))
+    renderer.update(thought("first idea\nsecond "))
+    renderer.update(thought("idea"))
+    renderer.update(text("Done."))
+    renderer.close()
+    assert out.getvalue() == "Answer\n(thinking) first idea\n(thinking) second idea\nDone.\n"
+
+
+def test_a_tool_call_gets_a_line_per_status_then_its_content() -> None:
+    renderer, out = plain()
+    renderer.update(ToolCall(tool_call_id="t1", title="Read notes.txt", kind="read", status="pending"))
+    renderer.update(ToolCallUpdate(tool_call_id="t1", status="in_progress"))
+    renderer.update(ToolCallUpdate(tool_call_id="t1", status="in_progress"))  # no change: no line
+    renderer.update(
+        ToolCallUpdate(
+            tool_call_id="t1",
+            status="completed",
+            content=[Content(content=TextContent(text="line 1\nline 2\n"))],
+        )
+    )
+    assert out.getvalue() == (
+        "[pending] Read notes.txt (read)\n"
+        "[in progress] Read notes.txt (read)\n"
+        "[completed] Read notes.txt (read)\n"
+        "    line 1\n"
+        "    line 2\n"
+    )
+
+
+def test_a_diff_is_a_unified_diff_of_old_and_new_text() -> None:
+    diff = Diff(path="/p/config.json", old_text="a\nb\nc\n", new_text="a\nB\nc\n")
+    assert diff_lines(diff) == [
+        ("--- /p/config.json", "diff.header"),
+        ("+++ /p/config.json", "diff.header"),
+        ("@@ -1,3 +1,3 @@", "diff.hunk"),
+        (" a", "content"),
+        ("-b", "diff.remove"),
+        ("+B", "diff.add"),
+        (" c", "content"),
+    ]
+    created = diff_lines(Diff(path="/p/new.txt", old_text=None, new_text="x"))
+    assert created[0] == ("--- /dev/null", "diff.header")
+    assert ("+x", "diff.add") in created
+
+
+def test_a_terminal_in_a_tool_call_shows_the_command_its_output_and_status() -> None:
+    snapshot = TerminalSnapshot(
+        terminal_id="term-1",
+        command_line="sh -c 'exit 3'",
+        output="oops\n",
+        truncated=False,
+        exit_status=TerminalExitStatus(exit_code=3),
+        released=True,
+    )
+    out = io.StringIO()
+    renderer = PlainRenderer(out, terminals={"term-1": snapshot}.get)
+    renderer.update(
+        ToolCall(tool_call_id="t", title="Run it", kind="execute", content=[Terminal(terminal_id="term-1")])
+    )
+    renderer.update(ToolCallUpdate(tool_call_id="t", status="failed"))
+    assert out.getvalue().splitlines()[-4:] == [
+        "[failed] Run it (execute)",
+        "    $ sh -c 'exit 3'",
+        "    oops",
+        "    [exit status 3]",
+    ]
+
+
+def test_a_plan_is_a_checklist_printed_again_at_each_update() -> None:
+    renderer, out = plain()
+    renderer.update(plan("pending", "pending"))
+    renderer.update(plan("completed", "in_progress"))
+    assert out.getvalue() == ("Plan:\n  [ ] step 1\n  [ ] step 2\nPlan:\n  [x] step 1\n  [>] step 2\n")
+
+
+def test_permissions_other_updates_failures_and_history() -> None:
+    renderer, out = plain()
+    options = [
+        PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE),
+        PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE),
+    ]
+    asked = RequestPermissionRequest(
+        session_id="s",
+        tool_call=ToolCallUpdate(tool_call_id="t9", title="Delete everything"),
+        options=options,
+    )
+    renderer.begin_history("sess-1")
+    renderer.update(UserMessageChunk(content=TextContent(text="hi\nthere")))
+    renderer.update(text("hello"))
+    renderer.end_history()
+    renderer.permission(asked, SelectedPermissionOutcome(option_id="reject"))
+    renderer.permission(asked, CancelledPermissionOutcome())
+    renderer.update(ToolCallUpdate(tool_call_id="t9", status="failed"))  # titled from the request
+    renderer.update(CurrentModeUpdate(current_mode_id="plan"))
+    renderer.update(UsageUpdate(used=10, size=100))
+    renderer.request_failed("fs/read_text_file", "Refused to read /etc/passwd")
+    assert out.getvalue().splitlines() == [
+        "--- history of session sess-1 ---",
+        "you> hi",
+        "you> there",
+        "hello",
+        "--- end of history ---",
+        "[permission] Delete everything: Reject (reject)",
+        "[permission] Delete everything: cancelled",
+        "[failed] Delete everything",
+        "[mode: plan]",
+        "[usage: 10 of 100 tokens]",
+        "[fs/read_text_file failed] Refused to read /etc/passwd",
+    ]
+
+
+def test_a_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
+    renderer, out = plain()
+    renderer.update(ToolCall(tool_call_id="a", title="Done", status="completed"))
+    renderer.update(ToolCall(tool_call_id="b", title="Running", status="in_progress"))
+    renderer.turn_ended("cancelled")
+    assert out.getvalue().splitlines()[-2:] == ["[cancelled] Running", "[stop reason: cancelled]"]
+
+
+# --- rich ----------------------------------------------------------------------------------------------
+
+
+def rich() -> tuple[RichRenderer, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system="standard", width=100, highlight=False)
+    return RichRenderer(console), out
+
+
+def test_rich_streams_text_as_it_arrives_and_styles_thoughts() -> None:
+    renderer, out = rich()
+    renderer.update(text("Hel"))
+    assert ANSI.sub("", out.getvalue()) == "Hel"
+    renderer.update(text("lo"))
+    assert ANSI.sub("", out.getvalue()) == "Hello"
+    renderer.update(thought("hmm"))
+    assert "\x1b[2;3mhmm" in out.getvalue()  # dim italic
+
+
+def test_rich_colours_diffs_and_statuses() -> None:
+    renderer, out = rich()
+    renderer.update(ToolCall(tool_call_id="t", title="Edit", kind="edit", status="in_progress"))
+    renderer.update(
+        ToolCallUpdate(
+            tool_call_id="t", status="completed", content=[Diff(path="/f", old_text="old", new_text="new")]
+        )
+    )
+    renderer.update(ToolCall(tool_call_id="u", title="Broken", status="failed"))
+    renderer.turn_ended("end_turn")
+    written = out.getvalue()
+    assert "\x1b[32m+new" in written  # green
+    assert "\x1b[31m-old" in written  # red
+    assert "\x1b[31m✖ " in written  # failed: red cross
+    assert "\x1b[32m[stop reason: end_turn]" in written
+
+
+def test_rich_redraws_a_changing_tool_call_in_place() -> None:
+    renderer, out = rich()
+    renderer.update(ToolCall(tool_call_id="t", title="Work", status="pending"))
+    renderer.update(ToolCallUpdate(tool_call_id="t", status="completed"))
+    renderer.close()
+    written = out.getvalue()
+    assert "\x1b[1A" in written or "\x1b[2K" in written  # the line was erased and redrawn
+    assert ANSI.sub("", written).rstrip().endswith("✔ Work")
+
+
+# --- JSON lines and the recording transport -------------------------------------------------------------
+
+
+def test_json_lines_split_batches_and_keep_invalid_text() -> None:
+    out = io.StringIO()
+    renderer = JsonLinesRenderer(out)
+    renderer.record("send", b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+    renderer.record("recv", b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]')
+    renderer.record("recv", b"not json")
+    renderer.update(text("ignored"))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines == [
+        {"direction": "send", "message": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}},
+        {"direction": "recv", "message": {"jsonrpc": "2.0", "method": "a"}},
+        {"direction": "recv", "message": {"jsonrpc": "2.0", "method": "b"}},
+        {"direction": "recv", "invalid": "not json"},
+    ]
+
+
+@pytest.mark.parametrize("frames", [[b'{"a":1}', b'{"b":2}']])
+async def test_recording_transport_reports_frames_both_ways(frames: list[bytes]) -> None:
+    ours, theirs = Channel.duplex()
+    seen: list[tuple[str, bytes]] = []
+    recording = RecordingTransport(ours, lambda direction, frame: seen.append((direction, frame)))
+    recording.send(frames[0])
+    assert await theirs.receive() == frames[0]
+    theirs.send(frames[1])
+    assert await recording.receive() == frames[1]
+    await recording.aclose()
+    assert seen == [("send", frames[0]), ("recv", frames[1])]
