@@ -113,6 +113,7 @@ class _StdioEnd:
         self._worker = _Worker(f"acpio {name}") if self.mode == "thread" else None
         self._inflight: asyncio.Future[bytes] | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._reading_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
     async def read(self) -> bytes:
@@ -133,7 +134,7 @@ class _StdioEnd:
             try:
                 return os.read(self.fd, READ_SIZE)
             except BlockingIOError:
-                await self._wait(readable=True)
+                await self._wait_readable()
             if self._closed:
                 return b""
 
@@ -148,39 +149,62 @@ class _StdioEnd:
                 try:
                     written = os.write(fd, view)
                 except BlockingIOError:
-                    await self._wait(readable=False)
+                    await self._wait_writable()
                     if self._closed:
                         raise BrokenPipeError("stdout was closed while a write was waiting") from None
                     continue
             view = view[written:]
 
-    async def _wait(self, *, readable: bool) -> None:
+    def write_nowait(self, data: bytes) -> int:
+        """Write what the descriptor takes without waiting; the number of bytes written (maybe 0)."""
+        if self.mode != "loop" or self._closed:
+            return 0
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+
+    async def _wait_readable(self) -> None:
+        # The reader stays registered from the first wait until close: registering and removing it
+        # around every wait cost two epoll_ctl calls per message. While data waits unread, the
+        # callback finds no waiter and does nothing.
         loop = asyncio.get_running_loop()
-        waiter = loop.create_future()
-
-        def ready() -> None:
-            if not waiter.done():
-                waiter.set_result(None)
-
-        self._waiter = waiter
-        if readable:
-            loop.add_reader(self.fd, ready)
-        else:
-            loop.add_writer(self.fd, ready)
+        if self._reading_loop is not loop:
+            self._stop_reading()
+            loop.add_reader(self.fd, self._wake)
+            self._reading_loop = loop
+        self._waiter = waiter = loop.create_future()
         try:
             await waiter
         finally:
             self._waiter = None
-            if readable:
-                loop.remove_reader(self.fd)
-            else:
-                loop.remove_writer(self.fd)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _stop_reading(self) -> None:
+        loop, self._reading_loop = self._reading_loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.fd)
+
+    async def _wait_writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        loop.add_writer(self.fd, self._wake)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            loop.remove_writer(self.fd)
 
     def close(self) -> None:
         """Wake a pending read (it returns end of input), stop the thread, restore blocking mode."""
         if self._closed:
             return
         self._closed = True
+        self._stop_reading()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
         if self._inflight is not None and not self._inflight.done():
@@ -243,6 +267,7 @@ class Stdio(Lines):
         super().__init__(
             self._stdin.read,
             self._stdout.write,
+            write_nowait=self._stdout.write_nowait,
             max_line=max_line,
             debug=debug,
             label="stdin/stdout",

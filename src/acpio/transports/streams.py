@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeAlias
@@ -44,6 +45,9 @@ class Lines:
     """A transport over two async callables: one reads a chunk, the other writes bytes.
 
     ``read()`` returns the next chunk (``b""`` at end of input); ``write(data)`` writes all of it.
+    ``write_nowait(data)``, if given, writes what it can without waiting and returns the number of
+    bytes written: it lets a sender that never yields to the event loop (a tight loop of
+    notifications) hand its output over while it goes on, instead of queueing all of it.
 
     Incoming bytes are cut into frames by :class:`~acpio.transports.lines.LineSplitter`; outgoing
     frames get a newline and are batched (see the module docstring). ``close``, if given, is awaited
@@ -60,6 +64,7 @@ class Lines:
         write: Callable[[bytes], Awaitable[object]],
         *,
         close: Callable[[], Awaitable[object]] | None = None,
+        write_nowait: Callable[[bytes], int] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
         debug: DebugCallback | None = None,
         label: str = "peer",
@@ -67,6 +72,9 @@ class Lines:
     ) -> None:
         self._read = read
         self._write = write
+        self._write_nowait = write_nowait
+        # Queue length at which send() writes without waiting (never without write_nowait).
+        self._eager_at = _EAGER_WRITE_ENTRIES if write_nowait is not None else sys.maxsize
         self._close = close
         self._splitter = LineSplitter(max_line)
         self._frames: deque[bytes | OversizedFrame] = deque()
@@ -175,7 +183,10 @@ class Lines:
             raise ValueError("A frame must be one line, but this one contains a newline: serialize compactly")
         if self._debug is not None:
             self._report("send", frame)
-        self._queued += (frame, b"\n")
+        queued = self._queued
+        queued += (frame, b"\n")
+        if len(queued) >= self._eager_at and not self._writing:
+            self._write_queued_now()
         wakeup = self._wakeup
         if wakeup is not None:
             self._wakeup = None
@@ -185,6 +196,26 @@ class Lines:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write_loop(), name=f"acpio writer for {self._label}"
             )
+
+    def _write_queued_now(self) -> None:
+        """Write what the queue holds without waiting; what could not be written stays queued."""
+        assert self._write_nowait is not None
+        queued_before = self._queued
+        data = b"".join(queued_before)
+        self._queued = []
+        try:
+            written = self._write_nowait(data)
+        except OSError:
+            written = 0  # the writer task meets the same error and reports it
+        if written < len(data):
+            # The peer is not keeping up: try again once the queue has doubled (so the joins stay
+            # linear overall); the writer task, when it runs, waits for the peer properly.
+            self._queued.append(data[written:])
+            self._eager_at = 2 * len(queued_before)
+        else:
+            self._eager_at = _EAGER_WRITE_ENTRIES
+        if written:
+            self._writes += 1
 
     async def drain(self) -> None:
         """Wait until every frame queued so far has been written.
@@ -299,6 +330,10 @@ class Lines:
                 await self._close()
 
 
+# Queue entries (a frame and its newline each) after which send() writes without waiting.
+_EAGER_WRITE_ENTRIES = 512
+
+
 class ByteStreams(Lines):
     """A transport over an asyncio ``StreamReader`` and ``StreamWriter`` (a socket, a pipe pair).
 
@@ -321,6 +356,7 @@ class ByteStreams(Lines):
         super().__init__(
             self._read_chunk,
             self._write_all,
+            write_nowait=self._write_nowait,
             max_line=max_line,
             debug=debug,
             label=label,
@@ -336,6 +372,14 @@ class ByteStreams(Lines):
             raise ConnectionResetError("the stream is closed")
         writer.write(data)
         await writer.drain()
+
+    def _write_nowait(self, data: bytes) -> int:
+        # The asyncio transport sends what the socket takes now and buffers the rest, in order.
+        writer = self._stream_writer
+        if writer.is_closing():
+            return 0
+        writer.write(data)
+        return len(data)
 
     def _unwritten(self) -> int:
         return super()._unwritten() + self._stream_writer.transport.get_write_buffer_size()
