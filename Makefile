@@ -3,15 +3,19 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-LINT_DIRS := $(wildcard src tests scripts examples benchmarks)
+LINT_DIRS := $(wildcard src tests scripts examples benchmarks peers)
 
-.PHONY: test lint typecheck unit schema bench clean
+.PHONY: demo test lint typecheck unit browser schema bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+## demo: the demo conversation: `acpio prompt` driving the `acpio testy` agent
+demo: $(STAMP)
+	$(PY) scripts/demo.py
 
 ## test: lints, strict type check and the whole test suite
 test: lint typecheck unit
@@ -23,8 +27,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Debian's chromium and chromedriver for the trace viewer's browser test (skipped without them).
+browser:
+	sh scripts/install_browser.sh
 
 ## schema: regenerate src/acpio/schema from ../shared/spec
 schema: $(STAMP)

@@ -1051,7 +1051,7 @@ class SessionConnection(SessionMethods, Connection):
 
     def _addresses_agent(self, peer: Any) -> bool:
         if peer is None:
-            return self.counterpart == _AGENT
+            return self._counterpart == _AGENT
         return peer is Agent or peer == _AGENT
 
     def _initialized(self, response: InitializeResponse) -> InitializeResponse:

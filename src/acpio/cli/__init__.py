@@ -18,7 +18,7 @@ from collections.abc import Sequence
 __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
-_COMMANDS = ("testy", "prompt", "conductor")
+_COMMANDS = ("testy", "prompt", "conductor", "trace")
 
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2

@@ -1,0 +1,55 @@
+"""The ``acpio`` command itself: subcommands listed, version, and usage mistakes without tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import acpio
+from acpio.cli import CliError, main
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "acpio", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_help_lists_every_subcommand() -> None:
+    done = run("--help")
+    assert done.returncode == 0
+    for name in ("testy", "prompt", "conductor", "trace"):
+        assert f"    {name}" in done.stdout
+
+
+def test_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"acpio {acpio.__version__}"
+
+
+@pytest.mark.parametrize("args", [(), ("nosuch",)])
+def test_a_usage_mistake_is_one_short_message_and_exit_2(args: tuple[str, ...]) -> None:
+    done = run(*args)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("acpio: error: ")
+
+
+def test_cli_error_from_a_subcommand_is_printed_as_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(args: object) -> int:
+        raise CliError("the agent command is empty: give --agent 'CMD ...'", code=3)
+
+    import acpio.cli.testy
+
+    real_register = acpio.cli.testy.register
+
+    def register(subparsers: object) -> None:
+        real_register(subparsers)
+        subparsers.choices["testy"].set_defaults(run=refuse)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(acpio.cli.testy, "register", register)
+    assert main(["testy"]) == 3
+    assert capsys.readouterr().err == "acpio: error: the agent command is empty: give --agent 'CMD ...'\n"
