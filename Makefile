@@ -38,9 +38,9 @@ browser:
 schema: $(STAMP)
 	$(PY) scripts/generate_schema.py
 
-## bench: engine throughput between two processes (not a test)
+## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test)
 bench: $(STAMP)
-	$(PY) benchmarks/engine.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

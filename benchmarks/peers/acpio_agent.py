@@ -1,0 +1,59 @@
+"""The benchmark agent on acpio, in the builder style: typed handlers that take the generated models.
+
+It answers ``initialize``, ``session/new`` and ``session/set_mode`` (``{}``, for any mode), and a
+``session/prompt`` whose first text block reads ``stream N`` with N ``agent_message_chunk`` updates, each a
+fresh typed :class:`~acpio.schema.SessionNotification`, before its ``end_turn`` answer. Run by a client
+over stdio: ``python benchmarks/peers/acpio_agent.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acpio import Agent
+from acpio import schema as acp
+from acpio.capabilities import negotiate_version
+from acpio.jsonrpc import Connection
+from acpio.transports import Stdio
+
+STREAM_PREFIX = "stream "
+
+app = Agent.builder(name="bench-agent")
+
+
+@app.on_request
+async def initialize(req: acp.InitializeRequest, responder: Any, cx: Connection) -> acp.InitializeResponse:
+    return acp.InitializeResponse(protocol_version=negotiate_version(req.protocol_version))
+
+
+@app.on_request
+async def new_session(req: acp.NewSessionRequest, responder: Any, cx: Connection) -> acp.NewSessionResponse:
+    return acp.NewSessionResponse(session_id="bench-1")
+
+
+@app.on_request
+async def set_mode(
+    req: acp.SetSessionModeRequest, responder: Any, cx: Connection
+) -> acp.SetSessionModeResponse:
+    return acp.SetSessionModeResponse()
+
+
+@app.on_request
+async def prompt(req: acp.PromptRequest, responder: Any, cx: Connection) -> acp.PromptResponse:
+    for _ in range(requested_updates(req)):
+        chunk = acp.AgentMessageChunk(content=acp.TextContent(text="chunk"))
+        cx.send_notification(acp.SessionNotification(session_id=req.session_id, update=chunk))
+    return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
+
+
+def requested_updates(req: acp.PromptRequest) -> int:
+    """N from a first text block ``stream N``; 0 for any other prompt."""
+    first = req.prompt[0] if req.prompt else None
+    if isinstance(first, acp.TextContent) and first.text.startswith(STREAM_PREFIX):
+        return int(first.text.removeprefix(STREAM_PREFIX))
+    return 0
+
+
+if __name__ == "__main__":
+    asyncio.run(app.connect_to(Stdio()))

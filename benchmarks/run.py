@@ -1,0 +1,565 @@
+"""Benchmark acpio against the official ACP SDKs: client process <-> agent process over stdio pipes.
+
+    .venv/bin/python benchmarks/run.py [--repeat 3] [--quick] [--scenarios roundtrip,stream,spawn]
+                                       [--impls acpio,official,ts,bare] [--pairs CLIENT:AGENT,...|all]
+                                       [--requests N] [--updates N] [--spawns K] [--output FILE]
+
+Implementations: ``acpio``; ``official``, the official Python SDK (``agent-client-protocol``, in its own
+virtualenv); ``ts``, the official TypeScript SDK (``@agentclientprotocol/sdk`` on Node); ``bare``, a plain
+asyncio + orjson loop with no ACP library, the floor. Each has a benchmark agent and client in
+``benchmarks/peers/``; the peers are installed by ``peers/install.py`` on first use, and a pairing whose
+peer cannot be installed is left out with the reason.
+
+For each pairing, the client spawns the agent and measures (see ``benchmarks/peers/_harness.py``):
+
+* ``roundtrip``: sequential typed ``session/set_mode`` requests, one in flight: req/s, p50, p99;
+* ``stream``: one ``session/prompt`` answered after N typed ``agent_message_chunk`` updates, each received
+  as an SDK model by the client's typed handler: N / (send to answer with all N handled);
+* ``spawn``: spawn to the ``initialize`` reply, a fresh agent each time (median of ``--spawns``);
+* the agent's idle RSS after ``initialize`` + ``session/new``, and its peak RSS (VmHWM) after streaming.
+
+Every scenario runs ``--repeat`` times (pairings interleaved); one table of medians goes to stdout, with
+ratios to the official Python pair and to the TypeScript pair, and all runs go to
+``benchmarks/results/<timestamp>.json``. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PEERS = HERE / "peers"
+RESULTS = HERE / "results"
+
+IMPLEMENTATIONS = ("acpio", "official", "ts", "bare")
+LABELS = {
+    "acpio": "acpio",
+    "official": "official Python SDK",
+    "ts": "TypeScript SDK",
+    "bare": "bare asyncio+orjson loop (the floor, no validation)",
+}
+#: The pairings run by default (client, agent): each SDK with itself, the floor, the mixed pairs that
+#: involve acpio, and the floor's client and agent against acpio's (to split acpio's cost by side).
+DEFAULT_PAIRS = (
+    ("acpio", "acpio"),
+    ("official", "official"),
+    ("ts", "ts"),
+    ("bare", "bare"),
+    ("acpio", "ts"),
+    ("ts", "acpio"),
+    ("acpio", "official"),
+    ("official", "acpio"),
+    ("bare", "acpio"),
+    ("acpio", "bare"),
+)
+SCENARIOS = ("roundtrip", "stream", "spawn")
+PRINT_PYTHON_VERSION = "import platform; print(platform.python_version())"
+PRINT_OFFICIAL_VERSION = "import importlib.metadata as m; print(m.version('agent-client-protocol'))"
+BASELINES = (("official", "official"), ("ts", "ts"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One line of figures in the table."""
+
+    key: str
+    label: str
+    higher_is_better: bool
+    scenario: str
+    #: The issue's target for acpio -> acpio, as (comparison, value), if it sets one.
+    target: tuple[str, float] | None = None
+
+    def meets(self, value: float) -> bool:
+        """Whether ``value`` meets the target."""
+        assert self.target is not None
+        comparison, bound = self.target
+        return value >= bound if comparison == ">=" else value <= bound
+
+
+FIGURES = (
+    Figure("req_per_s", "round trips (req/s)", True, "roundtrip", (">=", 11_000)),
+    Figure("p50_us", "round trip p50 (us)", False, "roundtrip"),
+    Figure("p99_us", "round trip p99 (us)", False, "roundtrip"),
+    Figure("msgs_per_s", "streaming (msgs/s)", True, "stream", (">=", 200_000)),
+    Figure("spawn_ms", "spawn -> initialize (ms)", False, "spawn", ("<=", 120)),
+    Figure("idle_rss_mb", "agent idle RSS (MB)", False, "session", ("<=", 30)),
+    Figure("peak_rss_mb", "agent peak RSS (MB)", False, "stream"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Implementation:
+    """How to start one implementation's benchmark client and agent."""
+
+    name: str
+    client: list[str]
+    agent: list[str]
+    version: str
+
+
+@dataclasses.dataclass
+class Settings:
+    """What to run, from the command line."""
+
+    repeat: int
+    requests: int
+    updates: int
+    spawns: int
+    scenarios: tuple[str, ...]
+    pairs: list[tuple[str, str]]
+    timeout: float
+
+    @property
+    def warmup_requests(self) -> int:
+        """Untimed round trips before the timed ones (the JIT, caches and lazy models warm up)."""
+        return max(self.requests // 10, 100)
+
+    @property
+    def warmup_updates(self) -> int:
+        """Updates in an untimed prompt before the timed one."""
+        return max(self.updates // 10, 1000)
+
+
+class BenchmarkError(Exception):
+    """A mistake in the command line or the environment; printed as one line, exit status 2."""
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def parse_settings(argv: Sequence[str] | None) -> tuple[Settings, Path | None]:
+    """The settings and the JSON output path (``None``: a timestamped file in ``benchmarks/results``)."""
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/run.py",
+        description="Benchmark acpio against the official ACP SDKs (client process <-> agent process).",
+        epilog=f"implementations: {', '.join(f'{name} ({LABELS[name]})' for name in IMPLEMENTATIONS)}",
+    )
+    parser.add_argument("--repeat", type=int, help="repetitions of every scenario (default 3; --quick: 1)")
+    parser.add_argument("--quick", action="store_true", help="small sizes and one repetition: a smoke check")
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated, from {', '.join(SCENARIOS)} (default: all; memory comes with the first two)",
+    )
+    parser.add_argument(
+        "--impls",
+        help="keep only the pairings whose client and agent are both among these (comma-separated)",
+    )
+    parser.add_argument(
+        "--pairs",
+        default="default",
+        help="CLIENT:AGENT pairings, comma-separated; 'default' (SDKs with themselves, the floor, and the "
+        "mixed pairs with acpio) or 'all' (every client with every agent)",
+    )
+    parser.add_argument(
+        "--requests", type=int, help="timed round trips per run (default 20000; --quick: 300)"
+    )
+    parser.add_argument(
+        "--updates", type=int, help="streamed updates per run (default 100000; --quick: 2000)"
+    )
+    parser.add_argument("--spawns", type=int, help="spawns timed per run (default 5; --quick: 2)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds one client run may take")
+    parser.add_argument(
+        "--output", type=Path, help="the JSON file (default: benchmarks/results/<timestamp>.json)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        settings = _settings(args)
+    except BenchmarkError as error:
+        parser.error(str(error))
+    return settings, args.output
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    def pick(value: int | None, normal: int, quick: int, what: str) -> int:
+        chosen = value if value is not None else (quick if args.quick else normal)
+        if chosen < 1:
+            raise BenchmarkError(f"{what} must be at least 1, not {chosen}")
+        return chosen
+
+    scenarios = tuple(_names(args.scenarios, SCENARIOS, "scenario"))
+    pairs = _pairs(args.pairs)
+    if args.impls is not None:
+        keep = set(_names(args.impls, IMPLEMENTATIONS, "implementation"))
+        pairs = [pair for pair in pairs if set(pair) <= keep]
+        if not pairs:
+            raise BenchmarkError(f"no pairing of --pairs {args.pairs} has both ends in --impls {args.impls}")
+    return Settings(
+        repeat=pick(args.repeat, 3, 1, "--repeat"),
+        requests=pick(args.requests, 20_000, 300, "--requests"),
+        updates=pick(args.updates, 100_000, 2_000, "--updates"),
+        spawns=pick(args.spawns, 5, 2, "--spawns"),
+        scenarios=scenarios,
+        pairs=pairs,
+        timeout=args.timeout,
+    )
+
+
+def _names(text: str, known: Sequence[str], what: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise BenchmarkError(
+            f"unknown {what} {', '.join(unknown) or repr(text)}: choose from {', '.join(known)}"
+        )
+    return names
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    if text == "default":
+        return list(DEFAULT_PAIRS)
+    if text == "all":
+        return [(client, agent) for client in IMPLEMENTATIONS for agent in IMPLEMENTATIONS]
+    pairs = []
+    for word in text.split(","):
+        client, colon, agent = word.strip().partition(":")
+        if not colon:
+            raise BenchmarkError(
+                f"--pairs takes CLIENT:AGENT pairings such as acpio:ts, not {word.strip()!r}"
+            )
+        _names(client, IMPLEMENTATIONS, "implementation")
+        _names(agent, IMPLEMENTATIONS, "implementation")
+        pairs.append((client, agent))
+    return pairs
+
+
+# --- the implementations ------------------------------------------------------------------------
+
+
+def _load_installer() -> ModuleType:
+    """``peers/install.py``, loaded by path (``benchmarks/peers`` would shadow a ``peers`` import)."""
+    spec = importlib.util.spec_from_file_location("acpio_peers_install", ROOT / "peers" / "install.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def locate(
+    names: set[str], progress: Callable[[str], None]
+) -> tuple[dict[str, Implementation], dict[str, str]]:
+    """The implementations that can run, and why the others cannot."""
+    found: dict[str, Implementation] = {}
+    missing: dict[str, str] = {}
+    python = sys.executable
+    if "acpio" in names or "bare" in names:
+        for module in ("acpio", "orjson"):
+            if importlib.util.find_spec(module) is None:
+                raise BenchmarkError(
+                    f"{python} cannot import {module}: run the driver with the project's virtualenv, "
+                    "`.venv/bin/python benchmarks/run.py` (or `make bench`)"
+                )
+        from importlib.metadata import version
+
+        if "acpio" in names:
+            found["acpio"] = _python_impl("acpio", python, version("acpio"))
+        if "bare" in names:
+            found["bare"] = _python_impl("bare", python, f"orjson {version('orjson')}")
+    install = _load_installer() if names & {"official", "ts"} else None
+    if "official" in names:
+        assert install is not None
+        progress("installing or finding the official Python SDK (peers/install.py) ...")
+        try:
+            official = str(install.official_python())
+        except install.PeersUnavailable as error:
+            missing["official"] = str(error)
+        else:
+            sdk = _output([official, "-c", PRINT_OFFICIAL_VERSION])
+            found["official"] = _python_impl("official", official, f"agent-client-protocol {sdk}")
+    if "ts" in names:
+        assert install is not None
+        progress("installing or finding the TypeScript SDK (peers/install.py) ...")
+        try:
+            modules, node = str(install.node_modules()), str(install.node())
+        except install.PeersUnavailable as error:
+            missing["ts"] = str(error)
+        else:
+            manifest = Path(modules) / "@agentclientprotocol" / "sdk" / "package.json"
+            sdk = json.loads(manifest.read_text())["version"]
+            tail = ["--node-modules", modules]
+            found["ts"] = Implementation(
+                "ts",
+                client=[node, str(PEERS / "ts_client.mjs"), *tail],
+                agent=[node, str(PEERS / "ts_agent.mjs"), *tail],
+                version=f"@agentclientprotocol/sdk {sdk} on Node {_output([node, '--version'])}",
+            )
+    return found, missing
+
+
+def _python_impl(name: str, python: str, version: str) -> Implementation:
+    return Implementation(
+        name,
+        client=[python, str(PEERS / f"{name}_client.py")],
+        agent=[python, str(PEERS / f"{name}_agent.py")],
+        version=f"{version} on Python {_output([python, '-c', PRINT_PYTHON_VERSION])}",
+    )
+
+
+def _output(command: list[str]) -> str:
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+class RunFailed(Exception):
+    """A client run failed; ``str()`` has the command's stderr tail."""
+
+
+def run_client(client: Implementation, agent: Implementation, options: list[str], timeout: float) -> Any:
+    """Run ``client`` against ``agent`` with ``options``; return the figures it reports."""
+    command = [*client.client, "--agent", json.dumps(agent.agent), *options]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired as error:
+        raise RunFailed(f"timed out after {timeout:g} s (raise --timeout)") from error
+    if done.returncode != 0:
+        tail = " | ".join(done.stderr.strip().splitlines()[-6:])
+        raise RunFailed(f"exit status {done.returncode}: {tail}")
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError) as error:
+        raise RunFailed(f"the client reported no figures; stderr: {done.stderr.strip()[-500:]}") from error
+
+
+def session_options(settings: Settings) -> list[str]:
+    """The client options for one session run of the selected scenarios."""
+    options = []
+    if "roundtrip" in settings.scenarios:
+        options += ["--requests", str(settings.requests), "--warmup-requests", str(settings.warmup_requests)]
+    if "stream" in settings.scenarios:
+        options += ["--updates", str(settings.updates), "--warmup-updates", str(settings.warmup_updates)]
+    return options
+
+
+@dataclasses.dataclass
+class PairResult:
+    """Every run of one pairing."""
+
+    client: str
+    agent: str
+    runs: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    spawn_samples: list[float] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """``client -> agent``."""
+        return f"{self.client} -> {self.agent}"
+
+    def add(self, figures: dict[str, Any]) -> None:
+        """Record one run's figures (a spawn run's samples count as one run: their median)."""
+        for key, value in figures.items():
+            if key == "spawn_ms":
+                self.spawn_samples.extend(value)
+                value = statistics.median(value)
+            self.runs.setdefault(key, []).append(float(value))
+
+    def median(self, key: str) -> float | None:
+        """The median over the runs of ``key``, or ``None`` if it was not measured."""
+        values = self.runs.get(key)
+        return statistics.median(values) if values else None
+
+
+def run_all(
+    settings: Settings, impls: dict[str, Implementation], progress: Callable[[str], None]
+) -> dict[tuple[str, str], PairResult]:
+    """Every selected scenario for every pairing, ``settings.repeat`` times, pairings interleaved."""
+    results = {pair: PairResult(*pair) for pair in settings.pairs if set(pair) <= impls.keys()}
+    options = session_options(settings)
+    for rep in range(1, settings.repeat + 1):
+        for (client, agent), result in results.items():
+            prefix = f"[{rep}/{settings.repeat}] {result.label}:"
+            try:
+                if options:
+                    figures = run_client(impls[client], impls[agent], options, settings.timeout)
+                    result.add(figures)
+                    progress(f"{prefix} {_summary(figures)}")
+                if "spawn" in settings.scenarios:
+                    spawn_options = ["--spawns", str(settings.spawns)]
+                    figures = run_client(impls[client], impls[agent], spawn_options, settings.timeout)
+                    result.add(figures)
+                    progress(f"{prefix} spawn -> initialize {statistics.median(figures['spawn_ms']):,.0f} ms")
+            except RunFailed as error:
+                result.errors.append(f"run {rep}: {error}")
+                progress(f"{prefix} FAILED: {error}")
+    return results
+
+
+def _summary(figures: dict[str, Any]) -> str:
+    parts = []
+    if "req_per_s" in figures:
+        parts.append(f"{figures['req_per_s']:,.0f} req/s")
+    if "msgs_per_s" in figures:
+        parts.append(f"{figures['msgs_per_s']:,.0f} msgs/s")
+    parts.append(f"idle {figures['idle_rss_mb']:.1f} MB")
+    return ", ".join(parts)
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str:
+    """The one table: a row per figure and pairing, with medians and the ratios to the baselines."""
+    header = ("figure", "client -> agent", "median", "vs official", "vs TS", "target (acpio -> acpio)")
+    rows: list[tuple[str, ...]] = []
+    for figure in FIGURES:
+        if figure.scenario != "session" and figure.scenario not in settings.scenarios:
+            continue
+        if figure.scenario == "session" and not set(settings.scenarios) & {"roundtrip", "stream"}:
+            continue
+        baselines = [results[pair].median(figure.key) if pair in results else None for pair in BASELINES]
+        arrow = "higher" if figure.higher_is_better else "lower"
+        first = True
+        for pair, result in results.items():
+            value = result.median(figure.key)
+            label = f"{figure.label}, {arrow} is better" if first else ""
+            first = False
+            if value is None:
+                rows.append((label, result.label, "failed" if result.errors else "-", "", "", ""))
+                continue
+            ratios = tuple(f"{value / base:.2f}x" if base else "-" for base in baselines)
+            target = ""
+            if figure.target is not None and pair == ("acpio", "acpio"):
+                comparison, bound = figure.target
+                verdict = "met" if figure.meets(value) else "missed"
+                target = f"{comparison} {bound:,.0f}: {verdict}"
+            rows.append((label, result.label, _number(value), *ratios, target))
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    aligned = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.ljust]
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = (align(cell, width) for cell, width, align in zip(row, widths, aligned, strict=True))
+        return "  ".join(cells).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([line(header), rule, *(line(row) for row in rows)])
+
+
+def _number(value: float) -> str:
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def footer(
+    settings: Settings, impls: dict[str, Implementation], missing: dict[str, str], load: tuple[float, ...]
+) -> str:
+    """What was run, on what, and what could not be."""
+    sizes = []
+    if "roundtrip" in settings.scenarios:
+        sizes.append(f"{settings.requests:,} round trips (+{settings.warmup_requests:,} warm-up)")
+    if "stream" in settings.scenarios:
+        sizes.append(f"{settings.updates:,} updates (+{settings.warmup_updates:,} warm-up)")
+    if "spawn" in settings.scenarios:
+        sizes.append(f"{settings.spawns} spawns")
+    runs = f"{settings.repeat} run{'s' if settings.repeat > 1 else ''}"
+    lines = [
+        f"medians of {runs}; per run: {', '.join(sizes)}",
+        "ratios: this row / official -> official, and / ts -> ts",
+    ]
+    for name, impl in impls.items():
+        lines.append(f"{name}: {LABELS[name]}, {impl.version}")
+    for name, reason in missing.items():
+        lines.append(f"{name}: not run: {reason}")
+    lines.append(
+        f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} at the start and "
+        f"{os.getloadavg()[0]:.2f} at the end (other work on the machine makes figures noisy)"
+    )
+    return "\n".join(lines)
+
+
+def write_json(
+    path: Path,
+    settings: Settings,
+    impls: dict[str, Implementation],
+    missing: dict[str, str],
+    results: dict[tuple[str, str], PairResult],
+    started: datetime.datetime,
+    load: tuple[float, ...],
+) -> None:
+    """Every run, the medians and the context, as JSON."""
+    document = {
+        "started": started.isoformat(timespec="seconds"),
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "settings": {
+            **{k: v for k, v in dataclasses.asdict(settings).items() if k != "pairs"},
+            "warmup_requests": settings.warmup_requests,
+            "warmup_updates": settings.warmup_updates,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "loadavg_start": list(load),
+            "loadavg_end": list(os.getloadavg()),
+        },
+        "implementations": {name: dataclasses.asdict(impl) for name, impl in impls.items()},
+        "unavailable": missing,
+        "results": [
+            {
+                "client": result.client,
+                "agent": result.agent,
+                "medians": {key: result.median(key) for key in result.runs},
+                "runs": result.runs,
+                "spawn_ms_samples": result.spawn_samples,
+                "errors": result.errors,
+            }
+            for result in results.values()
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks; print the table; write the JSON. Exit status 1 if a run failed."""
+    settings, output = parse_settings(argv)
+    started = datetime.datetime.now(datetime.UTC)
+    load = os.getloadavg()
+
+    def progress(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        impls, missing = locate({name for pair in settings.pairs for name in pair}, progress)
+    except BenchmarkError as error:
+        print(f"benchmarks/run.py: error: {error}", file=sys.stderr)
+        return 2
+    for name, reason in missing.items():
+        progress(f"leaving out the pairings with {name}: {reason}")
+    begin = time.perf_counter()
+    results = run_all(settings, impls, progress)
+    if not results:
+        print("benchmarks/run.py: error: no pairing could run (see the reasons above)", file=sys.stderr)
+        return 2
+    progress(f"done in {time.perf_counter() - begin:.0f} s")
+    path = output or RESULTS / f"{started.strftime('%Y%m%d-%H%M%S')}.json"
+    write_json(path, settings, impls, missing, results, started, load)
+    print(table(results, settings))
+    print()
+    print(footer(settings, impls, missing, load))
+    print(f"all runs: {path}")
+    failures = [f"{result.label}: {failure}" for result in results.values() for failure in result.errors]
+    for failure in failures:
+        print(f"failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
