@@ -289,7 +289,9 @@ def _parse_with(response_type: Any, method: str) -> Callable[[Any], Any]:
 
     def parse(raw: Any) -> Any:
         try:
-            return validate(raw)
+            # ``"result": null`` answers a request whose result has no required field: read it as
+            # ``{}`` (the spec's own examples send null for fs/write_text_file, and SDKs do).
+            return validate({} if raw is None else raw)
         except Exception as exc:  # pydantic.ValidationError; kept duck-typed
             raise ParseError(
                 {"method": method, "error": str(exc), "json": raw, "phase": "deserialization"},
