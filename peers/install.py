@@ -31,6 +31,14 @@ ROOT = HERE.parent
 PACKAGE_JSON = HERE / "package.json"
 OFFICIAL_REQUIREMENTS = HERE / "requirements-official.txt"
 INSTALL_TIMEOUT = 600
+# Give up soon on an unreachable registry (npm's defaults retry for minutes), so the tests skip quickly.
+NPM_FAIL_FAST = (
+    "--fetch-retries=1",
+    "--fetch-retry-mintimeout=1000",
+    "--fetch-retry-maxtimeout=5000",
+    "--fetch-timeout=60000",
+)
+PIP_FAIL_FAST = ("--retries", "1", "--timeout", "30")
 
 
 class PeersUnavailable(Exception):
@@ -67,8 +75,11 @@ def _run(command: list[str], what: str, **kwargs: object) -> None:
         reason = f"{what}: timed out after {INSTALL_TIMEOUT} s (registry unreachable?)"
         raise PeersUnavailable(reason) from error
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-        raise PeersUnavailable(f"{what} failed (registry unreachable?): " + " | ".join(tail))
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        # The error lines say why ("FetchError: ... ECONNREFUSED", "ERROR: No matching distribution...").
+        errors = [line.strip() for line in lines if "Error:" in line or "ERROR:" in line]
+        reason = " | ".join(errors[:3] or lines[-5:])
+        raise PeersUnavailable(f"{what} failed (registry unreachable?): {reason}")
 
 
 def node_modules() -> Path:
@@ -84,7 +95,7 @@ def node_modules() -> Path:
             if npm is None:
                 raise PeersUnavailable("npm is not installed; the TypeScript peers need Node.js and npm")
             _run(
-                [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", *NPM_FAIL_FAST],
                 "npm install of the TypeScript peers",
                 cwd=target,
             )
@@ -136,10 +147,8 @@ def official_python() -> Path:
         if not stamp.exists():
             shutil.rmtree(target, ignore_errors=True)
             venv.EnvBuilder(with_pip=True, clear=True).create(target)
-            _run(
-                [str(python), "-m", "pip", "install", "--quiet", "-r", str(OFFICIAL_REQUIREMENTS)],
-                "pip install of the official Python SDK",
-            )
+            pip = [str(python), "-m", "pip", "install", "--quiet", *PIP_FAIL_FAST]
+            _run([*pip, "-r", str(OFFICIAL_REQUIREMENTS)], "pip install of the official Python SDK")
             stamp.touch()
         return python
 
