@@ -20,6 +20,7 @@ from acpio.jsonrpc import (
     Unhandled,
     UntypedRole,
 )
+from acpio.schema import InitializeRequest, InitializeResponse
 from acpio.transports.channel import Channel
 
 from ._support import (
@@ -333,3 +334,17 @@ async def test_sending_to_a_peer_the_role_does_not_have_names_the_valid_peers() 
 
     result = await UntypedRole.builder().connect_with(echo_builder(), main)
     assert result == EchoResult(value="to the counterpart")
+
+
+async def test_a_typed_result_that_cannot_be_serialized_is_answered_with_internal_error() -> None:
+    """The peer gets -32603, never silence, when a handler returns a model pydantic cannot write."""
+    app = UntypedRole.builder(name="agent")
+
+    @app.on_request(InitializeRequest)
+    async def initialize(req: Any, responder: Any, cx: Connection) -> InitializeResponse:
+        return InitializeResponse(protocol_version=1, unserializable=object())  # type: ignore[call-arg]
+
+    async with serving(app) as peer:
+        reply = await peer.request("initialize", {"protocolVersion": 1}, request_id=1)
+        assert reply["id"] == 1
+        assert reply["error"]["code"] == InternalError.CODE

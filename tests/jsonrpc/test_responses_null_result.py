@@ -19,3 +19,12 @@ def test_null_is_still_refused_where_the_result_has_required_fields() -> None:
     parse: Any = _parse_with(NewSessionResponse, "session/new")
     with pytest.raises(ParseError, match="does not match NewSessionResponse"):
         parse(None)
+
+
+def test_null_stays_null_for_a_result_of_any_json() -> None:
+    from acpio.schema import AcpJson
+
+    class Anything(AcpJson):
+        pass
+
+    assert _parse_with(Anything, "_x/anything")(None).root is None

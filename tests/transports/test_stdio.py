@@ -7,6 +7,7 @@ import pty
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,53 @@ def test_stdout_a_terminal() -> None:
     assert result.returncode == 0, result.stderr.decode()
     lines = [line.rstrip(b"\r") for line in bytes(output).splitlines()]
     assert lines == [*burst(50), *ECHOES, b"after close"]
+
+
+# Reads one frame, then idles while more input waits unread, then reads to the end and idles again:
+# it reports the CPU time of each idle second (the loop must not spin on a ready descriptor).
+IDLE_CHILD = r"""
+import asyncio, sys, time
+from acpio.transports import Stdio
+
+async def idle():
+    start = time.process_time()
+    await asyncio.sleep(1)
+    return time.process_time() - start
+
+async def main():
+    transport = Stdio()
+    await transport.receive()
+    unread = await idle()
+    while await transport.receive() is not None:
+        pass
+    after_end = await idle()
+    await transport.aclose()
+    print(f"unread={unread:.3f} after_end={after_end:.3f}", file=sys.stderr)
+
+asyncio.run(main())
+"""
+
+
+def test_an_idle_reader_does_not_spin_on_pending_input_or_after_end_of_input() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", IDLE_CHILD],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    assert child.stdin is not None
+    time.sleep(0.5)  # the child waits for input: its reader is registered with the loop
+    child.stdin.write(b'{"a":1}\n')
+    child.stdin.flush()
+    time.sleep(0.2)
+    child.stdin.write(b'{"b":2}\n' * 10)  # arrives while the child idles without reading
+    child.stdin.flush()
+    time.sleep(1.2)
+    child.stdin.close()  # end of input, then the child idles again
+    assert child.wait(timeout=30) == 0
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    report = dict(item.split("=") for item in stderr.decode().split()[-2:])
+    assert float(report["unread"]) < 0.3, report
+    assert float(report["after_end"]) < 0.3, report

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 import orjson
+from pydantic_core import PydanticSerializationError
 
 from acpio.errors import InvalidRequest, ParseError, RequestError, error_from_wire
 
@@ -266,7 +267,10 @@ def _typed_json(value: Any) -> bytes | None:
     kind = type(value)
     if kind is dict or kind is list or getattr(kind, "to_wire_json", None) is None:
         return None
-    return value.to_wire_json()  # type: ignore[no-any-return]
+    try:
+        return value.to_wire_json()  # type: ignore[no-any-return]
+    except PydanticSerializationError as exc:  # the same error as the generic path raises
+        raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
 
 
 def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
@@ -290,7 +294,9 @@ def encode_notification(method: str, params: Any) -> bytes:
     if typed is not None:
         head = _NOTIFICATION_HEADS.get(method)
         if head is None:
-            head = _NOTIFICATION_HEADS[method] = orjson.dumps({"jsonrpc": "2.0", "method": method})[:-1]
+            head = orjson.dumps({"jsonrpc": "2.0", "method": method})[:-1]
+            if len(_NOTIFICATION_HEADS) < 256:  # method names are few; never grow without bound
+                _NOTIFICATION_HEADS[method] = head
         return b"".join((head, b',"params":', typed, b"}"))
     return orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params}, default=_to_json)
 

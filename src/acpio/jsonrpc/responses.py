@@ -286,12 +286,14 @@ def _parse_with(response_type: Any, method: str) -> Callable[[Any], Any]:
     if getattr(response_type, "model_validate", None) is None:
         return _identity
     validate = fast_validator(response_type)
+    # ``"result": null`` answers a request whose result has no required field: read it as ``{}``
+    # (the spec's own examples send null for fs/write_text_file, and SDKs do). A root model (any
+    # JSON, as extension results) keeps a null as null.
+    null_as_empty = not getattr(response_type, "__pydantic_root_model__", False)
 
     def parse(raw: Any) -> Any:
         try:
-            # ``"result": null`` answers a request whose result has no required field: read it as
-            # ``{}`` (the spec's own examples send null for fs/write_text_file, and SDKs do).
-            return validate({} if raw is None else raw)
+            return validate({} if raw is None and null_as_empty else raw)
         except Exception as exc:  # pydantic.ValidationError; kept duck-typed
             raise ParseError(
                 {"method": method, "error": str(exc), "json": raw, "phase": "deserialization"},

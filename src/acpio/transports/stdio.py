@@ -132,9 +132,13 @@ class _StdioEnd:
             return data
         while True:
             try:
-                return os.read(self.fd, READ_SIZE)
+                data = os.read(self.fd, READ_SIZE)
             except BlockingIOError:
                 await self._wait_readable()
+            else:
+                if not data:
+                    self._stop_reading()  # end of input: the descriptor would read as ready forever
+                return data
             if self._closed:
                 return b""
 
@@ -156,8 +160,8 @@ class _StdioEnd:
             view = view[written:]
 
     def write_nowait(self, data: bytes) -> int:
-        """Write what the descriptor takes without waiting; the number of bytes written (maybe 0)."""
-        if self.mode != "loop" or self._closed:
+        """Write what the descriptor takes without waiting; the bytes written (maybe 0). Loop mode only."""
+        if self._closed:
             return 0
         try:
             return os.write(self.fd, data)
@@ -165,19 +169,27 @@ class _StdioEnd:
             return 0
 
     async def _wait_readable(self) -> None:
-        # The reader stays registered from the first wait until close: registering and removing it
-        # around every wait cost two epoll_ctl calls per message. While data waits unread, the
-        # callback finds no waiter and does nothing.
+        # The reader stays registered across waits while input keeps arriving and being read:
+        # registering and removing it around every wait cost two epoll_ctl calls per message. It
+        # is removed when input is ready but nobody waits for it (the loop would report it again
+        # on every pass: a busy loop while a handler runs, or forever after end of input).
         loop = asyncio.get_running_loop()
         if self._reading_loop is not loop:
             self._stop_reading()
-            loop.add_reader(self.fd, self._wake)
+            loop.add_reader(self.fd, self._on_readable)
             self._reading_loop = loop
         self._waiter = waiter = loop.create_future()
         try:
             await waiter
         finally:
             self._waiter = None
+
+    def _on_readable(self) -> None:
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            self._stop_reading()
+        else:
+            waiter.set_result(None)
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -267,7 +279,7 @@ class Stdio(Lines):
         super().__init__(
             self._stdin.read,
             self._stdout.write,
-            write_nowait=self._stdout.write_nowait,
+            write_nowait=self._stdout.write_nowait if self._stdout.mode == "loop" else None,
             max_line=max_line,
             debug=debug,
             label="stdin/stdout",

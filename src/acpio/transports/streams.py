@@ -235,6 +235,8 @@ class Lines:
         try:
             while True:
                 if not self._queued:
+                    if self._write_nowait is not None:
+                        self._eager_at = _EAGER_WRITE_ENTRIES  # the peer caught up
                     self._notify_drained()
                     if self._closed:
                         return
@@ -356,7 +358,6 @@ class ByteStreams(Lines):
         super().__init__(
             self._read_chunk,
             self._write_all,
-            write_nowait=self._write_nowait,
             max_line=max_line,
             debug=debug,
             label=label,
@@ -372,14 +373,6 @@ class ByteStreams(Lines):
             raise ConnectionResetError("the stream is closed")
         writer.write(data)
         await writer.drain()
-
-    def _write_nowait(self, data: bytes) -> int:
-        # The asyncio transport sends what the socket takes now and buffers the rest, in order.
-        writer = self._stream_writer
-        if writer.is_closing():
-            return 0
-        writer.write(data)
-        return len(data)
 
     def _unwritten(self) -> int:
         return super()._unwritten() + self._stream_writer.transport.get_write_buffer_size()
