@@ -199,6 +199,7 @@ class FieldSpec:
     description: str | None = None
     omit_none: bool = False  # None is omitted on the wire (the schema forbids null here)
     extra_alias: str | None = None  # another wire name accepted on receive
+    validate_default: bool = False  # the default is the wire JSON of the value (an object)
 
 
 @dataclass
@@ -387,7 +388,7 @@ class Generator:
 
     def named(self, target: str) -> str:
         if target in self.enums:
-            return f"Annotated[Union[{target}, str], BeforeValidator(open_enum({target}))]"
+            return f"Annotated[Union[{target}, str], open_enum({target})]"
         return target
 
     def field_spec(self, owner: str, wire: str, node: dict[str, Any], required: bool) -> FieldSpec:
@@ -403,9 +404,10 @@ class Generator:
         if not required:
             default = node.get("default")
             if isinstance(default, dict):
-                target = ref_name(node)
-                factory = f"{target}.model_validate({default!r})" if target else repr(default)
-                spec.default = f"Field(default_factory=lambda: {factory})"
+                # validated by this model's own validator when the field is omitted (no factory calling
+                # ``X.model_validate``, which would build X's validator as well on first use)
+                spec.default = repr(default)
+                spec.validate_default = True
             elif default is not None:
                 spec.default = repr(default)
             else:
@@ -588,16 +590,14 @@ class Generator:
 
     # ----- emit --------------------------------------------------------------------------------
     def emit_models(self, header: str) -> str:
-        out = [header, "from __future__ import annotations", ""]
+        out = [header]
         out += [
             "# ruff: noqa",
             "from enum import StrEnum",
             "from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, Union",
             "",
             "from pydantic import (",
-            "    AfterValidator,",
             "    AliasChoices,",
-            "    BeforeValidator,",
             "    Discriminator,",
             "    MISSING,",
             "    Field,",
@@ -663,16 +663,17 @@ class Generator:
             out += ["", f"{name}: TypeAlias = {source}"]
             out += docstring(self.defs[name].get("description"), "")
         out.append("")
-        # models
-        for name in self.model_order():
-            out += self.emit_model(self.models[name])
-        # unions and late aliases
-        out.append("")
-        for name in sorted(late_aliases):
-            out += ["", f"{name}: TypeAlias = {late_aliases[name]}"]
-            out += docstring(self.defs[name].get("description"), "")
-        for name in sorted(self.unions):
-            out += self.emit_union(self.unions[name])
+        # models, unions and the aliases of classes, each after what it uses (see definition_order)
+        defined = set(self.enums) | (set(self.aliases) - set(late_aliases))
+        for name in self.definition_order(late_aliases):
+            if name in self.models:
+                out += self.emit_model(self.models[name], defined)
+            elif name in self.unions:
+                out += self.emit_union(self.unions[name])
+            else:
+                out += ["", "", f"{name}: TypeAlias = {late_aliases[name]}"]
+                out += docstring(self.defs[name].get("description"), "")
+            defined.add(name)
         out += ["", ""]
         # bindings
         out.append("# Request -> response bindings (the method table in methods.py is built from these).")
@@ -705,20 +706,51 @@ class Generator:
                 return name
         raise SystemExit(f"generate_schema: no response type for {request}")
 
-    def model_order(self) -> list[str]:
-        """Base classes before subclasses; otherwise schema order."""
+    def definition_order(self, late_aliases: dict[str, str]) -> list[str]:
+        """Models, unions and class aliases, each after the names it uses; otherwise schema order.
+
+        The module has no ``from __future__ import annotations``: Python evaluates each annotation
+        as the class is created, which is much cheaper than pydantic evaluating it from a string.
+        A base class, and every name in a type alias, must exist before; in a reference cycle, a
+        field annotation naming what comes later is emitted as a string (see ``emit_model``).
+        """
+        sources: dict[str, str] = dict(late_aliases)
+        for name, union in self.unions.items():
+            sources[name] = " ".join([*(v.cls for v in union.variants), union.unknown or ""])
+        for name, spec in self.models.items():
+            sources[name] = " ".join([spec.base, *(f.annotation for f in spec.fields)])
         order: list[str] = []
-        pending = list(self.models)
-        while pending:
-            name = pending.pop(0)
-            base = self.models[name].base
-            if base in self.models and base not in order:
-                pending.append(name)
-                continue
+        state: dict[str, str] = {}  # name -> "visiting" | "done"
+
+        def visit(name: str) -> None:
+            if name in state:
+                return
+            state[name] = "visiting"
+            used = [u for u in dict.fromkeys(re.findall(r"\w+", sources[name])) if u in sources and u != name]
+            for dependency in used:
+                visit(dependency)
+            needed = [self.models[name].base] if name in self.models else used
+            if any(state.get(u) != "done" for u in needed if u in sources):
+                del state[name]  # in a cycle: after the class being emitted, which names it in a string
+                return
+            state[name] = "done"
             order.append(name)
+
+        everything = [*self.models, *sorted(late_aliases), *sorted(self.unions)]
+        for name in everything:
+            visit(name)
+        if len(order) != len(everything):
+            stuck = sorted(set(everything) - set(order))
+            raise SystemExit(f"generate_schema: type aliases in a reference cycle: {', '.join(stuck)}")
         return order
 
-    def emit_model(self, spec: ModelSpec) -> list[str]:
+    def unresolved(self, source: str, defined: set[str]) -> set[str]:
+        """The generated names that ``source`` uses and that are not in ``defined`` yet."""
+        generated = self.models.keys() | self.unions.keys() | self.aliases.keys() | self.enums.keys()
+        return (set(re.findall(r"\w+", source)) & generated) - defined
+
+    def emit_model(self, spec: ModelSpec, defined: set[str]) -> list[str]:
+        """The class source; ``defined`` holds the names already emitted (the others are quoted)."""
         out = ["", "", f"class {spec.name}({spec.base}):"]
         note = (
             "**Unstable**: only in the unstable schema; may change or disappear." if spec.unstable else None
@@ -745,6 +777,8 @@ class Generator:
                 kwargs.append(f"alias={f.wire!r}")
             if f.extra_alias:
                 kwargs.append(f"validation_alias=AliasChoices({f.wire!r}, {f.extra_alias!r}, {f.attr!r})")
+            if f.validate_default:
+                kwargs.append("validate_default=True")
             if f.omit_none:
                 kwargs.append("exclude_if=_is_none")
             if default_src is not None and default_src.startswith("Field("):
@@ -756,7 +790,10 @@ class Generator:
                 value = f"Field({', '.join(args + kwargs)})"
             else:
                 value = default_src
-            line = f"    {f.attr}: {f.annotation}"
+            annotation = f.annotation
+            if self.unresolved(annotation, defined):
+                annotation = repr(annotation)  # a forward reference: pydantic resolves it on first use
+            line = f"    {f.attr}: {annotation}"
             if value is not None:
                 line += f" = {value}"
             body.append(line)
@@ -766,7 +803,7 @@ class Generator:
             body += [
                 "",
                 "    @model_validator(mode='after')",
-                f"    def _check_variant(self) -> {spec.name}:",
+                f"    def _check_variant(self) -> {spec.name!r}:",
                 f"        check_variants(self, {spec.variant_groups})",
                 "        return self",
             ]
@@ -793,7 +830,7 @@ class Generator:
         if union.untagged is not None:
             return "str | None"
         known = tuple(sorted({v.tag for v in union.variants if v.tag is not None}))
-        return f"Annotated[str, AfterValidator(not_one_of({known!r}))]"
+        return f"Annotated[str, not_one_of({known!r})]"
 
     def emit_union(self, union: Union_) -> list[str]:
         assert union.discriminator is not None
@@ -918,11 +955,12 @@ def main() -> int:
         for p in stale:
             print(f"{p.relative_to(ROOT)} is stale: run `make schema`", file=sys.stderr)
         return 1 if stale else 0
-    for p, text in outputs.items():
-        p.write_text(text)
+    for p in stale:  # an unchanged file keeps its mtime, so its cached bytecode stays valid
+        p.write_text(outputs[p])
     print(
-        f"wrote {len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
-        f"{len(gen.aliases)} aliases"
+        f"{len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
+        f"{len(gen.aliases)} aliases; "
+        + (f"wrote {', '.join(str(p.relative_to(ROOT)) for p in stale)}" if stale else "already up to date")
     )
     return 0
 

@@ -17,15 +17,38 @@ They reproduce what the Rust reference does on receive, which JSON Schema cannot
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticUseDefault
+from pydantic import GetCoreSchemaHandler, ValidationError, ValidatorFunctionWrapHandler
+from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
 E = TypeVar("E", bound=StrEnum)
 
 UNKNOWN = "__unknown__"
+
+
+@dataclass(frozen=True, slots=True)
+class Validator:
+    """``Annotated`` metadata running ``func`` before, after or around the field's own validation.
+
+    The same as pydantic's ``BeforeValidator``/``AfterValidator``/``WrapValidator`` for a function
+    without an ``info`` argument, minus the signature inspection those repeat for every field that
+    uses them whenever a model's validator is built (about a sixth of the time it takes to build
+    the validators of an agent's first ``initialize``, ``session/new`` and ``session/prompt``).
+    """
+
+    mode: Literal["before", "after", "wrap"]
+    func: Callable[..., Any]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        schema = handler(source)
+        if self.mode == "before":
+            return core_schema.no_info_before_validator_function(self.func, schema)
+        if self.mode == "after":
+            return core_schema.no_info_after_validator_function(self.func, schema)
+        return core_schema.no_info_wrap_validator_function(self.func, schema)
 
 
 def _default_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -47,11 +70,11 @@ def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> An
         return handler([item for index, item in enumerate(value) if index not in bad])
 
 
-DEFAULT_ON_ERROR = WrapValidator(_default_on_error)
-SKIP_INVALID_ITEMS = WrapValidator(_skip_invalid_items)
+DEFAULT_ON_ERROR = Validator("wrap", _default_on_error)
+SKIP_INVALID_ITEMS = Validator("wrap", _skip_invalid_items)
 
 
-def open_enum(enum: type[E]) -> Callable[[Any], Any]:
+def open_enum(enum: type[E]) -> Validator:
     """A before-validator: known values become ``enum`` members, other strings pass unchanged."""
     members = enum._value2member_map_
 
@@ -60,7 +83,7 @@ def open_enum(enum: type[E]) -> Callable[[Any], Any]:
             return members.get(value, value)
         return value
 
-    return to_member
+    return Validator("before", to_member)
 
 
 def tag_discriminator(
@@ -142,7 +165,7 @@ def presence_discriminator(*choices: tuple[str, str]) -> Callable[[Any], str]:
     return discriminate
 
 
-def not_one_of(known: tuple[str, ...]) -> Callable[[str], str]:
+def not_one_of(known: tuple[str, ...]) -> Validator:
     """An after-validator for a catch-all's tag: any string except the ``known`` tags."""
     refused = frozenset(known)
 
@@ -151,4 +174,4 @@ def not_one_of(known: tuple[str, ...]) -> Callable[[str], str]:
             raise ValueError(f"{value!r} is a known variant: its own fields are required")
         return value
 
-    return check
+    return Validator("after", check)

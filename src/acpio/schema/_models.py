@@ -2,16 +2,12 @@
 # Regenerate with `make schema`; docs/schema.md explains the rules.
 """The ACP v1 models (stable and unstable), generated."""
 
-from __future__ import annotations
-
 # ruff: noqa
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
-    BeforeValidator,
     Discriminator,
     MISSING,
     Field,
@@ -490,76 +486,9 @@ class ReadTextFileRequest(AcpRequest):
     """
 
 
-class RequestPermissionRequest(AcpRequest):
-    """Request for user permission to execute a tool call.
-
-    Sent when the agent needs authorization before performing a sensitive operation.
-
-    See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/tool-calls#requesting-permission)
-    """
-    METHOD: ClassVar[str] = 'session/request_permission'
-    session_id: SessionId = Field(alias='sessionId')
-    """The session ID for this request."""
-    tool_call: ToolCallUpdate = Field(alias='toolCall')
-    """Details about the tool call requiring permission."""
-    options: list[PermissionOption]
-    """Available permission options for the user to choose from."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class ToolCallUpdate(AcpModel):
-    """An update to an existing tool call.
-
-    Used to report progress and results as tools execute. All fields except
-    the tool call ID are optional - only changed fields need to be included.
-
-    See protocol docs: [Updating](https://agentclientprotocol.com/protocol/tool-calls#updating)
-    """
-    session_update: Literal['tool_call_update'] = Field('tool_call_update', alias='sessionUpdate')
-    tool_call_id: ToolCallId = Field(alias='toolCallId')
-    """The ID of the tool call being updated."""
-    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = None
-    """Update the tool kind."""
-    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = None
-    """Update the execution status."""
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """Update the human-readable title."""
-    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Update the programmatic name of the tool being invoked.
-
-    This field is optional. Omitting it or sending `null` both mean that
-    the existing name is left unchanged.
-    """
-    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
-    """Replace the content collection."""
-    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
-    """Replace the locations collection."""
-    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
-    """Update the raw input."""
-    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
-    """Update the raw output."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class Annotations(AcpModel):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
-    audience: Annotated[Annotated[list[Annotated[Union[Role, str], BeforeValidator(open_enum(Role))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    audience: Annotated[Annotated[list[Annotated[Union[Role, str], open_enum(Role)]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
     """Intended recipients for this content, such as the user or assistant."""
     last_modified: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='lastModified')
     """Timestamp indicating when the underlying resource was last modified."""
@@ -708,6 +637,10 @@ class BlobResourceContents(AcpModel):
     """
 
 
+EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]
+"""Resource content that can be embedded in a message."""
+
+
 class EmbeddedResource(AcpModel):
     """The contents of a resource, embedded into a prompt or tool call result."""
     _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
@@ -727,6 +660,40 @@ class EmbeddedResource(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+
+class UnknownContentBlock(AcpModel):
+    """A :data:`ContentBlock` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: Annotated[str, not_one_of(('audio', 'image', 'resource', 'resource_link', 'text'))]
+
+ContentBlock: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource],
+            Field(discriminator='type'),
+        ],
+        UnknownContentBlock,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""Content blocks represent displayable information in the Agent Client Protocol.
+
+They provide a structured way to handle various types of user-facing content—whether
+it's text from language models, images for analysis, or embedded resources for context.
+
+Content blocks appear in:
+- User prompts sent via `session/prompt`
+- Language model output streamed through `session/update` notifications
+- Progress updates and results from tool calls
+
+This structure is compatible with the Model Context Protocol (MCP), enabling
+agents to seamlessly forward content from MCP tool outputs without transformation.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/content)
+"""
 
 
 class Content(AcpModel):
@@ -800,6 +767,32 @@ class Terminal(AcpModel):
     """
 
 
+class UnknownToolCallContent(AcpModel):
+    """A :data:`ToolCallContent` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: Annotated[str, not_one_of(('content', 'diff', 'terminal'))]
+
+ToolCallContent: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[Content, Diff, Terminal],
+            Field(discriminator='type'),
+        ],
+        UnknownToolCallContent,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""Content produced by a tool call.
+
+Tool calls can produce different types of content including
+standard content blocks (text, images) or file diffs.
+
+See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
+"""
+
+
 class ToolCallLocation(AcpModel):
     """A file location being accessed or modified by a tool.
 
@@ -821,14 +814,96 @@ class ToolCallLocation(AcpModel):
     """
 
 
+class ToolCallUpdate(AcpModel):
+    """An update to an existing tool call.
+
+    Used to report progress and results as tools execute. All fields except
+    the tool call ID are optional - only changed fields need to be included.
+
+    See protocol docs: [Updating](https://agentclientprotocol.com/protocol/tool-calls#updating)
+    """
+    session_update: Literal['tool_call_update'] = Field('tool_call_update', alias='sessionUpdate')
+    tool_call_id: ToolCallId = Field(alias='toolCallId')
+    """The ID of the tool call being updated."""
+    kind: Annotated[Annotated[Union[ToolKind, str], open_enum(ToolKind)] | None, DEFAULT_ON_ERROR] = None
+    """Update the tool kind."""
+    status: Annotated[Annotated[Union[ToolCallStatus, str], open_enum(ToolCallStatus)] | None, DEFAULT_ON_ERROR] = None
+    """Update the execution status."""
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """Update the human-readable title."""
+    name: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Update the programmatic name of the tool being invoked.
+
+    This field is optional. Omitting it or sending `null` both mean that
+    the existing name is left unchanged.
+    """
+    content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    """Replace the content collection."""
+    locations: Annotated[Annotated[list[ToolCallLocation], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = None
+    """Replace the locations collection."""
+    raw_input: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawInput')
+    """Update the raw input."""
+    raw_output: Annotated[Any, DEFAULT_ON_ERROR] = Field(None, alias='rawOutput')
+    """Update the raw output."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class PermissionOption(AcpModel):
     """An option presented to the user when requesting permission."""
     option_id: PermissionOptionId = Field(alias='optionId')
     """Unique identifier for this permission option."""
     name: str
     """Human-readable label to display to the user."""
-    kind: Annotated[Union[PermissionOptionKind, str], BeforeValidator(open_enum(PermissionOptionKind))]
+    kind: Annotated[Union[PermissionOptionKind, str], open_enum(PermissionOptionKind)]
     """Hint about the nature of this permission option."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class RequestPermissionRequest(AcpRequest):
+    """Request for user permission to execute a tool call.
+
+    Sent when the agent needs authorization before performing a sensitive operation.
+
+    See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/tool-calls#requesting-permission)
+    """
+    METHOD: ClassVar[str] = 'session/request_permission'
+    session_id: SessionId = Field(alias='sessionId')
+    """The session ID for this request."""
+    tool_call: ToolCallUpdate = Field(alias='toolCall')
+    """Details about the tool call requiring permission."""
+    options: list[PermissionOption]
+    """Available permission options for the user to choose from."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class EnvVariable(AcpModel):
+    """An environment variable to set when launching an MCP server."""
+    name: str
+    """The name of the environment variable."""
+    value: str
+    """The value to set for the environment variable."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -861,21 +936,6 @@ class CreateTerminalRequest(AcpRequest):
     string output, even if this means the retained output is slightly less than the
     specified limit.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class EnvVariable(AcpModel):
-    """An environment variable to set when launching an MCP server."""
-    name: str
-    """The name of the environment variable."""
-    value: str
-    """The value to set for the environment variable."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -949,110 +1009,6 @@ class KillTerminalRequest(AcpRequest):
     """
 
 
-class CreateElicitationRequest(AcpRequest):
-    """Request from the agent to elicit structured user input.
-
-    The agent sends this to the client to request information from the user,
-    either via a form or by directing them to a URL.
-    Elicitations are tied to a session (optionally a tool call) or a request.
-    """
-    METHOD: ClassVar[str] = 'elicitation/create'
-    message: str
-    """A human-readable message describing what input is needed."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    Optional. Omitted and `null` are equivalent and mean no metadata.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-    session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
-    """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
-    """Optional tool call within the session.
-
-    Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
-    session without a specific tool call.
-    """
-    request_id: RequestId | None = Field(None, alias='requestId')
-    """The request this elicitation is tied to."""
-    mode: str | None = Field(None, exclude_if=_is_none)
-    requested_schema: ElicitationSchema | None = Field(None, alias='requestedSchema', exclude_if=_is_none)
-    """A JSON Schema describing the form fields to present to the user."""
-    elicitation_id: ElicitationId | None = Field(None, alias='elicitationId', exclude_if=_is_none)
-    """The unique identifier for this elicitation."""
-    url: str | None = Field(None, exclude_if=_is_none)
-    """The URL to direct the user to."""
-
-    @model_validator(mode='after')
-    def _check_variant(self) -> CreateElicitationRequest:
-        check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),), (('mode', 'form', ('requested_schema',)), ('mode', 'url', ('elicitation_id:str', 'url:str')),),))
-        return self
-
-
-class ElicitationSessionScope(AcpModel):
-    """Session-scoped elicitation, optionally tied to a specific tool call.
-
-    When `tool_call_id` is set, the elicitation is tied to a specific tool call.
-    This is useful when an agent receives an elicitation from an MCP server
-    during a tool call and needs to redirect it to the user.
-    """
-    session_id: SessionId = Field(alias='sessionId')
-    """The session this elicitation is tied to."""
-    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
-    """Optional tool call within the session.
-
-    Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
-    session without a specific tool call.
-    """
-
-
-class ElicitationRequestScope(AcpModel):
-    """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
-    (e.g., during auth/configuration phases before any session is started).
-    """
-    request_id: RequestId = Field(alias='requestId')
-    """The request this elicitation is tied to."""
-
-
-class ElicitationSchema(AcpModel):
-    """Type-safe elicitation schema for requesting structured user input.
-
-    This represents a JSON Schema object with primitive-typed properties,
-    as required by the elicitation specification.
-    """
-    type: Annotated[Annotated[Union[ElicitationSchemaType, str], BeforeValidator(open_enum(ElicitationSchemaType))] | None, DEFAULT_ON_ERROR] = Field('object', exclude_if=_is_none)
-    """Type discriminator. Always `"object"`."""
-    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """Optional title for the schema.
-
-    Optional. Omitted and `null` are equivalent and mean no title is provided.
-    """
-    properties: dict[str, ElicitationPropertySchema] | None = Field(default_factory=lambda: {}, exclude_if=_is_none)
-    """Property definitions (must be primitive types)."""
-    required: list[str] | None = None
-    """List of required property names.
-
-    Optional. Omitted and `null` are equivalent and mean no property names are required.
-    """
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """Optional description of what this schema represents.
-
-    Optional. Omitted and `null` are equivalent and mean no schema description is provided.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    Optional. Omitted and `null` are equivalent and mean no metadata.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class EnumOption(AcpModel):
     """A titled enum option with a const value, human-readable title, and optional description."""
     const: str
@@ -1112,7 +1068,7 @@ class StringPropertySchema(AcpModel):
 
     Optional. Omitted and `null` are equivalent and mean there is no pattern constraint.
     """
-    format: Annotated[Union[StringFormat, str], BeforeValidator(open_enum(StringFormat))] | None = None
+    format: Annotated[Union[StringFormat, str], open_enum(StringFormat)] | None = None
     """String format.
 
     Optional. Omitted and `null` are equivalent and mean there is no format constraint.
@@ -1301,6 +1257,24 @@ class TitledMultiSelectItems(AcpModel):
     """
 
 
+class UnknownMultiSelectItems(AcpModel):
+    """A :data:`MultiSelectItems` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: str | None = None
+
+MultiSelectItems: TypeAlias = Annotated[
+    Union[
+        Annotated[StringMultiSelectItems, Tag('string')],
+        Annotated[TitledMultiSelectItems, Tag('titled')],
+        Annotated[UnknownMultiSelectItems, Tag(UNKNOWN)],
+    ],
+    Discriminator(tag_discriminator('type', 'type', ['string', 'titled'], untagged='titled')),
+]
+"""Items for a multi-select (array) property schema."""
+
+
 class MultiSelectPropertySchema(AcpModel):
     """Schema for multi-select (array) properties in an elicitation form."""
     _acp_tags: ClassVar[tuple[str, ...]] = ('type',)
@@ -1347,6 +1321,135 @@ class MultiSelectPropertySchema(AcpModel):
     """
 
 
+class UnknownElicitationPropertySchema(AcpModel):
+    """A :data:`ElicitationPropertySchema` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: Annotated[str, not_one_of(('array', 'boolean', 'integer', 'number', 'string'))]
+
+ElicitationPropertySchema: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[StringPropertySchema, NumberPropertySchema, IntegerPropertySchema, BooleanPropertySchema, MultiSelectPropertySchema],
+            Field(discriminator='type'),
+        ],
+        UnknownElicitationPropertySchema,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""Property schema for elicitation form fields.
+
+Each variant corresponds to a JSON Schema `"type"` value.
+Single-select enums use the `String` variant with `enum` or `oneOf` set.
+Multi-select enums use the `Array` variant.
+"""
+
+
+class ElicitationSchema(AcpModel):
+    """Type-safe elicitation schema for requesting structured user input.
+
+    This represents a JSON Schema object with primitive-typed properties,
+    as required by the elicitation specification.
+    """
+    type: Annotated[Annotated[Union[ElicitationSchemaType, str], open_enum(ElicitationSchemaType)] | None, DEFAULT_ON_ERROR] = Field('object', exclude_if=_is_none)
+    """Type discriminator. Always `"object"`."""
+    title: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """Optional title for the schema.
+
+    Optional. Omitted and `null` are equivalent and mean no title is provided.
+    """
+    properties: dict[str, ElicitationPropertySchema] | None = Field({}, validate_default=True, exclude_if=_is_none)
+    """Property definitions (must be primitive types)."""
+    required: list[str] | None = None
+    """List of required property names.
+
+    Optional. Omitted and `null` are equivalent and mean no property names are required.
+    """
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """Optional description of what this schema represents.
+
+    Optional. Omitted and `null` are equivalent and mean no schema description is provided.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    Optional. Omitted and `null` are equivalent and mean no metadata.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class CreateElicitationRequest(AcpRequest):
+    """Request from the agent to elicit structured user input.
+
+    The agent sends this to the client to request information from the user,
+    either via a form or by directing them to a URL.
+    Elicitations are tied to a session (optionally a tool call) or a request.
+    """
+    METHOD: ClassVar[str] = 'elicitation/create'
+    message: str
+    """A human-readable message describing what input is needed."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    Optional. Omitted and `null` are equivalent and mean no metadata.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+    session_id: SessionId | None = Field(None, alias='sessionId', exclude_if=_is_none)
+    """The session this elicitation is tied to."""
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    """Optional tool call within the session.
+
+    Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
+    session without a specific tool call.
+    """
+    request_id: RequestId | None = Field(None, alias='requestId')
+    """The request this elicitation is tied to."""
+    mode: str | None = Field(None, exclude_if=_is_none)
+    requested_schema: ElicitationSchema | None = Field(None, alias='requestedSchema', exclude_if=_is_none)
+    """A JSON Schema describing the form fields to present to the user."""
+    elicitation_id: ElicitationId | None = Field(None, alias='elicitationId', exclude_if=_is_none)
+    """The unique identifier for this elicitation."""
+    url: str | None = Field(None, exclude_if=_is_none)
+    """The URL to direct the user to."""
+
+    @model_validator(mode='after')
+    def _check_variant(self) -> 'CreateElicitationRequest':
+        check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),), (('mode', 'form', ('requested_schema',)), ('mode', 'url', ('elicitation_id:str', 'url:str')),),))
+        return self
+
+
+class ElicitationSessionScope(AcpModel):
+    """Session-scoped elicitation, optionally tied to a specific tool call.
+
+    When `tool_call_id` is set, the elicitation is tied to a specific tool call.
+    This is useful when an agent receives an elicitation from an MCP server
+    during a tool call and needs to redirect it to the user.
+    """
+    session_id: SessionId = Field(alias='sessionId')
+    """The session this elicitation is tied to."""
+    tool_call_id: Annotated[ToolCallId | None, DEFAULT_ON_ERROR] = Field(None, alias='toolCallId')
+    """Optional tool call within the session.
+
+    Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
+    session without a specific tool call.
+    """
+
+
+class ElicitationRequestScope(AcpModel):
+    """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
+    (e.g., during auth/configuration phases before any session is started).
+    """
+    request_id: RequestId = Field(alias='requestId')
+    """The request this elicitation is tied to."""
+
+
 class ElicitationFormMode(AcpModel):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
     requested_schema: ElicitationSchema = Field(alias='requestedSchema')
@@ -1363,7 +1466,7 @@ class ElicitationFormMode(AcpModel):
     """The request this elicitation is tied to."""
 
     @model_validator(mode='after')
-    def _check_variant(self) -> ElicitationFormMode:
+    def _check_variant(self) -> 'ElicitationFormMode':
         check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),),))
         return self
 
@@ -1386,7 +1489,7 @@ class ElicitationUrlMode(AcpModel):
     """The request this elicitation is tied to."""
 
     @model_validator(mode='after')
-    def _check_variant(self) -> ElicitationUrlMode:
+    def _check_variant(self) -> 'ElicitationUrlMode':
         check_variants(self, (((None, None, ('session_id:str',)), (None, None, ('request_id',)),),))
         return self
 
@@ -1470,97 +1573,33 @@ class ExtRequest(AcpJson):
     """
 
 
+class Error(AcpModel):
+    """JSON-RPC error object.
+
+    Represents an error that occurred during method execution, following the
+    JSON-RPC 2.0 error object specification with optional additional data.
+
+    See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
+    """
+    code: ErrorCode
+    """A number indicating the error type that occurred.
+    This must be an integer as defined in the JSON-RPC specification.
+    """
+    message: str
+    """A string providing a short description of the error.
+    The message should be limited to a concise single sentence.
+    """
+    data: Annotated[Any, DEFAULT_ON_ERROR] = None
+    """Optional primitive or structured value that contains additional information about the error.
+    This may include debugging information or context-specific details.
+    """
+
+
 class AgentResponse(AcpModel):
     """A JSON-RPC response envelope (AgentResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
     id: RequestId
     result: Any = None
     error: Error | None = Field(None, exclude_if=_is_none)
-
-
-class InitializeResponse(AcpResponse):
-    """Response to the `initialize` method.
-
-    Contains the negotiated protocol version and agent capabilities.
-
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
-    """
-    METHOD: ClassVar[str] = 'initialize'
-    protocol_version: ProtocolVersion = Field(alias='protocolVersion')
-    """The protocol version the client specified if supported by the agent,
-    or the latest protocol version supported by the agent.
-
-    The client should disconnect, if it doesn't support this version.
-    """
-    agent_capabilities: Annotated[AgentCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentCapabilities.model_validate({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities', exclude_if=_is_none)
-    """Capabilities supported by the agent."""
-    auth_methods: Annotated[Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field([], alias='authMethods', exclude_if=_is_none)
-    """Authentication methods supported by the agent."""
-    agent_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='agentInfo')
-    """Information about the Agent name and version sent to the Client.
-
-    Note: in future versions of the protocol, this will be required.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class AgentCapabilities(AcpModel):
-    """Capabilities supported by the agent.
-
-    Advertised during initialization to inform the client about
-    available features and content types.
-
-    See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/initialization#agent-capabilities)
-    """
-    load_session: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='loadSession', exclude_if=_is_none)
-    """Whether the agent supports `session/load`."""
-    prompt_capabilities: Annotated[PromptCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: PromptCapabilities.model_validate({'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities', exclude_if=_is_none)
-    """Prompt capabilities supported by the agent."""
-    mcp_capabilities: Annotated[McpCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: McpCapabilities.model_validate({'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities', exclude_if=_is_none)
-    """MCP capabilities supported by the agent."""
-    session_capabilities: Annotated[SessionCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: SessionCapabilities.model_validate({}), alias='sessionCapabilities', exclude_if=_is_none)
-    """Session lifecycle and prompt capabilities advertised by the agent."""
-    auth: Annotated[AgentAuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AgentAuthCapabilities.model_validate({}), exclude_if=_is_none)
-    """Authentication-related capabilities supported by the agent."""
-    providers: Annotated[ProvidersCapabilities | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Provider configuration capabilities supported by the agent.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports provider configuration methods.
-    """
-    nes: Annotated[NesCapabilities | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    NES (Next Edit Suggestions) capabilities supported by the agent.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support
-    for NES methods.
-    """
-    position_encoding: Annotated[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncoding')
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    The position encoding selected by the agent from the client's supported encodings.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
 
 
 class PromptCapabilities(AcpModel):
@@ -1608,71 +1647,6 @@ class McpCapabilities(AcpModel):
     This capability is not part of the spec yet, and may be removed or changed at any point.
 
     Agent supports [`McpServer::Acp`].
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class SessionCapabilities(AcpModel):
-    """Session capabilities supported by the agent.
-
-    As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
-
-    Optionally, they **MAY** support other session methods and notifications by specifying additional capabilities.
-
-    Note: `session/load` is still handled by the top-level `load_session` capability. This will be unified in future versions of the protocol.
-
-    See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
-    """
-    list: Annotated[SessionListCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent supports `session/list`.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports listing sessions.
-    """
-    delete: Annotated[SessionDeleteCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent supports `session/delete`.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports deleting sessions from `session/list`.
-    """
-    additional_directories: Annotated[SessionAdditionalDirectoriesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories')
-    """Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports `additionalDirectories` on
-    supported session lifecycle requests.
-
-    Agents that also support `session/list` may return
-    `SessionInfo.additionalDirectories` to report the complete ordered
-    additional-root list associated with a listed session.
-    """
-    fork: Annotated[SessionForkCapabilities | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Whether the agent supports `session/fork`.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports forking sessions.
-    """
-    resume: Annotated[SessionResumeCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent supports `session/resume`.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports resuming sessions.
-    """
-    close: Annotated[SessionCloseCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent supports `session/close`.
-
-    Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports closing sessions.
     """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1776,13 +1750,61 @@ class SessionCloseCapabilities(AcpModel):
     """
 
 
-class AgentAuthCapabilities(AcpModel):
-    """Authentication-related capabilities supported by the agent."""
-    logout: Annotated[LogoutCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent supports the logout method.
+class SessionCapabilities(AcpModel):
+    """Session capabilities supported by the agent.
+
+    As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
+
+    Optionally, they **MAY** support other session methods and notifications by specifying additional capabilities.
+
+    Note: `session/load` is still handled by the top-level `load_session` capability. This will be unified in future versions of the protocol.
+
+    See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
+    """
+    list: Annotated[SessionListCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent supports `session/list`.
 
     Optional. Omitted or `null` both mean the agent does not advertise support.
-    Supplying `{}` means the agent supports the logout method.
+    Supplying `{}` means the agent supports listing sessions.
+    """
+    delete: Annotated[SessionDeleteCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent supports `session/delete`.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports deleting sessions from `session/list`.
+    """
+    additional_directories: Annotated[SessionAdditionalDirectoriesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories')
+    """Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports `additionalDirectories` on
+    supported session lifecycle requests.
+
+    Agents that also support `session/list` may return
+    `SessionInfo.additionalDirectories` to report the complete ordered
+    additional-root list associated with a listed session.
+    """
+    fork: Annotated[SessionForkCapabilities | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Whether the agent supports `session/fork`.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports forking sessions.
+    """
+    resume: Annotated[SessionResumeCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent supports `session/resume`.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports resuming sessions.
+    """
+    close: Annotated[SessionCloseCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent supports `session/close`.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports closing sessions.
     """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1796,6 +1818,23 @@ class AgentAuthCapabilities(AcpModel):
 class LogoutCapabilities(AcpModel):
     """Logout capabilities supported by the agent.
 
+    Supplying `{}` means the agent supports the logout method.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class AgentAuthCapabilities(AcpModel):
+    """Authentication-related capabilities supported by the agent."""
+    logout: Annotated[LogoutCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent supports the logout method.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
     Supplying `{}` means the agent supports the logout method.
     """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
@@ -1827,64 +1866,6 @@ class ProvidersCapabilities(AcpModel):
     """
 
 
-class NesCapabilities(AcpModel):
-    """NES capabilities advertised by the agent during initialization.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    events: Annotated[NesEventCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Events the agent wants to receive."""
-    context: Annotated[NesContextCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Context the agent wants attached to each suggestion request."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class NesEventCapabilities(AcpModel):
-    """Event capabilities the agent can consume.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    document: Annotated[NesDocumentEventCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Document event capabilities."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class NesDocumentEventCapabilities(AcpModel):
-    """Document event capabilities the agent wants to receive.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    did_open: Annotated[NesDocumentDidOpenCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didOpen')
-    """Whether the agent wants `document/didOpen` events."""
-    did_change: Annotated[NesDocumentDidChangeCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didChange')
-    """Whether the agent wants `document/didChange` events, and the sync kind."""
-    did_close: Annotated[NesDocumentDidCloseCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didClose')
-    """Whether the agent wants `document/didClose` events."""
-    did_save: Annotated[NesDocumentDidSaveCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didSave')
-    """Whether the agent wants `document/didSave` events."""
-    did_focus: Annotated[NesDocumentDidFocusCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didFocus')
-    """Whether the agent wants `document/didFocus` events."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker for `document/didOpen` capability support.
 
@@ -1904,7 +1885,7 @@ class NesDocumentDidChangeCapabilities(AcpModel):
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    sync_kind: Annotated[Union[TextDocumentSyncKind, str], BeforeValidator(open_enum(TextDocumentSyncKind))] = Field(alias='syncKind')
+    sync_kind: Annotated[Union[TextDocumentSyncKind, str], open_enum(TextDocumentSyncKind)] = Field(alias='syncKind')
     """The sync kind the agent wants: `"full"` or `"incremental"`."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1957,23 +1938,37 @@ class NesDocumentDidFocusCapabilities(AcpModel):
     """
 
 
-class NesContextCapabilities(AcpModel):
-    """Context capabilities the agent wants attached to each suggestion request.
+class NesDocumentEventCapabilities(AcpModel):
+    """Document event capabilities the agent wants to receive.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    recent_files: Annotated[NesRecentFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='recentFiles')
-    """Whether the agent wants recent files context."""
-    related_snippets: Annotated[NesRelatedSnippetsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='relatedSnippets')
-    """Whether the agent wants related snippets context."""
-    edit_history: Annotated[NesEditHistoryCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='editHistory')
-    """Whether the agent wants edit history context."""
-    user_actions: Annotated[NesUserActionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='userActions')
-    """Whether the agent wants user actions context."""
-    open_files: Annotated[NesOpenFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='openFiles')
-    """Whether the agent wants open files context."""
-    diagnostics: Annotated[NesDiagnosticsCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the agent wants diagnostics context."""
+    did_open: Annotated[NesDocumentDidOpenCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didOpen')
+    """Whether the agent wants `document/didOpen` events."""
+    did_change: Annotated[NesDocumentDidChangeCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didChange')
+    """Whether the agent wants `document/didChange` events, and the sync kind."""
+    did_close: Annotated[NesDocumentDidCloseCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didClose')
+    """Whether the agent wants `document/didClose` events."""
+    did_save: Annotated[NesDocumentDidSaveCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didSave')
+    """Whether the agent wants `document/didSave` events."""
+    did_focus: Annotated[NesDocumentDidFocusCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='didFocus')
+    """Whether the agent wants `document/didFocus` events."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class NesEventCapabilities(AcpModel):
+    """Event capabilities the agent can consume.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    document: Annotated[NesDocumentEventCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Document event capabilities."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2073,6 +2068,104 @@ class NesDiagnosticsCapabilities(AcpModel):
     """
 
 
+class NesContextCapabilities(AcpModel):
+    """Context capabilities the agent wants attached to each suggestion request.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    recent_files: Annotated[NesRecentFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='recentFiles')
+    """Whether the agent wants recent files context."""
+    related_snippets: Annotated[NesRelatedSnippetsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='relatedSnippets')
+    """Whether the agent wants related snippets context."""
+    edit_history: Annotated[NesEditHistoryCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='editHistory')
+    """Whether the agent wants edit history context."""
+    user_actions: Annotated[NesUserActionsCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='userActions')
+    """Whether the agent wants user actions context."""
+    open_files: Annotated[NesOpenFilesCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='openFiles')
+    """Whether the agent wants open files context."""
+    diagnostics: Annotated[NesDiagnosticsCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the agent wants diagnostics context."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class NesCapabilities(AcpModel):
+    """NES capabilities advertised by the agent during initialization.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    events: Annotated[NesEventCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Events the agent wants to receive."""
+    context: Annotated[NesContextCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Context the agent wants attached to each suggestion request."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class AgentCapabilities(AcpModel):
+    """Capabilities supported by the agent.
+
+    Advertised during initialization to inform the client about
+    available features and content types.
+
+    See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/initialization#agent-capabilities)
+    """
+    load_session: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='loadSession', exclude_if=_is_none)
+    """Whether the agent supports `session/load`."""
+    prompt_capabilities: Annotated[PromptCapabilities | None, DEFAULT_ON_ERROR] = Field({'image': False, 'audio': False, 'embeddedContext': False}, alias='promptCapabilities', validate_default=True, exclude_if=_is_none)
+    """Prompt capabilities supported by the agent."""
+    mcp_capabilities: Annotated[McpCapabilities | None, DEFAULT_ON_ERROR] = Field({'http': False, 'sse': False, 'acp': False}, alias='mcpCapabilities', validate_default=True, exclude_if=_is_none)
+    """MCP capabilities supported by the agent."""
+    session_capabilities: Annotated[SessionCapabilities | None, DEFAULT_ON_ERROR] = Field({}, alias='sessionCapabilities', validate_default=True, exclude_if=_is_none)
+    """Session lifecycle and prompt capabilities advertised by the agent."""
+    auth: Annotated[AgentAuthCapabilities | None, DEFAULT_ON_ERROR] = Field({}, validate_default=True, exclude_if=_is_none)
+    """Authentication-related capabilities supported by the agent."""
+    providers: Annotated[ProvidersCapabilities | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Provider configuration capabilities supported by the agent.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support.
+    Supplying `{}` means the agent supports provider configuration methods.
+    """
+    nes: Annotated[NesCapabilities | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    NES (Next Edit Suggestions) capabilities supported by the agent.
+
+    Optional. Omitted or `null` both mean the agent does not advertise support
+    for NES methods.
+    """
+    position_encoding: Annotated[Annotated[Union[PositionEncodingKind, str], open_enum(PositionEncodingKind)] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncoding')
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    The position encoding selected by the agent from the client's supported encodings.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class AuthMethodTerminal(AcpModel):
     """Terminal-based authentication method.
 
@@ -2129,6 +2222,28 @@ class AuthMethodAgent(AcpModel):
     """
 
 
+class UnknownAuthMethod(AcpModel):
+    """A :data:`AuthMethod` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: str | None = None
+
+AuthMethod: TypeAlias = Annotated[
+    Union[
+        Annotated[AuthMethodTerminal, Tag('terminal')],
+        Annotated[AuthMethodAgent, Tag('agent')],
+        Annotated[UnknownAuthMethod, Tag(UNKNOWN)],
+    ],
+    Discriminator(tag_discriminator('type', 'type', ['agent', 'terminal'], untagged='agent')),
+]
+"""Describes an available authentication method.
+
+The `type` field acts as the discriminator in the serialized JSON form.
+When no `type` is present, the method is treated as `agent`.
+"""
+
+
 class Implementation(AcpModel):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
@@ -2157,9 +2272,93 @@ class Implementation(AcpModel):
     """
 
 
+class InitializeResponse(AcpResponse):
+    """Response to the `initialize` method.
+
+    Contains the negotiated protocol version and agent capabilities.
+
+    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+    """
+    METHOD: ClassVar[str] = 'initialize'
+    protocol_version: ProtocolVersion = Field(alias='protocolVersion')
+    """The protocol version the client specified if supported by the agent,
+    or the latest protocol version supported by the agent.
+
+    The client should disconnect, if it doesn't support this version.
+    """
+    agent_capabilities: Annotated[AgentCapabilities | None, DEFAULT_ON_ERROR] = Field({'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}, alias='agentCapabilities', validate_default=True, exclude_if=_is_none)
+    """Capabilities supported by the agent."""
+    auth_methods: Annotated[Annotated[list[AuthMethod], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field([], alias='authMethods', exclude_if=_is_none)
+    """Authentication methods supported by the agent."""
+    agent_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='agentInfo')
+    """Information about the Agent name and version sent to the Client.
+
+    Note: in future versions of the protocol, this will be required.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class AuthenticateResponse(AcpResponse):
     """Response to the `authenticate` method."""
     METHOD: ClassVar[str] = 'authenticate'
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class ProviderCurrentConfig(AcpModel):
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Current effective non-secret routing configuration for a provider.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    api_type: Annotated[Union[LlmProtocol, str], open_enum(LlmProtocol)] = Field(alias='apiType')
+    """Protocol currently used by this provider."""
+    base_url: str = Field(alias='baseUrl')
+    """Base URL currently used by this provider."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class ProviderInfo(AcpModel):
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Information about a configurable LLM provider.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    provider_id: ProviderId = Field(alias='providerId')
+    """Provider identifier, for example "main" or "openai"."""
+    supported: Annotated[list[Annotated[Union[LlmProtocol, str], open_enum(LlmProtocol)]], SKIP_INVALID_ITEMS]
+    """Supported protocol types for this provider."""
+    required: StrictBool
+    """Whether this provider is mandatory and cannot be disabled via `providers/disable`.
+    If true, clients must not call `providers/disable` for this provider ID.
+    """
+    current: ProviderCurrentConfig | None = None
+    """Current effective non-secret routing config.
+    Null or omitted means provider is disabled.
+    """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2181,58 +2380,6 @@ class ListProvidersResponse(AcpResponse):
     METHOD: ClassVar[str] = 'providers/list'
     providers: list[ProviderInfo]
     """Configurable providers with current routing info suitable for UI display."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class ProviderInfo(AcpModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Information about a configurable LLM provider.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    provider_id: ProviderId = Field(alias='providerId')
-    """Provider identifier, for example "main" or "openai"."""
-    supported: Annotated[list[Annotated[Union[LlmProtocol, str], BeforeValidator(open_enum(LlmProtocol))]], SKIP_INVALID_ITEMS]
-    """Supported protocol types for this provider."""
-    required: StrictBool
-    """Whether this provider is mandatory and cannot be disabled via `providers/disable`.
-    If true, clients must not call `providers/disable` for this provider ID.
-    """
-    current: ProviderCurrentConfig | None = None
-    """Current effective non-secret routing config.
-    Null or omitted means provider is disabled.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class ProviderCurrentConfig(AcpModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Current effective non-secret routing configuration for a provider.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    api_type: Annotated[Union[LlmProtocol, str], BeforeValidator(open_enum(LlmProtocol))] = Field(alias='apiType')
-    """Protocol currently used by this provider."""
-    base_url: str = Field(alias='baseUrl')
-    """Base URL currently used by this provider."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2292,24 +2439,17 @@ class LogoutResponse(AcpResponse):
     """
 
 
-class NewSessionResponse(AcpResponse):
-    """Response from creating a new session.
-
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
-    """
-    METHOD: ClassVar[str] = 'session/new'
-    session_id: SessionId = Field(alias='sessionId')
-    """Unique identifier for the created session.
-
-    Used in all subsequent requests for this conversation.
-    """
-    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
-    """Initial mode state if supported by the Agent
+class SessionMode(AcpModel):
+    """A mode the agent can operate in.
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
     """
-    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
-    """Initial session configuration options if supported by the Agent."""
+    id: SessionModeId
+    """Stable identifier used to refer to this protocol object in later messages."""
+    name: str
+    """Human-readable name shown for this protocol object."""
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """Optional human-readable details shown with this protocol object."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2332,55 +2472,6 @@ class SessionModeState(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-
-class SessionMode(AcpModel):
-    """A mode the agent can operate in.
-
-    See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
-    """
-    id: SessionModeId
-    """Stable identifier used to refer to this protocol object in later messages."""
-    name: str
-    """Human-readable name shown for this protocol object."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """Optional human-readable details shown with this protocol object."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class SessionConfigOption(AcpModel):
-    """A session configuration option selector and its current state."""
-    id: SessionConfigId
-    """Unique identifier for the configuration option."""
-    name: str
-    """Human-readable label for the option."""
-    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """Optional description for the Client to display to the user."""
-    category: Annotated[Annotated[Union[SessionConfigOptionCategory, str], BeforeValidator(open_enum(SessionConfigOptionCategory))] | None, DEFAULT_ON_ERROR] = None
-    """Optional semantic category for this option (UX only)."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-    type: str | None = Field(None, exclude_if=_is_none)
-    current_value: Union[SessionConfigValueId, StrictBool] | None = Field(None, alias='currentValue', exclude_if=_is_none)
-    """The currently selected value."""
-    options: SessionConfigSelectOptions | None = Field(None, exclude_if=_is_none)
-    """The set of selectable options."""
-
-    @model_validator(mode='after')
-    def _check_variant(self) -> SessionConfigOption:
-        check_variants(self, ((('type', 'select', ('current_value:str', 'options')), ('type', 'boolean', ('current_value:bool',)),),))
-        return self
 
 
 class SessionConfigSelectOption(AcpModel):
@@ -2408,6 +2499,66 @@ class SessionConfigSelectGroup(AcpModel):
     """Human-readable label for this group."""
     options: Annotated[list[SessionConfigSelectOption], SKIP_INVALID_ITEMS]
     """The set of option values in this group."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+SessionConfigSelectOptions: TypeAlias = Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]
+"""Possible values for a session configuration option."""
+
+
+class SessionConfigOption(AcpModel):
+    """A session configuration option selector and its current state."""
+    id: SessionConfigId
+    """Unique identifier for the configuration option."""
+    name: str
+    """Human-readable label for the option."""
+    description: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """Optional description for the Client to display to the user."""
+    category: Annotated[Annotated[Union[SessionConfigOptionCategory, str], open_enum(SessionConfigOptionCategory)] | None, DEFAULT_ON_ERROR] = None
+    """Optional semantic category for this option (UX only)."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+    type: str | None = Field(None, exclude_if=_is_none)
+    current_value: Union[SessionConfigValueId, StrictBool] | None = Field(None, alias='currentValue', exclude_if=_is_none)
+    """The currently selected value."""
+    options: SessionConfigSelectOptions | None = Field(None, exclude_if=_is_none)
+    """The set of selectable options."""
+
+    @model_validator(mode='after')
+    def _check_variant(self) -> 'SessionConfigOption':
+        check_variants(self, ((('type', 'select', ('current_value:str', 'options')), ('type', 'boolean', ('current_value:bool',)),),))
+        return self
+
+
+class NewSessionResponse(AcpResponse):
+    """Response from creating a new session.
+
+    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
+    """
+    METHOD: ClassVar[str] = 'session/new'
+    session_id: SessionId = Field(alias='sessionId')
+    """Unique identifier for the created session.
+
+    Used in all subsequent requests for this conversation.
+    """
+    modes: Annotated[SessionModeState | None, DEFAULT_ON_ERROR] = None
+    """Initial mode state if supported by the Agent
+
+    See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+    """
+    config_options: Annotated[Annotated[list[SessionConfigOption], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='configOptions')
+    """Initial session configuration options if supported by the Agent."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2450,24 +2601,6 @@ class LoadSessionResponse(AcpResponse):
     """
 
 
-class ListSessionsResponse(AcpResponse):
-    """Response from listing sessions."""
-    METHOD: ClassVar[str] = 'session/list'
-    sessions: Annotated[list[SessionInfo], SKIP_INVALID_ITEMS]
-    """Array of session information objects"""
-    next_cursor: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='nextCursor')
-    """Opaque cursor token. If present, pass this in the next request's cursor parameter
-    to fetch the next page. If absent, there are no more results.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class SessionInfo(AcpModel):
     """Information about a session returned by session/list"""
     session_id: SessionId = Field(alias='sessionId')
@@ -2485,6 +2618,24 @@ class SessionInfo(AcpModel):
     """Human-readable title for the session"""
     updated_at: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='updatedAt')
     """ISO 8601 timestamp of last activity"""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class ListSessionsResponse(AcpResponse):
+    """Response from listing sessions."""
+    METHOD: ClassVar[str] = 'session/list'
+    sessions: Annotated[list[SessionInfo], SKIP_INVALID_ITEMS]
+    """Array of session information objects"""
+    next_cursor: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='nextCursor')
+    """Opaque cursor token. If present, pass this in the next request's cursor parameter
+    to fetch the next page. If absent, there are no more results.
+    """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2591,30 +2742,6 @@ class SetSessionConfigOptionResponse(AcpResponse):
     """
 
 
-class PromptResponse(AcpResponse):
-    """Response from processing a user prompt.
-
-    See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/prompt-turn#4-check-for-completion)
-    """
-    METHOD: ClassVar[str] = 'session/prompt'
-    stop_reason: Annotated[Union[StopReason, str], BeforeValidator(open_enum(StopReason))] = Field(alias='stopReason')
-    """Indicates why the agent stopped processing the turn."""
-    usage: Annotated[Usage | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Token usage for this turn (optional).
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class Usage(AcpModel):
     """**UNSTABLE**
 
@@ -2645,6 +2772,30 @@ class Usage(AcpModel):
     """
 
 
+class PromptResponse(AcpResponse):
+    """Response from processing a user prompt.
+
+    See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/prompt-turn#4-check-for-completion)
+    """
+    METHOD: ClassVar[str] = 'session/prompt'
+    stop_reason: Annotated[Union[StopReason, str], open_enum(StopReason)] = Field(alias='stopReason')
+    """Indicates why the agent stopped processing the turn."""
+    usage: Annotated[Usage | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Token usage for this turn (optional).
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class StartNesResponse(AcpResponse):
     """Response to `nes/start`.
 
@@ -2662,32 +2813,17 @@ class StartNesResponse(AcpResponse):
     """
 
 
-class SuggestNesResponse(AcpResponse):
-    """Response to `nes/suggest`.
+class Position(AcpModel):
+    """A zero-based position in a text document.
+
+    The meaning of `character` depends on the negotiated position encoding.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    METHOD: ClassVar[str] = 'nes/suggest'
-    suggestions: list[NesSuggestion]
-    """The list of suggestions."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class NesTextEdit(AcpModel):
-    """A text edit within a suggestion.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    range: Range
-    """The range to replace."""
-    new_text: str = Field(alias='newText')
-    """The replacement text."""
+    line: UInt32
+    """Zero-based line number."""
+    character: UInt32
+    """Zero-based character offset (encoding-dependent)."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2715,17 +2851,15 @@ class Range(AcpModel):
     """
 
 
-class Position(AcpModel):
-    """A zero-based position in a text document.
-
-    The meaning of `character` depends on the negotiated position encoding.
+class NesTextEdit(AcpModel):
+    """A text edit within a suggestion.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    line: UInt32
-    """Zero-based line number."""
-    character: UInt32
-    """Zero-based character offset (encoding-dependent)."""
+    range: Range
+    """The range to replace."""
+    new_text: str = Field(alias='newText')
+    """The replacement text."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2847,6 +2981,43 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     """
 
 
+class UnknownNesSuggestion(AcpModel):
+    """A :data:`NesSuggestion` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    kind: Annotated[str, not_one_of(('edit', 'jump', 'rename', 'searchAndReplace'))]
+
+NesSuggestion: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[NesEditSuggestion, NesJumpSuggestion, NesRenameSuggestion, NesSearchAndReplaceSuggestion],
+            Field(discriminator='kind'),
+        ],
+        UnknownNesSuggestion,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""A suggestion returned by the agent."""
+
+
+class SuggestNesResponse(AcpResponse):
+    """Response to `nes/suggest`.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    METHOD: ClassVar[str] = 'nes/suggest'
+    suggestions: list[NesSuggestion]
+    """The list of suggestions."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class CloseNesResponse(AcpResponse):
     """Response from closing an NES session.
 
@@ -2885,64 +3056,10 @@ class MessageMcpResponse(AcpJson):
     METHOD: ClassVar[str] = 'mcp/message'
 
 
-class Error(AcpModel):
-    """JSON-RPC error object.
-
-    Represents an error that occurred during method execution, following the
-    JSON-RPC 2.0 error object specification with optional additional data.
-
-    See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
-    """
-    code: ErrorCode
-    """A number indicating the error type that occurred.
-    This must be an integer as defined in the JSON-RPC specification.
-    """
-    message: str
-    """A string providing a short description of the error.
-    The message should be limited to a concise single sentence.
-    """
-    data: Annotated[Any, DEFAULT_ON_ERROR] = None
-    """Optional primitive or structured value that contains additional information about the error.
-    This may include debugging information or context-specific details.
-    """
-
-
 class AgentNotification(AcpModel):
     """A JSON-RPC notification envelope (AgentNotification). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
     method: str
     params: Any = None
-
-
-class SessionNotification(AcpNotification):
-    """Notification containing a session update from the agent.
-
-    Used to stream real-time progress and results during prompt processing.
-
-    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
-    """
-    METHOD: ClassVar[str] = 'session/update'
-    session_id: SessionId = Field(alias='sessionId')
-    """The ID of the session this update pertains to."""
-    update: SessionUpdate
-    """The actual update content."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-    if not TYPE_CHECKING:
-
-        @construction_hook
-        def __init__(self, /, **data: Any) -> None:
-            self.__pydantic_validator__.validate_python(data, self_instance=self)
-            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
-            # on a copy: the caller's object may be reused where the tag does not belong
-            if 'session_update' not in self.update.model_fields_set:
-                self.update = self.update.model_copy()
-                self.update.model_fields_set.add('session_update')
 
 
 class ContentChunk(AcpModel):
@@ -2962,6 +3079,36 @@ class ContentChunk(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
+
+
+class UserMessageChunk(ContentChunk):
+    """A ``user_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'user_message_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
+
+    session_update: Literal['user_message_chunk'] = Field('user_message_chunk', alias='sessionUpdate')
+
+
+class AgentMessageChunk(ContentChunk):
+    """A ``agent_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_message_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
+
+    session_update: Literal['agent_message_chunk'] = Field('agent_message_chunk', alias='sessionUpdate')
+
+
+class AgentThoughtChunk(ContentChunk):
+    """A ``agent_thought_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_thought_chunk'``."""
+    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
+
+    if not TYPE_CHECKING:
+        __init__ = tagging_init
+
+    session_update: Literal['agent_thought_chunk'] = Field('agent_thought_chunk', alias='sessionUpdate')
 
 
 class ToolCall(AcpModel):
@@ -2992,11 +3139,11 @@ class ToolCall(AcpModel):
     This field is optional. Omitting it or sending `null` both mean that no
     tool name is available.
     """
-    kind: Annotated[Annotated[Union[ToolKind, str], BeforeValidator(open_enum(ToolKind))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    kind: Annotated[Annotated[Union[ToolKind, str], open_enum(ToolKind)] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """The category of tool being invoked.
     Helps clients choose appropriate icons and UI treatment.
     """
-    status: Annotated[Annotated[Union[ToolCallStatus, str], BeforeValidator(open_enum(ToolCallStatus))] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
+    status: Annotated[Annotated[Union[ToolCallStatus, str], open_enum(ToolCallStatus)] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Current execution status of the tool call."""
     content: Annotated[Annotated[list[ToolCallContent], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, exclude_if=_is_none)
     """Content produced by the tool call."""
@@ -3026,11 +3173,11 @@ class PlanEntry(AcpModel):
     """
     content: str
     """Human-readable description of what this task aims to accomplish."""
-    priority: Annotated[Union[PlanEntryPriority, str], BeforeValidator(open_enum(PlanEntryPriority))]
+    priority: Annotated[Union[PlanEntryPriority, str], open_enum(PlanEntryPriority)]
     """The relative importance of this task.
     Used to indicate which tasks are most critical to the overall goal.
     """
-    status: Annotated[Union[PlanEntryStatus, str], BeforeValidator(open_enum(PlanEntryStatus))]
+    status: Annotated[Union[PlanEntryStatus, str], open_enum(PlanEntryStatus)]
     """Current execution status of this task."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3159,6 +3306,31 @@ class PlanMarkdown(AcpModel):
     """
 
 
+class UnknownPlanUpdateContent(AcpModel):
+    """A :data:`PlanUpdateContent` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: Annotated[str, not_one_of(('file', 'items', 'markdown'))]
+
+PlanUpdateContent: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[PlanItems, PlanFile, PlanMarkdown],
+            Field(discriminator='type'),
+        ],
+        UnknownPlanUpdateContent,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""**UNSTABLE**
+
+This capability is not part of the spec yet, and may be removed or changed at any point.
+
+Updated content for a plan.
+"""
+
+
 class PlanUpdate(AcpModel):
     """**UNSTABLE**
 
@@ -3211,14 +3383,10 @@ class PlanRemoved(AcpModel):
     """
 
 
-class AvailableCommand(AcpModel):
-    """Information about a command."""
-    name: str
-    """Command name (e.g., `create_plan`, `research_codebase`)."""
-    description: str
-    """Human-readable description of what the command does."""
-    input: Annotated[AvailableCommandInput | None, DEFAULT_ON_ERROR] = None
-    """Input for the command if required"""
+class UnstructuredCommandInput(AcpModel):
+    """All text that was typed after the command name is provided as input."""
+    hint: str
+    """A hint to display when the input hasn't been provided yet"""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3228,10 +3396,18 @@ class AvailableCommand(AcpModel):
     """
 
 
-class UnstructuredCommandInput(AcpModel):
-    """All text that was typed after the command name is provided as input."""
-    hint: str
-    """A hint to display when the input hasn't been provided yet"""
+AvailableCommandInput: TypeAlias = UnstructuredCommandInput
+"""The input specification for a command."""
+
+
+class AvailableCommand(AcpModel):
+    """Information about a command."""
+    name: str
+    """Command name (e.g., `create_plan`, `research_codebase`)."""
+    description: str
+    """Human-readable description of what the command does."""
+    input: Annotated[AvailableCommandInput | None, DEFAULT_ON_ERROR] = None
+    """Input for the command if required"""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3385,7 +3561,7 @@ class Notice(AcpModel):
         __init__ = tagging_init
 
     session_update: Literal['notice'] = Field('notice', alias='sessionUpdate')
-    severity: Annotated[Union[NoticeSeverity, str], BeforeValidator(open_enum(NoticeSeverity))]
+    severity: Annotated[Union[NoticeSeverity, str], open_enum(NoticeSeverity)]
     """Presentation severity hint."""
     title: str
     """Required non-empty plain-text title that can stand alone."""
@@ -3426,7 +3602,7 @@ class CompactionUpdate(AcpModel):
     session_update: Literal['compaction_update'] = Field('compaction_update', alias='sessionUpdate')
     compaction_id: CompactionId = Field(alias='compactionId')
     """The Agent-owned ID of this compaction, unique within the session."""
-    status: Annotated[Union[CompactionStatus, str], BeforeValidator(open_enum(CompactionStatus))]
+    status: Annotated[Union[CompactionStatus, str], open_enum(CompactionStatus)]
     """Current lifecycle status."""
     summary: Annotated[Annotated[list[ContentBlock], SKIP_INVALID_ITEMS] | None | MISSING, DEFAULT_ON_ERROR] = MISSING
     """Complete replacement user-displayable summary retained by the compaction."""
@@ -3460,6 +3636,63 @@ class CompactionSummaryChunk(AcpModel):
     """One content block to append."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """Metadata scoped to this chunk. Omission and `null` both mean absent."""
+
+
+class UnknownSessionUpdate(AcpModel):
+    """A :data:`SessionUpdate` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    session_update: Annotated[str, not_one_of(('agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk'))] = Field(alias='sessionUpdate')
+
+SessionUpdate: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk],
+            Field(discriminator='session_update'),
+        ],
+        UnknownSessionUpdate,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""Different types of updates that can be sent during session processing.
+
+These updates provide real-time feedback about the agent's progress.
+
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+"""
+
+
+class SessionNotification(AcpNotification):
+    """Notification containing a session update from the agent.
+
+    Used to stream real-time progress and results during prompt processing.
+
+    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+    """
+    METHOD: ClassVar[str] = 'session/update'
+    session_id: SessionId = Field(alias='sessionId')
+    """The ID of the session this update pertains to."""
+    update: SessionUpdate
+    """The actual update content."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+    if not TYPE_CHECKING:
+
+        @construction_hook
+        def __init__(self, /, **data: Any) -> None:
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
+            # on a copy: the caller's object may be reused where the tag does not belong
+            if 'session_update' not in self.update.model_fields_set:
+                self.update = self.update.model_copy()
+                self.update.model_fields_set.add('session_update')
 
 
 class CompleteElicitationNotification(AcpNotification):
@@ -3525,100 +3758,6 @@ class ClientRequest(AcpModel):
     params: Any = None
 
 
-class InitializeRequest(AcpRequest):
-    """Request parameters for the initialize method.
-
-    Sent by the client to establish connection and negotiate capabilities.
-
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
-    """
-    METHOD: ClassVar[str] = 'initialize'
-    protocol_version: ProtocolVersion = Field(alias='protocolVersion')
-    """The latest protocol version supported by the client."""
-    client_capabilities: Annotated[ClientCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: ClientCapabilities.model_validate({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities', exclude_if=_is_none)
-    """Capabilities supported by the client."""
-    client_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='clientInfo')
-    """Information about the Client name and version sent to the Agent.
-
-    Note: in future versions of the protocol, this will be required.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class ClientCapabilities(AcpModel):
-    """Capabilities supported by the client.
-
-    Advertised during initialization to inform the agent about
-    available features and methods.
-
-    See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/initialization#client-capabilities)
-    """
-    fs: Annotated[FileSystemCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: FileSystemCapabilities.model_validate({'readTextFile': False, 'writeTextFile': False}), exclude_if=_is_none)
-    """File system capabilities supported by the client.
-    Determines which file operations the agent can request.
-    """
-    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
-    """Whether the Client support all `terminal/*` methods."""
-    session: Annotated[ClientSessionCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Session-related capabilities supported by the client.
-
-    Optional. Omitted or `null` both mean the client does not advertise any
-    session-related extensions.
-    """
-    plan: Annotated[PlanCapabilities | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Whether the client supports `plan_update` and `plan_removed` session updates.
-
-    Optional. Omitted or `null` both mean the client does not advertise support.
-    Supplying `{}` means the client can receive both update types.
-    """
-    auth: Annotated[AuthCapabilities | None, DEFAULT_ON_ERROR] = Field(default_factory=lambda: AuthCapabilities.model_validate({'terminal': False}), exclude_if=_is_none)
-    """Authentication capabilities supported by the client.
-    Determines which authentication method types the agent may include
-    in its `InitializeResponse`.
-    """
-    elicitation: Annotated[ElicitationCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Elicitation capabilities supported by the client.
-    Determines which elicitation modes the agent may use.
-
-    Optional. Omitted or `null` both mean the client does not advertise
-    elicitation support.
-    """
-    nes: Annotated[ClientNesCapabilities | None, DEFAULT_ON_ERROR] = None
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    NES (Next Edit Suggestions) capabilities supported by the client.
-
-    Optional. Omitted or `null` both mean the client does not advertise any
-    NES suggestion-kind extensions.
-    """
-    position_encodings: Annotated[Annotated[list[Annotated[Union[PositionEncodingKind, str], BeforeValidator(open_enum(PositionEncodingKind))]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncodings', exclude_if=_is_none)
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    The position encodings supported by the client, in order of preference.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class FileSystemCapabilities(AcpModel):
     """File system capabilities that a client may support.
 
@@ -3628,6 +3767,50 @@ class FileSystemCapabilities(AcpModel):
     """Whether the Client supports `fs/read_text_file` requests."""
     write_text_file: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, alias='writeTextFile', exclude_if=_is_none)
     """Whether the Client supports `fs/write_text_file` requests."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class CompactionCapabilities(AcpModel):
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Client support for ID-addressed context compaction updates.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+
+
+class BooleanConfigOptionCapabilities(AcpModel):
+    """Capabilities for boolean session configuration options.
+
+    Supplying `{}` means the client supports boolean session configuration options.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class SessionConfigOptionsCapabilities(AcpModel):
+    """Session configuration option capabilities supported by the client."""
+    boolean: Annotated[BooleanConfigOptionCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the client supports boolean session configuration options.
+
+    Optional. Omitted or `null` both mean the client does not advertise support.
+    Supplying `{}` means agents may include `type: "boolean"` entries in
+    `configOptions`, and the client may send `session/set_config_option`
+    requests with `type: "boolean"` and a boolean `value`.
+    """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3652,50 +3835,6 @@ class ClientSessionCapabilities(AcpModel):
 
     Omitted or `null` both mean the client does not advertise support for any
     config option extensions.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class CompactionCapabilities(AcpModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Client support for ID-addressed context compaction updates.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-
-
-class SessionConfigOptionsCapabilities(AcpModel):
-    """Session configuration option capabilities supported by the client."""
-    boolean: Annotated[BooleanConfigOptionCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the client supports boolean session configuration options.
-
-    Optional. Omitted or `null` both mean the client does not advertise support.
-    Supplying `{}` means agents may include `type: "boolean"` entries in
-    `configOptions`, and the client may send `session/set_config_option`
-    requests with `type: "boolean"` and a boolean `value`.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class BooleanConfigOptionCapabilities(AcpModel):
-    """Capabilities for boolean session configuration options.
-
-    Supplying `{}` means the client supports boolean session configuration options.
     """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3747,31 +3886,6 @@ class AuthCapabilities(AcpModel):
     """
 
 
-class ElicitationCapabilities(AcpModel):
-    """Elicitation capabilities supported by the client."""
-    form: Annotated[ElicitationFormCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the client supports form-based elicitation.
-
-    Optional. Omitted and `null` are equivalent and mean form support is not advertised.
-    Supplying `{}` explicitly advertises form support.
-    """
-    url: Annotated[ElicitationUrlCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the client supports URL-based elicitation.
-
-    Optional. Omitted or `null` both mean the client does not advertise support.
-    Supplying `{}` means the client supports URL-based elicitation.
-    """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    Optional. Omitted and `null` are equivalent and mean no metadata.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class ElicitationFormCapabilities(AcpModel):
     """Form-based elicitation capabilities.
 
@@ -3804,21 +3918,26 @@ class ElicitationUrlCapabilities(AcpModel):
     """
 
 
-class ClientNesCapabilities(AcpModel):
-    """NES capabilities advertised by the client during initialization.
+class ElicitationCapabilities(AcpModel):
+    """Elicitation capabilities supported by the client."""
+    form: Annotated[ElicitationFormCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the client supports form-based elicitation.
 
-    **Unstable**: only in the unstable schema; may change or disappear.
+    Optional. Omitted and `null` are equivalent and mean form support is not advertised.
+    Supplying `{}` explicitly advertises form support.
     """
-    jump: Annotated[NesJumpCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the client supports the `jump` suggestion kind."""
-    rename: Annotated[NesRenameCapabilities | None, DEFAULT_ON_ERROR] = None
-    """Whether the client supports the `rename` suggestion kind."""
-    search_and_replace: Annotated[NesSearchAndReplaceCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='searchAndReplace')
-    """Whether the client supports the `searchAndReplace` suggestion kind."""
+    url: Annotated[ElicitationUrlCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the client supports URL-based elicitation.
+
+    Optional. Omitted or `null` both mean the client does not advertise support.
+    Supplying `{}` means the client supports URL-based elicitation.
+    """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
     these keys.
+
+    Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
@@ -3856,6 +3975,120 @@ class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker for search and replace suggestion support.
 
     **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class ClientNesCapabilities(AcpModel):
+    """NES capabilities advertised by the client during initialization.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    jump: Annotated[NesJumpCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the client supports the `jump` suggestion kind."""
+    rename: Annotated[NesRenameCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Whether the client supports the `rename` suggestion kind."""
+    search_and_replace: Annotated[NesSearchAndReplaceCapabilities | None, DEFAULT_ON_ERROR] = Field(None, alias='searchAndReplace')
+    """Whether the client supports the `searchAndReplace` suggestion kind."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class ClientCapabilities(AcpModel):
+    """Capabilities supported by the client.
+
+    Advertised during initialization to inform the agent about
+    available features and methods.
+
+    See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/initialization#client-capabilities)
+    """
+    fs: Annotated[FileSystemCapabilities | None, DEFAULT_ON_ERROR] = Field({'readTextFile': False, 'writeTextFile': False}, validate_default=True, exclude_if=_is_none)
+    """File system capabilities supported by the client.
+    Determines which file operations the agent can request.
+    """
+    terminal: Annotated[StrictBool | None, DEFAULT_ON_ERROR] = Field(False, exclude_if=_is_none)
+    """Whether the Client support all `terminal/*` methods."""
+    session: Annotated[ClientSessionCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Session-related capabilities supported by the client.
+
+    Optional. Omitted or `null` both mean the client does not advertise any
+    session-related extensions.
+    """
+    plan: Annotated[PlanCapabilities | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    Whether the client supports `plan_update` and `plan_removed` session updates.
+
+    Optional. Omitted or `null` both mean the client does not advertise support.
+    Supplying `{}` means the client can receive both update types.
+    """
+    auth: Annotated[AuthCapabilities | None, DEFAULT_ON_ERROR] = Field({'terminal': False}, validate_default=True, exclude_if=_is_none)
+    """Authentication capabilities supported by the client.
+    Determines which authentication method types the agent may include
+    in its `InitializeResponse`.
+    """
+    elicitation: Annotated[ElicitationCapabilities | None, DEFAULT_ON_ERROR] = None
+    """Elicitation capabilities supported by the client.
+    Determines which elicitation modes the agent may use.
+
+    Optional. Omitted or `null` both mean the client does not advertise
+    elicitation support.
+    """
+    nes: Annotated[ClientNesCapabilities | None, DEFAULT_ON_ERROR] = None
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    NES (Next Edit Suggestions) capabilities supported by the client.
+
+    Optional. Omitted or `null` both mean the client does not advertise any
+    NES suggestion-kind extensions.
+    """
+    position_encodings: Annotated[Annotated[list[Annotated[Union[PositionEncodingKind, str], open_enum(PositionEncodingKind)]], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='positionEncodings', exclude_if=_is_none)
+    """**UNSTABLE**
+
+    This capability is not part of the spec yet, and may be removed or changed at any point.
+
+    The position encodings supported by the client, in order of preference.
+    """
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class InitializeRequest(AcpRequest):
+    """Request parameters for the initialize method.
+
+    Sent by the client to establish connection and negotiate capabilities.
+
+    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+    """
+    METHOD: ClassVar[str] = 'initialize'
+    protocol_version: ProtocolVersion = Field(alias='protocolVersion')
+    """The latest protocol version supported by the client."""
+    client_capabilities: Annotated[ClientCapabilities | None, DEFAULT_ON_ERROR] = Field({'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}, alias='clientCapabilities', validate_default=True, exclude_if=_is_none)
+    """Capabilities supported by the client."""
+    client_info: Annotated[Implementation | None, DEFAULT_ON_ERROR] = Field(None, alias='clientInfo')
+    """Information about the Client name and version sent to the Agent.
+
+    Note: in future versions of the protocol, this will be required.
     """
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3918,7 +4151,7 @@ class SetProviderRequest(AcpRequest):
     METHOD: ClassVar[str] = 'providers/set'
     provider_id: ProviderId = Field(alias='providerId')
     """Provider ID to configure."""
-    api_type: Annotated[Union[LlmProtocol, str], BeforeValidator(open_enum(LlmProtocol))] = Field(alias='apiType')
+    api_type: Annotated[Union[LlmProtocol, str], open_enum(LlmProtocol)] = Field(alias='apiType')
     """Protocol type for this provider."""
     base_url: str = Field(alias='baseUrl')
     """Base URL for requests sent through this provider."""
@@ -3962,32 +4195,6 @@ class LogoutRequest(AcpRequest):
     Terminates the current authenticated session.
     """
     METHOD: ClassVar[str] = 'logout'
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class NewSessionRequest(AcpRequest):
-    """Request parameters for creating a new session.
-
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
-    """
-    METHOD: ClassVar[str] = 'session/new'
-    cwd: str
-    """The working directory for this session. Must be an absolute path."""
-    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
-    """Additional workspace roots for this session. Each path must be absolute.
-
-    These expand the session's filesystem scope without changing `cwd`, which
-    remains the base for relative paths. When omitted or empty, no
-    additional roots are activated for the new session.
-    """
-    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] = Field(alias='mcpServers')
-    """List of MCP (Model Context Protocol) servers the agent should connect to."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4103,6 +4310,58 @@ class McpServerStdio(AcpModel):
     """Command-line arguments to pass to the MCP server."""
     env: list[EnvVariable]
     """Environment variables to set when launching the MCP server."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class UnknownMcpServer(AcpModel):
+    """A :data:`McpServer` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    type: str | None = None
+
+McpServer: TypeAlias = Annotated[
+    Union[
+        Annotated[McpServerHttp, Tag('http')],
+        Annotated[McpServerSse, Tag('sse')],
+        Annotated[McpServerAcp, Tag('acp')],
+        Annotated[McpServerStdio, Tag('stdio')],
+        Annotated[UnknownMcpServer, Tag(UNKNOWN)],
+    ],
+    Discriminator(tag_discriminator('type', 'type', ['acp', 'http', 'sse', 'stdio'], untagged='stdio')),
+]
+"""Configuration for connecting to an MCP (Model Context Protocol) server.
+
+MCP servers provide tools and context that the agent can use when
+processing prompts.
+
+See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/session-setup#mcp-servers)
+"""
+
+
+class NewSessionRequest(AcpRequest):
+    """Request parameters for creating a new session.
+
+    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
+    """
+    METHOD: ClassVar[str] = 'session/new'
+    cwd: str
+    """The working directory for this session. Must be an absolute path."""
+    additional_directories: Annotated[Annotated[list[str], SKIP_INVALID_ITEMS] | None, DEFAULT_ON_ERROR] = Field(None, alias='additionalDirectories', exclude_if=_is_none)
+    """Additional workspace roots for this session. Each path must be absolute.
+
+    These expand the session's filesystem scope without changing `cwd`, which
+    remains the base for relative paths. When omitted or empty, no
+    additional roots are activated for the new session.
+    """
+    mcp_servers: Annotated[list[McpServer], SKIP_INVALID_ITEMS] = Field(alias='mcpServers')
+    """List of MCP (Model Context Protocol) servers the agent should connect to."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4304,7 +4563,7 @@ class SetSessionConfigOptionRequest(AcpRequest):
     type: str | None = Field(None, exclude_if=_is_none)
 
     @model_validator(mode='after')
-    def _check_variant(self) -> SetSessionConfigOptionRequest:
+    def _check_variant(self) -> 'SetSessionConfigOptionRequest':
         check_variants(self, ((('type', 'boolean', ('value:bool',)), (None, None, ('value:str',)),),))
         return self
 
@@ -4334,27 +4593,6 @@ class PromptRequest(AcpRequest):
     as it avoids extra round-trips and allows the message to include
     pieces of context from sources the agent may not have access to.
     """
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class StartNesRequest(AcpRequest):
-    """Request to start an NES session.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    METHOD: ClassVar[str] = 'nes/start'
-    workspace_uri: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='workspaceUri')
-    """The root URI of the workspace."""
-    workspace_folders: list[WorkspaceFolder] | None = Field(None, alias='workspaceFolders')
-    """The workspace folders."""
-    repository: Annotated[NesRepository | None, DEFAULT_ON_ERROR] = None
-    """Repository metadata, if the workspace is a git repository."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4402,52 +4640,18 @@ class NesRepository(AcpModel):
     """
 
 
-class SuggestNesRequest(AcpRequest):
-    """Request for a code suggestion.
+class StartNesRequest(AcpRequest):
+    """Request to start an NES session.
 
     **Unstable**: only in the unstable schema; may change or disappear.
     """
-    METHOD: ClassVar[str] = 'nes/suggest'
-    session_id: SessionId = Field(alias='sessionId')
-    """The session ID for this request."""
-    uri: str
-    """The URI of the document to suggest for."""
-    version: Int64
-    """The version number of the document."""
-    position: Position
-    """The current cursor position."""
-    selection: Range | None = None
-    """The current text selection range, if any."""
-    trigger_kind: Annotated[Union[NesTriggerKind, str], BeforeValidator(open_enum(NesTriggerKind))] = Field(alias='triggerKind')
-    """What triggered this suggestion request."""
-    context: NesSuggestContext | None = None
-    """Context for the suggestion, included based on agent capabilities."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class NesSuggestContext(AcpModel):
-    """Context attached to a suggestion request.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    recent_files: list[NesRecentFile] | None = Field(None, alias='recentFiles')
-    """Recently accessed files."""
-    related_snippets: list[NesRelatedSnippet] | None = Field(None, alias='relatedSnippets')
-    """Related code snippets."""
-    edit_history: list[NesEditHistoryEntry] | None = Field(None, alias='editHistory')
-    """Recent edit history."""
-    user_actions: list[NesUserAction] | None = Field(None, alias='userActions')
-    """Recent user actions (typing, navigation, etc.)."""
-    open_files: list[NesOpenFile] | None = Field(None, alias='openFiles')
-    """Currently open files in the editor."""
-    diagnostics: list[NesDiagnostic] | None = None
-    """Current diagnostics (errors, warnings)."""
+    METHOD: ClassVar[str] = 'nes/start'
+    workspace_uri: Annotated[str | None, DEFAULT_ON_ERROR] = Field(None, alias='workspaceUri')
+    """The root URI of the workspace."""
+    workspace_folders: list[WorkspaceFolder] | None = Field(None, alias='workspaceFolders')
+    """The workspace folders."""
+    repository: Annotated[NesRepository | None, DEFAULT_ON_ERROR] = None
+    """Repository metadata, if the workspace is a git repository."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4477,24 +4681,6 @@ class NesRecentFile(AcpModel):
     """
 
 
-class NesRelatedSnippet(AcpModel):
-    """A related code snippet from a file.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    uri: str
-    """The URI of the file containing the snippets."""
-    excerpts: list[NesExcerpt]
-    """The code excerpts."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class NesExcerpt(AcpModel):
     """A code excerpt from a file.
 
@@ -4506,6 +4692,24 @@ class NesExcerpt(AcpModel):
     """The end line of the excerpt (zero-based)."""
     text: str
     """The text content of the excerpt."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class NesRelatedSnippet(AcpModel):
+    """A related code snippet from a file.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    uri: str
+    """The URI of the file containing the snippets."""
+    excerpts: list[NesExcerpt]
+    """The code excerpts."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4586,10 +4790,65 @@ class NesDiagnostic(AcpModel):
     """The URI of the file containing the diagnostic."""
     range: Range
     """The range of the diagnostic."""
-    severity: Annotated[Union[NesDiagnosticSeverity, str], BeforeValidator(open_enum(NesDiagnosticSeverity))]
+    severity: Annotated[Union[NesDiagnosticSeverity, str], open_enum(NesDiagnosticSeverity)]
     """The severity of the diagnostic."""
     message: str
     """The diagnostic message."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class NesSuggestContext(AcpModel):
+    """Context attached to a suggestion request.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    recent_files: list[NesRecentFile] | None = Field(None, alias='recentFiles')
+    """Recently accessed files."""
+    related_snippets: list[NesRelatedSnippet] | None = Field(None, alias='relatedSnippets')
+    """Related code snippets."""
+    edit_history: list[NesEditHistoryEntry] | None = Field(None, alias='editHistory')
+    """Recent edit history."""
+    user_actions: list[NesUserAction] | None = Field(None, alias='userActions')
+    """Recent user actions (typing, navigation, etc.)."""
+    open_files: list[NesOpenFile] | None = Field(None, alias='openFiles')
+    """Currently open files in the editor."""
+    diagnostics: list[NesDiagnostic] | None = None
+    """Current diagnostics (errors, warnings)."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class SuggestNesRequest(AcpRequest):
+    """Request for a code suggestion.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    METHOD: ClassVar[str] = 'nes/suggest'
+    session_id: SessionId = Field(alias='sessionId')
+    """The session ID for this request."""
+    uri: str
+    """The URI of the document to suggest for."""
+    version: Int64
+    """The version number of the document."""
+    position: Position
+    """The current cursor position."""
+    selection: Range | None = None
+    """The current text selection range, if any."""
+    trigger_kind: Annotated[Union[NesTriggerKind, str], open_enum(NesTriggerKind)] = Field(alias='triggerKind')
+    """What triggered this suggestion request."""
+    context: NesSuggestContext | None = None
+    """Context for the suggestion, included based on agent capabilities."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4652,20 +4911,6 @@ class ReadTextFileResponse(AcpResponse):
     """
 
 
-class RequestPermissionResponse(AcpResponse):
-    """Response to a permission request."""
-    METHOD: ClassVar[str] = 'session/request_permission'
-    outcome: RequestPermissionOutcome
-    """The user's decision on the permission request."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
 class SelectedPermissionOutcome(AcpModel):
     """The user selected one of the provided options."""
     _acp_tags: ClassVar[tuple[str, ...]] = ('outcome',)
@@ -4676,6 +4921,40 @@ class SelectedPermissionOutcome(AcpModel):
     outcome: Literal['selected'] = 'selected'
     option_id: PermissionOptionId = Field(alias='optionId')
     """The ID of the option the user selected."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
+class UnknownRequestPermissionOutcome(AcpModel):
+    """A :data:`RequestPermissionOutcome` variant this version of the schema does not know.
+
+    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
+    """
+    outcome: Annotated[str, not_one_of(('cancelled', 'selected'))]
+
+RequestPermissionOutcome: TypeAlias = Annotated[
+    Union[
+        Annotated[
+            Union[CancelledPermissionOutcome, SelectedPermissionOutcome],
+            Field(discriminator='outcome'),
+        ],
+        UnknownRequestPermissionOutcome,
+    ],
+    Field(union_mode='left_to_right'),
+]
+"""The outcome of a permission request."""
+
+
+class RequestPermissionResponse(AcpResponse):
+    """Response to a permission request."""
+    METHOD: ClassVar[str] = 'session/request_permission'
+    outcome: RequestPermissionOutcome
+    """The user's decision on the permission request."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4699,15 +4978,12 @@ class CreateTerminalResponse(AcpResponse):
     """
 
 
-class TerminalOutputResponse(AcpResponse):
-    """Response containing the terminal output and exit status."""
-    METHOD: ClassVar[str] = 'terminal/output'
-    output: str
-    """The terminal output captured so far."""
-    truncated: StrictBool
-    """Whether the output was truncated due to byte limits."""
-    exit_status: Annotated[TerminalExitStatus | None, DEFAULT_ON_ERROR] = Field(None, alias='exitStatus')
-    """Exit status if the command has completed."""
+class TerminalExitStatus(AcpModel):
+    """Exit status of a terminal command."""
+    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
+    """The process exit code (may be null if terminated by signal)."""
+    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
+    """The signal that terminated the process (may be null if exited normally)."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4717,12 +4993,15 @@ class TerminalOutputResponse(AcpResponse):
     """
 
 
-class TerminalExitStatus(AcpModel):
-    """Exit status of a terminal command."""
-    exit_code: Annotated[UInt32 | None, DEFAULT_ON_ERROR] = Field(None, alias='exitCode')
-    """The process exit code (may be null if terminated by signal)."""
-    signal: Annotated[str | None, DEFAULT_ON_ERROR] = None
-    """The signal that terminated the process (may be null if exited normally)."""
+class TerminalOutputResponse(AcpResponse):
+    """Response containing the terminal output and exit status."""
+    METHOD: ClassVar[str] = 'terminal/output'
+    output: str
+    """The terminal output captured so far."""
+    truncated: StrictBool
+    """Whether the output was truncated due to byte limits."""
+    exit_status: Annotated[TerminalExitStatus | None, DEFAULT_ON_ERROR] = Field(None, alias='exitStatus')
+    """Exit status if the command has completed."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4789,7 +5068,7 @@ class CreateElicitationResponse(AcpResponse):
     """The user-provided content, if any, as an object matching the requested schema."""
 
     @model_validator(mode='after')
-    def _check_variant(self) -> CreateElicitationResponse:
+    def _check_variant(self) -> 'CreateElicitationResponse':
         check_variants(self, ((('action', 'accept', ()), ('action', 'decline', ()), ('action', 'cancel', ()),),))
         return self
 
@@ -4888,6 +5167,27 @@ class DidOpenDocumentNotification(AcpNotification):
     """
 
 
+class TextDocumentContentChangeEvent(AcpModel):
+    """A content change event for a document.
+
+    When `range` is `None`, `text` is the full content of the document.
+    When `range` is `Some`, `text` replaces the given range.
+
+    **Unstable**: only in the unstable schema; may change or disappear.
+    """
+    range: Range | None = None
+    """The range of the document that changed. If `None`, the entire content is replaced."""
+    text: str
+    """The new text for the range, or the full document content if `range` is `None`."""
+    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
+    """The _meta property is reserved by ACP to allow clients and agents to attach additional
+    metadata to their interactions. Implementations MUST NOT make assumptions about values at
+    these keys.
+
+    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+    """
+
+
 class DidChangeDocumentNotification(AcpNotification):
     """Notification sent when a file is edited.
 
@@ -4902,27 +5202,6 @@ class DidChangeDocumentNotification(AcpNotification):
     """The new version number of the document."""
     content_changes: Annotated[list[TextDocumentContentChangeEvent], SKIP_INVALID_ITEMS] = Field(alias='contentChanges')
     """The content changes."""
-    meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
-    """The _meta property is reserved by ACP to allow clients and agents to attach additional
-    metadata to their interactions. Implementations MUST NOT make assumptions about values at
-    these keys.
-
-    See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-    """
-
-
-class TextDocumentContentChangeEvent(AcpModel):
-    """A content change event for a document.
-
-    When `range` is `None`, `text` is the full content of the document.
-    When `range` is `Some`, `text` replaces the given range.
-
-    **Unstable**: only in the unstable schema; may change or disappear.
-    """
-    range: Range | None = None
-    """The range of the document that changed. If `None`, the entire content is replaced."""
-    text: str
-    """The new text for the range, or the full document content if `range` is `None`."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5024,7 +5303,7 @@ class RejectNesNotification(AcpNotification):
     """The session ID for this notification."""
     id: NesSuggestionId
     """The ID of the rejected suggestion."""
-    reason: Annotated[Annotated[Union[NesRejectReason, str], BeforeValidator(open_enum(NesRejectReason))] | None, DEFAULT_ON_ERROR] = None
+    reason: Annotated[Annotated[Union[NesRejectReason, str], open_enum(NesRejectReason)] | None, DEFAULT_ON_ERROR] = None
     """The reason for rejection."""
     meta: Annotated[dict[str, Any] | None, DEFAULT_ON_ERROR] = Field(None, alias='_meta')
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5050,287 +5329,6 @@ class CancelRequestNotification(AcpNotification):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
     """
-
-
-class UserMessageChunk(ContentChunk):
-    """A ``user_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'user_message_chunk'``."""
-    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
-
-    if not TYPE_CHECKING:
-        __init__ = tagging_init
-
-    session_update: Literal['user_message_chunk'] = Field('user_message_chunk', alias='sessionUpdate')
-
-
-class AgentMessageChunk(ContentChunk):
-    """A ``agent_message_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_message_chunk'``."""
-    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
-
-    if not TYPE_CHECKING:
-        __init__ = tagging_init
-
-    session_update: Literal['agent_message_chunk'] = Field('agent_message_chunk', alias='sessionUpdate')
-
-
-class AgentThoughtChunk(ContentChunk):
-    """A ``agent_thought_chunk`` session update: :class:`ContentChunk` tagged ``sessionUpdate: 'agent_thought_chunk'``."""
-    _acp_tags: ClassVar[tuple[str, ...]] = ('session_update',)
-
-    if not TYPE_CHECKING:
-        __init__ = tagging_init
-
-    session_update: Literal['agent_thought_chunk'] = Field('agent_thought_chunk', alias='sessionUpdate')
-
-
-class UnknownToolCallContent(AcpModel):
-    """A :data:`ToolCallContent` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: Annotated[str, AfterValidator(not_one_of(('content', 'diff', 'terminal')))]
-
-
-class UnknownContentBlock(AcpModel):
-    """A :data:`ContentBlock` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: Annotated[str, AfterValidator(not_one_of(('audio', 'image', 'resource', 'resource_link', 'text')))]
-
-
-class UnknownElicitationPropertySchema(AcpModel):
-    """A :data:`ElicitationPropertySchema` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: Annotated[str, AfterValidator(not_one_of(('array', 'boolean', 'integer', 'number', 'string')))]
-
-
-class UnknownMultiSelectItems(AcpModel):
-    """A :data:`MultiSelectItems` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: str | None = None
-
-
-class UnknownAuthMethod(AcpModel):
-    """A :data:`AuthMethod` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: str | None = None
-
-
-class UnknownNesSuggestion(AcpModel):
-    """A :data:`NesSuggestion` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    kind: Annotated[str, AfterValidator(not_one_of(('edit', 'jump', 'rename', 'searchAndReplace')))]
-
-
-class UnknownSessionUpdate(AcpModel):
-    """A :data:`SessionUpdate` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    session_update: Annotated[str, AfterValidator(not_one_of(('agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk')))] = Field(alias='sessionUpdate')
-
-
-class UnknownPlanUpdateContent(AcpModel):
-    """A :data:`PlanUpdateContent` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: Annotated[str, AfterValidator(not_one_of(('file', 'items', 'markdown')))]
-
-
-class UnknownMcpServer(AcpModel):
-    """A :data:`McpServer` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    type: str | None = None
-
-
-class UnknownRequestPermissionOutcome(AcpModel):
-    """A :data:`RequestPermissionOutcome` variant this version of the schema does not know.
-
-    Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
-    """
-    outcome: Annotated[str, AfterValidator(not_one_of(('cancelled', 'selected')))]
-
-
-AvailableCommandInput: TypeAlias = UnstructuredCommandInput
-"""The input specification for a command."""
-
-EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]
-"""Resource content that can be embedded in a message."""
-
-SessionConfigSelectOptions: TypeAlias = Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]
-"""Possible values for a session configuration option."""
-
-AuthMethod: TypeAlias = Annotated[
-    Union[
-        Annotated[AuthMethodTerminal, Tag('terminal')],
-        Annotated[AuthMethodAgent, Tag('agent')],
-        Annotated[UnknownAuthMethod, Tag(UNKNOWN)],
-    ],
-    Discriminator(tag_discriminator('type', 'type', ['agent', 'terminal'], untagged='agent')),
-]
-"""Describes an available authentication method.
-
-The `type` field acts as the discriminator in the serialized JSON form.
-When no `type` is present, the method is treated as `agent`.
-"""
-
-ContentBlock: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource],
-            Field(discriminator='type'),
-        ],
-        UnknownContentBlock,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""Content blocks represent displayable information in the Agent Client Protocol.
-
-They provide a structured way to handle various types of user-facing content—whether
-it's text from language models, images for analysis, or embedded resources for context.
-
-Content blocks appear in:
-- User prompts sent via `session/prompt`
-- Language model output streamed through `session/update` notifications
-- Progress updates and results from tool calls
-
-This structure is compatible with the Model Context Protocol (MCP), enabling
-agents to seamlessly forward content from MCP tool outputs without transformation.
-
-See protocol docs: [Content](https://agentclientprotocol.com/protocol/content)
-"""
-
-ElicitationPropertySchema: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[StringPropertySchema, NumberPropertySchema, IntegerPropertySchema, BooleanPropertySchema, MultiSelectPropertySchema],
-            Field(discriminator='type'),
-        ],
-        UnknownElicitationPropertySchema,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""Property schema for elicitation form fields.
-
-Each variant corresponds to a JSON Schema `"type"` value.
-Single-select enums use the `String` variant with `enum` or `oneOf` set.
-Multi-select enums use the `Array` variant.
-"""
-
-McpServer: TypeAlias = Annotated[
-    Union[
-        Annotated[McpServerHttp, Tag('http')],
-        Annotated[McpServerSse, Tag('sse')],
-        Annotated[McpServerAcp, Tag('acp')],
-        Annotated[McpServerStdio, Tag('stdio')],
-        Annotated[UnknownMcpServer, Tag(UNKNOWN)],
-    ],
-    Discriminator(tag_discriminator('type', 'type', ['acp', 'http', 'sse', 'stdio'], untagged='stdio')),
-]
-"""Configuration for connecting to an MCP (Model Context Protocol) server.
-
-MCP servers provide tools and context that the agent can use when
-processing prompts.
-
-See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/session-setup#mcp-servers)
-"""
-
-MultiSelectItems: TypeAlias = Annotated[
-    Union[
-        Annotated[StringMultiSelectItems, Tag('string')],
-        Annotated[TitledMultiSelectItems, Tag('titled')],
-        Annotated[UnknownMultiSelectItems, Tag(UNKNOWN)],
-    ],
-    Discriminator(tag_discriminator('type', 'type', ['string', 'titled'], untagged='titled')),
-]
-"""Items for a multi-select (array) property schema."""
-
-NesSuggestion: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[NesEditSuggestion, NesJumpSuggestion, NesRenameSuggestion, NesSearchAndReplaceSuggestion],
-            Field(discriminator='kind'),
-        ],
-        UnknownNesSuggestion,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""A suggestion returned by the agent."""
-
-PlanUpdateContent: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[PlanItems, PlanFile, PlanMarkdown],
-            Field(discriminator='type'),
-        ],
-        UnknownPlanUpdateContent,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Updated content for a plan.
-"""
-
-RequestPermissionOutcome: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[CancelledPermissionOutcome, SelectedPermissionOutcome],
-            Field(discriminator='outcome'),
-        ],
-        UnknownRequestPermissionOutcome,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""The outcome of a permission request."""
-
-SessionUpdate: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk],
-            Field(discriminator='session_update'),
-        ],
-        UnknownSessionUpdate,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""Different types of updates that can be sent during session processing.
-
-These updates provide real-time feedback about the agent's progress.
-
-See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
-"""
-
-ToolCallContent: TypeAlias = Annotated[
-    Union[
-        Annotated[
-            Union[Content, Diff, Terminal],
-            Field(discriminator='type'),
-        ],
-        UnknownToolCallContent,
-    ],
-    Field(union_mode='left_to_right'),
-]
-"""Content produced by a tool call.
-
-Tool calls can produce different types of content including
-standard content blocks (text, images) or file diffs.
-
-See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
-"""
 
 
 # Request -> response bindings (the method table in methods.py is built from these).
