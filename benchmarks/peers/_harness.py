@@ -21,10 +21,12 @@ The report is one JSON object on stdout (see :func:`report`): the figures measur
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 #: The text of the prompt that asks an agent for ``n`` updates: ``STREAM_PREFIX + str(n)``.
 STREAM_PREFIX = "stream "
@@ -92,3 +94,16 @@ def report(figures: dict[str, object]) -> None:
     """Print the figures as one JSON line on stdout (the driver reads only that line)."""
     sys.stdout.write(json.dumps(figures) + "\n")
     sys.stdout.flush()
+
+
+def main(
+    description: str,
+    spawn_run: Callable[[list[str], int], Coroutine[Any, Any, dict[str, Any]]],
+    session_run: Callable[[list[str], argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
+) -> None:
+    """A client's entry point: parse the command line, run spawns or one session, report."""
+    args = parse_args(description)
+    if args.spawns:
+        report(asyncio.run(spawn_run(args.agent, args.spawns)))
+    else:
+        report(asyncio.run(session_run(args.agent, args)))

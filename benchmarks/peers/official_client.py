@@ -16,9 +16,8 @@ from _harness import (
     IDLE_SETTLE,
     MODE_ID,
     check_received,
+    main,
     memory_mb,
-    parse_args,
-    report,
     round_trip_figures,
     stream_prompt,
 )
@@ -87,13 +86,5 @@ async def spawn_run(argv: list[str], spawns: int) -> dict[str, object]:
     return {"spawn_ms": times}
 
 
-def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    if args.spawns:
-        report(asyncio.run(spawn_run(args.agent, args.spawns)))
-    else:
-        report(asyncio.run(session_run(args.agent, args)))
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__.splitlines()[0], spawn_run, session_run)
