@@ -24,6 +24,7 @@ peer are raised as the subclass matching their code (see :func:`error_from_wire`
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 __all__ = [
@@ -66,9 +67,14 @@ class RequestError(AcpError):
         super().__init__(self.code, self.message, self.data)
 
     def __str__(self) -> str:
+        """``code message``, then ``: data`` when there is data: text as it is, anything else as JSON.
+
+        ``-32602 Invalid params: {"path": "a.txt"}``, the way the peer sent it; data that JSON
+        cannot hold (a Python object put there by hand) falls back to its ``repr``.
+        """
         text = f"{self.code} {self.message}"
         if self.data is not None:
-            text += f": {self.data!r}" if not isinstance(self.data, str) else f": {self.data}"
+            text += f": {_format_data(self.data)}"
         return text
 
     def __repr__(self) -> str:
@@ -80,6 +86,20 @@ class RequestError(AcpError):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+def _format_data(data: Any) -> str:
+    """An error's ``data`` as users read it: text as it is, anything else as one line of JSON.
+
+    Non-ASCII text is kept as it is (``ensure_ascii=False``); data that is not JSON-serializable
+    (a Python object put there by hand) falls back to its ``repr``.
+    """
+    if isinstance(data, str):
+        return data
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(data)
 
 
 class _StandardError(RequestError):
