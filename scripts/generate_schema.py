@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import keyword
 import re
@@ -24,6 +25,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_wire_name() -> Any:
+    """``acpio.schema.base.wire_name``, loaded without importing the package being regenerated."""
+    spec = importlib.util.spec_from_file_location("_acpio_schema_base", ROOT / "src/acpio/schema/base.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.wire_name
+
+
+wire_name = _load_wire_name()
 OUT_MODELS = ROOT / "src" / "acpio" / "schema" / "_models.py"
 OUT_METHODS = ROOT / "src" / "acpio" / "schema" / "methods.py"
 
@@ -36,6 +51,8 @@ PATCH_FIELDS = {
     ("CompactionUpdate", "error"),
     ("CompactionUpdate", "_meta"),
 }
+#: Other patch fields are found by their description ("Omitted means unchanged. `null` clears it.").
+PATCH_WORDING = re.compile(r"Omitted (?:means|leaves)\b[^.]*\bunchanged")
 
 #: Names for union variants that have no ``$def`` of their own, keyed by (union, tag value).
 VARIANT_NAMES = {
@@ -51,6 +68,7 @@ COMPOSITES = {
     "SessionConfigOption",
     "ElicitationFormMode",
     "ElicitationUrlMode",
+    "MessageMcpResponse",
 }
 
 #: JSON-RPC envelope definitions: routing is by method and id, so their payloads stay raw JSON.
@@ -61,31 +79,30 @@ ENVELOPES = {
     "ClientNotification": "notification",
     "AgentResponse": "response",
     "ClientResponse": "response",
+    "ProxyRequest": "request",
+    "ProxyNotification": "notification",
+    "ProxyResponse": "response",
 }
 
 #: The capability that gates each method (A = InitializeResponse.agentCapabilities,
 #: C = InitializeRequest.clientCapabilities), from the spec pages.
 CAPABILITIES = {
     "logout": "A.auth.logout",
+    "auth/status": "A.auth.status",
+    "auth/status_update": "A.auth.status",
     "session/load": "A.loadSession",
     "session/list": "A.sessionCapabilities.list",
     "session/delete": "A.sessionCapabilities.delete",
     "session/resume": "A.sessionCapabilities.resume",
     "session/close": "A.sessionCapabilities.close",
     "session/fork": "A.sessionCapabilities.fork",
+    "session/archive": "A.sessionCapabilities.archive",
+    "session/unarchive": "A.sessionCapabilities.archive",
+    "session/status": "A.sessionCapabilities.status",
+    "session/set_title": "A.sessionCapabilities.title",
     "providers/list": "A.providers",
     "providers/set": "A.providers",
     "providers/disable": "A.providers",
-    "nes/start": "A.nes",
-    "nes/suggest": "A.nes",
-    "nes/close": "A.nes",
-    "nes/accept": "A.nes",
-    "nes/reject": "A.nes",
-    "document/didOpen": "A.nes.events.document.didOpen",
-    "document/didChange": "A.nes.events.document.didChange",
-    "document/didClose": "A.nes.events.document.didClose",
-    "document/didSave": "A.nes.events.document.didSave",
-    "document/didFocus": "A.nes.events.document.didFocus",
     "fs/read_text_file": "C.fs.readTextFile",
     "fs/write_text_file": "C.fs.writeTextFile",
     "terminal/create": "C.terminal",
@@ -95,9 +112,7 @@ CAPABILITIES = {
     "terminal/kill": "C.terminal",
     "elicitation/create": "C.elicitation",
     "elicitation/complete": "C.elicitation.url",
-    "mcp/connect": "A.mcpCapabilities.acp",
     "mcp/message": "A.mcpCapabilities.acp",
-    "mcp/disconnect": "A.mcpCapabilities.acp",
 }
 
 #: Other wire names accepted on receive, as the schema notes recommend (Q16).
@@ -278,6 +293,8 @@ class Generator:
                     "Annotated[BlobResourceContents, Tag('blob')]], "
                     "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]"
                 )
+            elif self.derived_from(node) is not None:
+                pass  # a model that extends another unchanged (InitializeProxyRequest), planned below
             elif (
                 name in COMPOSITES
                 or node.get("type") == "object"
@@ -294,6 +311,12 @@ class Generator:
                 self.plan_union(name, node)
             else:
                 raise SystemExit(f"generate_schema: no rule for $def {name!r}: {json.dumps(node)[:200]}")
+
+    def derived_from(self, node: dict[str, Any]) -> str | None:
+        """The def a message def merely renames (``allOf`` one ``$ref``, with its own ``x-method``)."""
+        if "x-method" in node and not set(node) - {"x-side", "x-method", "description", "allOf"}:
+            return ref_name(node)
+        return None
 
     def plan_union(self, name: str, node: dict[str, Any]) -> None:
         alts = node.get("oneOf") or node.get("anyOf")
@@ -399,6 +422,9 @@ class Generator:
         spec = FieldSpec(wire=wire, attr=snake(wire), annotation=ann, required=required)
         spec.description = node.get("description")
         spec.extra_alias = EXTRA_ALIASES.get((owner, wire))
+        if node.get("x-deserialize-default-on-null"):
+            empty = {"array": "NULL_AS_EMPTY_LIST", "object": "NULL_AS_EMPTY_DICT"}[node["type"]]
+            spec.annotation = f"Annotated[{spec.annotation}, {empty}]"
         if node.get("x-deserialize-skip-invalid-items"):
             spec.annotation = f"Annotated[{spec.annotation}, SKIP_INVALID_ITEMS]"
         if not required:
@@ -415,7 +441,7 @@ class Generator:
             if not untyped:
                 spec.annotation = f"{spec.annotation} | None"
             spec.omit_none = not untyped and not nullable
-            if (owner, wire) in PATCH_FIELDS:
+            if (owner, wire) in PATCH_FIELDS or PATCH_WORDING.search(spec.description or ""):
                 spec.annotation = f"{spec.annotation} | MISSING"
                 spec.default = "MISSING"
             if node.get("x-deserialize-default-on-error"):
@@ -433,7 +459,7 @@ class Generator:
             spec = ModelSpec(name, "AcpModel", node.get("description"), unstable=self.is_unstable(name))
             method = node.get("x-method")
             if method is not None:
-                spec.base = self.message_base(name)
+                spec.base = self.derived_from(node) or self.message_base(name)
                 spec.classvars.append(f"METHOD: ClassVar[str] = {method!r}")
             if not set(node) - {"x-side", "x-method", "description"}:
                 spec.base = "AcpJson"  # any JSON value
@@ -610,6 +636,8 @@ class Generator:
             "",
             "from acpio.schema._lenient import (",
             "    DEFAULT_ON_ERROR,",
+            "    NULL_AS_EMPTY_DICT,",
+            "    NULL_AS_EMPTY_LIST,",
             "    SKIP_INVALID_ITEMS,",
             "    UNKNOWN,",
             "    check_variants,",
@@ -677,8 +705,8 @@ class Generator:
         out += ["", ""]
         # bindings
         out.append("# Request -> response bindings (the method table in methods.py is built from these).")
-        for name, spec in self.models.items():
-            if spec.base == "AcpRequest":
+        for name in self.models:
+            if "x-method" in self.defs.get(name, {}) and self.message_base(name) == "AcpRequest":
                 response = self.response_of(name)
                 out.append(f"{name}.RESPONSE = {response}")
         out += ["", ""]
@@ -773,20 +801,18 @@ class Generator:
             args = []
             default_src = None if f.required else f.default or "None"
             kwargs = []
-            if f.attr != f.wire:
-                kwargs.append(f"alias={f.wire!r}")
+            if wire_name(f.attr) != f.wire:
+                raise SystemExit(f"generate_schema: {spec.name}.{f.wire} does not round-trip as {f.attr!r}")
             if f.extra_alias:
                 kwargs.append(f"validation_alias=AliasChoices({f.wire!r}, {f.extra_alias!r}, {f.attr!r})")
             if f.validate_default:
                 kwargs.append("validate_default=True")
             if f.omit_none:
                 kwargs.append("exclude_if=_is_none")
-            if default_src is not None and default_src.startswith("Field("):
-                inner = default_src[len("Field(") : -1]
-                value = f"Field({', '.join([inner, *kwargs])})"
-            elif kwargs:
+            if kwargs:
+                # the default by keyword: type checkers read only ``default=`` as a field's default
                 if default_src is not None:
-                    args.append(default_src)
+                    args.append(f"default={default_src}")
                 value = f"Field({', '.join(args + kwargs)})"
             else:
                 value = default_src
@@ -864,7 +890,7 @@ class Generator:
         out += docstring(self.defs[union.name].get("description"), "")
         return out
 
-    def emit_methods(self, header: str) -> str:
+    def emit_methods(self, header: str, source: str) -> str:
         rows = []
         protocol = self.meta.get("protocolMethods", {})
         directions: dict[str, list[str]] = {}
@@ -874,8 +900,10 @@ class Generator:
             directions.setdefault(method, []).append("agent_to_client")
         for method in protocol.values():
             directions.setdefault(method, []).append("both")
+        for method in self.meta.get("proxyMethods", {}).values():
+            directions.setdefault(method, []).append("proxy")
         for method, dirs in directions.items():
-            direction = "both" if len(dirs) > 1 else dirs[0]
+            direction = "both" if len(dirs) > 1 and "proxy" not in dirs else dirs[0]
             owners = [n for n, d in self.defs.items() if d.get("x-method") == method]
             params = [n for n in owners if not n.endswith("Response")]
             for p in params:
@@ -892,7 +920,10 @@ class Generator:
         out += [f"    {n}," for n in names]
         out.append(")")
         out.append("from acpio.schema.base import MethodSpec")
-        out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS"]', ""]
+        out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS", "SCHEMA_SOURCE"]', ""]
+        out.append("#: The schema these models were generated from (``acpio --version`` prints it).")
+        out.append(f"SCHEMA_SOURCE = {source!r}")
+        out.append("")
         out.append("#: Every ACP v1 method (stable and unstable), in the order of meta.unstable.json.")
         out.append("METHODS: tuple[MethodSpec, ...] = (")
         for method, direction, kind, p, result, stable, cap in rows:
@@ -925,6 +956,15 @@ class Generator:
             node = self.defs[target] if target else prop
 
 
+def schema_source(spec: Path, digest: str) -> str:
+    """Where the schema comes from, as ``spec/README.md`` tells it, and the digest of the file read."""
+    readme = spec / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    bundle = re.search(r"`(@agentclientprotocol/sdk)` ([0-9][0-9.]*)", text)
+    origin = f"ACP v1 schema bundled in {bundle[1]} {bundle[2]}" if bundle else "ACP v1 schema"
+    return f"{origin} (schema.unstable.json sha256 {digest})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=ROOT.parent / "shared" / "spec")
@@ -948,7 +988,9 @@ def main() -> int:
     )
     outputs = {
         OUT_MODELS: gen.emit_models(header.format(doc="The ACP v1 models (stable and unstable), generated.")),
-        OUT_METHODS: gen.emit_methods(header.format(doc="The ACP v1 method table, generated.")),
+        OUT_METHODS: gen.emit_methods(
+            header.format(doc="The ACP v1 method table, generated."), schema_source(args.spec, digest)
+        ),
     }
     stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
     if args.check:

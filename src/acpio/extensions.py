@@ -27,9 +27,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict
-from pydantic.alias_generators import to_camel
-
 from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse
 
 __all__ = ["ExtensionNotification", "ExtensionRequest", "ExtensionResponse", "check_extension_method"]
@@ -49,17 +46,11 @@ def check_extension_method(method: str) -> str:
     return method
 
 
-class _CamelCase(AcpModel):
-    """Fields without an explicit alias are written in camelCase, like the schema's."""
-
-    model_config = ConfigDict(alias_generator=to_camel)  # merged with AcpModel's
-
-
-class ExtensionResponse(_CamelCase, AcpResponse):
+class ExtensionResponse(AcpResponse):
     """Base of an extension request's result. Subclass it and add fields."""
 
 
-class ExtensionRequest(_CamelCase, AcpRequest):
+class ExtensionRequest(AcpRequest):
     """Base of an extension request: ``class Do(ExtensionRequest, method="_v/do", response=Done)``.
 
     ``response`` defaults to :class:`acpio.schema.AcpJson` (any JSON result, kept as it is).
@@ -84,7 +75,7 @@ class ExtensionRequest(_CamelCase, AcpRequest):
             answer.METHOD = cls.METHOD
 
 
-class ExtensionNotification(_CamelCase, AcpNotification):
+class ExtensionNotification(AcpNotification):
     """Base of an extension notification: ``class Ping(ExtensionNotification, method="_v/ping")``."""
 
     METHOD: ClassVar[str]

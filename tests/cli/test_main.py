@@ -25,7 +25,11 @@ def test_help_lists_every_subcommand() -> None:
 def test_version() -> None:
     done = run("--version")
     assert done.returncode == 0
-    assert done.stdout.strip() == f"acpio {acpio.__version__}"
+    version, schema = done.stdout.strip().splitlines()
+    assert version == f"acpio {acpio.__version__}"
+    assert schema.startswith("ACP v1 schema bundled in @agentclientprotocol/sdk ")
+    assert schema.endswith(")")
+    assert "schema.unstable.json sha256 " in schema
 
 
 @pytest.mark.parametrize("args", [(), ("nosuch",)])

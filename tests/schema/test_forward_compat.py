@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import MISSING, TypeAdapter
+from pydantic import MISSING, TypeAdapter, ValidationError
 
 from acpio.schema import (
     AgentMessageChunk,
@@ -255,13 +255,21 @@ def test_invalid_plan_entries_and_commands_are_dropped_not_fatal() -> None:
     }
 
 
-def test_invalid_mcp_server_is_dropped_from_new_session() -> None:
+def test_null_mcp_servers_read_as_none() -> None:
+    """``x-deserialize-default-on-null``: ``"mcpServers": null`` is an empty list, not an error."""
+    parsed = NewSessionRequest.model_validate({"cwd": "/home/u", "mcpServers": None})
+    assert parsed.mcp_servers == []
+    stdio = McpServerStdio.model_validate({"name": "fs", "command": "/bin/mcp", "args": None, "env": None})
+    assert (stdio.args, stdio.env) == ([], [])
+
+
+def test_invalid_mcp_server_fails_new_session() -> None:
+    """The current schema no longer skips invalid servers: a server the agent cannot run is an error."""
     stdio = {"name": "fs", "command": "/bin/mcp", "args": [], "env": []}
-    parsed = NewSessionRequest.model_validate(
-        {"cwd": "/home/u", "mcpServers": [{"type": "http", "name": "no url", "headers": []}, stdio]}
-    )
-    assert isinstance(parsed.mcp_servers[0], McpServerStdio)
-    assert parsed.to_wire() == {"cwd": "/home/u", "mcpServers": [stdio]}
+    with pytest.raises(ValidationError, match="url"):
+        NewSessionRequest.model_validate(
+            {"cwd": "/home/u", "mcpServers": [{"type": "http", "name": "no url", "headers": []}, stdio]}
+        )
 
 
 def test_unknown_outcome_in_permission_response_round_trips() -> None:

@@ -16,7 +16,7 @@ ROWS = pytest.mark.parametrize("spec", METHODS, ids=lambda m: f"{m.method}:{m.ki
 def all_methods(meta: dict[str, Any]) -> set[str]:
     return {
         method
-        for group in ("agentMethods", "clientMethods", "protocolMethods")
+        for group in ("agentMethods", "clientMethods", "protocolMethods", "proxyMethods")
         for method in meta.get(group, {}).values()
     }
 
@@ -26,11 +26,32 @@ def test_table_covers_every_method_of_meta_unstable(meta_unstable: dict[str, Any
     assert "$/cancel_request" in REQUESTS.keys() | NOTIFICATIONS.keys()
 
 
-def test_mcp_message_is_both_a_request_and_a_notification() -> None:
+def test_mcp_message_and_proxy_successor_are_both_requests_and_notifications() -> None:
     kinds = Counter(m.method for m in METHODS)
-    assert [method for method, count in kinds.items() if count > 1] == ["mcp/message"]
+    repeated = sorted(method for method, count in kinds.items() if count > 1)
+    assert repeated == ["mcp/message", "proxy/successor"]
     assert REQUESTS["mcp/message"].params is acp.MessageMcpRequest
     assert NOTIFICATIONS["mcp/message"].params is acp.MessageMcpNotification
+    assert REQUESTS["proxy/successor"].params is acp.ProxySuccessorRequest
+    assert NOTIFICATIONS["proxy/successor"].params is acp.ProxySuccessorNotification
+
+
+def test_proxy_initialize_is_initialize_under_another_name() -> None:
+    spec = REQUESTS["proxy/initialize"]
+    assert (spec.params, spec.result) == (acp.InitializeProxyRequest, acp.InitializeProxyResponse)
+    assert issubclass(spec.params, acp.InitializeRequest)
+    assert issubclass(spec.result, acp.InitializeResponse)
+    wire = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}}
+    assert acp.InitializeProxyRequest.model_validate(wire).to_wire() == wire
+
+
+def test_removed_methods_are_gone() -> None:
+    """``nes/*``, ``document/*`` and ``mcp/connect``/``mcp/disconnect`` left the schema."""
+    gone = [m.method for m in METHODS if m.method.split("/")[0] in ("nes", "document")]
+    assert gone == []
+    assert "mcp/connect" not in REQUESTS
+    assert "mcp/disconnect" not in REQUESTS
+    assert not hasattr(acp, "StartNesRequest")
 
 
 def test_requests_and_notifications_partition_the_table() -> None:
@@ -49,8 +70,11 @@ def test_direction_matches_meta(spec: MethodSpec, meta_unstable: dict[str, Any])
     to_agent = spec.method in meta_unstable["agentMethods"].values()
     to_client = spec.method in meta_unstable["clientMethods"].values()
     protocol = spec.method in meta_unstable.get("protocolMethods", {}).values()
+    proxy = spec.method in meta_unstable.get("proxyMethods", {}).values()
     expected = (
-        "both"
+        "proxy"
+        if proxy
+        else "both"
         if protocol or (to_agent and to_client)
         else "client_to_agent"
         if to_agent

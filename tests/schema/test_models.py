@@ -425,13 +425,19 @@ def test_requests_know_their_method_and_response() -> None:
     assert issubclass(acp.PromptResponse, BaseModel)
 
 
-def test_any_json_result_of_mcp_message(def_validator: Any) -> None:
-    """``MessageMcpResponse`` is "any JSON value" in the schema (the inner MCP result)."""
-    for value in [None, [1, 2], "text", 3]:
-        assert def_validator("MessageMcpResponse").is_valid(value)
-    TypeAdapter(acp.MessageMcpResponse).validate_python({"content": []})
-    for value in [None, [1, 2], "text", 3]:
-        TypeAdapter(acp.MessageMcpResponse).validate_python(value)
+def test_mcp_message_result_carries_exactly_one_inner_outcome(def_validator: Any) -> None:
+    """``MessageMcpResponse`` holds the inner MCP ``result`` (any JSON, null included) or ``error``."""
+    for wire in [{"result": None}, {"result": {"content": []}}, {"error": {"code": -32601, "message": "no"}}]:
+        assert def_validator("MessageMcpResponse").is_valid(wire)
+        assert acp.MessageMcpResponse.model_validate(wire).to_wire() == wire
+    null_result = acp.MessageMcpResponse.model_validate({"result": None})
+    assert "result" in null_result.model_fields_set  # an explicit null result is not an absent one
+    assert acp.MessageMcpResponse(result=None).to_wire() == {"result": None}
+    error = acp.MessageMcpResponse.model_validate({"error": {"code": 1, "message": "m", "data": None}})
+    assert error.error is not None
+    assert error.to_wire()["error"] == {"code": 1, "message": "m", "data": None}  # explicit null data kept
+    with pytest.raises(ValidationError, match="result or error"):
+        acp.MessageMcpResponse.model_validate({})
 
 
 # ----- construction hooks run on construction only ----------------------------------------------------

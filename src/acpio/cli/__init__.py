@@ -33,16 +33,33 @@ class CliError(Exception):
         self.code = code
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the acpio version and the schema its models were generated from.
+
+    The method table is imported only when the flag is given, so other commands do not pay for it.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from acpio import __version__
+        from acpio.schema.methods import SCHEMA_SOURCE
+
+        print(f"acpio {__version__}\n{SCHEMA_SOURCE}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with one subparser per subcommand."""
-    from acpio import __version__
-
     parser = argparse.ArgumentParser(
         prog="acpio",
         description="Tools for the Agent Client Protocol: a test agent, a one-shot client, a conductor "
         "for proxy chains and a trace viewer.",
     )
-    parser.add_argument("--version", action="version", version=f"acpio {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the acpio version and the ACP schema it follows"
+    )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for name in _COMMANDS:
         module = importlib.import_module(f"acpio.cli.{name}")

@@ -24,32 +24,25 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from acpio.errors import MethodNotFound
 from acpio.schema import (
-    AcceptNesNotification,
+    ArchiveSessionRequest,
+    ArchiveSessionResponse,
     AuthenticateRequest,
     AuthenticateResponse,
+    AuthStatusRequest,
+    AuthStatusResponse,
+    AuthStatusUpdateNotification,
     CancelNotification,
-    CloseNesRequest,
-    CloseNesResponse,
     CloseSessionRequest,
     CloseSessionResponse,
     CompleteElicitationNotification,
-    ConnectMcpRequest,
-    ConnectMcpResponse,
     CreateElicitationRequest,
     CreateElicitationResponse,
     CreateTerminalRequest,
     CreateTerminalResponse,
     DeleteSessionRequest,
     DeleteSessionResponse,
-    DidChangeDocumentNotification,
-    DidCloseDocumentNotification,
-    DidFocusDocumentNotification,
-    DidOpenDocumentNotification,
-    DidSaveDocumentNotification,
     DisableProviderRequest,
     DisableProviderResponse,
-    DisconnectMcpRequest,
-    DisconnectMcpResponse,
     ForkSessionRequest,
     ForkSessionResponse,
     InitializeRequest,
@@ -73,7 +66,6 @@ from acpio.schema import (
     PromptResponse,
     ReadTextFileRequest,
     ReadTextFileResponse,
-    RejectNesNotification,
     ReleaseTerminalRequest,
     ReleaseTerminalResponse,
     RequestPermissionRequest,
@@ -81,18 +73,20 @@ from acpio.schema import (
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionNotification,
+    SessionStatusRequest,
+    SessionStatusResponse,
     SetProviderRequest,
     SetProviderResponse,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     SetSessionModeResponse,
-    StartNesRequest,
-    StartNesResponse,
-    SuggestNesRequest,
-    SuggestNesResponse,
+    SetSessionTitleRequest,
+    SetSessionTitleResponse,
     TerminalOutputRequest,
     TerminalOutputResponse,
+    UnarchiveSessionRequest,
+    UnarchiveSessionResponse,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
@@ -240,45 +234,25 @@ class Agent(_Peer):
         """``providers/disable`` (unstable): disable a model provider."""
         return await self._request(params, DisableProviderResponse)
 
-    async def start_nes(self, params: StartNesRequest) -> StartNesResponse:
-        """``nes/start`` (unstable): start a next-edit-suggestion session."""
-        return await self._request(params, StartNesResponse)
+    async def auth_status(self, params: AuthStatusRequest) -> AuthStatusResponse:
+        """``auth/status`` (unstable): whether the agent is authenticated, and as whom (``auth.status``)."""
+        return await self._request(params, AuthStatusResponse)
 
-    async def suggest_nes(self, params: SuggestNesRequest) -> SuggestNesResponse:
-        """``nes/suggest`` (unstable): ask for next-edit suggestions."""
-        return await self._request(params, SuggestNesResponse)
+    async def session_status(self, params: SessionStatusRequest) -> SessionStatusResponse:
+        """``session/status`` (unstable): a session's status, without side effects."""
+        return await self._request(params, SessionStatusResponse)
 
-    async def accept_nes(self, params: AcceptNesNotification) -> None:
-        """``nes/accept`` (unstable notification): a suggestion was accepted."""
-        await self._notify(params)
+    async def archive_session(self, params: ArchiveSessionRequest) -> ArchiveSessionResponse:
+        """``session/archive`` (unstable): hide a session from ``session/list`` by default."""
+        return await self._request(params, ArchiveSessionResponse)
 
-    async def reject_nes(self, params: RejectNesNotification) -> None:
-        """``nes/reject`` (unstable notification): a suggestion was rejected."""
-        await self._notify(params)
+    async def unarchive_session(self, params: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
+        """``session/unarchive`` (unstable): bring an archived session back."""
+        return await self._request(params, UnarchiveSessionResponse)
 
-    async def close_nes(self, params: CloseNesRequest) -> CloseNesResponse:
-        """``nes/close`` (unstable): end a next-edit-suggestion session."""
-        return await self._request(params, CloseNesResponse)
-
-    async def did_open_document(self, params: DidOpenDocumentNotification) -> None:
-        """``document/didOpen`` (unstable notification): a document was opened in the editor."""
-        await self._notify(params)
-
-    async def did_change_document(self, params: DidChangeDocumentNotification) -> None:
-        """``document/didChange`` (unstable notification): a document changed."""
-        await self._notify(params)
-
-    async def did_close_document(self, params: DidCloseDocumentNotification) -> None:
-        """``document/didClose`` (unstable notification): a document was closed."""
-        await self._notify(params)
-
-    async def did_save_document(self, params: DidSaveDocumentNotification) -> None:
-        """``document/didSave`` (unstable notification): a document was saved."""
-        await self._notify(params)
-
-    async def did_focus_document(self, params: DidFocusDocumentNotification) -> None:
-        """``document/didFocus`` (unstable notification): a document got the focus."""
-        await self._notify(params)
+    async def set_session_title(self, params: SetSessionTitleRequest) -> SetSessionTitleResponse:
+        """``session/set_title`` (unstable): the client sets a session's title."""
+        return await self._request(params, SetSessionTitleResponse)
 
     async def mcp_message(self, params: MessageMcpRequest) -> MessageMcpResponse:
         """``mcp/message`` (unstable): an MCP request over ACP, to an MCP server the agent hosts."""
@@ -363,13 +337,9 @@ class Client(_Peer):
         """``elicitation/complete`` (notification): a URL-mode elicitation finished."""
         await self._notify(params)
 
-    async def connect_mcp(self, params: ConnectMcpRequest) -> ConnectMcpResponse:
-        """``mcp/connect`` (unstable): open a connection to an MCP server the client hosts over ACP."""
-        return await self._request(params, ConnectMcpResponse)
-
-    async def disconnect_mcp(self, params: DisconnectMcpRequest) -> DisconnectMcpResponse:
-        """``mcp/disconnect`` (unstable): close an MCP-over-ACP connection."""
-        return await self._request(params, DisconnectMcpResponse)
+    async def auth_status_update(self, params: AuthStatusUpdateNotification) -> None:
+        """``auth/status_update`` (unstable notification): the agent's authentication status changed."""
+        await self._notify(params)
 
     async def mcp_message(self, params: MessageMcpRequest) -> MessageMcpResponse:
         """``mcp/message`` (unstable): an MCP request over ACP, to an MCP server the client hosts."""

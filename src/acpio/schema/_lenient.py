@@ -5,6 +5,8 @@ They reproduce what the Rust reference does on receive, which JSON Schema cannot
 * ``DEFAULT_ON_ERROR``: a field marked ``x-deserialize-default-on-error`` falls back to its default
   when its value is invalid, instead of failing the whole message (patch fields default to
   ``MISSING``, so an invalid title leaves the title unchanged rather than clearing it);
+* ``NULL_AS_EMPTY_LIST``/``NULL_AS_EMPTY_DICT``: a field marked ``x-deserialize-default-on-null``
+  reads ``null`` as its empty value (``"mcpServers": null`` is no servers, not an error);
 * ``SKIP_INVALID_ITEMS``: an array marked ``x-deserialize-skip-invalid-items`` drops the items that
   do not validate;
 * :func:`open_enum`: a known enum value becomes the enum member, an unknown string is kept as it is
@@ -70,8 +72,18 @@ def _skip_invalid_items(value: Any, handler: ValidatorFunctionWrapHandler) -> An
         return handler([item for index, item in enumerate(value) if index not in bad])
 
 
+def _null_as_empty_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _null_as_empty_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
 DEFAULT_ON_ERROR = Validator("wrap", _default_on_error)
 SKIP_INVALID_ITEMS = Validator("wrap", _skip_invalid_items)
+NULL_AS_EMPTY_LIST = Validator("before", _null_as_empty_list)
+NULL_AS_EMPTY_DICT = Validator("before", _null_as_empty_dict)
 
 
 def open_enum(enum: type[E]) -> Validator:

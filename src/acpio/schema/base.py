@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
-__all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec"]
+__all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec", "wire_name"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -36,10 +36,29 @@ def construction_hook(init: _F) -> _F:
     return init
 
 
+def wire_name(attr: str) -> str:
+    """The wire name of a model attribute: ``session_id`` -> ``sessionId``, ``meta`` -> ``_meta``.
+
+    Every :class:`AcpModel` takes its aliases from this function rather than from ``Field(alias=...)``,
+    so that type checkers, which know nothing of alias generators, see the snake_case names as the
+    constructor's parameters (``PromptRequest(session_id=..., prompt=...)``) while the wire stays
+    camelCase. The schema generator checks that it gives back every wire name of the schema.
+    """
+    if attr == "meta":
+        return "_meta"
+    head, *rest = attr.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 class AcpModel(BaseModel):
-    """Base of every ACP model: snake_case attributes, camelCase on the wire, unknown fields kept."""
+    """Base of every ACP model: snake_case attributes, camelCase on the wire, unknown fields kept.
+
+    A subclass's fields get their wire names from :func:`wire_name` (``Field(alias=...)`` still
+    overrides it); both spellings are accepted when parsing.
+    """
 
     model_config = ConfigDict(
+        alias_generator=wire_name,
         extra="allow",
         validate_by_name=True,
         validate_by_alias=True,
@@ -112,14 +131,15 @@ class AcpResponse(AcpModel):
 class MethodSpec:
     """One row of the method table: everything acpio knows about an ACP method.
 
-    ``direction`` is who sends it: ``"client_to_agent"``, ``"agent_to_client"`` or ``"both"``.
+    ``direction`` is who sends it: ``"client_to_agent"``, ``"agent_to_client"``, ``"both"``, or
+    ``"proxy"`` for the proxy-chain methods a conductor and its proxies exchange.
     ``capability`` names the capability that must be advertised before the method may be used,
     as a path from ``A`` (the agent's ``agentCapabilities``) or ``C`` (the client's
     ``clientCapabilities``), for example ``"A.loadSession"``; ``None`` when the method is baseline.
     """
 
     method: str
-    direction: Literal["client_to_agent", "agent_to_client", "both"]
+    direction: Literal["client_to_agent", "agent_to_client", "both", "proxy"]
     kind: Literal["request", "notification"]
     params: type[AcpModel | AcpJson]
     result: type[AcpModel | AcpJson] | None
