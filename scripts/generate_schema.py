@@ -852,18 +852,46 @@ class Generator:
         return out + body
 
     def unknown_tag_type(self, union: Union_) -> str:
-        """The tag's type on a catch-all: any string but the known tags (those must parse as known)."""
+        """The tag's type on a union's catch-all.
+
+        Where the schema says to drop invalid items of the union (an array marked
+        ``x-deserialize-skip-invalid-items``), the catch-all refuses the known tags, so that a
+        malformed known variant is invalid and dropped. Elsewhere it takes any tag: a known variant
+        whose fields do not validate (a ``usage_update`` whose ``used`` is ``null``) is delivered as
+        unknown, its JSON kept, instead of failing the whole message that carries it.
+        """
         if union.untagged is not None:
             return "str | None"
+        if union.name not in self.skipped_item_types():
+            return "str"
         known = tuple(sorted({v.tag for v in union.variants if v.tag is not None}))
         return f"Annotated[str, not_one_of({known!r})]"
+
+    def skipped_item_types(self) -> set[str]:
+        """The defs used as items of an array whose invalid items are dropped."""
+        found: set[str] = set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if node.get("x-deserialize-skip-invalid-items"):
+                    target = ref_name(node.get("items", {}))
+                    if target is not None:
+                        found.add(target)
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(self.defs)
+        return found
 
     def emit_union(self, union: Union_) -> list[str]:
         assert union.discriminator is not None
         assert union.unknown is not None
         if union.untagged is None:
             # Fully tagged: pydantic's own discriminator (fast, in Rust), then the catch-all, which
-            # refuses the known tags so that a malformed known variant is an error, not "unknown".
+            # also takes a known tag whose fields are invalid (see ``unknown_tag_type``).
             out = ["", f"{union.name}: TypeAlias = Annotated[", "    Union["]
             out.append("        Annotated[")
             out.append("            Union[" + ", ".join(v.cls for v in union.variants) + "],")

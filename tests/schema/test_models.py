@@ -168,11 +168,22 @@ def test_discriminated_unions_resolve_by_their_tag(union: Any, wire: dict[str, A
     assert parsed.to_wire() == wire
 
 
-def test_malformed_known_variant_is_rejected_not_sent_to_the_catch_all() -> None:
+def test_malformed_known_variant_is_rejected_where_the_schema_drops_invalid_items() -> None:
+    """ContentBlock items are dropped when invalid (skip-invalid-items): the block must not pass as unknown."""
     with pytest.raises(ValidationError):
         TypeAdapter(ContentBlock).validate_python({"type": "image", "data": "AA"})  # mimeType missing
-    with pytest.raises(ValidationError):
-        TypeAdapter(SessionUpdate).validate_python({"sessionUpdate": "tool_call", "title": "no id"})
+
+
+def test_malformed_known_session_update_is_delivered_as_unknown_with_its_json() -> None:
+    """One bad field must not drop the whole session/update (``used: null`` broke other SDKs' clients)."""
+    for wire in [
+        {"sessionUpdate": "tool_call", "title": "no id"},
+        {"sessionUpdate": "usage_update", "used": None, "size": 100},
+    ]:
+        parsed = TypeAdapter(SessionUpdate).validate_python(wire)
+        assert type(parsed) is acp.UnknownSessionUpdate
+        assert parsed.session_update == wire["sessionUpdate"]
+        assert parsed.to_wire() == wire
 
 
 # ----- untagged and partly tagged unions --------------------------------------------------------------

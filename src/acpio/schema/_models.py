@@ -1316,7 +1316,7 @@ class UnknownElicitationPropertySchema(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: Annotated[str, not_one_of(('array', 'boolean', 'integer', 'number', 'string'))]
+    type: str
 
 ElicitationPropertySchema: TypeAlias = Annotated[
     Union[
@@ -3135,7 +3135,7 @@ class UnknownPlanUpdateContent(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    type: Annotated[str, not_one_of(('file', 'items', 'markdown'))]
+    type: str
 
 PlanUpdateContent: TypeAlias = Annotated[
     Union[
@@ -3789,7 +3789,7 @@ class UnknownSessionUpdate(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    session_update: Annotated[str, not_one_of(('agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'session_message', 'session_message_chunk', 'subagent_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk'))]
+    session_update: str
 
 SessionUpdate: TypeAlias = Annotated[
     Union[
@@ -5027,7 +5027,7 @@ class UnknownRequestPermissionOutcome(AcpModel):
 
     Its fields are kept as they arrived (as extra attributes), so it can be passed on unchanged.
     """
-    outcome: Annotated[str, not_one_of(('cancelled', 'selected'))]
+    outcome: str
 
 RequestPermissionOutcome: TypeAlias = Annotated[
     Union[
