@@ -101,6 +101,37 @@ class Role:
         """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
         return None
 
+    def disabled_methods(self) -> frozenset[str]:
+        """Methods of the protocol this side does not speak (by default: none).
+
+        The connection enforces them, so a role can switch off part of its protocol (the ACP roles
+        switch off the unstable methods unless asked for them):
+
+        * sending one with ``send_request``/``send_notification`` raises :meth:`disabled_error`
+          before anything is written; forwarding with ``send_proxied_message`` is not checked
+          (passing a message on is not speaking it);
+        * an incoming request or notification for one never reaches the builder's or the dynamic
+          handlers: it goes to :meth:`disabled_handler`, or, when there is none, to the fallback
+          (``-32601`` with the method in ``data`` for a request, as for any unknown method; a
+          notification is dropped); the response to a forwarded one goes straight to its caller;
+        * registering a typed handler for one raises :meth:`disabled_error` at once.
+
+        Called once per connection (and per typed-handler registration); return the same set.
+        """
+        return frozenset()
+
+    def disabled_error(self, method: str, action: str) -> Exception:
+        """The error for trying to ``action`` (``"send"`` or ``"handle"``) a disabled ``method``."""
+        return ValueError(f"Cannot {action} {method!r}: {type(self).__name__} connections do not speak it")
+
+    def disabled_handler(self) -> Handler | None:
+        """The handler that takes incoming messages for :meth:`disabled_methods`, or ``None``.
+
+        The base has none, so they get the fallback; a proxy role returns its forwarding handler, so
+        that what it does not speak still passes through it unchanged.
+        """
+        return None
+
     def resolve_peer(self, peer: Any) -> Role:
         """``peer`` (a role class or instance) as the instance from :meth:`peers`.
 
@@ -229,21 +260,27 @@ class Builder:
     def _register(self, message_type: Any, fn: Any, kind: type[Any], what: str, peer: Any) -> Any:
         source = None if peer is None else self._peer(peer, what)
         if fn is not None:
-            self._handlers.append(kind(message_type, fn, source))
+            self._add_typed(kind(message_type, fn, source))
             return fn
         if message_type is None or hasattr(message_type, "METHOD"):
 
             def decorator(function: F) -> F:
                 cls = message_type if message_type is not None else message_type_from(function, what)
-                self._handlers.append(kind(cls, function, source))
+                self._add_typed(kind(cls, function, source))
                 return function
 
             return decorator
         if not callable(message_type):
             raise TypeError(f"on_{what}() takes a message type or a handler function, not {message_type!r}")
         function = message_type
-        self._handlers.append(kind(message_type_from(function, what), function, source))
+        self._add_typed(kind(message_type_from(function, what), function, source))
         return function
+
+    def _add_typed(self, handler: RequestHandler | NotificationHandler) -> None:
+        """Append a typed handler; one for a method the role disabled is refused at once."""
+        if handler.method in self.role.disabled_methods():
+            raise self.role.disabled_error(handler.method, "handle")
+        self._handlers.append(handler)
 
     def _peer(self, peer: Any, what: str) -> Role:
         try:
@@ -294,7 +331,15 @@ class Builder:
         return callback
 
     def merge(self, other: Builder) -> Builder:
-        """Append ``other``'s handlers, tasks and close callbacks after this builder's; returns ``self``."""
+        """Append ``other``'s handlers, tasks and close callbacks after this builder's; returns ``self``.
+
+        A typed handler of ``other`` for a method this builder's role disabled is refused, as when
+        it is registered here.
+        """
+        disabled = self.role.disabled_methods()
+        for handler in other._handlers:
+            if isinstance(handler, RequestHandler | NotificationHandler) and handler.method in disabled:
+                raise self.role.disabled_error(handler.method, "handle")
         self._handlers.extend(other._handlers)
         self._spawned.extend(other._spawned)
         self._close.extend(other._close)

@@ -152,6 +152,13 @@ class Connection:
         self._default_links: tuple[_Link, ...] = (
             ((getattr(default, "accepts", None), default.handle),) if default is not None else ()
         )
+        #: Methods the role does not speak: never sent, and kept from the handlers when received.
+        self._disabled: frozenset[str] = role.disabled_methods()
+        disabled = role.disabled_handler()
+        #: The chain an incoming message for a disabled method walks instead (maybe empty).
+        self._disabled_chain: tuple[_Link, ...] = (
+            ((getattr(disabled, "accepts", None), disabled.handle),) if disabled is not None else ()
+        )
         self._dynamic: list[DynamicHandlerRegistration] = []
         self._new_dynamic: list[DynamicHandlerRegistration] = []
         self._chain: tuple[_Link, ...] = ()
@@ -235,6 +242,8 @@ class Connection:
     def send_request_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> SentRequest[Any]:
         """Send a request to ``peer``, one of the role's peers (``None``: the counterpart)."""
         method, params, parse = _outgoing(message, params, request=True)
+        if method in self._disabled:
+            raise self.role.disabled_error(method, "send")
         return self._send_request(peer, method, params, parse)
 
     def _send_request(
@@ -267,6 +276,11 @@ class Connection:
             method, params = typed[0], message
         else:
             method, params, _ = _outgoing(message, params, request=False)
+        if method in self._disabled:
+            raise self.role.disabled_error(method, "send")
+        self._send_notification(peer, method, params)
+
+    def _send_notification(self, peer: Any, method: str, params: Any) -> None:
         if peer is not None:
             method, params = self.role.route_outgoing(peer, method, params)
         self._transport.send(encode_notification(method, params))
@@ -307,7 +321,7 @@ class Connection:
                 return
             sent.forward_response_to(message.responder)
         elif type(message) is NotificationDispatch:
-            self.send_notification_to(peer, message.method, message.params)
+            self._send_notification(peer, message.method, message.params)
         else:
             raise TypeError(f"Only requests and notifications can be forwarded, not {message!r}")
 
@@ -599,9 +613,17 @@ class Connection:
         await self._offer(ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer))
 
     async def _offer(self, message: Dispatch) -> None:
-        """Walk ``message`` through the chain; the fallback takes what nobody claims."""
+        """Walk ``message`` through the chain; the fallback takes what nobody claims.
+
+        A message for a method the role disabled walks the role's disabled chain instead (a proxy's
+        forwarding handler), so the handlers never see it, nor the response to it when it was
+        forwarded.
+        """
+        chain = self._chain
+        if message.method in self._disabled:
+            chain = self._disabled_chain
         retry = False
-        for accepts, handle in self._chain:
+        for accepts, handle in chain:
             if accepts is not None and not accepts(message):
                 continue
             try:
