@@ -101,6 +101,15 @@ class Role:
         """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
         return None
 
+    def for_connection(self) -> Role:
+        """The role instance one new connection plays (by default: this one, shared).
+
+        A builder may serve several connections with one role. A role whose routing keeps state
+        per connection (the ACP ``Proxy`` remembers which names its conductor uses for the
+        proxy-chain methods) returns a copy here, so connections never share that state.
+        """
+        return self
+
     def disabled_methods(self) -> frozenset[str]:
         """Methods of the protocol this side does not speak (by default: none).
 
@@ -348,8 +357,9 @@ class Builder:
     # --- connecting -------------------------------------------------------------------------------
 
     def _make_connection(self, transport: Transport) -> Connection:
-        return self.role.connection_class()(
-            self.role,
+        role = self.role.for_connection()
+        return role.connection_class()(
+            role,
             transport,
             name=self.name,
             handlers=self._handlers,
