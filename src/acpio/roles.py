@@ -11,14 +11,24 @@ Each has ``builder()``: ``app = Agent.builder(name="echo")``, then ``@app.on_req
 
 **Peers.** A connection addresses its counterpart, except a proxy's: a proxy talks to the
 conductor only, but through it to two peers, its predecessor (:class:`Client`) and its successor
-(:class:`Agent`). Messages for the successor travel wrapped in ``_proxy/successor`` envelopes and
+(:class:`Agent`). Messages for the successor travel wrapped in ``proxy/successor`` envelopes and
 messages from it arrive wrapped the same way (:class:`SuccessorEnvelope`); the :class:`Proxy` role
 unwraps incoming envelopes *before* the handler chain, so handlers see the inner message, and every
 :class:`~acpio.jsonrpc.Dispatch` records its ``peer``. Pick the peer when sending
 (``cx.send_request_to(Agent, request)``) and, when it matters, when receiving
 (``@app.on_request(peer=Agent)``, ``message.is_from(Agent)``). Responses need nothing special: the
 answer to a wrapped request is an ordinary response to its outer id, which names the pending request.
-``$/cancel_request`` always names an id of *this* connection, so it is never wrapped.
+``$/cancel_request`` always names an id of *this* connection, so it is never wrapped. An envelope's
+own ``_meta`` belongs to its hop: unwrapping drops it (the inner message's ``_meta`` is kept).
+
+**Method names.** The current schema names the proxy-chain methods ``proxy/initialize`` and
+``proxy/successor`` (:data:`PROXY_METHODS`). Older conductors and proxies (the Rust SDK's proxy
+extension, acpio before the rename) use ``_proxy/initialize`` and ``_proxy/successor``
+(:data:`LEGACY_PROXY_METHODS`). A :class:`Proxy` connection understands both and *answers in
+kind*: it sends its envelopes with the names of the last proxy-chain message its conductor sent it
+(an older conductor initializes it with ``_proxy/initialize``, so it then wraps in
+``_proxy/successor``), the current names until one arrives. Its handlers see the current names
+either way: ``_proxy/initialize`` reaches them as ``proxy/initialize``.
 
 **Default handlers** (after the builder's and the dynamic handlers):
 
@@ -29,21 +39,20 @@ answer to a wrapped request is an ordinary response to its outer id, which names
   connection ends gets the normal fallback (``-32601`` for a request).
 * :class:`Proxy`: what nobody claims is forwarded, unvalidated (unknown fields and ``_meta``
   survive): from the client to the agent wrapped, from the agent to the client unwrapped, answers
-  paired with their requests and cancellation re-issued hop by hop. ``_proxy/initialize`` goes
-  downstream as ``initialize``; a plain ``initialize`` is refused (a proxy is initialized by its
-  conductor); a forwarded ``session/new`` installs :class:`ProxySessionMessages` for the new
-  session before the next message is read.
+  paired with their requests and cancellation re-issued hop by hop. ``proxy/initialize`` goes
+  downstream as ``initialize`` (the successor's answer comes back unchanged, ``protocolVersion``
+  included); a plain ``initialize`` is refused (a proxy is initialized by its conductor); a
+  forwarded ``session/new`` installs :class:`ProxySessionMessages` for the new session before the
+  next message is read.
 * :class:`Agent`, :class:`Conductor`: none (unclaimed requests get ``-32601``).
-
-The wire shapes are those of the Rust SDK's proxy extension (``_proxy/initialize``,
-``_proxy/successor``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from copy import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from acpio.errors import AcpError, InvalidRequest
 from acpio.jsonrpc import (
@@ -61,28 +70,74 @@ from acpio.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from acpio.schema import InitializeRequest, InitializeResponse
+    from acpio.schema import InitializeProxyRequest
 
 __all__ = [
+    "LEGACY_PROXY_INITIALIZE_METHOD",
+    "LEGACY_PROXY_METHODS",
+    "LEGACY_SUCCESSOR_METHOD",
     "PROXY_INITIALIZE_METHOD",
+    "PROXY_METHODS",
     "SUCCESSOR_METHOD",
     "Agent",
     "Client",
     "Conductor",
     "InitializeProxyRequest",
     "Proxy",
+    "ProxyMethods",
     "ProxySessionMessages",
     "SuccessorEnvelope",
     "UntypedRole",
+    "proxy_methods_of",
 ]
 
 #: The method of the envelope that carries one message to or from a proxy's successor.
-SUCCESSOR_METHOD: Final = "_proxy/successor"
+SUCCESSOR_METHOD: Final = "proxy/successor"
 #: The method a conductor initializes a proxy with (the params and result of ``initialize``).
-PROXY_INITIALIZE_METHOD: Final = "_proxy/initialize"
+PROXY_INITIALIZE_METHOD: Final = "proxy/initialize"
+#: ``proxy/successor`` as older peers name it (the Rust SDK's proxy extension, acpio before the rename).
+LEGACY_SUCCESSOR_METHOD: Final = "_proxy/successor"
+#: ``proxy/initialize`` as older peers name it.
+LEGACY_PROXY_INITIALIZE_METHOD: Final = "_proxy/initialize"
 
 _INITIALIZE: Final = "initialize"
 _SESSION_NEW: Final = "session/new"
+
+
+# --- the method names -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyMethods:
+    """The names one side of a conductor<->proxy connection gives the two proxy-chain methods."""
+
+    #: The method that initializes a component as a proxy.
+    initialize: str
+    #: The method of the envelope that carries a message to or from the proxy's successor.
+    successor: str
+
+    @property
+    def legacy(self) -> bool:
+        """Whether these are the names of older peers (``_proxy/...``)."""
+        return self.successor == LEGACY_SUCCESSOR_METHOD
+
+
+#: The names of the current schema: ``proxy/initialize``, ``proxy/successor``.
+PROXY_METHODS: Final = ProxyMethods(PROXY_INITIALIZE_METHOD, SUCCESSOR_METHOD)
+#: The names of older peers: ``_proxy/initialize``, ``_proxy/successor``.
+LEGACY_PROXY_METHODS: Final = ProxyMethods(LEGACY_PROXY_INITIALIZE_METHOD, LEGACY_SUCCESSOR_METHOD)
+
+_METHODS_OF: Final[dict[str, ProxyMethods]] = {
+    PROXY_INITIALIZE_METHOD: PROXY_METHODS,
+    SUCCESSOR_METHOD: PROXY_METHODS,
+    LEGACY_PROXY_INITIALIZE_METHOD: LEGACY_PROXY_METHODS,
+    LEGACY_SUCCESSOR_METHOD: LEGACY_PROXY_METHODS,
+}
+
+
+def proxy_methods_of(method: str) -> ProxyMethods | None:
+    """The names ``method`` belongs to, if it is one of the four proxy-chain method names; else ``None``."""
+    return _METHODS_OF.get(method)
 
 
 # --- the envelope ---------------------------------------------------------------------------------
@@ -90,12 +145,14 @@ _SESSION_NEW: Final = "session/new"
 
 @dataclass(frozen=True, slots=True)
 class SuccessorEnvelope:
-    """The params of a ``_proxy/successor`` message: one inner message, flattened.
+    """The params of a ``proxy/successor`` (or legacy ``_proxy/successor``) message: one inner message.
 
     On the wire: ``{"method": <inner method>, "params": <inner params>, "_meta": {...}}``; the inner
     message's own ``_meta`` stays inside ``params``, and ``meta`` here is the envelope's (written as
-    ``_meta``, never ``meta``). Whether the outer message has an ``id`` says whether the inner one
-    is a request or a notification. Nothing is validated: unknown fields of the inner params survive.
+    ``_meta``, never ``meta``). The envelope's ``_meta`` is hop-local: whoever unwraps the envelope
+    does not copy it into the inner message. Whether the outer message has an ``id`` says whether
+    the inner one is a request or a notification. Nothing is validated: unknown fields of the inner
+    params survive. The shape is the same under both method names.
     """
 
     #: The inner message's method.
@@ -106,7 +163,7 @@ class SuccessorEnvelope:
     meta: Mapping[str, Any] | None = None
 
     def to_params(self) -> dict[str, Any]:
-        """The envelope as the params of a ``_proxy/successor`` request or notification."""
+        """The envelope as the params of a ``proxy/successor`` request or notification."""
         params: dict[str, Any] = {"method": self.method}
         if self.params is not None:
             params["params"] = self.params
@@ -116,10 +173,10 @@ class SuccessorEnvelope:
 
     @classmethod
     def from_params(cls, params: JsonValue) -> SuccessorEnvelope | None:
-        """Read an envelope from ``_proxy/successor`` params; ``None`` if they are not one.
+        """Read an envelope from ``proxy/successor`` params; ``None`` if they are not one.
 
         Params without a string ``method``, or whose inner ``params`` are neither an object, an
-        array nor absent, are not an envelope: the message is then left as it is. The legacy
+        array nor absent (or ``null``), are not an envelope: the message is then left as it is. The legacy
         spelling ``meta`` of the envelope's ``_meta`` is accepted.
         """
         if type(params) is not dict:
@@ -170,11 +227,23 @@ class Proxy(Role):
     """A proxy component between a client and an agent, run by a :class:`Conductor`.
 
     Its counterpart is the conductor; its peers are the :class:`Client` (predecessor) and the
-    :class:`Agent` (successor), whose messages travel in ``_proxy/successor`` envelopes. What its
+    :class:`Agent` (successor), whose messages travel in ``proxy/successor`` envelopes. What its
     handlers do not claim is forwarded (see the module docstring).
+
+    Each connection gets its own copy (:meth:`for_connection`): :attr:`methods` follows what that
+    connection's conductor sent (see "Method names" in the module docstring).
     """
 
     NAME = "proxy"
+
+    def __init__(self, methods: ProxyMethods = PROXY_METHODS) -> None:
+        #: The names this connection wraps messages for the successor with: those of the last
+        #: proxy-chain message the conductor sent (``_proxy/...`` from an older conductor).
+        self.methods = methods
+
+    def for_connection(self) -> Proxy:
+        """A copy: the method names are remembered per connection."""
+        return copy(self)
 
     def connection_class(self) -> type[Connection]:
         """Proxy connections open sessions with their successor: ``cx.build_session_from(request)``."""
@@ -185,25 +254,36 @@ class Proxy(Role):
         return _PROXY_PEERS
 
     def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
-        """Wrap a message for the successor in ``_proxy/successor``; send others unchanged.
+        """Wrap a message for the successor in an envelope; send others unchanged.
 
-        ``$/cancel_request`` is never wrapped: the id it names belongs to this connection.
+        The envelope's method is ``proxy/successor``, or ``_proxy/successor`` when the conductor
+        speaks the legacy names (:attr:`methods`). ``$/cancel_request`` is never wrapped: the id it
+        names belongs to this connection.
         """
         if self._check_send(peer) is _AGENT and method != CANCEL_METHOD:
-            return SUCCESSOR_METHOD, SuccessorEnvelope(method, params).to_params()
+            return self.methods.successor, SuccessorEnvelope(method, params).to_params()
         return method, params
 
     def route_incoming(self, method: str, params: JsonValue) -> tuple[Role, str, JsonValue]:
         """An envelope comes from the successor and is unwrapped; anything else is the predecessor's.
 
-        A ``_proxy/successor`` message that is not a valid envelope is left as it is (it reaches
-        the handlers with its method and params intact, from the predecessor).
+        Both names of each proxy-chain method are understood, and the one received sets
+        :attr:`methods`. The envelope's own ``_meta`` is dropped (it belongs to its hop);
+        ``_proxy/initialize`` reaches the handlers as ``proxy/initialize``. A ``proxy/successor``
+        message that is not a valid envelope is left as it is (it reaches the handlers with its
+        method and params intact, from the predecessor).
         """
-        if method == SUCCESSOR_METHOD:
+        methods = _METHODS_OF.get(method)
+        if methods is None:
+            return _CLIENT, method, params
+        if method == methods.successor:
             envelope = SuccessorEnvelope.from_params(params)
-            if envelope is not None:
-                return _AGENT, envelope.method, envelope.params
-        return _CLIENT, method, params
+            if envelope is None:
+                return _CLIENT, method, params
+            self.methods = methods
+            return _AGENT, envelope.method, envelope.params
+        self.methods = methods
+        return _CLIENT, PROXY_INITIALIZE_METHOD, params
 
     def default_handler(self) -> _ForwardUnclaimed:
         """The handler that forwards unclaimed traffic between predecessor and successor."""
@@ -214,7 +294,8 @@ class Conductor(Role):
     """The conductor's side of a connection to one :class:`Proxy`: its counterpart is the proxy.
 
     It has no default handler and wraps nothing by itself; a conductor routes between its
-    connections with :class:`SuccessorEnvelope`.
+    connections with :class:`SuccessorEnvelope`, and chooses per connection which
+    :class:`ProxyMethods` it sends.
     """
 
     NAME = "conductor"
@@ -272,9 +353,9 @@ class _ForwardUnclaimed:
             if message.method == _INITIALIZE:
                 message.responder.respond_with_error(
                     InvalidRequest(
-                        f"proxies must be initialized with `{PROXY_INITIALIZE_METHOD}`, not "
-                        "`initialize`: run this proxy under a conductor, or serve the client with "
-                        "an Agent builder"
+                        f"proxies must be initialized with `{PROXY_INITIALIZE_METHOD}` (or "
+                        f"`{LEGACY_PROXY_INITIALIZE_METHOD}`), not `initialize`: run this proxy "
+                        "under a conductor, or serve the client with an Agent builder"
                     )
                 )
                 return None
@@ -347,39 +428,14 @@ class ProxySessionMessages:
         return None
 
 
-# --- _proxy/initialize, typed ---------------------------------------------------------------------
-
-if TYPE_CHECKING:
-
-    class InitializeProxyRequest(InitializeRequest):
-        """``_proxy/initialize``: an ``initialize`` sent by a conductor to a component that is a proxy."""
-
-        METHOD: ClassVar[str]
-        RESPONSE: ClassVar[type[InitializeResponse]]
-
-
-_lazy: dict[str, type[Any]] = {}
+# --- proxy/initialize, typed ----------------------------------------------------------------------
 
 
 def __getattr__(name: str) -> Any:
-    """``InitializeProxyRequest`` is built on first use, so importing roles loads no models."""
+    """``InitializeProxyRequest`` is the schema's, imported on first use (importing roles loads no models)."""
     if name != "InitializeProxyRequest":
         raise AttributeError(f"module 'acpio.roles' has no attribute {name!r}")
-    cls = _lazy.get(name)
-    if cls is None:
-        from acpio.schema import InitializeRequest, InitializeResponse, _models
+    from acpio.schema import InitializeProxyRequest
 
-        class InitializeProxyRequest(InitializeRequest):
-            """``_proxy/initialize``: an ``initialize`` sent by a conductor to a component that is a proxy.
-
-            Same params and result as ``initialize``; receiving it tells the component that it runs
-            as a proxy and may reach a successor with ``_proxy/successor``.
-            """
-
-        InitializeProxyRequest.METHOD = PROXY_INITIALIZE_METHOD
-        InitializeProxyRequest.RESPONSE = InitializeResponse
-        # The inherited fields name schema types: resolve them where they are defined.
-        InitializeProxyRequest.model_rebuild(_types_namespace=vars(_models))
-        InitializeProxyRequest.__module__ = __name__
-        cls = _lazy[name] = InitializeProxyRequest
-    return cls
+    globals()[name] = InitializeProxyRequest
+    return InitializeProxyRequest

@@ -15,7 +15,20 @@ import orjson
 from acpio import Client, Proxy
 from acpio import schema as acp
 from acpio.conductor import Chain
-from acpio.jsonrpc import Builder, Connection, Dispatch, ResponseDispatch, Unhandled, open_transport
+from acpio.errors import MethodNotFound
+from acpio.jsonrpc import (
+    CANCEL_METHOD,
+    Builder,
+    Connection,
+    Dispatch,
+    NotificationDispatch,
+    RequestDispatch,
+    ResponseDispatch,
+    Unhandled,
+    UntypedMessage,
+    UntypedRole,
+    open_transport,
+)
 from acpio.testing import WirePeer
 from acpio.transports import Channel, OversizedFrame, Transport
 
@@ -205,8 +218,59 @@ class Peer(WirePeer):
 
 
 def successor(method: str, params: Any = None) -> dict[str, Any]:
-    """The params of a ``_proxy/successor`` envelope for ``method``/``params``."""
+    """The params of a ``proxy/successor`` (or ``_proxy/successor``) envelope for ``method``/``params``."""
     envelope: dict[str, Any] = {"method": method}
     if params is not None:
         envelope["params"] = params
     return envelope
+
+
+class LegacyProxy:
+    """A pass-through proxy as acpio built them before the rename (and as the Rust SDK's still are).
+
+    It knows only ``_proxy/initialize`` and ``_proxy/successor``: ``_proxy/initialize`` goes to its
+    successor as ``initialize`` in a ``_proxy/successor`` request; envelopes from the conductor are
+    unwrapped and sent on plainly (to the predecessor); anything else from the predecessor is
+    wrapped in ``_proxy/successor``: with ``refuse_unknown=False`` that includes a ``proxy/initialize``
+    it does not know (the default proxy forwarding of both old SDKs), with ``refuse_unknown=True``
+    that one is answered ``-32601``. Cancellation is re-issued plainly, hop by hop.
+    ``initialized_with`` lists the initialize methods it received.
+    """
+
+    def __init__(self, *, refuse_unknown: bool = False) -> None:
+        self.refuse_unknown = refuse_unknown
+        self.initialized_with: list[str] = []
+
+    def builder(self, name: str = "legacy-proxy") -> Builder:
+        app = UntypedRole.builder(name=name)
+
+        @app.on_dispatch
+        async def route(message: Dispatch, cx: Connection) -> Unhandled | None:
+            if isinstance(message, ResponseDispatch):
+                return Unhandled(message)
+            if message.method == CANCEL_METHOD:
+                return None  # applied to the request it names; forwarded requests re-issue it
+            if message.method in ("_proxy/initialize", "proxy/initialize"):
+                self.initialized_with.append(message.method)
+            if message.method == "_proxy/initialize" and isinstance(message, RequestDispatch):
+                envelope = successor("initialize", message.params)
+                sent = cx.send_request(UntypedMessage("_proxy/successor", envelope))
+                sent.forward_response_to(message.responder)
+                return None
+            if message.method == "_proxy/successor" and isinstance(message.params, dict):
+                inner = message.params  # from the successor: on to the predecessor, plainly
+                cx.send_proxied_message(_retarget(message, inner["method"], inner.get("params")))
+                return None
+            if self.refuse_unknown and message.method == "proxy/initialize":
+                raise MethodNotFound(message.method)
+            wrapped = successor(message.method, message.params)
+            cx.send_proxied_message(_retarget(message, "_proxy/successor", wrapped))
+            return None
+
+        return app
+
+
+def _retarget(message: Dispatch, method: str, params: Any) -> Dispatch:
+    if isinstance(message, RequestDispatch):
+        return RequestDispatch(method, params, message.id, message.responder)
+    return NotificationDispatch(method, params)

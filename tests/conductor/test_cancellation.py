@@ -40,7 +40,7 @@ async def test_a_client_cancellation_reaches_the_agent_once_with_its_own_id() ->
     assert cancel["params"] == {"requestId": prompt_frame["id"]}
     # Hop by hop: the proxy cancelled its own envelope request, the conductor re-issued that downstream.
     [wrapped_prompt] = [
-        f for f in proxy.frames_from("_proxy/successor") if f["params"]["method"] == "session/prompt"
+        f for f in proxy.frames_from("proxy/successor") if f["params"]["method"] == "session/prompt"
     ][:1]
     assert proxy.frames_from(CANCEL) == [
         {"jsonrpc": "2.0", "method": CANCEL, "params": {"requestId": wrapped_prompt["id"]}}

@@ -130,27 +130,27 @@ async def test_an_agent_request_reaches_the_client_through_the_chain_and_its_ans
 
 
 async def test_a_proxy_sees_its_successor_wrapped_and_its_predecessor_plain() -> None:
-    """The test plays proxy 0 on the raw wire: envelopes in, envelopes out."""
+    """The test plays proxy 0 on the raw wire: envelopes in, envelopes out, with the current names."""
     proxy = RawComponent("raw proxy")
     agent = ScriptedAgent()
     async with raw_client(Chain.agent("conductor", [proxy, agent.builder()])) as client:
         client.request("initialize", {"protocolVersion": 1}, request_id="init")
         me = await proxy.wait_peer()
         init = await me.recv()
-        assert init["method"] == "_proxy/initialize"
+        assert init["method"] == "proxy/initialize"
         assert init["params"] == {"protocolVersion": 1}
         # Initialize the successor, then answer with what it said.
-        me.request("_proxy/successor", successor("initialize", init["params"]), request_id=7)
+        me.request("proxy/successor", successor("initialize", init["params"]), request_id=7)
         answer = await me.answer_to(7)
         assert answer["result"]["agentInfo"]["name"] == "scripted"
         me.respond(init["id"], answer["result"])
         reply = await client.answer_to("init")
         assert reply["result"] == answer["result"]
 
-        me.request("_proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), request_id=8)
+        me.request("proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), request_id=8)
         session = (await me.answer_to(8))["result"]["sessionId"]
-        me.request("_proxy/successor", successor("session/prompt", {"sessionId": session, "prompt": []}), 9)
-        update = await me.request_for("_proxy/successor")
+        me.request("proxy/successor", successor("session/prompt", {"sessionId": session, "prompt": []}), 9)
+        update = await me.request_for("proxy/successor")
         assert "id" not in update  # a notification from the agent, wrapped for the proxy
         assert update["params"]["method"] == "session/update"
         assert update["params"]["params"]["sessionId"] == session
@@ -165,37 +165,48 @@ async def test_a_proxy_sees_its_successor_wrapped_and_its_predecessor_plain() ->
     assert agent.methods() == ["initialize", "session/new", "session/prompt"]
 
 
-async def test_a_malformed_envelope_from_a_proxy_is_answered_invalid_request() -> None:
+@pytest.mark.parametrize("method", ["proxy/successor", "_proxy/successor"])
+async def test_a_malformed_envelope_from_a_proxy_is_answered_invalid_request(method: str) -> None:
     proxy = RawComponent()
     async with raw_client(Chain.agent("conductor", [proxy, ScriptedAgent().builder()])) as client:
         client.request("initialize", {"protocolVersion": 1})
         me = await proxy.wait_peer()
         await me.recv()
-        me.request("_proxy/successor", {"params": {}}, request_id=1)
+        me.request(method, {"params": {}}, request_id=1)
         error = (await me.answer_to(1))["error"]
     assert error["code"] == -32600
-    assert "malformed `_proxy/successor` envelope" in error["data"]
+    assert f"malformed `{method}` envelope" in error["data"]
 
 
 # --- proxy mode -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("prefix", ["", "_"], ids=["current names", "legacy names"])
 @pytest.mark.parametrize("proxies", [0, 1, 2])
-async def test_in_proxy_mode_the_last_proxys_successor_is_the_conductors_own(proxies: int) -> None:
-    """The test plays the outer conductor: traffic for the successor comes up wrapped, and back."""
+async def test_in_proxy_mode_the_last_proxys_successor_is_the_conductors_own(
+    proxies: int, prefix: str
+) -> None:
+    """The test plays the outer conductor: traffic for the successor comes up wrapped, and back.
+
+    An older outer conductor (``_proxy/initialize``) gets its own names back: ``_proxy/successor``.
+    """
     chain = Chain.proxy("inner", [arrow_proxy() for _ in range(proxies)])
     async with raw_client(chain) as outer:
-        outer.request("_proxy/initialize", {"protocolVersion": 1}, request_id=1)
-        up = await outer.request_for("_proxy/successor")
+        outer.request(f"{prefix}proxy/initialize", {"protocolVersion": 1}, request_id=1)
+        up = await outer.request_for(f"{prefix}proxy/successor")
         assert up["params"] == {"method": "initialize", "params": {"protocolVersion": 1}}
         outer.respond(up["id"], {"protocolVersion": 1, "agentInfo": {"name": "far agent", "version": "1"}})
         assert (await outer.answer_to(1))["result"]["agentInfo"]["name"] == "far agent"
 
         outer.request("session/prompt", {"sessionId": "s", "prompt": []}, request_id=2)
-        up = await outer.request_for("_proxy/successor")
+        seen: list[Any] = []
+        up = await outer.request_for(f"{prefix}proxy/successor", seen)
         assert up["params"]["method"] == "session/prompt"
+        assert [f for f in seen if "proxy/" in f.get("method", "")] == []  # never the other names
         update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
-        outer.notify("_proxy/successor", successor("session/update", {"sessionId": "s", "update": update}))
+        outer.notify(
+            f"{prefix}proxy/successor", successor("session/update", {"sessionId": "s", "update": update})
+        )
         outer.respond(up["id"], {"stopReason": "end_turn"})
         note = await outer.request_for("session/update")
         assert note["params"]["update"]["content"]["text"] == "> " * proxies + "hi"

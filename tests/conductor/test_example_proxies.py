@@ -31,7 +31,7 @@ async def test_the_logging_proxy_logs_both_directions_and_changes_nothing(tmp_pa
     lines = log.read_text().splitlines()
     heads = [line.split("  ")[:2] for line in lines]
     assert heads == [
-        ["client -> agent", "request _proxy/initialize"],
+        ["client -> agent", "request proxy/initialize"],
         ["agent -> client", "result initialize"],
         ["client -> agent", "request session/new"],
         ["agent -> client", "result session/new"],

@@ -1,4 +1,4 @@
-"""Initialization through the conductor: lazy start, `_proxy/initialize` vs `initialize`, instantiators."""
+"""Initialization through the conductor: lazy start, `proxy/initialize` vs `initialize`, instantiators."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ async def test_a_proxy_receives_proxy_initialize_and_the_agent_initialize() -> N
     agent = ScriptedAgent()
     log: list[tuple[str, Any]] = []
     result = await run_client(Chain.agent("conductor", [recording_proxy(log), agent.builder()]), initialize)
-    assert log == [("_proxy/initialize", PARAMS)]
+    assert log == [("proxy/initialize", PARAMS)]
     assert agent.seen[0]["method"] == "initialize"
     assert agent.seen[0]["params"] == PARAMS
     # The agent's capabilities flow back to the client unchanged.
@@ -54,7 +54,7 @@ async def test_every_proxy_of_a_longer_chain_receives_proxy_initialize() -> None
     logs: list[list[tuple[str, Any]]] = [[], [], []]
     chain = Chain.agent("conductor", [*(recording_proxy(log) for log in logs), agent.builder()])
     await run_client(chain, initialize)
-    assert [received(log) for log in logs] == [["_proxy/initialize"]] * 3
+    assert [received(log) for log in logs] == [["proxy/initialize"]] * 3
     assert agent.methods() == ["initialize"]
 
 
@@ -75,24 +75,27 @@ async def test_a_proxy_answers_after_initializing_its_successor() -> None:
     assert result["_meta"] == {"agent": "scripted", "proxy": "capable"}
 
 
-def forwards_proxy_initialize() -> Any:
-    """A broken proxy: it passes `_proxy/initialize` on to its successor instead of `initialize`."""
+def forwards_proxy_initialize(method: str) -> Any:
+    """A broken proxy: it passes ``method`` (a `proxy/initialize`) to its successor, not `initialize`."""
     proxy = Proxy.builder(name="broken")
 
     @proxy.on_request(peer=Client)
     async def init(req: InitializeProxyRequest, responder: Responder[Any], cx: Connection) -> None:
-        sent = cx.send_request_to(Agent, UntypedMessage("_proxy/initialize", req.to_wire()))
+        sent = cx.send_request_to(Agent, UntypedMessage(method, req.to_wire()))
         sent.forward_response_to(responder)
 
     return proxy
 
 
+@pytest.mark.parametrize("method", ["proxy/initialize", "_proxy/initialize"])
 @pytest.mark.parametrize("successor", ["agent", "proxy"])
-async def test_a_proxy_that_sends_proxy_initialize_downstream_gets_invalid_request(successor: str) -> None:
+async def test_a_proxy_that_sends_proxy_initialize_downstream_gets_invalid_request(
+    successor: str, method: str
+) -> None:
     agent = ScriptedAgent()
     log: list[tuple[str, Any]] = []
     after = [recording_proxy(log)] if successor == "proxy" else []
-    chain = Chain.agent("conductor", [forwards_proxy_initialize(), *after, agent.builder()])
+    chain = Chain.agent("conductor", [forwards_proxy_initialize(method), *after, agent.builder()])
 
     async def main(cx: Connection) -> InvalidRequest:
         with pytest.raises(InvalidRequest) as caught:
@@ -100,7 +103,7 @@ async def test_a_proxy_that_sends_proxy_initialize_downstream_gets_invalid_reque
         return caught.value
 
     error = await run_client(chain, main)
-    assert "`_proxy/initialize` requests are only sent by the conductor" in error.data
+    assert f"`{method}` requests are only sent by the conductor" in error.data
     assert agent.seen == []
     assert log == []
 
@@ -125,13 +128,16 @@ async def test_the_first_message_must_be_initialize() -> None:
         assert (await client.answer_to(2))["result"] == {"protocolVersion": 1}
 
 
-@pytest.mark.parametrize(("mode", "wrong"), [("agent", "_proxy/initialize"), ("proxy", "initialize")])
+@pytest.mark.parametrize(
+    ("mode", "wrong"),
+    [("agent", "proxy/initialize"), ("agent", "_proxy/initialize"), ("proxy", "initialize")],
+)
 async def test_the_wrong_kind_of_initialize_is_refused(mode: str, wrong: str) -> None:
     chain = Chain(mode, mode, [ScriptedAgent().builder()])  # type: ignore[arg-type]
     async with raw_client(chain) as client:
         client.request(wrong, {"protocolVersion": 1}, request_id=1)
         error = (await client.answer_to(1))["error"]
-    expected = "initialize" if mode == "agent" else "_proxy/initialize"
+    expected = "initialize" if mode == "agent" else "proxy/initialize"
     assert error["code"] == -32600
     assert error["data"] == f"expected `{expected}` request"
 
@@ -145,7 +151,7 @@ async def test_a_second_initialize_reaches_the_components_again() -> None:
         await initialize(cx)
 
     await run_client(Chain.agent("conductor", [recording_proxy(log), agent.builder()]), main)
-    assert received(log) == ["_proxy/initialize", "_proxy/initialize"]
+    assert received(log) == ["proxy/initialize", "proxy/initialize"]
     assert agent.methods() == ["initialize", "initialize"]
 
 

@@ -65,7 +65,7 @@ async def test_a_trace_file_records_the_turn_on_every_hop(tmp_path: Path) -> Non
         {"lane": "Agent", "name": "scripted-agent"},
     ]
     events = events[1:]
-    proxy_side = [(kind, "_proxy/initialize" if m == "initialize" else m) for kind, m in TURN]
+    proxy_side = [(kind, "proxy/initialize" if m == "initialize" else m) for kind, m in TURN]
     assert hop(events, "Client", "Proxy(0)") == proxy_side
     assert hop(events, "Proxy(0)", "Agent") == TURN
     assert len(events) == 2 * len(TURN)
@@ -128,16 +128,19 @@ async def test_subprocess_components_are_named_by_their_commands(tmp_path: Path)
     check_pairing(events[1:])
 
 
-async def test_a_proxy_mode_trace_names_the_successor_lane() -> None:
+@pytest.mark.parametrize("prefix", ["", "_"], ids=["current names", "legacy names"])
+async def test_a_proxy_mode_trace_names_the_successor_lane(prefix: str) -> None:
     sink = MemorySink()
     chain = Chain.proxy("inner", [Named("arrow", arrow_proxy())]).trace_to(sink)
     async with raw_client(chain) as outer:
-        outer.request("_proxy/initialize", {"protocolVersion": 1}, request_id=1)
-        up = await outer.request_for("_proxy/successor")
+        outer.request(f"{prefix}proxy/initialize", {"protocolVersion": 1}, request_id=1)
+        up = await outer.request_for(f"{prefix}proxy/successor")
         outer.respond(up["id"], {"protocolVersion": 1})
         await outer.answer_to(1)
         update = {"sessionUpdate": "plan", "entries": []}
-        outer.notify("_proxy/successor", successor("session/update", {"sessionId": "s", "update": update}))
+        outer.notify(
+            f"{prefix}proxy/successor", successor("session/update", {"sessionId": "s", "update": update})
+        )
         await outer.request_for("session/update")
     assert sink.events[0]["lanes"] == [
         {"lane": "Client", "name": "client"},
@@ -145,10 +148,10 @@ async def test_a_proxy_mode_trace_names_the_successor_lane() -> None:
         {"lane": "Successor", "name": "successor"},
     ]
     assert [(e["type"], e["from"], e["to"], e["method"], e.get("id")) for e in sink.events[1:]] == [
-        ("request", "Client", "Proxy(0)", "_proxy/initialize", 1),
+        ("request", "Client", "Proxy(0)", "proxy/initialize", 1),
         ("request", "Proxy(0)", "Successor", "initialize", up["id"]),
         ("response", "Successor", "Proxy(0)", "initialize", up["id"]),
-        ("response", "Proxy(0)", "Client", "_proxy/initialize", 1),
+        ("response", "Proxy(0)", "Client", "proxy/initialize", 1),
         ("notification", "Successor", "Proxy(0)", "session/update", None),
         ("notification", "Proxy(0)", "Client", "session/update", None),
     ]

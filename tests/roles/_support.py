@@ -3,8 +3,10 @@
 :class:`MiniConductor` is a one-proxy chain: the client connects to it; it owns a connection to the
 proxy (as :class:`~acpio.roles.Conductor`) and one to the agent, and routes like the Rust
 conductor: the client's messages go to the proxy as they are (``initialize`` becomes
-``_proxy/initialize``), the proxy's ``_proxy/successor`` envelopes go to the agent unwrapped, its
-other messages to the client, and the agent's messages go to the proxy wrapped. Every hop forwards
+``proxy/initialize``), the proxy's ``proxy/successor`` envelopes go to the agent unwrapped, its
+other messages to the client, and the agent's messages go to the proxy wrapped. With
+``legacy=True`` it plays an older conductor: ``_proxy/initialize`` and ``_proxy/successor``,
+and only those. Every hop forwards
 with ``send_proxied_message``, so answers are paired and cancellation is re-issued hop by hop. The
 frames on the conductor<->proxy link are recorded in :attr:`MiniConductor.proxy_wire`.
 """
@@ -31,7 +33,7 @@ from acpio.jsonrpc import (
     UntypedMessage,
     UntypedRole,
 )
-from acpio.roles import PROXY_INITIALIZE_METHOD, SUCCESSOR_METHOD, Conductor, SuccessorEnvelope
+from acpio.roles import LEGACY_PROXY_METHODS, PROXY_METHODS, Conductor, SuccessorEnvelope
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
@@ -94,9 +96,11 @@ def _retarget(message: Dispatch, method: str, params: Any) -> Dispatch:
 class MiniConductor:
     """A component running ``proxy`` and ``agent`` as a one-proxy chain (see the module docstring)."""
 
-    def __init__(self, proxy: Builder, agent: Builder) -> None:
+    def __init__(self, proxy: Builder, agent: Builder, *, legacy: bool = False) -> None:
         self.proxy = proxy
         self.agent = agent
+        #: The names this conductor sends and understands.
+        self.names = LEGACY_PROXY_METHODS if legacy else PROXY_METHODS
         #: Frames on the conductor<->proxy link: ``("to proxy", msg)`` / ``("from proxy", msg)``.
         self.proxy_wire: list[tuple[str, Any]] = []
         #: Frames on the conductor<->agent link: ``("to agent", msg)`` / ``("from agent", msg)``.
@@ -151,7 +155,7 @@ class MiniConductor:
             if message.method == CANCEL_METHOD:
                 return None  # re-issued hop by hop by the forwarding below
             if isinstance(message, RequestDispatch) and message.method == "initialize":
-                sent = self.to_proxy.send_request(UntypedMessage(PROXY_INITIALIZE_METHOD, message.params))
+                sent = self.to_proxy.send_request(UntypedMessage(self.names.initialize, message.params))
                 sent.forward_response_to(message.responder)
                 return None
             if isinstance(message, RequestDispatch | NotificationDispatch):
@@ -179,11 +183,11 @@ class MiniConductor:
                 return None
             if not isinstance(message, RequestDispatch | NotificationDispatch):
                 return Unhandled(message)
-            if message.method == SUCCESSOR_METHOD:
+            if message.method == self.names.successor:
                 envelope = SuccessorEnvelope.from_params(message.params)
                 if envelope is None:
-                    raise InvalidRequest({"reason": "malformed _proxy/successor envelope"})
-                if envelope.method == PROXY_INITIALIZE_METHOD:
+                    raise InvalidRequest({"reason": f"malformed {self.names.successor} envelope"})
+                if envelope.method == self.names.initialize:
                     raise InvalidRequest(
                         {"reason": "initialize/proxy requests are only sent by the conductor"}
                     )
@@ -205,16 +209,18 @@ class MiniConductor:
             if not isinstance(message, RequestDispatch | NotificationDispatch):
                 return Unhandled(message)
             envelope = SuccessorEnvelope(message.method, message.params).to_params()
-            self.to_proxy.send_proxied_message(_retarget(message, SUCCESSOR_METHOD, envelope))
+            self.to_proxy.send_proxied_message(_retarget(message, self.names.successor, envelope))
             return None
 
         return app
 
 
 @asynccontextmanager
-async def chain(proxy: Builder, agent: Builder) -> AsyncIterator[tuple[MiniConductor, Channel]]:
+async def chain(
+    proxy: Builder, agent: Builder, *, legacy: bool = False
+) -> AsyncIterator[tuple[MiniConductor, Channel]]:
     """Run ``proxy`` and ``agent`` behind a :class:`MiniConductor`; yield it and the client's end."""
-    conductor = MiniConductor(proxy, agent)
+    conductor = MiniConductor(proxy, agent, legacy=legacy)
     end = await conductor.open()
     assert isinstance(end, Channel)
     try:

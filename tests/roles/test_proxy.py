@@ -13,14 +13,7 @@ import pytest
 
 from acpio.errors import InvalidRequest, RequestCancelled, RequestError
 from acpio.jsonrpc import Builder, Connection, Dispatch, RequestDispatch, Responder, Unhandled, UntypedMessage
-from acpio.roles import (
-    PROXY_INITIALIZE_METHOD,
-    SUCCESSOR_METHOD,
-    Agent,
-    Client,
-    InitializeProxyRequest,
-    Proxy,
-)
+from acpio.roles import Agent, Client, InitializeProxyRequest, Proxy
 from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
@@ -35,6 +28,8 @@ from acpio.transports.channel import Channel
 from ._support import TIMEOUT, MiniConductor, chain, serving
 
 META = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor": {"k": [1, 2]}}
+#: Run a test under a current conductor and under an older one (``_proxy/...`` names).
+CONDUCTORS = pytest.mark.parametrize("legacy", [False, True], ids=["current conductor", "legacy conductor"])
 
 
 def _update(session_id: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -130,7 +125,10 @@ async def _client(end: Channel, main: Any, app: Builder | None = None) -> Any:
 # --- initialization -------------------------------------------------------------------------------
 
 
-async def test_initialize_reaches_the_proxy_as_proxy_initialize_and_the_agent_as_initialize() -> None:
+@CONDUCTORS
+async def test_initialize_reaches_the_proxy_as_proxy_initialize_and_the_agent_as_initialize(
+    legacy: bool,
+) -> None:
     agent = AgentLog()
     params = {
         "protocolVersion": 1,
@@ -142,18 +140,20 @@ async def test_initialize_reaches_the_proxy_as_proxy_initialize_and_the_agent_as
     async def main(cx: Connection) -> Any:
         return await cx.send_request(UntypedMessage("initialize", params))
 
-    async with chain(passthrough_proxy(), agent.builder()) as (conductor, end):
+    async with chain(passthrough_proxy(), agent.builder(), legacy=legacy) as (conductor, end):
         result = await _client(end, main)
     assert result == {"protocolVersion": 1, "agentInfo": {"name": "a", "version": "1"}}
     assert agent.seen[0] == ("initialize", params)  # unknown fields and _meta intact
-    [to_proxy] = conductor.wire("to proxy", PROXY_INITIALIZE_METHOD)
+    [to_proxy] = conductor.wire("to proxy", conductor.names.initialize)
     assert to_proxy["params"] == params
-    [from_proxy] = conductor.wire("from proxy", SUCCESSOR_METHOD)
+    # The proxy answers in kind: the names of the conductor that initialized it.
+    [from_proxy] = conductor.wire("from proxy", conductor.names.successor)
     assert from_proxy["params"] == {"method": "initialize", "params": params}
     assert "id" in from_proxy
 
 
-async def test_a_typed_proxy_initialize_handler_sees_the_conductors_request() -> None:
+@CONDUCTORS
+async def test_a_typed_proxy_initialize_handler_sees_the_conductors_request(legacy: bool) -> None:
     app = Proxy.builder()
     seen: list[Any] = []
 
@@ -169,9 +169,9 @@ async def test_a_typed_proxy_initialize_handler_sees_the_conductors_request() ->
         result: InitializeResponse = await cx.send_request(InitializeRequest(protocol_version=1))
         return result
 
-    async with chain(app, AgentLog().builder()) as (_, end):
+    async with chain(app, AgentLog().builder(), legacy=legacy) as (_, end):
         result = await _client(end, main)
-    assert seen == [1]
+    assert seen == [1]  # `_proxy/initialize` reaches the handler of `proxy/initialize` too
     assert result.agent_info is not None
     assert result.agent_info.name == "a"
 
@@ -182,13 +182,14 @@ async def test_a_plain_initialize_is_refused_by_a_proxy() -> None:
         reply = await conductor.recv()
     assert reply["id"] == 1
     assert reply["error"]["code"] == -32600
-    assert "`_proxy/initialize`" in reply["error"]["data"]
+    assert "initialized with `proxy/initialize` (or `_proxy/initialize`)" in reply["error"]["data"]
 
 
 # --- forwarding -----------------------------------------------------------------------------------
 
 
 async def test_requests_results_and_meta_are_forwarded_unvalidated() -> None:
+    # No `proxy/initialize` first: the proxy wraps with the current names.
     agent = AgentLog()
     params = {
         "sessionId": "s1",
@@ -204,7 +205,7 @@ async def test_requests_results_and_meta_are_forwarded_unvalidated() -> None:
         result = await _client(end, main)
     assert agent.seen == [("session/prompt", params)]
     assert result == {"echo": params, "_meta": META}
-    [wrapped] = conductor.wire("from proxy", SUCCESSOR_METHOD)
+    [wrapped] = conductor.wire("from proxy", "proxy/successor")
     assert wrapped["params"] == {"method": "session/prompt", "params": params}
     # The answer travels as a plain response to the envelope's id.
     [answer] = [m for m in conductor.wire("to proxy") if "method" not in m and m["id"] == wrapped["id"]]
@@ -251,12 +252,14 @@ async def test_notifications_are_forwarded_both_ways_and_agent_requests_reach_th
     assert result == {"client said": {"content": "file text", "_meta": META}}
     # Client -> agent notification: wrapped, without an id.
     [note] = [
-        m for m in conductor.wire("from proxy", SUCCESSOR_METHOD) if m["params"]["method"] == "session/cancel"
+        m
+        for m in conductor.wire("from proxy", "proxy/successor")
+        if m["params"]["method"] == "session/cancel"
     ]
     assert "id" not in note
     assert note["params"]["params"] == cancel
     # Agent -> client request: wrapped towards the proxy, plain from it.
-    [inbound] = [m for m in conductor.wire("to proxy", SUCCESSOR_METHOD) if "id" in m]
+    [inbound] = [m for m in conductor.wire("to proxy", "proxy/successor") if "id" in m]
     assert inbound["params"] == ask
     [outbound] = conductor.wire("from proxy", "fs/read_text_file")
     assert outbound["params"] == ask["params"]
@@ -293,11 +296,13 @@ async def test_session_new_routes_the_new_sessions_messages_back_to_the_client()
 # --- cancellation ---------------------------------------------------------------------------------
 
 
-async def test_a_client_cancellation_is_reissued_hop_by_hop_with_each_hops_own_id() -> None:
+@CONDUCTORS
+async def test_a_client_cancellation_is_reissued_hop_by_hop_with_each_hops_own_id(legacy: bool) -> None:
     # C5.1
     agent = AgentLog()
 
     async def main(cx: Connection) -> Any:
+        await cx.send_request(InitializeRequest(protocol_version=1))  # sets the names the proxy uses
         sent = cx.send_request("test/hold", {"n": 1})
         await agent.holding.wait()
         sent.cancel()
@@ -305,7 +310,7 @@ async def test_a_client_cancellation_is_reissued_hop_by_hop_with_each_hops_own_i
             await sent
         return await cx.send_request("test/echo", {"after": True})  # the chain still works
 
-    async with chain(passthrough_proxy(), agent.builder()) as (conductor, end):
+    async with chain(passthrough_proxy(), agent.builder(), legacy=legacy) as (conductor, end):
         result = await _client(end, main)
     assert agent.cancelled.is_set()
     assert result["echo"] == {"after": True}
@@ -313,7 +318,9 @@ async def test_a_client_cancellation_is_reissued_hop_by_hop_with_each_hops_own_i
     [to_proxy_cancel] = conductor.wire("to proxy", "$/cancel_request")
     assert to_proxy_cancel["params"] == {"requestId": to_proxy_request["id"]}
     [wrapped] = [
-        m for m in conductor.wire("from proxy", SUCCESSOR_METHOD) if m["params"]["method"] == "test/hold"
+        m
+        for m in conductor.wire("from proxy", conductor.names.successor)
+        if m["params"]["method"] == "test/hold"
     ]
     [from_proxy_cancel] = conductor.wire("from proxy", "$/cancel_request")  # plain, never wrapped
     assert from_proxy_cancel["params"] == {"requestId": wrapped["id"]}
@@ -354,7 +361,7 @@ async def test_an_agent_cancellation_reaches_the_client_hop_by_hop() -> None:
     assert result == {"client failed": -32800}
     assert client_cancelled.is_set()
     [wrapped] = [
-        m for m in conductor.wire("to proxy", SUCCESSOR_METHOD) if m["params"]["method"] == "test/slow"
+        m for m in conductor.wire("to proxy", "proxy/successor") if m["params"]["method"] == "test/slow"
     ]
     [cancel_in] = conductor.wire("to proxy", "$/cancel_request")
     assert cancel_in["params"] == {"requestId": wrapped["id"]}

@@ -10,7 +10,11 @@ import pytest
 
 from acpio.jsonrpc import CANCEL_METHOD, Builder, Role
 from acpio.roles import (
+    LEGACY_PROXY_INITIALIZE_METHOD,
+    LEGACY_PROXY_METHODS,
+    LEGACY_SUCCESSOR_METHOD,
     PROXY_INITIALIZE_METHOD,
+    PROXY_METHODS,
     SUCCESSOR_METHOD,
     Agent,
     Client,
@@ -18,6 +22,7 @@ from acpio.roles import (
     Proxy,
     SuccessorEnvelope,
     UntypedRole,
+    proxy_methods_of,
 )
 
 
@@ -89,6 +94,57 @@ def test_a_proxy_wraps_messages_for_its_successor_only() -> None:
 def test_a_proxy_never_wraps_cancel_request_because_its_id_belongs_to_this_connection() -> None:
     params = {"requestId": 7}
     assert Proxy().route_outgoing(Agent, CANCEL_METHOD, params) == (CANCEL_METHOD, params)
+    assert Proxy(LEGACY_PROXY_METHODS).route_outgoing(Agent, CANCEL_METHOD, params) == (CANCEL_METHOD, params)
+
+
+def test_the_proxy_chain_method_names() -> None:
+    assert (SUCCESSOR_METHOD, PROXY_INITIALIZE_METHOD) == ("proxy/successor", "proxy/initialize")
+    assert (LEGACY_SUCCESSOR_METHOD, LEGACY_PROXY_INITIALIZE_METHOD) == (
+        "_proxy/successor",
+        "_proxy/initialize",
+    )
+    assert (PROXY_METHODS.initialize, PROXY_METHODS.successor, PROXY_METHODS.legacy) == (
+        "proxy/initialize",
+        "proxy/successor",
+        False,
+    )
+    assert LEGACY_PROXY_METHODS.legacy
+    assert (
+        proxy_methods_of("_proxy/initialize") is proxy_methods_of("_proxy/successor") is LEGACY_PROXY_METHODS
+    )
+    assert proxy_methods_of("proxy/initialize") is proxy_methods_of("proxy/successor") is PROXY_METHODS
+    assert proxy_methods_of("initialize") is None
+    assert proxy_methods_of("_proxy/other") is None
+
+
+def test_a_proxy_answers_in_the_names_its_conductor_last_used() -> None:
+    proxy = Proxy()
+    wrapped = {"method": "session/new", "params": {"cwd": "/"}}
+    assert proxy.methods is PROXY_METHODS  # before the conductor said anything
+    assert proxy.route_incoming(LEGACY_PROXY_INITIALIZE_METHOD, {"protocolVersion": 1}) == (
+        Client(),
+        PROXY_INITIALIZE_METHOD,  # handlers see the current name
+        {"protocolVersion": 1},
+    )
+    assert proxy.route_outgoing(Agent, "session/new", {"cwd": "/"}) == (LEGACY_SUCCESSOR_METHOD, wrapped)
+    assert proxy.route_incoming(PROXY_INITIALIZE_METHOD, {}) == (Client(), PROXY_INITIALIZE_METHOD, {})
+    assert proxy.route_outgoing(Agent, "session/new", {"cwd": "/"}) == (SUCCESSOR_METHOD, wrapped)
+    assert proxy.route_incoming(LEGACY_SUCCESSOR_METHOD, wrapped) == (Agent(), "session/new", {"cwd": "/"})
+    assert proxy.methods is LEGACY_PROXY_METHODS
+    # A malformed envelope says nothing about the names: it is left as it is.
+    assert proxy.route_incoming(SUCCESSOR_METHOD, {"x": 1}) == (Client(), SUCCESSOR_METHOD, {"x": 1})
+    assert proxy.methods is LEGACY_PROXY_METHODS
+
+
+def test_each_connection_plays_its_own_copy_of_a_proxy_role() -> None:
+    proxy = Proxy()
+    copy = proxy.for_connection()
+    assert copy == proxy
+    assert copy is not proxy
+    copy.route_incoming(LEGACY_PROXY_INITIALIZE_METHOD, {})
+    assert (copy.methods, proxy.methods) == (LEGACY_PROXY_METHODS, PROXY_METHODS)
+    agent = Agent()
+    assert agent.for_connection() is agent  # stateless roles are shared
 
 
 def test_other_roles_send_unchanged() -> None:
@@ -99,13 +155,23 @@ def test_other_roles_send_unchanged() -> None:
 # --- incoming -------------------------------------------------------------------------------------
 
 
-def test_a_proxy_unwraps_envelopes_as_coming_from_the_agent() -> None:
+@pytest.mark.parametrize("envelope_method", [SUCCESSOR_METHOD, LEGACY_SUCCESSOR_METHOD])
+def test_a_proxy_unwraps_envelopes_as_coming_from_the_agent(envelope_method: str) -> None:
     inner = {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk"}, "extra": [1]}
     peer, method, params = Proxy().route_incoming(
-        SUCCESSOR_METHOD, {"method": "session/update", "params": inner}
+        envelope_method, {"method": "session/update", "params": inner}
     )
     assert (peer, method, params) == (Agent(), "session/update", inner)
     assert params is inner  # not copied, not validated
+
+
+def test_unwrapping_drops_the_envelopes_meta_and_keeps_the_inner_one() -> None:
+    inner = {"sessionId": "s1", "_meta": {"inner": 1}}
+    envelope = {"method": "session/cancel", "params": inner, "_meta": {"hop": 1}}
+    assert Proxy().route_incoming(SUCCESSOR_METHOD, envelope) == (Agent(), "session/cancel", inner)
+    assert inner == {"sessionId": "s1", "_meta": {"inner": 1}}
+    no_params = {"method": "session/cancel", "params": None, "_meta": {"hop": 1}}
+    assert Proxy().route_incoming(SUCCESSOR_METHOD, no_params) == (Agent(), "session/cancel", None)
 
 
 def test_a_proxy_sees_plain_messages_as_coming_from_the_client() -> None:
@@ -118,8 +184,13 @@ def test_a_proxy_sees_plain_messages_as_coming_from_the_client() -> None:
     [None, [], {"params": {}}, {"method": 3}, {"method": "x", "params": "not an object"}],
 )
 def test_a_malformed_envelope_is_left_as_it_is(params: object) -> None:
-    # A10.3: it reaches the handlers with method `_proxy/successor` and its params intact.
+    # A10.3: it reaches the handlers with method `proxy/successor` and its params intact.
     assert Proxy().route_incoming(SUCCESSOR_METHOD, params) == (Client(), SUCCESSOR_METHOD, params)
+    assert Proxy().route_incoming(LEGACY_SUCCESSOR_METHOD, params) == (
+        Client(),
+        LEGACY_SUCCESSOR_METHOD,
+        params,
+    )
 
 
 def test_other_roles_see_everything_from_their_counterpart() -> None:
@@ -172,12 +243,13 @@ def test_nested_envelopes_peel_one_layer_at_a_time() -> None:
 
 
 def test_initialize_proxy_request_has_the_params_and_result_of_initialize() -> None:
-    from acpio import roles
+    from acpio import roles, schema
     from acpio.schema import InitializeRequest, InitializeResponse
 
     cls = roles.InitializeProxyRequest
-    assert cls.METHOD == PROXY_INITIALIZE_METHOD == "_proxy/initialize"
-    assert cls.RESPONSE is InitializeResponse
+    assert cls is schema.InitializeProxyRequest  # the schema's, not a copy
+    assert cls.METHOD == PROXY_INITIALIZE_METHOD == "proxy/initialize"
+    assert issubclass(cls.RESPONSE, InitializeResponse)
     assert issubclass(cls, InitializeRequest)
     assert InitializeRequest.METHOD == "initialize"
     request = cls.model_validate({"protocolVersion": 1, "future": True})

@@ -11,15 +11,25 @@ the last proxy's successor is the conductor's own successor, so conductors nest.
 
 **Lazy start.** Components are opened (processes spawned, builders started) when the first
 ``initialize`` arrives, and an instantiator may choose them from it. The first message must be
-``initialize`` (``_proxy/initialize`` in proxy mode); anything else is answered ``-32600``.
+``initialize`` (``proxy/initialize`` or ``_proxy/initialize`` in proxy mode); anything else is
+answered ``-32600``.
 
 **Routing.** The conductor owns one connection per component; components never talk to each other
 directly. With ``n`` proxies, the client's messages go to proxy 0; what proxy ``i`` sends in a
-``_proxy/successor`` envelope goes, unwrapped, to proxy ``i + 1`` (the last proxy's to the agent as
+``proxy/successor`` envelope goes, unwrapped, to proxy ``i + 1`` (the last proxy's to the agent as
 plain ACP, or in proxy mode up to the conductor's successor, wrapped); what a component sends
-plainly goes to its predecessor, wrapped in ``_proxy/successor`` when that is a proxy. ``initialize``
-reaches proxies as ``_proxy/initialize`` and the agent as ``initialize``; a proxy that sends
-``_proxy/initialize`` downstream is answered ``-32600``.
+plainly goes to its predecessor, wrapped in ``proxy/successor`` when that is a proxy. ``initialize``
+reaches proxies as ``proxy/initialize`` and the agent as ``initialize``; a proxy that sends
+``proxy/initialize`` downstream is answered ``-32600``. The envelope's ``_meta`` belongs to its hop
+and is never copied into the unwrapped message.
+
+**Older proxies.** A proxy built before the rename speaks ``_proxy/initialize`` and
+``_proxy/successor``. The conductor keeps, per proxy link, the names that proxy uses (unknown at
+first, then the current ones): a proxy that sends ``_proxy/successor`` is from then on sent
+``_proxy/successor`` too. ``initialize`` goes to a proxy as ``proxy/initialize`` first; if the proxy
+answers ``-32601``, or it answers with an error after it used ``_proxy/successor`` (an older proxy
+passes a method it does not know on to its successor, which the conductor answers ``-32601``), the
+request is sent again as ``_proxy/initialize`` and that answer goes back upstream.
 
 * Messages are forwarded raw (never validated into models), from each connection's dispatch loop,
   so order is kept end to end and unknown fields and ``_meta`` survive.
@@ -45,7 +55,7 @@ import signal
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from acpio.errors import AcpError, InternalError, InvalidRequest, RequestError, TransportError
+from acpio.errors import AcpError, InternalError, InvalidRequest, MethodNotFound, RequestError, TransportError
 from acpio.jsonrpc import (
     CANCEL_METHOD,
     Builder,
@@ -57,7 +67,17 @@ from acpio.jsonrpc import (
     SentRequest,
     open_transport,
 )
-from acpio.roles import PROXY_INITIALIZE_METHOD, SUCCESSOR_METHOD, Agent, Client, Conductor, Proxy
+from acpio.roles import (
+    LEGACY_PROXY_METHODS,
+    PROXY_INITIALIZE_METHOD,
+    PROXY_METHODS,
+    Agent,
+    Client,
+    Conductor,
+    Proxy,
+    ProxyMethods,
+    proxy_methods_of,
+)
 from acpio.roles import SuccessorEnvelope as Envelope
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
@@ -76,6 +96,10 @@ _log = logging.getLogger("acpio.conductor")
 Mode = Literal["agent", "proxy"]
 
 _INITIALIZE: Final = "initialize"
+#: Every name a component can be initialized with: ``initialize`` and both names of ``proxy/initialize``.
+_INITIALIZE_METHODS: Final = frozenset(
+    {_INITIALIZE, *(m.initialize for m in (PROXY_METHODS, LEGACY_PROXY_METHODS))}
+)
 #: The index of the client (the conductor's predecessor) in routing; components are 0, 1, ...
 _CLIENT: Final = -1
 #: The link key of the upstream connection (the client, and in proxy mode the successor too).
@@ -296,13 +320,16 @@ def _check_count(mode: Mode, count: int) -> None:
 class _Link:
     """The conductor's connection to one component."""
 
-    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "task", "transport")
+    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "methods", "task", "transport")
 
     def __init__(self, index: int, lane: str, member: Member, is_agent: bool) -> None:
         self.index = index
         self.lane = lane
         self.member = member
         self.is_agent = is_agent
+        #: The proxy-chain method names this proxy uses, once known (from what it sent, or from its
+        #: refusal of ``proxy/initialize``); until then the current names are sent.
+        self.methods: ProxyMethods | None = None
         self.transport: Transport | None = None
         self.cx: Connection | None = None
         self.task: asyncio.Task[None] | None = None
@@ -520,14 +547,15 @@ class _Run:
             if self.failure is not None:
                 request.responder.respond_with_error(self.failure.to_request_error())
                 return
-        if not from_successor and method in (_INITIALIZE, PROXY_INITIALIZE_METHOD):
+        if not from_successor and method in _INITIALIZE_METHODS:
+            # (In proxy mode the upstream Proxy role hands `_proxy/initialize` on as `proxy/initialize`.)
             if method != self.init_method:
-                self._refuse_initialize(request)
+                self._refuse_initialize(request, method)
                 return
             method = _INITIALIZE
         if not self.instantiated:
             if request is None or from_successor or method != _INITIALIZE:
-                self._refuse_initialize(request)
+                self._refuse_initialize(request, method)
                 return
             if not await self._instantiate(request):
                 return
@@ -535,17 +563,16 @@ class _Run:
         target = self.count - 1 if from_successor else 0
         self._deliver(source, target, message, method, message.params)
 
-    def _refuse_initialize(self, request: RequestDispatch | None) -> None:
+    def _refuse_initialize(self, request: RequestDispatch | None, method: str) -> None:
         if request is None:
             _log.warning(
                 "Conductor %r: ignoring a notification before `%s`", self.chain.name, self.init_method
             )
             return
         if self.instantiated:
-            other = PROXY_INITIALIZE_METHOD if self.agent_mode else _INITIALIZE
             message = (
                 f"this conductor runs in {self.chain.mode} mode: initialize it with `{self.init_method}`, "
-                f"not `{other}`"
+                f"not `{method}`"
             )
             request.responder.respond_with_error(InvalidRequest(message))
         else:
@@ -560,11 +587,13 @@ class _Run:
         if request is not None and self.failure is not None:
             request.responder.respond_with_error(self.failure.to_request_error())
             return
-        if index < self.count and method == SUCCESSOR_METHOD:
+        names = proxy_methods_of(method) if index < self.count else None
+        if names is not None and method == names.successor:
+            self.links[index].methods = names  # from now on the proxy gets the names it uses
             envelope = Envelope.from_params(message.params)
             if envelope is None:
                 reason = (
-                    f"malformed `{SUCCESSOR_METHOD}` envelope: its params need a string `method` and, "
+                    f"malformed `{method}` envelope: its params need a string `method` and, "
                     "optionally, `params` (an object or an array)"
                 )
                 if request is not None:
@@ -572,26 +601,41 @@ class _Run:
                 else:
                     _log.warning("%s sent a %s", self.lanes[index], reason)
                 return
-            if envelope.method == CANCEL_METHOD:
+            if envelope.method == CANCEL_METHOD:  # the legacy way to cancel a wrapped request
                 self._cancel_forwarded(index, envelope.params)
                 return
-            if envelope.method == PROXY_INITIALIZE_METHOD:
+            inner = proxy_methods_of(envelope.method)
+            if inner is not None and envelope.method == inner.initialize:
                 if request is not None:
-                    request.responder.respond_with_error(
-                        InvalidRequest(
-                            f"`{PROXY_INITIALIZE_METHOD}` requests are only sent by the conductor: a proxy "
-                            f"sends `{_INITIALIZE}` to its successor"
-                        )
-                    )
+                    request.responder.respond_with_error(self._initialize_downstream(names, envelope.method))
                 return
+            # The envelope's own `_meta` stays on this hop: only the inner message goes on.
             self._deliver(index, index + 1, message, envelope.method, envelope.params)
             return
         self._deliver(index, index - 1, message, method, message.params)
 
+    @staticmethod
+    def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
+        """The answer to a proxy that sends ``proxy/initialize`` (either name) to its successor."""
+        if names.legacy and method == PROXY_INITIALIZE_METHOD:
+            # An older proxy passes on the `proxy/initialize` it does not know, as it would any
+            # unknown request: answered as a successor that does not know it would, so the proxy
+            # answers -32601 and the conductor initializes it again with `_proxy/initialize`.
+            return MethodNotFound(
+                f"`{method}` is not a method of the successor; an older proxy is initialized with "
+                f"`{LEGACY_PROXY_METHODS.initialize}`",
+                message=f"Method not found: {method}",
+            )
+        return InvalidRequest(
+            f"`{method}` requests are only sent by the conductor: a proxy sends `{_INITIALIZE}` "
+            "to its successor"
+        )
+
     def _deliver(self, source: int, target: int, message: Dispatch, method: str, params: Any) -> None:
         """Send ``method``/``params`` (the logical message) from ``source`` into ``target``."""
         peer: Role | None = None
-        wrap = False
+        wrap: ProxyMethods | None = None
+        fall_back = False
         if target == _CLIENT:
             cx = self.up
             key = _UPSTREAM
@@ -601,17 +645,20 @@ class _Run:
             cx = self.links[target].cx
             key = target
             if target < self.count:
+                known = self.links[target].methods
                 if source > target:
-                    wrap = True
+                    wrap = known or PROXY_METHODS
                 elif method == _INITIALIZE:
-                    method = PROXY_INITIALIZE_METHOD
+                    method = (known or PROXY_METHODS).initialize
+                    fall_back = known is None  # an older proxy may refuse it: see _legacy_retry
+
         else:  # proxy mode: the conductor's own successor, wrapped by the upstream connection's role
             cx = self.up
             key = _UPSTREAM
             peer = _AGENT_PEER
         assert cx is not None
         wire_method, wire_params = (
-            (SUCCESSOR_METHOD, Envelope(method, params).to_params()) if wrap else (method, params)
+            (wrap.successor, Envelope(method, params).to_params()) if wrap is not None else (method, params)
         )
         trace = self.trace
         if type(message) is not RequestDispatch:
@@ -629,7 +676,10 @@ class _Run:
         except AcpError as exc:
             message.responder.respond_with_error(self._unreachable(target, method, exc))
             return
-        sent.forward_response_to(message.responder)
+        if fall_back:
+            self._legacy_retry(sent, message, source, target, params)
+        else:
+            sent.forward_response_to(message.responder)
         table = self.forwarded.setdefault(self._link_of(source), {})
         if len(table) >= _SWEEP_AT:
             for request_id in [rid for rid, s in table.items() if s.done]:
@@ -637,6 +687,37 @@ class _Run:
         table[message.id] = sent
         if trace is not None:
             trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
+
+    def _legacy_retry(
+        self, sent: SentRequest[Any], request: RequestDispatch, source: int, target: int, params: Any
+    ) -> None:
+        """Answer ``request`` with what ``sent`` (``proxy/initialize``) gets, unless the proxy is older.
+
+        An older proxy answers ``-32601`` (or, having passed the request on in ``_proxy/successor``,
+        the error it got back): it is then sent ``_proxy/initialize`` with the same params, and that
+        answer goes upstream.
+        """
+        link = self.links[target]
+        responder = request.responder
+        sent.forward_cancellation_from(responder)
+
+        async def answered(result: Any) -> None:
+            if (
+                isinstance(result, RequestError)
+                and (result.code == MethodNotFound.CODE or link.methods is LEGACY_PROXY_METHODS)
+                and not responder.done
+                and not responder.cancelled
+                and self.failure is None
+            ):
+                _log.debug(
+                    "%s refused `%s`: trying `%s`", link.lane, sent.method, LEGACY_PROXY_METHODS.initialize
+                )
+                link.methods = LEGACY_PROXY_METHODS
+                self._deliver(source, target, request, _INITIALIZE, params)
+                return
+            responder.respond_with_result(result)
+
+        sent.on_receiving_result(answered)
 
     def _unreachable(self, target: int, method: str, exc: AcpError) -> RequestError:
         if self.failure is not None:

@@ -18,8 +18,9 @@ each lane to a human name::
 * ``ts``: seconds since the trace started (monotonic clock).
 * ``from``/``to``: ``"Client"``, ``"Proxy(0)"``, ``"Proxy(1)"``... and ``"Agent"`` (agent mode) or
   ``"Successor"`` (proxy mode: the conductor's own successor).
-* ``method``/``params``: the logical message, ``_proxy/successor`` envelopes unwrapped;
-  ``_proxy/initialize`` is recorded as such (it is what the proxy received).
+* ``method``/``params``: the logical message, ``proxy/successor`` envelopes (and legacy
+  ``_proxy/successor`` ones) unwrapped; ``proxy/initialize`` is recorded as such (it is what the
+  proxy received), and so is ``_proxy/initialize`` when an older proxy was initialized with it.
 * ``id``: the JSON-RPC id on the hop, as the receiving side sees it; a response has its request's id.
 * ``payload``: the result, or the error object ``{code, message, data?}`` when ``is_error``.
 

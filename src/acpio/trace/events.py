@@ -81,7 +81,9 @@ class RequestEvent:
     id: Any
     """The JSON-RPC id on this hop: an integer, a string or ``None``."""
     method: str
-    """The logical method (``_proxy/successor`` envelopes are unwrapped by the writer)."""
+    """The logical method (``proxy/successor`` and legacy ``_proxy/successor`` envelopes are unwrapped
+    by the writer; a proxy's initialization shows as ``proxy/initialize``, or ``_proxy/initialize``
+    in traces of older proxies and older writers)."""
     params: Any = None
     """The request's params, as JSON."""
     session: str | None = None
