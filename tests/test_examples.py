@@ -23,3 +23,11 @@ def test_jsonrpc_hello_answers_the_typed_request() -> None:
 
 def test_builder_style_client_drives_the_builder_style_echo_agent() -> None:
     assert run("client.py") == "Hello, agent!\nend_turn\n"
+
+
+def test_unstable_methods_are_opt_in_on_both_sides() -> None:
+    assert run("unstable_fork.py") == (
+        "forked: s1-fork\n"
+        "not sent: session/fork is unstable and this client did not turn unstable methods on\n"
+        "the agent answered -32601 Method not found: session/fork\n"
+    )

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     )
     from acpio.compat import AgentSideConnection, ClientSideConnection
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
-    from acpio.roles import Agent, Client, Conductor, Proxy, UntypedRole
+    from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
     from acpio.session import ActiveSession, SessionBuilder, SessionConnection
 
 __version__ = "0.1.0"
@@ -51,6 +51,7 @@ _LAZY: dict[str, str] = {
     "Client": "acpio.roles",
     "Conductor": "acpio.roles",
     "Proxy": "acpio.roles",
+    "UnstableMethodNotEnabled": "acpio.roles",
     "UntypedRole": "acpio.roles",
     "AgentFeatures": "acpio.capabilities",
     "CapabilityNotAdvertised": "acpio.capabilities",
@@ -92,6 +93,7 @@ __all__ = [
     "SessionBuilder",
     "SessionConnection",
     "TransportError",
+    "UnstableMethodNotEnabled",
     "UnsupportedProtocolVersion",
     "UntypedRole",
     "__version__",

@@ -45,6 +45,22 @@ either way: ``_proxy/initialize`` reaches them as ``proxy/initialize``.
   forwarded ``session/new`` installs :class:`ProxySessionMessages` for the new session before the
   next message is read.
 * :class:`Agent`, :class:`Conductor`: none (unclaimed requests get ``-32601``).
+
+**Unstable methods are opt-in.** The methods the schema marks unstable (:func:`unstable_methods`:
+``session/fork``, ``providers/*``, ``mcp/message``...) are off unless the builder turns them on:
+``Agent.builder(unstable=True)`` (``Client``, ``Proxy`` likewise; ``use_unstable_protocol=True`` on
+the :mod:`acpio.compat` connections). While they are off:
+
+* sending one raises :class:`UnstableMethodNotEnabled` and writes nothing;
+* registering a typed handler for one raises :class:`UnstableMethodNotEnabled` at once;
+* receiving one: the handlers never see it. An :class:`Agent` or :class:`Client` answers a request
+  ``-32601`` with the method in ``data``, exactly as for an unknown method, and drops a
+  notification; a :class:`Proxy` forwards it unchanged (passing a message on is not using it: the
+  agent at the end of the chain decides).
+
+Extension methods (``_vendor/...``) and ``$/cancel_request`` are never affected. The proxy-chain
+methods (``proxy/initialize``, ``proxy/successor``, unstable in the schema) are always on for a
+:class:`Proxy`, and a :class:`Conductor` never switches anything off: it only routes.
 """
 
 from __future__ import annotations
@@ -52,11 +68,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from acpio.errors import AcpError, InvalidRequest
 from acpio.jsonrpc import (
     CANCEL_METHOD,
+    Builder,
     Connection,
     Dispatch,
     JsonValue,
@@ -87,8 +104,10 @@ __all__ = [
     "ProxyMethods",
     "ProxySessionMessages",
     "SuccessorEnvelope",
+    "UnstableMethodNotEnabled",
     "UntypedRole",
     "proxy_methods_of",
+    "unstable_methods",
 ]
 
 #: The method of the envelope that carries one message to or from a proxy's successor.
@@ -199,7 +218,90 @@ def _session_connection() -> type[Connection]:
     return SessionConnection
 
 
-class Client(Role):
+class UnstableMethodNotEnabled(AcpError):
+    """An unstable ACP method was sent, or given a handler, where unstable methods are off.
+
+    ``method`` is the method, ``role`` the name of the role class (``"Agent"``...) and ``action``
+    ``"send"`` or ``"handle"``. Turn unstable methods on where the connection is made:
+    ``Agent.builder(unstable=True)`` (``Client``, ``Proxy`` likewise), or
+    ``use_unstable_protocol=True`` for ``AgentSideConnection`` and ``ClientSideConnection``.
+    """
+
+    def __init__(self, method: str, *, role: str = "Agent", action: str = "send") -> None:
+        self.method = method
+        self.role = role
+        self.action = action
+        super().__init__(
+            f"Cannot {action} {method}: it is an unstable ACP method, and unstable methods are off on "
+            f"this {role} connection. Turn them on with {role}.builder(unstable=True) "
+            "(use_unstable_protocol=True for AgentSideConnection and ClientSideConnection)."
+        )
+
+
+_unstable: frozenset[str] | None = None
+
+
+def unstable_methods() -> frozenset[str]:
+    """The methods the schema marks unstable, read off ``acpio.schema.METHODS`` (``stable=False``).
+
+    A method counts when none of its rows is stable. Extension methods (``_...``) and
+    ``$/cancel_request`` are never among them.
+    """
+    global _unstable
+    if _unstable is None:
+        from acpio.schema import METHODS
+
+        stable = {m.method for m in METHODS if m.stable}
+        _unstable = frozenset(
+            m.method
+            for m in METHODS
+            if not m.stable and m.method not in stable and not m.method.startswith(("_", "$/"))
+        )
+    return _unstable
+
+
+class _AcpRole(Role):
+    """What the four ACP roles share: the switch that turns the unstable methods on."""
+
+    #: Whether the proxy-chain methods (``proxy/initialize``, ``proxy/successor``: the rows of
+    #: ``acpio.schema.METHODS`` with direction ``"proxy"``) stay on while the unstable ones are off.
+    _PROXY_CHAIN_ON: ClassVar[bool] = False
+
+    def __init__(self, *, unstable: bool = False) -> None:
+        #: Whether this side sends and handles the unstable methods (see the module docstring).
+        self.unstable = unstable
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(unstable=True)" if self.unstable else f"{type(self).__name__}()"
+
+    @classmethod
+    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder:
+        """A new :class:`~acpio.jsonrpc.Builder` for this role (``unstable=True``: unstable methods on)."""
+        return Builder(cls(unstable=unstable), name=name)
+
+    def disabled_methods(self) -> frozenset[str]:
+        """The unstable methods (but this role's own machinery) while they are off; else none."""
+        if self.unstable:
+            return frozenset()
+        disabled = _disabled.get(type(self))
+        if disabled is None:
+            disabled = unstable_methods()
+            if self._PROXY_CHAIN_ON:
+                from acpio.schema import METHODS
+
+                disabled -= {m.method for m in METHODS if m.direction == "proxy"}
+            _disabled[type(self)] = disabled
+        return disabled
+
+    def disabled_error(self, method: str, action: str) -> UnstableMethodNotEnabled:
+        """:class:`UnstableMethodNotEnabled`, saying how to turn unstable methods on."""
+        return UnstableMethodNotEnabled(method, role=type(self).__name__, action=action)
+
+
+_disabled: dict[type[_AcpRole], frozenset[str]] = {}
+
+
+class Client(_AcpRole):
     """An ACP client (an editor): its counterpart is the :class:`Agent`.
 
     Its default handler parks agent messages that carry a ``sessionId`` and that nobody claims,
@@ -217,13 +319,13 @@ class Client(Role):
         return _PARK
 
 
-class Agent(Role):
+class Agent(_AcpRole):
     """An ACP agent: its counterpart is the :class:`Client`. It has no default handler."""
 
     NAME = "agent"
 
 
-class Proxy(Role):
+class Proxy(_AcpRole):
     """A proxy component between a client and an agent, run by a :class:`Conductor`.
 
     Its counterpart is the conductor; its peers are the :class:`Client` (predecessor) and the
@@ -235,8 +337,10 @@ class Proxy(Role):
     """
 
     NAME = "proxy"
+    _PROXY_CHAIN_ON = True  # its own machinery
 
-    def __init__(self, methods: ProxyMethods = PROXY_METHODS) -> None:
+    def __init__(self, methods: ProxyMethods = PROXY_METHODS, *, unstable: bool = False) -> None:
+        super().__init__(unstable=unstable)
         #: The names this connection wraps messages for the successor with: those of the last
         #: proxy-chain message the conductor sent (``_proxy/...`` from an older conductor).
         self.methods = methods
@@ -289,8 +393,12 @@ class Proxy(Role):
         """The handler that forwards unclaimed traffic between predecessor and successor."""
         return _FORWARD
 
+    def disabled_handler(self) -> _ForwardUnclaimed:
+        """What the proxy does not speak (unstable methods while off) is forwarded unchanged."""
+        return _FORWARD
 
-class Conductor(Role):
+
+class Conductor(_AcpRole):
     """The conductor's side of a connection to one :class:`Proxy`: its counterpart is the proxy.
 
     It has no default handler and wraps nothing by itself; a conductor routes between its
@@ -299,6 +407,10 @@ class Conductor(Role):
     """
 
     NAME = "conductor"
+
+    def disabled_methods(self) -> frozenset[str]:
+        """None: a conductor only routes, so it passes unstable methods on whatever the switch says."""
+        return frozenset()
 
 
 Client.COUNTERPART = Agent

@@ -224,7 +224,8 @@ class Chain:
         run = _Run(self, self._new_trace())
         try:
             transport = await open_transport(target)
-            role: Role = Agent() if self.mode == "agent" else Proxy()
+            # The conductor forwards: unstable methods pass through it, the components decide.
+            role: Role = Agent(unstable=True) if self.mode == "agent" else Proxy(unstable=True)
             builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
             await builder.connect_to(_Tap(transport, _UPSTREAM, run))
         finally:
@@ -495,7 +496,7 @@ class _Run:
     async def _start_link(self, link: _Link) -> None:
         transport = await open_transport(link.member.component)
         link.transport = transport
-        role: Role = Client() if link.is_agent else Conductor()
+        role: Role = Client(unstable=True) if link.is_agent else Conductor()
         builder = Builder(role, name=f"{self.chain.name} -> {link.lane} {link.name}")
         builder.with_handler(_FromComponent(self, link.index))
         ready: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
