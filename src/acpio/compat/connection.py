@@ -29,7 +29,12 @@ How messages run (the engine's dispatch loop reads one message at a time):
   ``prompt()`` returns. Keep them short; they must not await a response from the peer
   (:class:`~acpio.DeadlockError`) nor wait for a request handler that does;
 * a request the implementation does not define answers ``-32601``; an unknown ``_vendor/x``
-  request goes to ``ext_method("vendor/x", params)``; unknown notifications are ignored.
+  request goes to ``ext_method("vendor/x", params)``; unknown notifications are ignored;
+* unstable methods (``fork_session``, ``list_providers``, ``mcp_message``...) are off unless the
+  connection is made with ``use_unstable_protocol=True`` (the official SDK's flag): while they are
+  off, an incoming one answers ``-32601`` even if the implementation defines it (a warning says so
+  when the connection is made), and calling one raises
+  :class:`~acpio.roles.UnstableMethodNotEnabled` without sending anything.
 """
 
 from __future__ import annotations
@@ -71,7 +76,6 @@ from acpio.jsonrpc import (
     RequestDispatch,
     Responder,
     ResponseDispatch,
-    Role,
     Unhandled,
     open_transport,
 )
@@ -190,11 +194,23 @@ class _Dispatcher:
         self._impl = impl
         self._requests: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
         self._notifications: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
+        disabled = endpoint._builder.role.disabled_methods()
+        off: list[str] = []
         for entry in methods:
             fn = _handler(impl, trait, entry.name)
             if fn is not None:
                 table = self._requests if entry.kind == "request" else self._notifications
                 table[entry.method] = (entry, fn)
+                if entry.method in disabled:
+                    off.append(entry.name)
+        if off and not isinstance(impl, _Endpoint):  # a connection (a pass-through) defines everything
+            _log.warning(
+                "%s defines %s: unstable methods, answered -32601 while unstable methods are off. "
+                "Pass use_unstable_protocol=True to %s to turn them on.",
+                type(impl).__name__,
+                ", ".join(f"{name}()" for name in off),
+                type(endpoint).__name__,
+            )
         self._ext_method = _handler(impl, trait, "ext_method")
         self._ext_notification = _handler(impl, trait, "ext_notification")
 
@@ -274,14 +290,20 @@ class _Endpoint(_Peer):
     """What both connections share: serving, closing, subscribing, and sending the trait calls."""
 
     #: The ACP role this side plays.
-    _ROLE: ClassVar[type[Role]]
+    _ROLE: ClassVar[type[AgentRole] | type[ClientRole]]
     #: The methods this side receives.
     _METHODS: ClassVar[tuple[TraitMethod, ...]]
     #: The trait the served implementation has.
     _TRAIT: ClassVar[type]
 
     def __init__(
-        self, impl_or_factory: object, target: Any, *, name: str, require_capabilities: bool
+        self,
+        impl_or_factory: object,
+        target: Any,
+        *,
+        name: str,
+        require_capabilities: bool,
+        use_unstable_protocol: bool,
     ) -> None:
         self._target = target
         self._require_capabilities = require_capabilities
@@ -292,7 +314,7 @@ class _Endpoint(_Peer):
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._done = asyncio.Event()
-        self._builder: Builder = self._ROLE.builder(name=name)
+        self._builder: Builder = self._ROLE.builder(name=name, unstable=use_unstable_protocol)
         # A factory is called with the connection once its state exists (it may subscribe...).
         if isinstance(impl_or_factory, self._TRAIT) or not callable(impl_or_factory):
             impl = impl_or_factory
@@ -410,6 +432,9 @@ class _Endpoint(_Peer):
         return None
 
     def _check(self, method: str, params: AcpRequest | AcpNotification | None = None) -> None:
+        role = self._builder.role
+        if method in role.disabled_methods():  # first: the engine would refuse it anyway
+            raise role.disabled_error(method, "send")
         check_absolute_paths(method, params)
         if self._require_capabilities:
             features = self._features()
@@ -448,6 +473,8 @@ class AgentSideConnection(_Endpoint, Client):
     ``async with``. ``client_features`` tells what the client advertised at ``initialize``; with
     ``require_capabilities=True`` calling a method the client did not advertise (``fs/...``,
     ``terminal/...``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.
+    ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``, ``mcp_message``...):
+    without it they answer ``-32601`` and cannot be called (see the module docstring).
     """
 
     _ROLE = AgentRole
@@ -461,9 +488,16 @@ class AgentSideConnection(_Endpoint, Client):
         *,
         name: str | None = None,
         require_capabilities: bool = False,
+        use_unstable_protocol: bool = False,
     ) -> None:
         self._client_features: ClientFeatures | None = None
-        super().__init__(agent, target, name=name or "agent", require_capabilities=require_capabilities)
+        super().__init__(
+            agent,
+            target,
+            name=name or "agent",
+            require_capabilities=require_capabilities,
+            use_unstable_protocol=use_unstable_protocol,
+        )
 
     @property
     def agent(self) -> Agent:
@@ -503,6 +537,9 @@ class ClientSideConnection(_Endpoint, Agent):
     ``additionalDirectories``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead
     of sending it, and a session method called before ``initialize`` raises ``RuntimeError``. A
     relative ``cwd`` or ``additionalDirectories`` entry is always refused with ``ValueError``.
+    ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``,
+    ``list_providers``...): without it calling one raises
+    :class:`~acpio.roles.UnstableMethodNotEnabled` and the agent's unstable requests answer ``-32601``.
     """
 
     _ROLE = ClientRole
@@ -516,9 +553,16 @@ class ClientSideConnection(_Endpoint, Agent):
         *,
         name: str | None = None,
         require_capabilities: bool = False,
+        use_unstable_protocol: bool = False,
     ) -> None:
         self._agent_features: AgentFeatures | None = None
-        super().__init__(client, target, name=name or "client", require_capabilities=require_capabilities)
+        super().__init__(
+            client,
+            target,
+            name=name or "client",
+            require_capabilities=require_capabilities,
+            use_unstable_protocol=use_unstable_protocol,
+        )
 
     @property
     def client(self) -> Client:
