@@ -24,8 +24,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(LINT_DIRS)
 	$(PY) -m ruff format --check $(LINT_DIRS)
 
+# mypy on the package; then user code (examples/, README blocks) under pyright and mypy with and without
+# the pydantic plugin, as users' editors and CI check it.
 typecheck: $(STAMP)
 	$(PY) -m mypy
+	$(PY) scripts/typecheck_user_code.py
 
 unit: $(STAMP) browser
 	$(PY) -m pytest $(PYTEST_ARGS)

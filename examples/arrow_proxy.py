@@ -23,7 +23,7 @@ at_line_start: dict[str, bool] = {}  # per session: does the agent's next text s
 
 def quote(text: str, at_start: bool) -> tuple[str, bool]:
     """``text`` with ``> `` at each line start, and whether the text after it starts a line."""
-    lines = []
+    lines: list[str] = []
     for line in text.splitlines(keepends=True):
         lines.append("> " + line if at_start else line)
         at_start = line.endswith("\n")

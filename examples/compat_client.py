@@ -27,7 +27,7 @@ async def main() -> None:
     async with ClientSideConnection(Printer(), AcpAgent(AGENT)) as agent:
         await agent.initialize(acp.InitializeRequest(protocol_version=1))
         session = await agent.new_session(acp.NewSessionRequest(cwd=str(Path.cwd()), mcp_servers=[]))
-        text = [acp.TextContent(text="Hello, agent!")]
+        text: list[acp.ContentBlock] = [acp.TextContent(text="Hello, agent!")]
         response = await agent.prompt(acp.PromptRequest(session_id=session.session_id, prompt=text))
         print(response.stop_reason)
 

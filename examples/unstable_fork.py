@@ -38,7 +38,7 @@ def forking_agent(*, unstable: bool) -> Builder:
     return app
 
 
-async def fork(client: Builder, agent: Builder) -> str:
+async def fork(client: Builder[SessionConnection], agent: Builder) -> str:
     """Connect ``client`` to ``agent``, initialize, try ``session/fork``; say what happened."""
 
     async def main(cx: SessionConnection) -> str:

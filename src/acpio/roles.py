@@ -88,6 +88,7 @@ from acpio.jsonrpc import (
 
 if TYPE_CHECKING:
     from acpio.schema import InitializeProxyRequest
+    from acpio.session import SessionConnection
 
 __all__ = [
     "LEGACY_PROXY_INITIALIZE_METHOD",
@@ -275,7 +276,7 @@ class _AcpRole(Role):
         return f"{type(self).__name__}(unstable=True)" if self.unstable else f"{type(self).__name__}()"
 
     @classmethod
-    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder:
+    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[Connection]:
         """A new :class:`~acpio.jsonrpc.Builder` for this role (``unstable=True``: unstable methods on)."""
         return Builder(cls(unstable=unstable), name=name)
 
@@ -309,6 +310,11 @@ class Client(_AcpRole):
     """
 
     NAME = "client"
+
+    @classmethod
+    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
+        """A new builder for a client; its connections are :class:`~acpio.session.SessionConnection`."""
+        return Builder["SessionConnection"](cls(unstable=unstable), name=name)
 
     def connection_class(self) -> type[Connection]:
         """Client connections open sessions: ``cx.build_session(cwd)``."""
@@ -348,6 +354,11 @@ class Proxy(_AcpRole):
     def for_connection(self) -> Proxy:
         """A copy: the method names are remembered per connection."""
         return copy(self)
+
+    @classmethod
+    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
+        """A new builder for a proxy; its connections are :class:`~acpio.session.SessionConnection`."""
+        return Builder["SessionConnection"](cls(unstable=unstable), name=name)
 
     def connection_class(self) -> type[Connection]:
         """Proxy connections open sessions with their successor: ``cx.build_session_from(request)``."""

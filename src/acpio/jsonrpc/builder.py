@@ -27,7 +27,9 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeAlias, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.handlers import (
@@ -48,6 +50,8 @@ _log = logging.getLogger("acpio.jsonrpc")
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+#: The connection handle (``cx``) a builder's connections get: ``Connection`` or a role's subclass.
+C = DefaultTypeVar("C", bound=Connection, default=Connection, covariant=True)
 
 #: Builders served in-process through :meth:`Builder.open`, kept referenced while they run.
 _background: set[asyncio.Task[Any]] = set()
@@ -78,7 +82,7 @@ class Role:
         return hash(type(self))
 
     @classmethod
-    def builder(cls, *, name: str | None = None) -> Builder:
+    def builder(cls, *, name: str | None = None) -> Builder[Connection]:
         """A new :class:`Builder` for a connection playing this role."""
         return Builder(cls(), name=name)
 
@@ -206,20 +210,23 @@ async def open_transport(target: Any) -> Transport:
     return transport
 
 
-class Builder:
+class Builder(Generic[C]):
     """Collects the handlers, tasks and close callbacks of a connection, then connects it.
 
     Handlers are offered each message in registration order. Register with the decorators
     :meth:`on_request`, :meth:`on_notification`, :meth:`on_dispatch`, or add any handler object
     with :meth:`with_handler`. Serve with :meth:`connect_to` or :meth:`connect_with`.
+
+    ``C`` is the class of the connection handle the role makes (``Client.builder()`` is a
+    ``Builder[SessionConnection]``), so ``connect_with(target, main)`` types ``main``'s ``cx``.
     """
 
     def __init__(self, role: Role | None = None, *, name: str | None = None) -> None:
         self.role: Role = role if role is not None else UntypedRole()
         self.name: str = name if name is not None else type(self.role).NAME
         self._handlers: list[Handler] = []
-        self._spawned: list[Callable[[Connection], Awaitable[object]]] = []
-        self._close: list[Callable[[Connection], Awaitable[object]]] = []
+        self._spawned: list[Callable[[Any], Awaitable[object]]] = []
+        self._close: list[Callable[[Any], Awaitable[object]]] = []
 
     def __repr__(self) -> str:
         return f"<Builder {self.name!r} {type(self.role).__name__} handlers={len(self._handlers)}>"
@@ -320,12 +327,12 @@ class Builder:
         self._handlers.append(DispatchHandler(fn, source))
         return fn
 
-    def with_handler(self, handler: Any) -> Builder:
+    def with_handler(self, handler: Any) -> Builder[C]:
         """Append a handler object (``async handle(message, cx)``); returns the builder."""
         self._handlers.append(as_handler(handler))
         return self
 
-    def with_spawned(self, fn: Callable[[Connection], Awaitable[object]]) -> Builder:
+    def with_spawned(self, fn: Callable[[C], Awaitable[object]]) -> Builder[C]:
         """Start ``fn(cx)`` as a task when the connection starts; its failure fails the connection."""
         self._spawned.append(fn)
         return self
@@ -339,7 +346,7 @@ class Builder:
         self._close.append(_with_cx(callback))
         return callback
 
-    def merge(self, other: Builder) -> Builder:
+    def merge(self, other: Builder[Connection]) -> Builder[C]:
         """Append ``other``'s handlers, tasks and close callbacks after this builder's; returns ``self``.
 
         A typed handler of ``other`` for a method this builder's role disabled is refused, as when
@@ -356,9 +363,9 @@ class Builder:
 
     # --- connecting -------------------------------------------------------------------------------
 
-    def _make_connection(self, transport: Transport) -> Connection:
+    def _make_connection(self, transport: Transport) -> C:
         role = self.role.for_connection()
-        return role.connection_class()(
+        return role.connection_class()(  # type: ignore[return-value]  # the role's class is C
             role,
             transport,
             name=self.name,
@@ -376,7 +383,7 @@ class Builder:
         transport = await open_transport(target)
         await self._make_connection(transport)._serve(None)
 
-    async def connect_with(self, target: Any, main: Callable[[Connection], Awaitable[T]]) -> T:
+    async def connect_with(self, target: Any, main: Callable[[C], Awaitable[T]]) -> T:
         """Connect to ``target``, run ``await main(cx)`` while serving, then close; returns its value.
 
         If the connection fails first, ``main`` is cancelled and the failure is raised. If the peer
@@ -384,7 +391,7 @@ class Builder:
         """
         transport = await open_transport(target)
         result = await self._make_connection(transport)._serve(main)
-        return result  # type: ignore[return-value]
+        return result  # type: ignore[return-value]  # None only when main is None
 
     async def open(self) -> Transport:
         """Serve this builder in-process and return the transport that talks to it (Component protocol)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from acpio.errors import (
     ConnectionClosed,
@@ -754,7 +754,7 @@ class Connection:
     async def _serve_until_stopped(self) -> None:
         await self._serve(None)
 
-    async def _serve(self, main: Callable[[Connection], Awaitable[T]] | None) -> T | None:
+    async def _serve(self, main: Callable[[Self], Awaitable[T]] | None) -> T | None:
         """Serve until the input ends (``main is None``) or ``main(self)`` returns; then shut down."""
         loop = asyncio.get_running_loop()
         self._reader = loop.create_task(self._read_loop(), name=f"acpio dispatch loop {self.name}")
@@ -810,7 +810,10 @@ def _default_route_incoming() -> Any:
     return Role.route_incoming
 
 
-async def _call(main: Callable[[Connection], Awaitable[T]], cx: Connection) -> T:
+_C = TypeVar("_C", bound="Connection")
+
+
+async def _call(main: Callable[[_C], Awaitable[T]], cx: _C) -> T:
     return await main(cx)
 
 
