@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acpio.errors import AcpError
 
@@ -27,8 +27,11 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "check_absolute_paths",
     "check_agent_version",
+    "fill_required_fields",
     "negotiate_version",
 ]
+
+T = TypeVar("T")
 
 #: The protocol versions acpio speaks.
 SUPPORTED_PROTOCOL_VERSIONS: tuple[int, ...] = (1,)
@@ -130,6 +133,19 @@ def check_absolute_paths(method: str, params: Any) -> None:
                 f"{method}: additionalDirectories entry {directory!r} is a relative path, and ACP "
                 "requires absolute ones. Make it absolute before sending."
             )
+
+
+def fill_required_fields(method: str, params: T) -> T:
+    """``params`` with what ACP's prose requires but the schema leaves optional filled in.
+
+    ``session/resume``: session-setup.mdx says the client MUST send ``mcpServers``, but the schema
+    makes it optional; a request without it (``mcp_servers=None``) is sent with ``[]``. ``params``
+    is the typed request; it is never changed: a copy is returned when something was filled in.
+    """
+    if method == "session/resume" and getattr(params, "mcp_servers", ()) is None:
+        copy: T = params.model_copy(update={"mcp_servers": []})  # type: ignore[attr-defined]
+        return copy
+    return params
 
 
 def _wire_type(value: Any) -> str | None:

@@ -53,6 +53,7 @@ from acpio.capabilities import (
     UnsupportedProtocolVersion,
     check_absolute_paths,
     check_agent_version,
+    fill_required_fields,
 )
 from acpio.errors import (
     AcpError,
@@ -1032,7 +1033,8 @@ class SessionConnection(SessionMethods, Connection):
           :class:`~acpio.capabilities.UnsupportedProtocolVersion`. The agent's capabilities are
           then recorded (:attr:`agent_features`).
         * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
-          ``ValueError``.
+          ``ValueError``; ``session/resume`` without ``mcp_servers`` is sent with ``mcpServers: []``
+          (the spec requires the field, the schema leaves it optional).
         * once the agent's capabilities are known, a method it did not advertise
           (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
@@ -1040,6 +1042,7 @@ class SessionConnection(SessionMethods, Connection):
         method: Any = getattr(type(message), "METHOD", None)
         to_agent = isinstance(method, str) and params is _UNSET and self._addresses_agent(peer)
         if to_agent:
+            message = fill_required_fields(method, message)
             check_absolute_paths(method, message)
             features = self._agent_features
             if features is not None:

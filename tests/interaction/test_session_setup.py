@@ -220,14 +220,33 @@ def test_stdio_mcp_servers_require_env() -> None:
     assert "type" not in STDIO.to_wire()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ResumeSessionRequest.mcp_servers is optional in the generated model and omitted from the wire "
-    "when unset; the spec says send it anyway (a default of [] belongs in schema generation)",
-)
-def test_resume_sends_mcp_servers_even_when_not_given() -> None:
-    # 75, 232.
-    assert ResumeSessionRequest(session_id="s", cwd="/work").to_wire()["mcpServers"] == []
+async def test_resume_sends_mcp_servers_even_when_not_given() -> None:
+    # 75, 232: the schema leaves mcpServers optional on session/resume, the prose says send it;
+    # a request built without it goes out with mcpServers: [] in both styles, and the caller's
+    # request is left as it was.
+    request = ResumeSessionRequest(session_id="old", cwd="/work")
+    agent = ScriptAgent(EVERYTHING)
+    async with builder_client(agent) as (cx, tap):
+        await cx.send_request(INIT)
+        await cx.send_request(request)
+        assert tap.sent_request("session/resume")["params"] == {
+            "sessionId": "old",
+            "cwd": "/work",
+            "mcpServers": [],
+        }
+    received = agent.received[-1]
+    assert isinstance(received, ResumeSessionRequest)
+    assert received.mcp_servers == []
+    async with compat_pair(compat_agent(EVERYTHING)) as (_, client, tap):
+        await client.initialize(INIT)
+        await client.resume_session(request)
+        assert tap.sent_request("session/resume")["params"]["mcpServers"] == []
+    assert request.mcp_servers is None
+    # Servers that were given are sent as they are.
+    async with builder_client(ScriptAgent(EVERYTHING)) as (cx, tap):
+        await cx.send_request(INIT)
+        await cx.send_request(ResumeSessionRequest(session_id="old", cwd="/work", mcp_servers=[STDIO]))
+        assert [s["name"] for s in tap.sent_request("session/resume")["params"]["mcpServers"]] == ["tools"]
 
 
 # --- load: replay before the answer ------------------------------------------------------------

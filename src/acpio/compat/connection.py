@@ -54,6 +54,7 @@ from acpio.capabilities import (
     UnsupportedProtocolVersion,
     check_absolute_paths,
     check_agent_version,
+    fill_required_fields,
 )
 from acpio.compat.stream import StreamHub, Subscription, TappedTransport
 from acpio.compat.table import TraitMethod, trait_methods
@@ -448,6 +449,7 @@ class _Endpoint(_Peer):
 
     async def _request(self, params: AcpRequest, result: type[R]) -> R:
         method = params.METHOD
+        params = fill_required_fields(method, params)
         self._check(method, params)
         raw = await self.connection.send_request(method, params)
         return _parse_result(result, raw, method)
@@ -536,7 +538,8 @@ class ClientSideConnection(_Endpoint, Agent):
     sending what it did not advertise (an image in a prompt, an HTTP MCP server,
     ``additionalDirectories``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead
     of sending it, and a session method called before ``initialize`` raises ``RuntimeError``. A
-    relative ``cwd`` or ``additionalDirectories`` entry is always refused with ``ValueError``.
+    relative ``cwd`` or ``additionalDirectories`` entry is always refused with ``ValueError``, and
+    ``resume_session`` without ``mcp_servers`` sends ``mcpServers: []`` (the spec requires it).
     ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``,
     ``list_providers``...): without it calling one raises
     :class:`~acpio.roles.UnstableMethodNotEnabled` and the agent's unstable requests answer ``-32601``.
