@@ -40,6 +40,7 @@ read here to being forwarded to the client, losing and reordering nothing: see i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections import deque
@@ -1010,13 +1011,15 @@ class SessionConnection(SessionMethods, Connection):
 
     _agent_features: AgentFeatures | None = None
     _protocol_version: int | None = None
+    #: The last typed ``initialize`` sent to the agent, until its answer is read.
+    _initializing: SentRequest[InitializeResponse] | None = None
 
     @property
     def agent_features(self) -> AgentFeatures | None:
         """What the agent advertised in its ``initialize`` answer; ``None`` before it was read.
 
         Recorded when a typed :class:`~acpio.schema.InitializeRequest` sent to the agent from this
-        connection is answered.
+        connection is answered. Until then a client's connection refuses ``session/*`` requests.
         """
         return self._agent_features
 
@@ -1035,6 +1038,9 @@ class SessionConnection(SessionMethods, Connection):
         * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
           ``ValueError``; ``session/resume`` without ``mcp_servers`` is sent with ``mcpServers: []``
           (the spec requires the field, the schema leaves it optional).
+        * on a client's connection, a ``session/*`` request before the agent answered
+          ``initialize`` raises ``RuntimeError``: ACP requires initialization first. (A proxy's
+          successor is initialized by the conductor, so a proxy connection is not checked.)
         * once the agent's capabilities are known, a method it did not advertise
           (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
@@ -1042,15 +1048,39 @@ class SessionConnection(SessionMethods, Connection):
         method: Any = getattr(type(message), "METHOD", None)
         to_agent = isinstance(method, str) and params is _UNSET and self._addresses_agent(peer)
         if to_agent:
+            features = self._agent_features
+            if features is None and method.startswith("session/"):
+                features = self._require_initialized(method)
             message = fill_required_fields(method, message)
             check_absolute_paths(method, message)
-            features = self._agent_features
             if features is not None:
                 features.require_params(method, message)
         sent = super().send_request_to(peer, message, params)
         if to_agent and isinstance(message, InitializeRequest):
-            return sent.map(self._initialized)
+            initializing = self._initializing = sent.map(self._initialized)
+            return initializing
         return sent
+
+    def _require_initialized(self, method: str) -> AgentFeatures | None:
+        """The agent's features for ``method``; ``RuntimeError`` on a client's connection without them.
+
+        The answer to ``initialize`` is read by whoever awaits it, which may run after a handler
+        reacting to the next message: an answer that arrived but was not read yet is read here.
+        """
+        initializing = self._initializing
+        if initializing is not None and initializing.done:
+            self._initializing = None
+            with contextlib.suppress(Exception):  # whoever awaits a failed initialize gets its error
+                initializing._value(initializing._reply.outcome)  # records the features, once
+        features = self._agent_features
+        if features is not None or self._counterpart != _AGENT or self._closed:
+            return features  # a proxy's successor is initialized by the conductor; a closed one raises
+        raise RuntimeError(
+            f"{method} was sent before initialize was answered: ACP requires the client to "
+            "initialize the connection (and read the agent's capabilities) first. Send "
+            "await cx.send_request(InitializeRequest(protocol_version=1, ...)) and await its "
+            "answer before starting sessions."
+        )
 
     def _addresses_agent(self, peer: Any) -> bool:
         if peer is None:
@@ -1063,6 +1093,13 @@ class SessionConnection(SessionMethods, Connection):
         except UnsupportedProtocolVersion:
             self.close()  # the spec: close the connection, and tell the user (the raise does)
             raise
+        self._record_initialize(response)
+        return response
+
+    def _record_initialize(self, response: InitializeResponse) -> None:
+        """Record the agent's ``initialize`` answer (version, capabilities): sessions may start.
+
+        Also called by :class:`acpio.compat.ClientSideConnection`, which sends ``initialize`` itself.
+        """
         self._protocol_version = response.protocol_version
         self._agent_features = AgentFeatures.from_response(response)
-        return response

@@ -17,8 +17,8 @@ from acpio.schema import (
     FileSystemCapabilities,
     InitializeRequest,
     InitializeResponse,
-    ListSessionsRequest,
-    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
@@ -118,7 +118,7 @@ async def test_cancel_request_cancels_the_handler_task() -> None:
     stopped = asyncio.Event()
 
     class Slow(TurnAgent):
-        async def list_sessions(self, params: ListSessionsRequest) -> ListSessionsResponse:
+        async def load_session(self, params: LoadSessionRequest) -> LoadSessionResponse:
             started.set()
             try:
                 await asyncio.Event().wait()
@@ -127,7 +127,10 @@ async def test_cancel_request_cancels_the_handler_task() -> None:
             raise AssertionError("unreachable")
 
     async with connected(agent=Slow) as (_, client_side):
-        sent = client_side.connection.send_request(ListSessionsRequest())
+        await client_side.initialize(InitializeRequest(protocol_version=1))
+        sent = client_side.connection.send_request(
+            LoadSessionRequest(session_id="s", cwd="/", mcp_servers=[])
+        )
         await started.wait()
         sent.cancel()  # $/cancel_request
         with pytest.raises(RequestCancelled):

@@ -19,6 +19,8 @@ from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
     NewSessionRequest,
+    PromptRequest,
+    TextContent,
 )
 
 from ._support import ScriptAgent, builder_client, compat_agent, compat_pair
@@ -167,14 +169,16 @@ async def test_compat_session_methods_before_initialize_are_refused() -> None:
         assert tap.sent_methods() == ["initialize", "session/new"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="builder style: a Client connection does not refuse session/* before initialize; enforcing it "
-    "would break every existing session test that skips initialize (a wider change, for the lead)",
-)
 async def test_builder_session_before_initialize_is_refused() -> None:
-    # 30, 63, 109 (builder style).
+    # 30, 63, 109 (builder style): nothing reaches the wire until initialize was answered.
     async with builder_client(ScriptAgent()) as (cx, tap):
         with pytest.raises(RuntimeError, match="initialize"):
             await cx.build_session("/work").start_session()
+        with pytest.raises(RuntimeError, match=r"session/prompt was sent before initialize"):
+            cx.send_request(PromptRequest(session_id="s-1", prompt=[TextContent(text="hi")]))
         assert tap.sent == []
+        await cx.send_request(init())
+        async with cx.build_session("/work").start_session() as session:
+            session.send_prompt("hi")
+            assert await session.read_to_string() == "hi"
+        assert tap.sent_methods() == ["initialize", "session/new", "session/prompt"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from acpio.jsonrpc import Builder, Connection, Dispatch, RequestDispatch, Unhandled
 from acpio.roles import Agent, Client
-from acpio.schema import NewSessionRequest, NewSessionResponse
+from acpio.schema import InitializeRequest, NewSessionRequest, NewSessionResponse
 from acpio.transports.channel import Channel
 
 from ._support import TIMEOUT, WirePeer
@@ -81,6 +81,13 @@ async def _run_client(
     return asyncio.create_task(app.connect_with(transport, main)), WirePeer(theirs)
 
 
+async def _answer_initialize(agent: WirePeer) -> None:
+    """Answer the client's ``initialize``: its session/* requests wait for it."""
+    request = await agent.recv()
+    assert request["method"] == "initialize", request
+    agent.send({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1}})
+
+
 async def _barrier(agent: WirePeer) -> None:
     """Everything the agent sent before is dispatched once the client answers this (-32601)."""
     request_id = agent.request("test/barrier", {})
@@ -119,6 +126,7 @@ async def test_updates_racing_the_session_new_response_are_not_lost() -> None:
     handler = SessionMessages("s1", expect=3)
 
     async def main(cx: Connection) -> None:
+        await cx.send_request(InitializeRequest(protocol_version=1))
         response = await cx.send_request(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
         assert isinstance(response, NewSessionResponse)
         cx.add_dynamic_handler(handler).run_indefinitely()
@@ -126,6 +134,7 @@ async def test_updates_racing_the_session_new_response_are_not_lost() -> None:
             await handler.complete.wait()
 
     task, agent = await _run_client(main)
+    await _answer_initialize(agent)
     request = await agent.recv()
     assert request["method"] == "session/new"
     agent.send(_update("s1", 0))  # even before the response
@@ -151,6 +160,7 @@ async def test_a_thousand_updates_in_flight_while_attaching_lose_and_reorder_not
         return Unhandled(message)  # on to the role's default handler, which parks it
 
     async def main(cx: Connection) -> None:
+        await cx.send_request(InitializeRequest(protocol_version=1))
         await cx.send_request(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
         await some_parked.wait()
         # The dispatch loop is still reading updates while this runs: the parked ones are replayed
@@ -161,6 +171,7 @@ async def test_a_thousand_updates_in_flight_while_attaching_lose_and_reorder_not
             await handler.complete.wait()
 
     task, agent = await _run_client(main, trickle=True, app=app)
+    await _answer_initialize(agent)
     request = await agent.recv()
     agent.send({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s1"}})
     for n in range(count):

@@ -27,6 +27,8 @@ from acpio.transports.channel import Channel
 
 from ._support import TIMEOUT, MiniConductor, chain, serving
 
+#: What the client sends first: ACP refuses its session/* requests until the agent answered it.
+INIT = InitializeRequest(protocol_version=1)
 META = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor": {"k": [1, 2]}}
 #: Run a test under a current conductor and under an older one (``_proxy/...`` names).
 CONDUCTORS = pytest.mark.parametrize("legacy", [False, True], ids=["current conductor", "legacy conductor"])
@@ -278,6 +280,7 @@ async def test_session_new_routes_the_new_sessions_messages_back_to_the_client()
         got_update.set()
 
     async def main(cx: Connection) -> Any:
+        await cx.send_request(INIT)
         response = await cx.send_request(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
         await got_update.wait()
         assert proxies[0].statistics()["dynamic_handlers"] == 1  # ProxySessionMessages("s1")
@@ -376,6 +379,7 @@ async def test_session_new_is_cancellable_through_the_proxy() -> None:
     proxies: list[Connection] = []
 
     async def main(cx: Connection) -> None:
+        await cx.send_request(INIT)
         sent = cx.send_request(NewSessionRequest(cwd="/hold", mcp_servers=[]))
         await agent.holding.wait()
         sent.cancel()
@@ -408,6 +412,10 @@ async def test_a_proxy_with_peer_handlers_rewrites_prompts_and_updates() -> None
     agent = Agent.builder()
 
     @agent.on_request
+    async def initialize(req: InitializeRequest) -> InitializeResponse:
+        return InitializeResponse(protocol_version=1)
+
+    @agent.on_request
     async def answer(
         req: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> PromptResponse:
@@ -422,6 +430,7 @@ async def test_a_proxy_with_peer_handlers_rewrites_prompts_and_updates() -> None
         texts.append(note.to_wire()["update"]["content"]["text"])
 
     async def main(cx: Connection) -> Any:
+        await cx.send_request(INIT)
         return await cx.send_request(PromptRequest.model_validate({"sessionId": "s1", "prompt": []}))
 
     async with chain(app, agent) as (_, end):

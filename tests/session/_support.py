@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from acpio import testing
 from acpio.jsonrpc import Builder, Connection
 from acpio.roles import SUCCESSOR_METHOD, Agent
 from acpio.schema import (
     AgentMessageChunk,
+    InitializeRequest,
+    InitializeResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
@@ -25,6 +27,31 @@ from acpio.schema import (
 from acpio.transports.channel import Channel
 
 TIMEOUT = 5
+T = TypeVar("T")
+
+#: What a client sends first: ACP refuses session/* requests before the agent answered it.
+INIT = InitializeRequest(protocol_version=1)
+
+
+def answers_initialize(app: Builder) -> Builder:
+    """``app`` (an agent's builder), answering ``initialize`` with version 1 and no capabilities."""
+
+    @app.on_request
+    async def initialize(req: InitializeRequest) -> InitializeResponse:
+        return InitializeResponse(protocol_version=1)
+
+    return app
+
+
+def initialized(main: Callable[[Connection], Awaitable[T]]) -> Callable[[Connection], Awaitable[T]]:
+    """A client's ``main`` that first sends ``initialize`` and waits for the agent's answer."""
+
+    async def run(cx: Connection) -> T:
+        async with asyncio.timeout(TIMEOUT):
+            await cx.send_request(INIT)
+        return await main(cx)
+
+    return run
 
 
 def chunk(session_id: str, text: str) -> SessionNotification:
@@ -56,7 +83,7 @@ class EchoAgent:
         self.prompts: list[PromptRequest] = []
 
     def builder(self) -> Builder:
-        app = Agent.builder(name="agent")
+        app = answers_initialize(Agent.builder(name="agent"))
 
         @app.on_request
         async def new_session(req: NewSessionRequest, cx: Connection) -> NewSessionResponse:
@@ -107,6 +134,14 @@ class WirePeer(testing.WirePeer):
         inner = message["params"]
         assert inner["method"] == method, message
         return {"id": message.get("id"), "method": method, "params": inner.get("params")}
+
+    async def initialize(self, cx: Connection) -> None:
+        """Have client ``cx`` send ``initialize`` and answer it (version 1, no capabilities)."""
+        sent = cx.send_request(INIT)
+        request = await self.recv_request("initialize")
+        self.send({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1}})
+        async with asyncio.timeout(TIMEOUT):
+            await sent
 
     async def barrier(self) -> None:
         """Send a request and wait for its answer: everything sent before it has been dispatched.

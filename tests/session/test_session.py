@@ -13,6 +13,8 @@ from acpio.errors import AuthRequired, ConnectionClosed, DeadlockError, Internal
 from acpio.jsonrpc import Connection, NotificationDispatch, Responder, UntypedRole
 from acpio.roles import Agent, Client
 from acpio.schema import (
+    InitializeRequest,
+    InitializeResponse,
     McpServerStdio,
     NewSessionRequest,
     NewSessionResponse,
@@ -34,7 +36,15 @@ from acpio.session import (
     build_session_from,
 )
 
-from ._support import TIMEOUT, EchoAgent, chunk, update_frame, wire_connection
+from ._support import (
+    TIMEOUT,
+    EchoAgent,
+    answers_initialize,
+    chunk,
+    initialized,
+    update_frame,
+    wire_connection,
+)
 
 
 async def test_a_full_turn_read_by_iteration(tmp_path: Path) -> None:
@@ -55,7 +65,7 @@ async def test_a_full_turn_read_by_iteration(tmp_path: Path) -> None:
             assert session.stop_reason == StopReason.END_TURN
             assert session.last_response == PromptResponse(stop_reason=StopReason.END_TURN)
 
-    await Client.builder(name="client").connect_with(agent.builder(), main)
+    await Client.builder(name="client").connect_with(agent.builder(), initialized(main))
     assert prompt_of(agent) == [TextContent(text="hello streaming world")]
 
 
@@ -72,7 +82,7 @@ async def test_read_to_string_and_several_turns(tmp_path: Path) -> None:
                 out.append(await session.read_to_string())
             return out
 
-    assert await Client.builder(name="client").connect_with(EchoAgent().builder(), main) == [
+    assert await Client.builder(name="client").connect_with(EchoAgent().builder(), initialized(main)) == [
         "one two ",
         "three ",
     ]
@@ -87,7 +97,7 @@ async def test_read_update_gives_messages_then_the_turn_end(tmp_path: Path) -> N
             return [first, end]
 
     agent = EchoAgent()
-    first, end = await Client.builder(name="client").connect_with(agent.builder(), main)
+    first, end = await Client.builder(name="client").connect_with(agent.builder(), initialized(main))
     assert isinstance(first, SessionMessage)
     assert (first.method, first.is_request, first.text) == ("session/update", False, "a ")
     assert first.notification == chunk("sess-1", "a ")
@@ -104,7 +114,7 @@ async def test_prompt_meta_and_a_single_block_are_sent(tmp_path: Path) -> None:
             session.send_prompt(TextContent(text="x"), meta={"traceparent": "00-abc"})
             await session.read_to_string()
 
-    await Client.builder(name="client").connect_with(agent.builder(), main)
+    await Client.builder(name="client").connect_with(agent.builder(), initialized(main))
     assert agent.prompts[0].to_wire()["_meta"] == {"traceparent": "00-abc"}
     assert prompt_of(agent) == [TextContent(text="x")]
 
@@ -115,7 +125,9 @@ async def test_updates_sent_before_the_session_new_response_are_delivered_in_ord
             session.send_prompt("late")
             return [message.text async for message in session]
 
-    texts = await Client.builder(name="client").connect_with(EchoAgent(early_updates=3).builder(), main)
+    texts = await Client.builder(name="client").connect_with(
+        EchoAgent(early_updates=3).builder(), initialized(main)
+    )
     assert texts == ["early-0 ", "early-1 ", "early-2 ", "late "]
 
 
@@ -132,7 +144,9 @@ async def test_two_sessions_on_one_connection_do_not_see_each_other(tmp_path: Pa
             a.send_prompt("delta")
             return await a.read_to_string() + await a.read_to_string(), await b.read_to_string()
 
-    text_a, text_b = await Client.builder(name="client").connect_with(EchoAgent().builder(), main)
+    text_a, text_b = await Client.builder(name="client").connect_with(
+        EchoAgent().builder(), initialized(main)
+    )
     assert (text_a, text_b) == ("alpha beta delta ", "gamma ")
 
 
@@ -149,19 +163,23 @@ async def test_on_session_start_inside_a_handler_does_not_deadlock(tmp_path: Pat
 
     client.on_notification(_Kick, start)
 
-    agent = EchoAgent()
-    app = agent.builder()
+    # The agent kicks the client right after answering initialize (sessions need it first).
+    app = Agent.builder(name="agent")
 
-    async def kick(cx: Connection) -> None:
+    @app.on_request
+    async def initialize(
+        req: InitializeRequest, responder: Responder[InitializeResponse], cx: Connection
+    ) -> None:
+        responder.respond(InitializeResponse(protocol_version=1))
         cx.send_notification(_Kick())
 
-    app.with_spawned(kick)
+    app.merge(EchoAgent().builder())
 
     async def main(cx: Connection) -> str:
         async with asyncio.timeout(TIMEOUT):
             return await result
 
-    assert await client.connect_with(app, main) == "from a handler "
+    assert await client.connect_with(app, initialized(main)) == "from a handler "
 
 
 class _Kick(BaseModel):
@@ -223,6 +241,8 @@ async def _send_kick(cx: Connection) -> None:
 async def test_a_refused_session_new_raises_the_agents_error(tmp_path: Path) -> None:
     agent = Agent.builder(name="agent")
 
+    answers_initialize(agent)
+
     @agent.on_request
     async def new_session(req: NewSessionRequest) -> NewSessionResponse:
         raise AuthRequired()
@@ -234,11 +254,11 @@ async def test_a_refused_session_new_raises_the_agents_error(tmp_path: Path) -> 
             assert "authenticate first" in "".join(caught.value.__notes__)
             assert cx.statistics()["dynamic_handlers"] == 0
 
-    await Client.builder(name="client").connect_with(agent, main)
+    await Client.builder(name="client").connect_with(agent, initialized(main))
 
 
 async def test_a_refused_session_removes_its_mcp_handlers(tmp_path: Path) -> None:
-    agent = Agent.builder(name="agent")
+    agent = answers_initialize(Agent.builder(name="agent"))
     seen: list[NewSessionRequest] = []
 
     @agent.on_request
@@ -271,7 +291,7 @@ async def test_a_refused_session_removes_its_mcp_handlers(tmp_path: Path) -> Non
                 await builder.start_session()
             assert not registry.registration.active
 
-    await Client.builder(name="client").connect_with(agent, main)
+    await Client.builder(name="client").connect_with(agent, initialized(main))
     assert [s["name"] for s in seen[0].to_wire()["mcpServers"]] == ["tools"]
 
 
@@ -297,7 +317,7 @@ async def test_the_connection_closing_mid_turn_raises_connection_closed(tmp_path
     ordered = Agent.builder(name="agent")
     ordered.on_request(PromptRequest, prompt)
     ordered.merge(app)
-    await Client.builder(name="client").connect_with(ordered, main)
+    await Client.builder(name="client").connect_with(ordered, initialized(main))
 
 
 async def test_an_error_answer_to_the_prompt_is_raised_by_the_read(tmp_path: Path) -> None:
@@ -315,7 +335,7 @@ async def test_an_error_answer_to_the_prompt_is_raised_by_the_read(tmp_path: Pat
             with pytest.raises(InternalError, match="model unavailable"):
                 await session.read_to_string()
 
-    await Client.builder(name="client").connect_with(agent, main)
+    await Client.builder(name="client").connect_with(agent, initialized(main))
 
 
 async def test_closing_detaches_and_reading_after_close_says_what_to_do(tmp_path: Path) -> None:
@@ -331,7 +351,7 @@ async def test_closing_detaches_and_reading_after_close_says_what_to_do(tmp_path
             with pytest.raises(RuntimeError, match="closed"):
                 session.send_prompt("x")
 
-    await Client.builder(name="client").connect_with(EchoAgent().builder(), main)
+    await Client.builder(name="client").connect_with(EchoAgent().builder(), initialized(main))
 
 
 async def test_run_until_scopes_the_session(tmp_path: Path) -> None:
@@ -347,7 +367,10 @@ async def test_run_until_scopes_the_session(tmp_path: Path) -> None:
         assert cx.statistics()["dynamic_handlers"] == 0
         return text
 
-    assert await Client.builder(name="client").connect_with(EchoAgent().builder(), main) == "scoped "
+    assert (
+        await Client.builder(name="client").connect_with(EchoAgent().builder(), initialized(main))
+        == "scoped "
+    )
 
 
 async def test_a_builder_starts_one_session(tmp_path: Path) -> None:
@@ -357,11 +380,12 @@ async def test_a_builder_starts_one_session(tmp_path: Path) -> None:
             with pytest.raises(RuntimeError, match="already started"):
                 await builder.start_session()
 
-    await Client.builder(name="client").connect_with(EchoAgent().builder(), main)
+    await Client.builder(name="client").connect_with(EchoAgent().builder(), initialized(main))
 
 
 async def test_session_requests_reach_the_reader_and_can_be_answered(tmp_path: Path) -> None:
     async with wire_connection(Client.builder(name="client")) as (cx, peer):
+        await peer.initialize(cx)
         starting = asyncio.ensure_future(build_session(cx, tmp_path).start_session())
         request = await peer.recv_request("session/new")
         peer.send({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s1"}})
@@ -455,6 +479,7 @@ async def test_response_reproduces_the_session_new_answer_with_config_options(tm
         "vendorField": [1, 2],
     }
     async with wire_connection(Client.builder(name="client")) as (cx, peer):
+        await peer.initialize(cx)
         starting = asyncio.ensure_future(build_session(cx, tmp_path).start_session())
         request = await peer.recv_request("session/new")
         peer.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
@@ -526,6 +551,7 @@ async def test_mcp_handlers_end_with_the_session_and_outlive_a_handoff(tmp_path:
 
 async def test_a_caller_that_stops_waiting_cancels_session_new_and_attaches_nothing(tmp_path: Path) -> None:
     async with wire_connection(Client.builder(name="client")) as (cx, peer):
+        await peer.initialize(cx)
         starting = asyncio.ensure_future(build_session(cx, tmp_path).start_session())
         request = await peer.recv_request("session/new")
         starting.cancel()

@@ -84,6 +84,7 @@ from acpio.roles import Agent as AgentRole
 from acpio.roles import Client as ClientRole
 from acpio.schema import InitializeRequest, InitializeResponse
 from acpio.schema.base import AcpJson, AcpNotification, AcpRequest
+from acpio.session import SessionConnection
 
 __all__ = ["AGENT_METHODS", "CLIENT_METHODS", "AgentSideConnection", "ClientSideConnection"]
 
@@ -590,6 +591,9 @@ class ClientSideConnection(_Endpoint, Agent):
             self._stop.set()
             raise
         self._agent_features = AgentFeatures.from_response(response)
+        cx = self.connection
+        if isinstance(cx, SessionConnection):  # typed requests sent on it directly see it too
+            cx._record_initialize(response)
         return response
 
     def _features(self) -> AgentFeatures | None:
