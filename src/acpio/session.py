@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable
 from pathlib import Path
@@ -73,9 +74,11 @@ from acpio.jsonrpc.handlers import (
     RequestDispatch,
     Unhandled,
 )
+from acpio.jsonrpc.messages import UntypedMessage
 from acpio.roles import Agent, Client
 from acpio.schema import (
     AgentMessageChunk,
+    CancelledPermissionOutcome,
     CancelNotification,
     ContentBlock,
     InitializeRequest,
@@ -84,6 +87,8 @@ from acpio.schema import (
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
     SessionConfigOption,
     SessionModeState,
     SessionNotification,
@@ -93,7 +98,8 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc.messages import JsonValue
+    from acpio.jsonrpc.connection import _Batch
+    from acpio.jsonrpc.messages import JsonValue, Request
     from acpio.jsonrpc.responses import Responder, SentRequest
 
 __all__ = [
@@ -121,6 +127,8 @@ T = TypeVar("T")
 PromptContent: TypeAlias = str | ContentBlock | Iterable[ContentBlock]
 
 _UPDATE_METHOD = SessionNotification.METHOD
+_PERMISSION_METHOD = RequestPermissionRequest.METHOD
+_CANCEL_METHOD = CancelNotification.METHOD
 
 
 # --- peers ----------------------------------------------------------------------------------------
@@ -456,8 +464,20 @@ class ActiveSession:
         sent.on_receiving_result(on_result)
 
     def cancel(self) -> None:
-        """Send ``session/cancel``: the agent stops the turn and ends it with ``cancelled``."""
+        """Send ``session/cancel``: the agent stops the turn and ends it with ``cancelled``.
+
+        As ACP requires of the client, the agent's ``session/request_permission`` requests for this
+        session that are still unanswered (read or not) are answered with the ``cancelled``
+        outcome at once (on a client's connection; see :class:`SessionConnection`); those not read
+        yet are dropped from the session's queue. Read the turn on: the agent may still send
+        updates before its stop reason.
+        """
         self._cx.send_notification_to(_agent_peer(self._cx), CancelNotification(session_id=self.session_id))
+        items = self._inbox.items
+        if any(_answered_request(item) for item in items):
+            kept = [item for item in items if not _answered_request(item)]
+            items.clear()
+            items.extend(kept)
 
     async def read_update(self) -> SessionMessage | TurnEnded:
         """The next message for this session, or the :class:`TurnEnded` of a prompt.
@@ -643,6 +663,14 @@ class ActiveSession:
         if watcher is not None and not watcher.done():
             watcher.remove_done_callback(self._on_watcher_done)
             watcher.cancel()
+
+
+def _answered_request(item: _Item) -> bool:
+    """Whether ``item`` is a request from the agent that is already answered."""
+    if not isinstance(item, SessionMessage):
+        return False
+    dispatch = item.dispatch
+    return isinstance(dispatch, RequestDispatch) and dispatch.responder.done
 
 
 def _decline(message: SessionMessage) -> None:
@@ -924,6 +952,20 @@ class SessionBuilder:
             )
 
 
+def _cancelled_session(message: Any, params: Any) -> str | None:
+    """The session a ``session/cancel`` being sent names (typed, untyped or by name); else ``None``."""
+    if params is _UNSET:
+        if type(message) is CancelNotification:
+            return message.session_id
+        if not (isinstance(message, UntypedMessage) and message.method == _CANCEL_METHOD):
+            return None
+        params = message.params
+    elif message != _CANCEL_METHOD:
+        return None
+    session_id = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
+
+
 async def _wait_or_closed(cx: Connection, future: asyncio.Future[Any]) -> None:
     """Wait for ``future``; raise ``ConnectionClosed`` if the connection ends first."""
     closed = asyncio.ensure_future(cx.wait_closed())
@@ -1013,6 +1055,9 @@ class SessionConnection(SessionMethods, Connection):
     _protocol_version: int | None = None
     #: The last typed ``initialize`` sent to the agent, until its answer is read.
     _initializing: SentRequest[InitializeResponse] | None = None
+    #: The agent's ``session/request_permission`` requests by session id (weakly: a responder its
+    #: handler dropped is still answered by the engine); answered ``cancelled`` on ``session/cancel``.
+    _permission_requests: dict[str, weakref.WeakSet[Responder[Any]]] | None = None
 
     @property
     def agent_features(self) -> AgentFeatures | None:
@@ -1081,6 +1126,53 @@ class SessionConnection(SessionMethods, Connection):
             "await cx.send_request(InitializeRequest(protocol_version=1, ...)) and await its "
             "answer before starting sessions."
         )
+
+    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> None:
+        """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
+
+        ACP: once the client sends ``session/cancel``, it MUST answer every pending
+        ``session/request_permission`` of that session with the ``cancelled`` outcome. On a client's
+        connection, the agent's permission requests that are not answered yet, whoever holds them
+        (a builder handler, a session's reader, a trait-style ``request_permission``), are answered
+        so right after the notification is sent; their responders then read as
+        :attr:`~acpio.jsonrpc.Responder.cancelled`, which stops work run with
+        ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
+        """
+        super().send_notification_to(peer, message, params)
+        if self._permission_requests and self._addresses_agent(peer):
+            session_id = _cancelled_session(message, params)
+            if session_id is not None:
+                self._answer_permission_requests_cancelled(session_id)
+
+    def _request_dispatch(self, entry: Request, batch: _Batch | None, slot: int) -> RequestDispatch:
+        """The engine's dispatch of an incoming request; a client keeps its permission requests."""
+        dispatch = super()._request_dispatch(entry, batch, slot)
+        if dispatch.method == _PERMISSION_METHOD and self._counterpart == _AGENT:
+            session_id = dispatch.session_id
+            if session_id is not None:
+                pending = self._permission_requests
+                if pending is None:
+                    pending = self._permission_requests = {}
+                pending.setdefault(session_id, weakref.WeakSet()).add(dispatch.responder)
+        return dispatch
+
+    def _answer_permission_requests_cancelled(self, session_id: str) -> int:
+        """Answer the agent's unanswered permission requests for ``session_id`` ``cancelled``.
+
+        Returns how many were answered. Their responders are marked cancelled, so work waiting on
+        them (``run_until_cancelled``, a trait-style ``request_permission`` task) stops.
+        """
+        pending = self._permission_requests.pop(session_id, None) if self._permission_requests else None
+        answered = 0
+        for responder in list(pending or ()):
+            if responder.done:
+                continue
+            responder.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
+            responder._cancel.set()  # the answer is no longer wanted: stop whoever is deciding
+            answered += 1
+        if answered:
+            _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
+        return answered
 
     def _addresses_agent(self, peer: Any) -> bool:
         if peer is None:

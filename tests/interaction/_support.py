@@ -201,9 +201,12 @@ class ScriptAgent:
 
 @asynccontextmanager
 async def builder_client(
-    agent: ScriptAgent | Builder, *, allow_failure: bool = False
+    agent: ScriptAgent | Builder, *, allow_failure: bool = False, client: Builder | None = None
 ) -> AsyncIterator[tuple[SessionConnection, Tap]]:
-    """A builder-style client connected in-process to ``agent``; yields its ``cx`` and its recorded wire."""
+    """A builder-style client connected in-process to ``agent``; yields its ``cx`` and its recorded wire.
+
+    ``client`` is the client's builder (with handlers of its own); a plain one by default.
+    """
     ours, theirs = Channel.duplex()
     tap = Tap(ours)
     agent_builder = agent.builder() if isinstance(agent, ScriptAgent) else agent
@@ -216,7 +219,8 @@ async def builder_client(
         started.set_result(cx)
         await finished.wait()
 
-    client_task = asyncio.create_task(Client.builder(name="client").connect_with(tap, main))
+    client_app = client if client is not None else Client.builder(name="client")
+    client_task = asyncio.create_task(client_app.connect_with(tap, main))
     async with asyncio.timeout(TIMEOUT):
         cx = await started
     try:

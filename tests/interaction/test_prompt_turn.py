@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
 from acpio.capabilities import CapabilityNotAdvertised
+from acpio.errors import MethodNotFound, RequestCancelled
+from acpio.jsonrpc import Builder, Connection, Responder, UntypedMessage
+from acpio.roles import Agent, Client
 from acpio.schema import (
     AgentCapabilities,
     AudioContent,
@@ -26,6 +29,7 @@ from acpio.schema import (
     RequestPermissionRequest,
     RequestPermissionResponse,
     ResourceLink,
+    SelectedPermissionOutcome,
     SessionNotification,
     StopReason,
     TextContent,
@@ -33,7 +37,7 @@ from acpio.schema import (
     ToolCallUpdate,
     UsageUpdate,
 )
-from acpio.session import TurnEnded
+from acpio.session import SessionMessage, TurnEnded
 
 from ._support import (
     TIMEOUT,
@@ -247,23 +251,23 @@ class AsksPermission(ScriptCompatAgent):
 class SlowToDecide(RecordingClient):
     """Never decides a permission request by itself (a user who has not clicked yet)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.gave_up = asyncio.Event()
+
     async def request_permission(self, params: RequestPermissionRequest) -> RequestPermissionResponse:
-        await asyncio.Event().wait()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.gave_up.set()  # cancelled: the dialog can close
         raise AssertionError("unreachable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="ClientSideConnection does not answer a pending session/request_permission with the "
-    "cancelled outcome when the client sends session/cancel (nor does ActiveSession.cancel() for "
-    "requests already read); the application must do it",
-)
 async def test_cancel_answers_pending_permission_requests_cancelled() -> None:
-    # 124, 147.
+    # 124, 147 (trait style): cancel() answers the pending request_permission and cancels its task.
     client = SlowToDecide()
     AsksPermission.outcomes = []
-    async with compat_pair(AsksPermission, client) as (_, agent, _tap):
+    async with compat_pair(AsksPermission, client) as (_, agent, tap):
         await agent.initialize(INIT)
         sid = (await agent.new_session(NewSessionRequest(cwd="/work", mcp_servers=[]))).session_id
         turn = asyncio.create_task(
@@ -274,6 +278,148 @@ async def test_cancel_answers_pending_permission_requests_cancelled() -> None:
         try:
             async with asyncio.timeout(1):
                 assert (await turn).stop_reason == StopReason.CANCELLED
+                await client.gave_up.wait()
         finally:
             turn.cancel()
         assert isinstance(AsksPermission.outcomes[0], CancelledPermissionOutcome)
+        # On the wire: exactly one answer, the cancelled outcome (not an error).
+        assert permission_answers(tap) == [(1, [{"outcome": {"outcome": "cancelled"}}])]
+
+
+def asking_agent(outcomes: list[object], asks: int = 1) -> Builder:
+    """A builder-style agent whose turn asks ``asks`` permissions at once, then says ``asked``.
+
+    It waits for every answer, records the outcomes, and ends the turn ``cancelled`` if one was
+    cancelled (``end_turn`` otherwise).
+    """
+    app = Agent.builder(name="asking-agent")
+
+    @app.on_request
+    async def prompt(req: PromptRequest, responder: Responder[Any], cx: Connection) -> None:
+        sid = req.session_id
+        options = [PermissionOption(option_id="ok", name="OK", kind=PermissionOptionKind.ALLOW_ONCE)]
+        asked = [
+            cx.send_request(
+                RequestPermissionRequest(
+                    session_id=sid,
+                    tool_call=ToolCallUpdate(tool_call_id=f"t-{n}", title="Edit"),
+                    options=options,
+                )
+            )
+            for n in range(asks)
+        ]
+        cx.send_notification(chunk(sid, "asked"))
+
+        async def finish() -> None:
+            for sent in asked:
+                outcomes.append((await sent).outcome)
+            cancelled = any(isinstance(outcome, CancelledPermissionOutcome) for outcome in outcomes)
+            responder.respond(
+                PromptResponse(stop_reason=StopReason.CANCELLED if cancelled else StopReason.END_TURN)
+            )
+
+        cx.spawn(finish)
+
+    app.merge(ScriptAgent().builder())  # initialize, session/new, session/cancel
+    return app
+
+
+def permission_answers(tap: Any) -> list[tuple[Any, Any]]:
+    """Every permission request the client received, paired with every answer it sent to it."""
+    asks = [m for m in tap.received if m.get("method") == "session/request_permission"]
+    return [
+        (ask["id"], [m.get("result") for m in tap.sent if "method" not in m and m["id"] == ask["id"]])
+        for ask in asks
+    ]
+
+
+async def test_builder_session_cancel_answers_pending_permission_requests_cancelled() -> None:
+    # 124, 147 (builder style, read from the session): the request the user has not answered yet
+    # and the one still queued are both answered cancelled when the client cancels the turn.
+    outcomes: list[object] = []
+    async with builder_client(asking_agent(outcomes, asks=2)) as (cx, tap):
+        await cx.send_request(INIT)
+        async with cx.build_session("/work").start_session() as session, asyncio.timeout(TIMEOUT):
+            session.send_prompt("edit this")
+            first = await session.read_update()
+            assert isinstance(first, SessionMessage)
+            assert first.method == "session/request_permission"
+            with pytest.raises(MethodNotFound):  # a round trip: the agent's other messages are queued
+                await cx.send_request("_test/barrier", {})
+            session.cancel()
+            assert first.dispatch.responder.done  # type: ignore[union-attr]
+            rest = [message.text async for message in session]
+            assert rest == ["asked"]  # the queued request was answered, and dropped from the queue
+            assert session.stop_reason == StopReason.CANCELLED
+            # The user clicks too late: the answer is ignored.
+            first.dispatch.responder.respond(  # type: ignore[union-attr]
+                RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id="ok"))
+            )
+        assert outcomes == [CancelledPermissionOutcome(), CancelledPermissionOutcome()]
+        cancelled = {"outcome": {"outcome": "cancelled"}}
+        assert [answers for _, answers in permission_answers(tap)] == [[cancelled], [cancelled]]
+        methods = [m.get("method", "answer") for d, m in tap.frames if d == "out"]
+        assert methods[-3:] == ["session/cancel", "answer", "answer"]
+
+
+async def test_builder_handler_permission_request_is_answered_cancelled_and_its_work_stopped() -> None:
+    # 124 (builder style, a client handler deciding in the background): session/cancel, here sent
+    # untyped, answers the request and stops the work the handler runs with run_until_cancelled().
+    outcomes: list[object] = []
+    asked = asyncio.Event()
+    stopped = asyncio.Event()
+    client = Client.builder(name="client")
+
+    @client.on_request
+    async def request_permission(
+        req: RequestPermissionRequest, responder: Responder[RequestPermissionResponse], cx: Connection
+    ) -> None:
+        async def decide() -> None:
+            asked.set()
+            try:
+                await responder.run_until_cancelled(asyncio.Event().wait())  # the user never clicks
+            except RequestCancelled:
+                stopped.set()
+
+        cx.spawn(decide)
+
+    async with builder_client(asking_agent(outcomes), client=client) as (cx, tap):
+        await cx.send_request(INIT)
+        async with cx.build_session("/work").start_session() as session, asyncio.timeout(TIMEOUT):
+            session.send_prompt("edit this")
+            await asked.wait()
+            cx.send_notification(UntypedMessage("session/cancel", {"sessionId": session.session_id}))
+            await stopped.wait()
+            assert [message.text async for message in session] == ["asked"]
+            assert session.stop_reason == StopReason.CANCELLED
+        assert outcomes == [CancelledPermissionOutcome()]
+        assert [answers for _, answers in permission_answers(tap)] == [
+            [{"outcome": {"outcome": "cancelled"}}]
+        ]
+
+
+async def test_cancel_leaves_answered_permission_requests_and_other_sessions_alone() -> None:
+    # Only the cancelled session's requests, and only those still unanswered, get the outcome.
+    outcomes: list[object] = []
+    async with builder_client(asking_agent(outcomes)) as (cx, _tap):
+        await cx.send_request(INIT)
+        async with (
+            cx.build_session("/work").start_session() as one,
+            cx.build_session("/work").start_session() as other,
+            asyncio.timeout(TIMEOUT),
+        ):
+            one.send_prompt("edit this")
+            ask = await one.read_update()
+            assert isinstance(ask, SessionMessage)
+            allow = RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id="ok"))
+            ask.dispatch.responder.respond(allow)  # type: ignore[union-attr]
+            other.send_prompt("edit that")
+            pending = await other.read_update()
+            assert isinstance(pending, SessionMessage)
+            one.cancel()
+            assert [message.text async for message in one] == ["asked"]
+            assert one.stop_reason == StopReason.END_TURN  # the answer given stands
+            assert not pending.dispatch.responder.done  # type: ignore[union-attr]
+            pending.dispatch.responder.respond(allow)  # type: ignore[union-attr]
+            assert [message.text async for message in other] == ["asked"]
+        assert outcomes == [SelectedPermissionOutcome(option_id="ok")] * 2

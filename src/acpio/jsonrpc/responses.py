@@ -316,7 +316,9 @@ class Responder(Generic[T]):
     whether the peer sent ``$/cancel_request`` for it; the request still gets exactly one answer.
     """
 
-    __slots__ = ("_batch", "_cancel", "_connection", "_done", "_slot", "id", "method")
+    # __weakref__: a client's connection tracks pending session/request_permission responders
+    # weakly, so that one its handler dropped is still answered by the engine.
+    __slots__ = ("__weakref__", "_batch", "_cancel", "_connection", "_done", "_slot", "id", "method")
 
     def __init__(
         self,
@@ -373,7 +375,11 @@ class Responder(Generic[T]):
 
     @property
     def cancelled(self) -> bool:
-        """Whether the peer asked to cancel this request."""
+        """Whether the peer asked to cancel this request, or its answer is no longer wanted.
+
+        The second case: a client's connection answered a ``session/request_permission`` with the
+        ``cancelled`` outcome because the client cancelled the turn (``session/cancel``).
+        """
         return self._cancel.cancelled
 
     def _add_cancel_callback(self, callback: Callable[[], object]) -> None:
