@@ -134,7 +134,7 @@ _CANCEL_METHOD = CancelNotification.METHOD
 # --- peers ----------------------------------------------------------------------------------------
 #
 # On a client connection the agent is the counterpart; on a proxy connection it is the successor,
-# a peer whose messages travel in ``_proxy/successor`` envelopes (the Proxy role wraps and unwraps
+# a peer whose messages travel in ``proxy/successor`` envelopes (the Proxy role wraps and unwraps
 # them). On a connection without the ACP roles (``UntypedRole``) the counterpart plays both parts.
 
 _AGENT: Final = Agent()
