@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from acpio.errors import InternalError, RequestError
 from acpio.jsonrpc import Connection, Dispatch, Responder, Unhandled, UntypedRole
+from acpio.jsonrpc.messages import MAX_BATCH_ENTRIES
 from acpio.transports.channel import Channel
 
 from ._support import TIMEOUT, Echo, EchoResult, Note, Slow, WirePeer, echo_builder, serving
@@ -286,3 +290,27 @@ async def test_batch_of_responses_is_routed_by_id_and_own_messages_are_single_li
             return [await first, await second]
 
     assert await UntypedRole.builder().connect_with(ours, main) == ["A", "B"]
+
+
+async def test_batch_over_the_limit_is_answered_with_one_error_for_the_excess(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """500,000 scalars in a 1 MB line made peers allocate gigabytes: only the first entries are decoded."""
+    total = MAX_BATCH_ENTRIES + 4000
+    async with serving(echo_builder()) as peer:
+        with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
+            peer.send(b"[" + b",".join([b"0"] * total) + b"]")
+            answer = await peer.recv()
+        assert len(answer) == MAX_BATCH_ENTRIES + 1
+        assert all(e["error"]["code"] == -32600 for e in answer)
+        assert answer[-1]["error"]["message"] == "Batch too large"
+        assert answer[-1]["error"]["data"] == {"reason": "batch too large", "limit": 1000, "ignored": 4000}
+        assert (await peer.request("echo", {"value": 1}))["result"] == {"value": 1}
+    assert len(caplog.records) <= 2  # one line per batch, not one per entry
+
+
+async def test_batch_at_the_limit_is_dispatched_whole() -> None:
+    async with serving(echo_builder()) as peer:
+        peer.send([_req(i, "echo", {"value": i}) for i in range(MAX_BATCH_ENTRIES)])
+        answer = await peer.recv()
+        assert [e["result"]["value"] for e in answer] == list(range(MAX_BATCH_ENTRIES))

@@ -40,6 +40,7 @@ from acpio.jsonrpc.handlers import (
 )
 from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
+    MAX_BATCH_ENTRIES,
     Batch,
     Entry,
     Invalid,
@@ -537,10 +538,26 @@ class Connection:
 
     async def _dispatch_batch(self, batch_frame: Batch) -> None:
         batch = _Batch(self)
+        invalid = 0
         for entry in batch_frame.entries:
+            if type(entry) is Invalid:
+                invalid += 1  # logged once below, not once per entry
+                if entry.answer:
+                    batch.fill(batch.new_slot(), encode_error(None, entry.error))
+                continue
             await self._dispatch_entry(entry, batch)
             if self._ready or self._new_dynamic:
                 await self._after_message()
+        if invalid:
+            _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(batch_frame.entries))
+        if batch_frame.excess:
+            _log.warning(
+                "A batch had %d entries over the limit of %d: answered with one error",
+                batch_frame.excess,
+                MAX_BATCH_ENTRIES,
+            )
+            data = {"reason": "batch too large", "limit": MAX_BATCH_ENTRIES, "ignored": batch_frame.excess}
+            batch.fill(batch.new_slot(), encode_error(None, InvalidRequest(data, message="Batch too large")))
         batch.seal()
 
     async def _dispatch_entry(self, entry: Entry, batch: _Batch | None) -> None:

@@ -115,11 +115,20 @@ class Invalid:
 Entry: TypeAlias = Request | Notification | Response | Invalid
 
 
+#: The most entries of one batch that are dispatched; the rest are answered with one error.
+MAX_BATCH_ENTRIES = 1000
+
+
 @dataclass(slots=True)
 class Batch:
-    """A JSON-RPC batch: a non-empty array whose entries are dispatched in order."""
+    """A JSON-RPC batch: a non-empty array whose entries are dispatched in order.
+
+    At most :data:`MAX_BATCH_ENTRIES` entries are kept; ``excess`` counts those beyond, which are
+    not decoded (a 1 MB line can hold 500,000 of them: one error answers them all).
+    """
 
     entries: list[Entry]
+    excess: int = 0
 
 
 #: What :func:`decode` returns for one frame.
@@ -150,6 +159,9 @@ def decode(frame: bytes | str) -> Frame:
     if type(value) is list:
         if not value:
             return Invalid(InvalidRequest({"reason": "empty batch"}))
+        excess = len(value) - MAX_BATCH_ENTRIES
+        if excess > 0:
+            return Batch([classify(item) for item in value[:MAX_BATCH_ENTRIES]], excess)
         return Batch([classify(item) for item in value])
     return Invalid(InvalidRequest({"reason": "a JSON-RPC message must be an object"}))
 

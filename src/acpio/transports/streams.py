@@ -184,7 +184,9 @@ class Lines:
         if self._debug is not None:
             self._report("send", frame)
         queued = self._queued
-        queued += (frame, b"\n")
+        # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
+        # short they are (200,000 queued frames of 65 bytes held 786 MB; copies hold 23 MB).
+        queued.append(frame + b"\n")
         if len(queued) >= self._eager_at and not self._writing:
             self._write_queued_now()
         wakeup = self._wakeup
@@ -332,8 +334,8 @@ class Lines:
                 await self._close()
 
 
-# Queue entries (a frame and its newline each) after which send() writes without waiting.
-_EAGER_WRITE_ENTRIES = 512
+# Queued frames after which send() writes without waiting.
+_EAGER_WRITE_ENTRIES = 256
 
 
 class ByteStreams(Lines):

@@ -1,0 +1,72 @@
+"""Memory stays proportional to sane limits, not to what a hostile or slow peer sends.
+
+Peak memory is read from the child's ``VmHWM`` (Linux); each test drives a real ``acpio testy``
+process or measures this process around one operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from acpio.transports import Lines
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+
+
+def _status_kib(pid: int | str, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_a_huge_batch_of_scalars_keeps_the_agent_small() -> None:
+    """A 1 MB line of 500,000 scalars grew agents to 2.4 GB; now one error covers the excess."""
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "acpio", "testy"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert agent.stdin is not None
+    assert agent.stdout is not None
+    try:
+        agent.stdin.write(b"[" + b",".join([b"0"] * 500_000) + b"]\n")
+        agent.stdin.flush()
+        answer = orjson.loads(agent.stdout.readline())
+        peak_mib = _status_kib(agent.pid, "VmHWM") / 1024
+    finally:
+        agent.stdin.close()
+        agent.wait(timeout=20)
+    assert answer[-1]["error"]["message"] == "Batch too large"
+    assert len(answer) == 1001
+    assert peak_mib < 200, f"testy peaked at {peak_mib:.0f} MiB"
+    assert agent.stderr is not None
+    assert len(agent.stderr.read().splitlines()) < 10  # a line per batch, not a million
+
+
+async def test_queued_frames_cost_their_size_not_orjson_buffers() -> None:
+    """200,000 small frames waiting for a stalled reader held 786 MB as orjson's own bytes objects."""
+    stalled = asyncio.Event()
+
+    async def never_written(data: bytes) -> None:
+        await stalled.wait()
+
+    async def no_input() -> bytes:
+        await stalled.wait()
+        return b""
+
+    transport = Lines(no_input, never_written)
+    before = _status_kib("self", "VmRSS")
+    for i in range(200_000):
+        transport.send(orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"n": i}}))
+    grown_mib = (_status_kib("self", "VmRSS") - before) / 1024  # before the writer task first runs
+    stalled.set()
+    await transport.aclose()
+    assert grown_mib < 150, f"200,000 queued frames took {grown_mib:.0f} MiB"
