@@ -70,7 +70,7 @@ from copy import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from acpio.errors import AcpError, InvalidRequest
+from acpio.errors import AcpError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
 from acpio.jsonrpc import (
     CANCEL_METHOD,
     Builder,
@@ -324,6 +324,13 @@ class Client(_AcpRole):
         """The handler that parks unclaimed session messages until their session's handler exists."""
         return _PARK
 
+    def unclaimed_error(self, message: RequestDispatch) -> RequestError:
+        """``-32002``: the agent's request names a session this client never opened (in time)."""
+        return ResourceNotFound(
+            {"sessionId": message.session_id},
+            message=f"Unknown session {message.session_id!r}: this client has no such session",
+        )
+
 
 class Agent(_AcpRole):
     """An ACP agent: its counterpart is the :class:`Client`. It has no default handler."""
@@ -449,9 +456,35 @@ class _ParkSessionMessages:
         """Requests and notifications (responses go straight to their callers)."""
         return type(message) is not ResponseDispatch
 
-    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
-        """Decline; ask for a retry when the message names a session."""
-        return Unhandled(message, retry=message.session_id is not None)
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Decline; ask for a retry when the message names a session.
+
+        A request of a session method that names no session is answered ``-32602`` (not the
+        ``-32601`` an unclaimed request gets): the method exists, its params are wrong.
+        """
+        if message.session_id is not None:
+            return Unhandled(message, retry=True)
+        if type(message) is RequestDispatch and _needs_session_id(message.method):
+            assert isinstance(message, RequestDispatch)
+            message.responder.respond_with_error(
+                InvalidParams(
+                    {"sessionId": "required"},
+                    message=f"{message.method} needs a string sessionId naming one of the client's sessions",
+                )
+            )
+            return None
+        return Unhandled(message)
+
+
+def _needs_session_id(method: str) -> bool:
+    """Whether the schema's params of ``method`` require ``sessionId``."""
+    from acpio.schema import REQUESTS
+
+    spec = REQUESTS.get(method)
+    if spec is None:
+        return False
+    field = spec.params.model_fields.get("session_id")
+    return field is not None and field.is_required()
 
 
 class _ForwardUnclaimed:

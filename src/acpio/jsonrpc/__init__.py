@@ -6,6 +6,8 @@ It knows nothing of ACP beyond "a message's params may carry a ``sessionId``". L
 * :mod:`~acpio.jsonrpc.pending`: ids, requests in flight both ways, cancel flags (no I/O);
 * :mod:`~acpio.jsonrpc.handlers`: the :class:`Handler` protocol, :class:`Unhandled`, typed handlers;
 * :mod:`~acpio.jsonrpc.responses`: :class:`Responder`, :class:`ResponseRouter`, :class:`SentRequest`;
+* :mod:`~acpio.jsonrpc.parking`: messages waiting for a handler added later, within
+  :class:`ParkingLimits`;
 * :mod:`~acpio.jsonrpc.connection`: the dispatch loop, sending, closing (:class:`Connection`);
 * :mod:`~acpio.jsonrpc.builder`: :class:`Role`, :class:`UntypedRole` and :class:`Builder`.
 """
@@ -25,6 +27,7 @@ from acpio.jsonrpc.handlers import (
     Unhandled,
 )
 from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, UntypedMessage
+from acpio.jsonrpc.parking import ParkingLimits
 from acpio.jsonrpc.responses import Responder, ResponseRouter, SentRequest
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "JsonValue",
     "NotificationDispatch",
     "NotificationHandler",
+    "ParkingLimits",
     "RequestDispatch",
     "RequestHandler",
     "RequestId",

@@ -31,22 +31,26 @@ from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from acpio.errors import MethodNotFound, RequestError
 from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.handlers import (
     DispatchHandler,
     Handler,
     NotificationHandler,
+    RequestDispatch,
     RequestHandler,
     as_handler,
     message_type_from,
 )
 from acpio.jsonrpc.messages import JsonValue
+from acpio.jsonrpc.parking import ParkingLimits
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel
 
 __all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
 
 _log = logging.getLogger("acpio.jsonrpc")
+_PARKING = ParkingLimits()
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -104,6 +108,14 @@ class Role:
     def default_handler(self) -> Handler | None:
         """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
         return None
+
+    def parking_limits(self) -> ParkingLimits:
+        """How many messages a connection parks for handlers added later, and for how long."""
+        return _PARKING
+
+    def unclaimed_error(self, message: RequestDispatch) -> RequestError:
+        """The answer to a parked request no handler claimed in time (by default ``-32601``)."""
+        return MethodNotFound(message.method)
 
     def for_connection(self) -> Role:
         """The role instance one new connection plays (by default: this one, shared).

@@ -58,6 +58,7 @@ from acpio.jsonrpc.messages import (
     encode_result,
     line_head,
 )
+from acpio.jsonrpc.parking import ParkingLot
 from acpio.jsonrpc.pending import CancelFlag, IncomingRequests, OutgoingRequests
 from acpio.jsonrpc.responses import PendingReply, Responder, ResponseRouter, SentRequest, _parse_with
 from acpio.transports.base import OversizedFrame, Transport
@@ -165,7 +166,8 @@ class Connection:
         self._chain: tuple[_Link, ...] = ()
         self._intercepts_responses = False
         self._rebuild_chain()
-        self._retry: list[Dispatch] = []
+        self._parked = ParkingLot(role.parking_limits())
+        self._parking_warned: set[str | None] = set()
         self._startup = list(startup)
         self._close_callbacks = list(close_callbacks)
         self._outgoing: OutgoingRequests[PendingReply] = OutgoingRequests()
@@ -219,7 +221,7 @@ class Connection:
         return {
             "outgoing_pending": len(self._outgoing),
             "incoming_pending": len(self._incoming),
-            "retry_queue": len(self._retry),
+            "retry_queue": len(self._parked),
             "dynamic_handlers": len(self._dynamic),
             "tasks": len(self._tasks),
         }
@@ -455,20 +457,19 @@ class Connection:
                 continue
             self._dynamic.append(registration)
             self._rebuild_chain()
-            if not self._retry:
+            if not self._parked:
                 continue
-            queued, self._retry = self._retry, []
-            kept: list[Dispatch] = []
-            for message in queued:
+            kept: list[tuple[Dispatch, float]] = []
+            for message, parked_at in self._parked.take_all():
                 try:
                     result = await registration._handle(message, self)
                 except Exception as exc:
                     self._handler_failed(message, exc)
                     continue
                 if result is not None:
-                    kept.append(passed_on(message, result))
+                    kept.append((passed_on(message, result), parked_at))
                 await self._run_ready_callbacks()
-            self._retry[:0] = kept
+            self._parked.put_back(kept)
 
     async def _run_ready_callbacks(self) -> None:
         while self._ready:
@@ -655,9 +656,46 @@ class Connection:
             if result.message is not message:
                 message = passed_on(message, result)
         if retry:
-            self._retry.append(message)
+            self._park(message)
             return
         self._fallback(message)
+
+    def _park(self, message: Dispatch) -> None:
+        """Park ``message`` for a handler added later, within the role's :class:`ParkingLimits`."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for expired in self._parked.expire_notifications(now):
+            self._warn_parking(expired, "no handler claimed it in time; dropped")
+        lot = self._parked
+        if not lot.has_room(message):
+            self._warn_parking(message, "too many messages are waiting for handlers; refused")
+            self._refuse_parked(message)
+            return
+        lot.park(message, now)
+        if type(message) is RequestDispatch:
+            loop.call_later(lot.limits.request_wait, self._expire_parked_request, message)
+
+    def _expire_parked_request(self, message: Dispatch) -> None:
+        if self._parked.remove(message):
+            self._refuse_parked(message)
+
+    def _refuse_parked(self, message: Dispatch) -> None:
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            message.responder.respond_with_error(self.role.unclaimed_error(message))
+
+    def _warn_parking(self, message: Dispatch, what: str) -> None:
+        key = message.session_id
+        if key in self._parking_warned:
+            return
+        self._parking_warned.add(key)
+        _log.warning(
+            "Connection %r: a %r message for session %r waited for a handler: %s (logged once per session)",
+            self.name,
+            message.method,
+            key,
+            what,
+        )
 
     def _fallback(self, message: Dispatch) -> None:
         """What happens to a message nobody claims: -32601, delivery to the caller, or nothing."""
@@ -700,8 +738,7 @@ class Connection:
 
     def _release_parked(self) -> None:
         """The input ended: parked messages no handler will ever claim get the normal fallback."""
-        parked, self._retry = self._retry, []
-        for message in parked:
+        for message, _ in self._parked.take_all():
             self._fallback(message)
 
     async def _on_end_of_input(self) -> None:

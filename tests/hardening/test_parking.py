@@ -1,0 +1,133 @@
+"""A client parks agent messages for sessions it has not attached yet, within bounds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from acpio import Client, SessionConnection
+from acpio.jsonrpc import ParkingLimits
+from acpio.testing import WirePeer
+from acpio.transports import Channel
+
+TIMEOUT = 10
+
+
+class QuickClient(Client):
+    """A client with small parking limits, so that the tests run in a blink."""
+
+    def parking_limits(self) -> ParkingLimits:
+        return ParkingLimits(per_key=50, total=80, max_age=0.3, request_wait=0.3)
+
+
+def update(session_id: str, n: int) -> dict[str, Any]:
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": str(n)}}
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": chunk},
+    }
+
+
+async def with_agent(client: Any, play: Callable[[WirePeer, SessionConnection], Awaitable[None]]) -> None:
+    """Connect ``client`` to a raw agent peer; run ``play(agent, cx)``; close."""
+    ours, theirs = Channel.duplex()
+    agent = WirePeer(ours, timeout=TIMEOUT)
+
+    async def main(cx: SessionConnection) -> None:
+        await play(agent, cx)
+
+    async with asyncio.timeout(TIMEOUT):
+        await client.connect_with(theirs, main)
+        await agent.close()
+
+
+async def settle(cx: SessionConnection, parked: int) -> None:
+    """Wait until ``parked`` messages wait for handlers."""
+    while cx.statistics()["retry_queue"] != parked:  # noqa: ASYNC110 - polled: no event to wait on
+        await asyncio.sleep(0.01)
+
+
+async def test_notifications_for_unknown_sessions_are_bounded_per_session_and_in_total(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """1,000,000 updates for a session the client never opened were parked without limit (985 MB)."""
+
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        for n in range(200):
+            agent.send(update("ghost-1", n))
+        await settle(cx, 50)  # per session
+        for n in range(200):
+            agent.send(update("ghost-2", n))
+        await settle(cx, 80)  # in total
+
+    with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
+        await with_agent(QuickClient.builder(), play)
+    warnings = [r.getMessage() for r in caplog.records if "waited for a handler" in r.getMessage()]
+    assert len(warnings) == 2  # once per session, not once per message
+    assert "'ghost-1'" in warnings[0]
+
+
+async def test_default_limits_hold_under_a_flood() -> None:
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        for n in range(60_000):
+            agent.send(update("ghost", n))
+        await settle(cx, ParkingLimits().per_key)
+
+    await with_agent(Client.builder(), play)
+
+
+async def test_parked_notifications_expire() -> None:
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        for n in range(10):
+            agent.send(update("late", n))
+        await settle(cx, 10)
+        await asyncio.sleep(0.4)  # older than max_age now
+        agent.send(update("other", 0))  # parking again drops what expired
+        await settle(cx, 1)
+
+    await with_agent(QuickClient.builder(), play)
+
+
+async def test_a_request_for_an_unknown_session_is_answered_after_a_bounded_wait() -> None:
+    """It waited until the connection ended; now -32002 with the sessionId, after request_wait."""
+
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        agent.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "session/request_permission",
+                "params": {"sessionId": "nobody", "toolCall": {"toolCallId": "t"}, "options": []},
+            }
+        )
+        answer = await agent.recv()
+        waited = loop.time() - started
+        assert answer["id"] == 7
+        assert answer["error"]["code"] == -32002
+        assert answer["error"]["data"] == {"sessionId": "nobody"}
+        assert 0.25 < waited < 3
+        assert cx.statistics()["retry_queue"] == 0
+
+    await with_agent(QuickClient.builder(), play)
+
+
+async def test_a_session_request_without_a_session_id_is_invalid_params() -> None:
+    """-32601 said the method does not exist; it does, its params lack the sessionId."""
+
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        params = {"toolCall": {"toolCallId": "t"}, "options": []}
+        agent.send({"jsonrpc": "2.0", "id": 8, "method": "session/request_permission", "params": params})
+        answer = await agent.recv()
+        assert answer["error"]["code"] == -32602
+        assert "sessionId" in answer["error"]["message"]
+        agent.send({"jsonrpc": "2.0", "id": 9, "method": "_vendor/whatever", "params": {}})
+        assert (await agent.recv())["error"]["code"] == -32601  # unknown methods stay -32601
+
+    await with_agent(Client.builder(), play)
