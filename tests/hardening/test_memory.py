@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -70,3 +71,46 @@ async def test_queued_frames_cost_their_size_not_orjson_buffers() -> None:
     stalled.set()
     await transport.aclose()
     assert grown_mib < 150, f"200,000 queued frames took {grown_mib:.0f} MiB"
+
+
+def _send(agent: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert agent.stdin is not None
+    agent.stdin.write(orjson.dumps(message) + b"\n")
+    agent.stdin.flush()
+
+
+def _read_until_id(agent: subprocess.Popen[bytes], request_id: int) -> dict[str, object]:
+    assert agent.stdout is not None
+    while True:
+        message: dict[str, object] = orjson.loads(agent.stdout.readline())
+        if message.get("id") == request_id:
+            return message
+
+
+def test_a_stalled_client_does_not_grow_a_streaming_agent() -> None:
+    """The client stalls while testy streams: testy grew to 8.7 GB; now it waits for the reader."""
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "acpio", "testy"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _send(agent, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        _read_until_id(agent, 1)
+        _send(
+            agent,
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+        )
+        session = _read_until_id(agent, 2)["result"]["sessionId"]  # type: ignore[index]
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "stream 1500000 hello"}]}
+        _send(agent, {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
+        time.sleep(3)  # the client reads nothing meanwhile
+        stalled_mib = _status_kib(agent.pid, "VmRSS") / 1024
+        answer = _read_until_id(agent, 3)  # then reads everything: nothing was lost
+        assert answer["result"] == {"stopReason": "end_turn"}
+    finally:
+        assert agent.stdin is not None
+        agent.stdin.close()
+        agent.wait(timeout=20)
+    assert stalled_mib < 100, f"testy held {stalled_mib:.0f} MiB while its client stalled"

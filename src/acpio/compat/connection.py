@@ -458,12 +458,14 @@ class _Endpoint(_Peer):
     async def _notify(self, params: AcpNotification) -> None:
         self._check(params.METHOD, params)
         self.connection.send_notification(params.METHOD, params)
+        await self.connection.drain()  # backpressure: a slow peer slows the sender down
 
     async def _ext_request(self, method: str, params: dict[str, Any]) -> JsonValue:
         return await self.connection.send_request("_" + method, params)
 
     async def _ext_notify(self, method: str, params: dict[str, Any]) -> None:
         self.connection.send_notification("_" + method, params)
+        await self.connection.drain()
 
 
 class AgentSideConnection(_Endpoint, Client):

@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 __all__ = ["Connection"]
 
 _log = logging.getLogger("acpio.jsonrpc")
+#: Unread bytes past which a sender that never awaits ``drain()`` is warned (once).
+_UNFLUSHED_WARNING = 64 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -125,7 +127,11 @@ class Connection:
     run background work with :meth:`spawn`; add handlers at run time with
     :meth:`add_dynamic_handler`; forward messages with :meth:`send_proxied_message`. Connections are
     made by a :class:`~acpio.jsonrpc.Builder` (``connect_to`` / ``connect_with``), not directly.
+    Await :meth:`drain` after sending in a loop to slow down to the peer's pace.
     """
+
+    #: Bytes sent without waiting after which :meth:`drain` waits for the peer (256 KiB).
+    HIGH_WATER: int = 256 * 1024
 
     def __init__(
         self,
@@ -167,6 +173,9 @@ class Connection:
         self._intercepts_responses = False
         self._rebuild_chain()
         self._parked = ParkingLot(role.parking_limits())
+        #: Bytes handed to the transport since the last :meth:`drain` that waited.
+        self._unflushed = 0
+        self._warned_unflushed = False
         self._parking_warned: set[str | None] = set()
         self._startup = list(startup)
         self._close_callbacks = list(close_callbacks)
@@ -263,6 +272,7 @@ class Connection:
         try:
             frame = encode_request(request_id, wire_method, wire_params)
             self._transport.send(frame)
+            self._unflushed += len(frame)
         except BaseException:
             self._outgoing.discard(request_id, reply)
             raise
@@ -286,11 +296,46 @@ class Connection:
     def _send_notification(self, peer: Any, method: str, params: Any) -> None:
         if peer is not None:
             method, params = self.role.route_outgoing(peer, method, params)
-        self._transport.send(encode_notification(method, params))
+        frame = encode_notification(method, params)
+        self._transport.send(frame)
+        unflushed = self._unflushed = self._unflushed + len(frame)
+        if unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
+            self._warn_unflushed()
+
+    async def drain(self) -> None:
+        """Backpressure: wait while the peer has not yet read much of what this connection sent.
+
+        Sending never blocks: the transport queues frames and writes them in batches. A sender that
+        can outpace its peer (a loop streaming updates) awaits ``cx.drain()`` after each send. It
+        returns at once while fewer than :attr:`HIGH_WATER` bytes were sent since the last wait;
+        past that it waits until the transport has written them (for an in-process channel: until
+        the peer has received them). So memory stays bounded whatever the reader does, and nothing
+        is dropped. Raises :class:`~acpio.TransportError` if the peer stopped reading for good.
+        """
+        if self._unflushed < self.HIGH_WATER:
+            return
+        self._unflushed = 0
+        await self._transport.drain()
+
+    def _warn_unflushed(self) -> None:
+        statistics = getattr(self._transport, "statistics", None)
+        queued = statistics().get("queued") if callable(statistics) else None
+        if isinstance(queued, int) and queued < _UNFLUSHED_WARNING:
+            self._unflushed = queued  # written meanwhile: the peer keeps up
+            return
+        self._warned_unflushed = True
+        _log.warning(
+            "Connection %r has sent %d MB its peer has not read yet: the peer reads slower than this "
+            "side sends. Await cx.drain() after sending to wait for it instead of buffering.",
+            self.name,
+            self._unflushed // 1_000_000,
+        )
 
     def send_error_notification(self, error: RequestError) -> None:
         """Send an error that answers no request: a response with ``id: null``."""
-        self._transport.send(encode_error(None, error))
+        frame = encode_error(None, error)
+        self._transport.send(frame)
+        self._unflushed += len(frame)
 
     def send_cancel_request(self, request_id: RequestId, peer: Any = None) -> None:
         """Send ``$/cancel_request`` for ``request_id`` (low level; prefer ``SentRequest.cancel``)."""
@@ -331,6 +376,7 @@ class Connection:
     def _send_frame(self, frame: bytes) -> None:
         try:
             self._transport.send(frame)
+            self._unflushed += len(frame)
         except ConnectionClosed:
             _log.debug("Dropping an outgoing frame: connection %r is closed", self.name)
 

@@ -18,13 +18,15 @@ class Channel:
     Frames are passed by reference: nothing is copied or serialized twice.
     """
 
-    __slots__ = ("_closed", "_inbox", "_peer", "_waiter")
+    __slots__ = ("_closed", "_drainers", "_inbox", "_peer", "_waiter")
 
     def __init__(self) -> None:
         self._inbox: deque[bytes | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._peer: Channel | None = None
         self._closed = False
+        #: The peer's :meth:`drain` calls waiting for this end to receive everything.
+        self._drainers: list[asyncio.Future[None]] = []
 
     @classmethod
     def duplex(cls) -> tuple[Channel, Channel]:
@@ -52,7 +54,15 @@ class Channel:
         frame = self._inbox.popleft()
         if frame is None:
             self._inbox.append(None)  # keep reporting end of input
+        if self._drainers and (not self._inbox or frame is None):
+            self._wake_drainers()
         return frame
+
+    def _wake_drainers(self) -> None:
+        drainers, self._drainers = self._drainers, []
+        for drainer in drainers:
+            if not drainer.done():
+                drainer.set_result(None)
 
     def send(self, frame: bytes) -> None:
         """Hand a frame to the peer. Raises :class:`ConnectionClosed` after either end closed."""
@@ -61,7 +71,13 @@ class Channel:
         self._peer._deliver(frame)
 
     async def drain(self) -> None:
-        """Nothing to wait for: frames are delivered as they are sent."""
+        """Wait until the peer has received every frame sent so far (or either end closed)."""
+        peer = self._peer
+        if peer is None or self._closed or peer._closed or not peer._inbox:
+            return
+        drainer = asyncio.get_running_loop().create_future()
+        peer._drainers.append(drainer)
+        await drainer
 
     async def aclose(self) -> None:
         """Close this end; the peer receives end of input after the frames already sent."""
@@ -71,3 +87,6 @@ class Channel:
         if self._peer is not None and not self._peer._closed:
             self._peer._deliver(None)
         self._deliver(None)
+        self._wake_drainers()
+        if self._peer is not None:
+            self._peer._wake_drainers()

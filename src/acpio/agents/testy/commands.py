@@ -193,6 +193,7 @@ async def stream(turn: Turn, command: Stream) -> Outcome:
         if sent % _STREAM_YIELD_EVERY == 0 and sent:
             await turn.pause()
         turn.cx.send_notification(method, params)
+        await turn.cx.drain()  # at the client's pace: a stalled reader must not grow this process
         turn.session.remember_agent(command.text)
     return None
 
