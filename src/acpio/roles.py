@@ -503,6 +503,7 @@ class _ForwardUnclaimed:
         """Forward ``message``: to the client if it came from the agent, else to the agent."""
         if message.is_from(Agent):
             cx.send_proxied_message_to(_CLIENT, message)
+            await cx.drain()  # a slow client slows the reading of what the agent sends
             return None
         if type(message) is RequestDispatch:
             assert isinstance(message, RequestDispatch)
@@ -523,6 +524,7 @@ class _ForwardUnclaimed:
                 _forward_session_new(message, cx)
                 return None
         cx.send_proxied_message_to(_AGENT, message)
+        await cx.drain()
         return None
 
 
@@ -581,6 +583,7 @@ class ProxySessionMessages:
         if not self.accepts(message):
             return Unhandled(message)
         cx.send_proxied_message_to(_CLIENT, message)
+        await cx.drain()
         return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from acpio import Agent
+from acpio import Agent, Proxy
 from acpio import schema as acp
 from acpio.compat import Agent as AgentTrait
 from acpio.compat import AgentSideConnection
@@ -83,3 +83,29 @@ async def test_drain_returns_at_once_below_the_high_water_mark() -> None:
 
     await asyncio.wait_for(app.connect_with(ours, one), TIMEOUT)
     await theirs.aclose()
+
+
+async def test_a_proxy_stops_reading_while_its_client_does_not_read() -> None:
+    """What a proxy forwards waits for the reader: its own backlog stays under the mark."""
+    ours, theirs = Channel.duplex()
+    conductor = WirePeer(theirs, timeout=TIMEOUT)
+    served = asyncio.create_task(Proxy.builder().connect_to(ours))
+    conductor.send(
+        {"jsonrpc": "2.0", "id": 0, "method": "proxy/initialize", "params": {"protocolVersion": 1}}
+    )
+    wrapped_initialize = await conductor.recv()  # the proxy initializes its successor
+    conductor.send({"jsonrpc": "2.0", "id": wrapped_initialize["id"], "result": {"protocolVersion": 1}})
+    await conductor.recv()  # the answer to proxy/initialize
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x" * 100}}
+    for _ in range(COUNT):  # from the agent, through the conductor, wrapped
+        params = {"method": "session/update", "params": {"sessionId": "s", "update": update}}
+        conductor.send({"jsonrpc": "2.0", "method": "proxy/successor", "params": params})
+    backlog = 0
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+        backlog = max(backlog, _inbox_bytes(theirs))
+    for _ in range(COUNT):
+        assert (await conductor.recv())["method"] == "session/update"
+    await conductor.close()
+    await asyncio.wait_for(served, TIMEOUT)
+    assert backlog <= Connection.HIGH_WATER + 1024
