@@ -46,6 +46,7 @@ from acpio.jsonrpc.messages import JsonValue
 from acpio.jsonrpc.parking import ParkingLimits
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel
+from acpio.transports.listener import Listener
 
 __all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
 
@@ -405,6 +406,37 @@ class Builder(Generic[C]):
         result = await self._make_connection(transport)._serve(main)
         return result  # type: ignore[return-value]  # None only when main is None
 
+    async def serve(
+        self, listener: Listener, *, on_error: Callable[[BaseException], object] | None = None
+    ) -> None:
+        """Serve each transport ``listener`` accepts as its own connection, until the listener closes.
+
+        The connections run side by side in tasks this call owns. One that fails is reported
+        (``on_error(exc)``; by default logged with its traceback) and the others go on. When the
+        listener closes, or this call is cancelled, the connections still open are ended (their
+        tasks cancelled, their transports closed) before it returns or re-raises.
+        """
+        report = on_error if on_error is not None else _log_failed_connection
+        running: set[asyncio.Task[None]] = set()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None:
+                report(failure)
+
+        loop = asyncio.get_running_loop()
+        try:
+            while (transport := await listener.accept()) is not None:
+                task = loop.create_task(self.connect_to(transport), name=f"acpio {self.name} connection")
+                running.add(task)
+                task.add_done_callback(finished)
+        finally:
+            await listener.aclose()
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
     async def open(self) -> Transport:
         """Serve this builder in-process and return the transport that talks to it (Component protocol)."""
         ours, theirs = Channel.duplex()
@@ -418,6 +450,10 @@ class Builder(Generic[C]):
     def statistics(self) -> dict[str, int]:
         """Counts of what is registered."""
         return {"handlers": len(self._handlers), "spawned": len(self._spawned), "on_close": len(self._close)}
+
+
+def _log_failed_connection(exc: BaseException) -> None:
+    _log.error("A served connection failed; the others go on", exc_info=exc)
 
 
 def _background_done(task: asyncio.Task[Any]) -> None:

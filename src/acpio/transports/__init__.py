@@ -8,6 +8,9 @@ is something that, once opened, gives one. Pick by where the peer is:
 * :class:`AcpAgent` — an agent or proxy program to start as a child process;
 * :class:`ByteStreams` — an asyncio stream pair (a socket, a pipe);
 * :class:`Lines` — anything else that can read and write bytes.
+
+A server accepts one transport per peer from a :class:`Listener` (:class:`ChannelListener` in
+process); :meth:`acpio.jsonrpc.Builder.serve` serves them all.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from acpio.transports.channel import Channel
 if TYPE_CHECKING:
     from acpio.transports.commands import AgentCommand
     from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
+    from acpio.transports.listener import ChannelListener, Listener
     from acpio.transports.stdio import Stdio
     from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
     from acpio.transports.subprocess import AcpAgent, AgentProcess
@@ -31,6 +35,8 @@ _LAZY = {
     "AgentCommand": "commands",
     "DEFAULT_MAX_LINE": "lines",
     "LineSplitter": "lines",
+    "ChannelListener": "listener",
+    "Listener": "listener",
     "Stdio": "stdio",
     "ByteStreams": "streams",
     "DebugCallback": "streams",
@@ -47,11 +53,13 @@ __all__ = [
     "AgentProcess",
     "ByteStreams",
     "Channel",
+    "ChannelListener",
     "Component",
     "DebugCallback",
     "LineDirection",
     "LineSplitter",
     "Lines",
+    "Listener",
     "OversizedFrame",
     "Stdio",
     "Transport",

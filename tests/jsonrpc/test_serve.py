@@ -1,0 +1,85 @@
+"""``Builder.serve(listener)``: one builder, many connections, each on its own."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from acpio import Client, SessionConnection
+from acpio import schema as acp
+from acpio.agents.testy import testy_agent
+from acpio.jsonrpc import UntypedRole
+from acpio.transports import ChannelListener
+
+TIMEOUT = 60
+CLIENTS = 200
+
+
+async def one_turn(listener: ChannelListener, prompt: str) -> str:
+    async def main(cx: SessionConnection) -> str:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(Path.cwd()).start_session() as session:
+            session.send_prompt(prompt)
+            return await session.read_to_string()
+
+    return await Client.builder().connect_with(listener.connect(), main)
+
+
+async def test_two_hundred_connections_and_one_killed_mid_turn() -> None:
+    listener = ChannelListener()
+    server = asyncio.create_task(testy_agent().serve(listener))
+    async with asyncio.timeout(TIMEOUT):
+        turns = [
+            asyncio.create_task(one_turn(listener, f"sleep 0.2\necho client {n}")) for n in range(CLIENTS)
+        ]
+        victim = turns[17]
+        await asyncio.sleep(0.1)  # every turn is under way, sleeping
+        victim.cancel()  # its connection goes away mid-turn
+        results = await asyncio.gather(*turns, return_exceptions=True)
+        assert isinstance(results[17], asyncio.CancelledError)
+        finished = [r for n, r in enumerate(results) if n != 17]
+        assert finished == [f"client {n}\n" for n in range(CLIENTS) if n != 17]
+        await listener.aclose()
+        await server  # closing the listener ends the server
+
+
+async def test_a_failing_connection_is_reported_and_the_others_go_on() -> None:
+    app = UntypedRole.builder(name="fragile")
+    connections: list[object] = []
+
+    @app.with_spawned
+    async def first_one_breaks(cx: object) -> None:
+        connections.append(cx)
+        if len(connections) == 1:
+            raise RuntimeError("this connection breaks")
+        await asyncio.Event().wait()  # the others just stay up
+
+    failures: list[BaseException] = []
+    listener = ChannelListener()
+    server = asyncio.create_task(app.serve(listener, on_error=failures.append))
+    async with asyncio.timeout(TIMEOUT):
+        broken = listener.connect()
+        assert await broken.receive() is None  # its connection ended
+        healthy = listener.connect()
+        while len(connections) < 2:  # noqa: ASYNC110 - polled: the spawned task signals nothing
+            await asyncio.sleep(0.01)
+        assert not server.done()
+        await listener.aclose()
+        await server
+        assert await healthy.receive() is None  # ended by closing the listener
+    assert [str(f) for f in failures] == ["this connection breaks"]
+
+
+async def test_closing_the_listener_ends_open_connections() -> None:
+    listener = ChannelListener()
+    server = asyncio.create_task(testy_agent().serve(listener))
+    end = listener.connect()
+    async with asyncio.timeout(TIMEOUT):
+        await asyncio.sleep(0.05)
+        await listener.aclose()
+        await server
+        assert await end.receive() is None  # the served connection closed its end
+    with pytest.raises(Exception, match="listener is closed"):
+        listener.connect()
