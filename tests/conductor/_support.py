@@ -274,3 +274,32 @@ def _retarget(message: Dispatch, method: str, params: Any) -> Dispatch:
     if isinstance(message, RequestDispatch):
         return RequestDispatch(method, params, message.id, message.responder)
     return NotificationDispatch(method, params)
+
+
+# --- raw frames -----------------------------------------------------------------------------------
+
+
+def nested(depth: int) -> bytes:
+    """JSON text nested ``depth`` levels deep, written as orjson would not write it (spaces, an
+    escape, an exponent), so that only a copy of the text, not a new encoding, is byte-equal."""
+    text = '{"leaf": "caf\\u00e9", "n": 1.50E+3}'
+    for level in range(depth - 1):
+        text = f'{{"a": {text}}}' if level % 2 else f"[{text}, 0]"
+    return text.encode()
+
+
+def request_frame(request_id: int, method: str, params: bytes) -> bytes:
+    head = b'{"jsonrpc": "2.0", "id": %d, "method": "%s"' % (request_id, method.encode())
+    return head + b', "params": ' + params + b"}"
+
+
+def notification_frame(method: str, params: bytes) -> bytes:
+    return b'{"jsonrpc": "2.0", "method": "%s", "params": %s}' % (method.encode(), params)
+
+
+async def answer_initialize(agent: RawComponent) -> Peer:
+    """The test plays the agent: answer its ``initialize``; its peer."""
+    me = await agent.wait_peer()
+    initialize = await me.request_for("initialize")
+    me.respond(initialize["id"], {"protocolVersion": 1})
+    return me

@@ -18,31 +18,18 @@ import pytest
 from acpio.conductor import Chain
 from acpio.conductor.rawjson import member_span, member_text
 
-from ._support import Peer, RawComponent, raw_client
+from ._support import (
+    Peer,
+    RawComponent,
+    answer_initialize,
+    nested,
+    notification_frame,
+    raw_client,
+    request_frame,
+)
 
-DEPTH = 300
 INIT = {"protocolVersion": 1, "clientInfo": {"name": "editor", "version": "1"}}
-
-
-def nested(depth: int) -> bytes:
-    """JSON text nested ``depth`` levels deep, written as orjson would not write it (spaces, an
-    escape, an exponent), so that only a copy of the text, not a new encoding, is byte-equal."""
-    text = '{"leaf": "caf\\u00e9", "n": 1.50E+3}'
-    for level in range(depth - 1):
-        text = f'{{"a": {text}}}' if level % 2 else f"[{text}, 0]"
-    return text.encode()
-
-
-DEEP = nested(DEPTH)
-
-
-def request_frame(request_id: int, method: str, params: bytes) -> bytes:
-    head = b'{"jsonrpc": "2.0", "id": %d, "method": "%s"' % (request_id, method.encode())
-    return head + b', "params": ' + params + b"}"
-
-
-def notification_frame(method: str, params: bytes) -> bytes:
-    return b'{"jsonrpc": "2.0", "method": "%s", "params": %s}' % (method.encode(), params)
+DEEP = nested(300)
 
 
 def envelope(method: str, params: bytes) -> bytes:
@@ -65,14 +52,6 @@ async def next_raw(peer: Peer, match: Callable[[Any], bool]) -> bytes:
         assert frame is not None
         if match(orjson.loads(frame)):
             return frame
-
-
-async def answer_initialize(agent: RawComponent) -> Peer:
-    """The test plays the agent: answer its ``initialize``; its peer."""
-    me = await agent.wait_peer()
-    initialize = await me.request_for("initialize")
-    me.respond(initialize["id"], {"protocolVersion": 1})
-    return me
 
 
 class RawProxy:

@@ -6,14 +6,31 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from acpio import MethodNotFound, Proxy
 from acpio.conductor import Chain, MemorySink, Named
+from acpio.conductor.tracing import FileSink
 from acpio.jsonrpc import Connection, UntypedMessage
 
-from ._support import ARROW, SCRIPTED_AGENT, arrow_proxy, prompt_text, raw_client, run_client, successor
+from ._support import (
+    ARROW,
+    SCRIPTED_AGENT,
+    RawComponent,
+    answer_initialize,
+    arrow_proxy,
+    nested,
+    notification_frame,
+    prompt_text,
+    raw_client,
+    request_frame,
+    run_client,
+    successor,
+)
 from .scripted_agent import ScriptedAgent
+
+DEEP = nested(300)
 
 TURN = [
     ("request", "initialize"),
@@ -177,3 +194,47 @@ async def test_a_failing_sink_is_reported_once_and_never_breaks_the_conductor(
 def test_trace_to_refuses_what_is_not_a_sink() -> None:
     with pytest.raises(TypeError, match="a path, a TraceSink, a function"):
         Chain.agent("conductor", ["agent"]).trace_to(42)
+
+
+# --- messages nested deeper than orjson writes ----------------------------------------------------
+
+
+async def test_a_message_nested_300_levels_is_traced_and_tracing_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.jsons"
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent]).trace_to(path)) as client:
+        client.request("initialize", {"protocolVersion": 1}, request_id=1)
+        me = await answer_initialize(agent)
+        await client.answer_to(1)
+        client.send(notification_frame("x/deep_note", DEEP))
+        client.send(request_frame(2, "x/deep", DEEP))
+        deep = await me.request_for("x/deep")
+        me.respond(deep["id"], {"ok": True})
+        await client.answer_to(2)
+        client.request("x/after", {"n": 1}, request_id=3)
+        after = await me.request_for("x/after")
+        me.respond(after["id"], {"ok": True})
+        await client.answer_to(3)
+    assert "tracing stopped" not in capsys.readouterr().err
+    events = read_trace(path)
+    value = json.loads(DEEP)
+    traced = {(e["type"], e["method"]): e for e in events[1:]}
+    assert traced[("notification", "x/deep_note")]["params"] == value
+    assert traced[("request", "x/deep")]["params"] == value
+    assert traced[("response", "x/deep")]["payload"] == {"ok": True}
+    assert traced[("response", "x/after")]["payload"] == {"ok": True}  # the trace went on
+
+
+def test_a_message_too_deep_for_any_encoder_is_written_as_null_saying_why(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsons"
+    sink = FileSink(path)
+    too_deep = orjson.loads(nested(1020))  # orjson reads 1024 levels; the standard library writes fewer
+    event = {"type": "request", "ts": 0.5, "from": "Client", "to": "Agent", "id": 1, "method": "x/deep"}
+    sink.write(event | {"params": too_deep})
+    sink.write(event | {"id": 2, "params": {"n": 2}})
+    sink.close()
+    first, second = read_trace(path)
+    assert first == event | {"params": None, "omitted": "params nested too deeply to write; written as null"}
+    assert second["params"] == {"n": 2}

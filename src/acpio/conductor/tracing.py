@@ -25,13 +25,15 @@ each lane to a human name::
 * ``payload``: the result, or the error object ``{code, message, data?}`` when ``is_error``.
 
 Events go to a *sink*: :class:`FileSink` (the file is truncated when the conductor starts, each line
-is flushed as written), :class:`MemorySink` (a list, for tests) or :class:`CallbackSink` (a function
-called with each event). Tracing never breaks the conductor: the first write error is reported
-once on stderr and tracing stops.
+is flushed as written; :func:`encode_event` says how messages nested deeper than orjson writes are
+written), :class:`MemorySink` (a list, for tests) or :class:`CallbackSink` (a function called with
+each event). Tracing never breaks the conductor: the first write error is reported once on stderr
+and tracing stops.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -41,10 +43,35 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import orjson
 
-__all__ = ["CallbackSink", "ChainTrace", "FileSink", "MemorySink", "TraceSink", "TraceWriter"]
+__all__ = ["CallbackSink", "ChainTrace", "FileSink", "MemorySink", "TraceSink", "TraceWriter", "encode_event"]
 
 #: The ``protocol`` of every event this writer records (MCP-over-ACP would be ``"mcp"``).
 _ACP = "acp"
+#: The fields of an event that hold a message's JSON (the rest are the writer's own).
+_MESSAGE_FIELDS = ("params", "payload")
+
+
+def encode_event(event: Mapping[str, Any]) -> bytes:
+    """One trace line (without its newline) for ``event``, whatever the nesting of its message.
+
+    orjson writes at most 254 nested levels: deeper params (or a deeper payload), which a peer may
+    send (orjson reads up to 1024), are written by the standard library's encoder instead. What even
+    that cannot write (about 900 levels and more) is left out: the event is written with that field
+    ``null`` and an ``omitted`` field saying why, so that the trace stays readable and goes on.
+    """
+    try:
+        return orjson.dumps(event)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (RecursionError, ValueError, TypeError) as exc:
+        reason = "nested too deeply to write" if isinstance(exc, RecursionError) else f"not writable: {exc}"
+    kept = {key: value for key, value in event.items() if key not in _MESSAGE_FIELDS}
+    omitted = [key for key in _MESSAGE_FIELDS if key in event]
+    kept.update(dict.fromkeys(omitted))
+    kept["omitted"] = f"{' and '.join(omitted) or 'the event'} {reason}; written as null"
+    return orjson.dumps(kept)
 
 
 @runtime_checkable
@@ -78,7 +105,7 @@ class FileSink:
         """Append one line and flush it."""
         if self._file is None:
             raise ValueError(f"The trace file {str(self.path)!r} is closed")
-        self._file.write(orjson.dumps(event) + b"\n")
+        self._file.write(encode_event(event) + b"\n")
         self._file.flush()
 
     def close(self) -> None:
