@@ -45,7 +45,7 @@ from acpio.jsonrpc.handlers import (
 from acpio.jsonrpc.messages import JsonValue
 from acpio.jsonrpc.parking import ParkingLimits
 from acpio.transports.base import Transport
-from acpio.transports.channel import Channel
+from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
 
 __all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
@@ -57,9 +57,6 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: The connection handle (``cx``) a builder's connections get: ``Connection`` or a role's subclass.
 C = DefaultTypeVar("C", bound=Connection, default=Connection, covariant=True)
-
-#: Builders served in-process through :meth:`Builder.open`, kept referenced while they run.
-_background: set[asyncio.Task[Any]] = set()
 
 
 class Role:
@@ -443,9 +440,7 @@ class Builder(Generic[C]):
         task = asyncio.get_running_loop().create_task(
             self.connect_to(ours), name=f"acpio builder {self.name}"
         )
-        _background.add(task)
-        task.add_done_callback(_background_done)
-        return theirs
+        return ServedChannel(theirs, task)
 
     def statistics(self) -> dict[str, int]:
         """Counts of what is registered."""
@@ -454,12 +449,6 @@ class Builder(Generic[C]):
 
 def _log_failed_connection(exc: BaseException) -> None:
     _log.error("A served connection failed; the others go on", exc_info=exc)
-
-
-def _background_done(task: asyncio.Task[Any]) -> None:
-    _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        _log.error("An in-process connection failed", exc_info=task.exception())
 
 
 def _with_cx(callback: Callable[..., Awaitable[object]]) -> Callable[[Connection], Awaitable[object]]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 
 from acpio.errors import ConnectionClosed
 from acpio.transports.base import OversizedFrame
 
-__all__ = ["Channel"]
+__all__ = ["Channel", "ServedChannel"]
+
+_log = logging.getLogger("acpio.transports")
 
 
 class Channel:
@@ -90,3 +93,48 @@ class Channel:
         self._wake_drainers()
         if self._peer is not None:
             self._peer._wake_drainers()
+
+
+class ServedChannel:
+    """The client's end of a :class:`Channel` whose other end a task in this process serves.
+
+    It owns that task (an in-process builder or conductor started by ``open()``): closing this
+    end closes the channel, then waits up to ``close_timeout`` seconds for the task to finish. A
+    failure of the task is logged (its connection's peer sees the end of input).
+    """
+
+    __slots__ = ("_channel", "_close_timeout", "_task")
+
+    def __init__(self, channel: Channel, task: asyncio.Task[None], *, close_timeout: float = 5.0) -> None:
+        self._channel = channel
+        self._task = task
+        self._close_timeout = close_timeout
+        task.add_done_callback(_log_served_failure)
+
+    @property
+    def task(self) -> asyncio.Task[None]:
+        """The task serving the other end."""
+        return self._task
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        """The next frame from the served end; ``None`` once it closed."""
+        return await self._channel.receive()
+
+    def send(self, frame: bytes) -> None:
+        """Hand a frame to the served end."""
+        self._channel.send(frame)
+
+    async def drain(self) -> None:
+        """Wait until the served end has received what was sent."""
+        await self._channel.drain()
+
+    async def aclose(self) -> None:
+        """Close the channel, then wait (bounded) for the serving task to end."""
+        await self._channel.aclose()
+        await asyncio.wait((self._task,), timeout=self._close_timeout)
+
+
+def _log_served_failure(task: asyncio.Task[None]) -> None:
+    failure = None if task.cancelled() else task.exception()
+    if failure is not None:
+        _log.error("An in-process connection failed", exc_info=failure)
