@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from acpio.errors import InternalError, InvalidParams, ResourceNotFound
+from acpio.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
 from acpio.oneshot.files import MAX_FILE_SIZE, ConfinedFiles, select_lines
 from acpio.schema import ReadTextFileRequest, WriteTextFileRequest
 
@@ -150,3 +157,163 @@ def test_write_outside_the_root_is_refused_and_writes_nothing(root: Path) -> Non
 def test_the_root_must_be_a_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="directory"):
         ConfinedFiles(tmp_path / "nope")
+
+
+# --- confinement under a changing tree, special files, sizes ------------------------------------------
+
+# Swaps ``dir`` (a real directory inside the root) and ``dir.link`` (a link to a directory outside)
+# atomically, as fast as it can (renameat2 with RENAME_EXCHANGE), until it is killed.
+SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+root, outside = sys.argv[1], sys.argv[2]
+real, link = os.path.join(root, "dir").encode(), os.path.join(root, "dir.link").encode()
+os.symlink(outside, link)
+print("swapping", flush=True)
+while True:
+    if libc.renameat2(-100, real, -100, link, 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+"""
+
+
+def _has_rename_exchange() -> bool:
+    return sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "renameat2")
+
+
+@pytest.mark.skipif(not _has_rename_exchange(), reason="needs Linux renameat2 (RENAME_EXCHANGE)")
+def test_a_directory_swapped_for_a_link_meanwhile_never_leads_out(root: Path) -> None:
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "file.txt").write_text("SECRET")
+    (root / "dir").mkdir()
+    (root / "dir" / "file.txt").write_text("inside")
+    files = ConfinedFiles(root)
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(root), str(outside)], stdout=subprocess.PIPE, text=True
+    )
+    seen: list[str] = []
+    try:
+        assert swapper.stdout is not None
+        assert swapper.stdout.readline() == "swapping\n"
+        for attempt in range(3000):
+            try:
+                seen.append(read(files, root / "dir" / "file.txt"))
+            except RequestError:  # refused, or the path changed while it was opened: both fine
+                seen.append("refused")
+            with contextlib.suppress(RequestError):
+                write(files, root / "dir" / f"new-{attempt}.txt", "x")
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert swapper.returncode == -9, "the swapper stopped on its own"
+    assert "inside" in seen
+    assert "refused" in seen  # the race did happen
+    assert seen.count("SECRET") == 0, f"{seen.count('SECRET')} reads returned the file outside the root"
+    assert sorted(p.name for p in outside.iterdir()) == ["file.txt"], "a write landed outside the root"
+
+
+def test_links_inside_the_root_are_followed_step_by_step(root: Path) -> None:
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "deep.txt").write_text("deep")
+    os.symlink("a/b", root / "ab")  # relative
+    os.symlink("../notes.txt", root / "a" / "up.txt")  # relative, with ..
+    os.symlink(root / "ab", root / "chain")  # absolute, to another link
+    files = ConfinedFiles(root)
+    assert read(files, root / "chain" / "deep.txt") == "deep"
+    assert read(files, root / "a" / "up.txt") == "one\ntwo\nthree\n"
+    assert read(files, f"{root}/a/b/../../notes.txt").startswith("one")
+    write(files, root / "chain" / "made" / "new.txt", "made")  # directories created behind a link
+    assert (root / "a" / "b" / "made" / "new.txt").read_text() == "made"
+
+
+def test_a_dangling_link_is_written_through_only_inside_the_root(root: Path) -> None:
+    os.symlink("created.txt", root / "dangling")
+    files = ConfinedFiles(root)
+    write(files, root / "dangling", "through the link")
+    assert (root / "created.txt").read_text() == "through the link"
+    os.symlink(root.parent / "escaped.txt", root / "dangling-out")
+    with pytest.raises(InvalidParams, match="outside"):
+        write(files, root / "dangling-out", "x")
+    assert not (root.parent / "escaped.txt").exists()
+
+
+def test_a_loop_of_links_is_an_error_not_a_hang(root: Path) -> None:
+    os.symlink("loop-b", root / "loop-a")
+    os.symlink("loop-a", root / "loop-b")
+    with pytest.raises((InvalidParams, InternalError)):
+        read(ConfinedFiles(root), root / "loop-a")
+
+
+def _in_a_thread(call: Callable[[], object], unblock: Callable[[], object]) -> BaseException | None:
+    """Run ``call()`` in a thread; fail if it is still running after 10 s (``unblock()`` frees it then)."""
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        unblock()
+        thread.join(10)
+        pytest.fail("the call hung on a special file")
+    return outcome[0]
+
+
+def test_a_fifo_is_refused_at_once_for_reading_and_writing(root: Path) -> None:
+    fifo = root / "pipe"
+    os.mkfifo(fifo)
+    files = ConfinedFiles(root)
+
+    def open_other_end(flags: int) -> None:
+        fd = os.open(fifo, flags | os.O_NONBLOCK)
+        os.close(fd)
+
+    error = _in_a_thread(lambda: read(files, fifo), lambda: open_other_end(os.O_RDWR))
+    assert isinstance(error, InvalidParams)
+    assert "FIFO" in error.message
+    assert "regular file" in error.message
+    error = _in_a_thread(lambda: write(files, fifo, "x"), lambda: open_other_end(os.O_RDWR))
+    assert isinstance(error, InvalidParams)
+    assert "regular file" in error.message
+
+
+def test_a_device_is_refused_without_reading_it(root: Path) -> None:
+    zero = root / "zero"
+    try:
+        os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # what /dev/zero is
+    except PermissionError:
+        pytest.skip("creating a device node needs privileges")
+    files = ConfinedFiles(root, max_file_size=1024)
+    error = _in_a_thread(lambda: read(files, zero), lambda: None)
+    assert isinstance(error, InvalidParams)
+    assert "character device" in error.message
+
+
+def test_the_size_limit_applies_to_reads_and_writes(root: Path) -> None:
+    files = ConfinedFiles(root, max_file_size=8)
+    assert files.max_file_size == 8
+    (root / "small.txt").write_text("12345678")
+    assert read(files, root / "small.txt") == "12345678"
+    (root / "big.txt").write_text("123456789")
+    with pytest.raises(InvalidParams, match="9 bytes") as caught:
+        read(files, root / "big.txt")
+    assert caught.value.data == {"path": str(root / "big.txt"), "size": 9, "limit": 8}
+    with pytest.raises(InvalidParams, match="up to 8 bytes"):
+        write(files, root / "out.txt", "123456789")
+    assert not (root / "out.txt").exists()
+
+
+def test_a_write_keeps_the_file_and_its_permissions(root: Path) -> None:
+    target = root / "script.sh"
+    target.write_text("old content that is longer")
+    target.chmod(0o750)
+    write(ConfinedFiles(root), target, "new")
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750
