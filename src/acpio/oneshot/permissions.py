@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final, Protocol, TextIO, TypeAlias
 
+from acpio.oneshot.sanitize import sanitize
 from acpio.schema import (
     CancelledPermissionOutcome,
     PermissionOption,
@@ -205,8 +206,13 @@ class AskPolicy:
         out = self._output
         kind = request.tool_call.kind
         about = f" ({kind})" if kind else ""
-        lines = [f"The agent asks for permission: {describe_request(request)}{about}"]
-        lines += [f"  {number}) {option.name}" for number, option in enumerate(options, 1)]
+        lines = [
+            sanitize(f"The agent asks for permission: {describe_request(request)}{about}", single_line=True)
+        ]
+        lines += [
+            f"  {number}) {sanitize(option.name, single_line=True)}"
+            for number, option in enumerate(options, 1)
+        ]
         out.write("\n".join(lines) + "\n")
         while True:
             out.write(f"Choose 1-{len(options)} (or y/n): ")

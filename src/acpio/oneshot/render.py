@@ -1,4 +1,4 @@
-"""Showing a prompt turn to a person: plain text for pipes, rich text for terminals, or JSON lines.
+r"""Showing a prompt turn to a person: plain text for pipes, rich text for terminals, or JSON lines.
 
 Every renderer takes the same calls from the prompt flow (:class:`Renderer`): the session's
 updates as they arrive, the permission decisions, the agent's requests answered with an error,
@@ -23,6 +23,10 @@ What a turn looks like in plain text::
 Thoughts are prefixed ``> ``; tool calls get one status line per change of status, and their
 content (text, a unified diff of the edit, the command's output) once they end; a plan is
 printed whole at each update (the agent always sends the full plan).
+
+Every piece of text goes through :func:`~acpio.oneshot.sanitize.sanitize` before it is printed
+(:meth:`TextRenderer._stream`, :meth:`TextRenderer._lines`): what the agent sends cannot drive the
+terminal (escape sequences, ``\r``...), nor start a line of its own inside a one-line field.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any, ClassVar, Final, Literal, Protocol, TextIO, TypeAlias
 import orjson
 
 from acpio.oneshot.permissions import Outcome, describe_request
+from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalSnapshot
 from acpio.schema import (
     AgentMessageChunk,
@@ -184,6 +189,12 @@ class TextRenderer(ABC):
     def _style(self, name: str, history: bool) -> str:
         return "history" if history else name
 
+    def _lines(self, lines: Sequence[Line], key: object = None) -> None:
+        """:meth:`_show` ``lines`` once every segment is sanitized (a newline in one becomes a space)."""
+        self._show(
+            [[(sanitize(text, single_line=True), style) for text, style in line] for line in lines], key
+        )
+
     # --- the Renderer protocol -------------------------------------------------------------------
 
     def update(self, update: SessionUpdate, *, history: bool = False) -> None:
@@ -217,24 +228,24 @@ class TextRenderer(ABC):
             self._tool_changed(known, history)
         elif isinstance(update, Plan):
             self._end_stream()
-            self._show(self._plan_lines(update.entries, history), key="plan")
+            self._lines(self._plan_lines(update.entries, history), key="plan")
         else:
             text = describe_update(update)
             if text is not None:
                 self._end_stream()
-                self._show([[(f"[{text}]", self._style("info", history))]])
+                self._lines([[(f"[{text}]", self._style("info", history))]])
 
     def begin_history(self, session_id: str) -> None:
         """Mark the start of the replayed history."""
         self._end_stream()
         self._history = True
-        self._show([[(f"--- history of session {session_id} ---", "history")]])
+        self._lines([[(f"--- history of session {session_id} ---", "history")]])
 
     def end_history(self) -> None:
         """Mark the end of the replayed history."""
         self._end_stream()
         self._history = False
-        self._show([[("--- end of history ---", "history")]])
+        self._lines([[("--- end of history ---", "history")]])
 
     def permission(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
         """One line: what was asked and the option chosen (or ``cancelled``).
@@ -254,14 +265,14 @@ class TextRenderer(ABC):
             style = "permission.allow" if kind.startswith("allow") else "permission.reject"
         else:
             answer, style = "cancelled", "permission.reject"
-        self._show(
+        self._lines(
             [[("[permission] ", "info"), (f"{describe_request(request)}: ", "tool.title"), (answer, style)]]
         )
 
     def request_failed(self, method: str, message: str) -> None:
         """One line: the agent's request this client answered with an error, and the error."""
         self._end_stream()
-        self._show([[(f"[{method} failed] ", "refused"), (message, "refused")]])
+        self._lines([[(f"[{method} failed] ", "refused"), (message, "refused")]])
 
     def turn_ended(self, stop_reason: str) -> None:
         """Mark unfinished tool calls of a cancelled turn as cancelled; then the stop reason."""
@@ -272,7 +283,7 @@ class TextRenderer(ABC):
                     tool.status = "cancelled"
                     self._tool_changed(tool, False)
         style = {"end_turn": "stop.end_turn", "cancelled": "stop.cancelled"}.get(stop_reason, "stop.other")
-        self._show([[(f"[stop reason: {stop_reason}]", style)]])
+        self._lines([[(f"[stop reason: {stop_reason}]", style)]])
 
     def settle(self) -> None:
         """End a line left open by streamed text."""
@@ -285,6 +296,7 @@ class TextRenderer(ABC):
     # --- streamed text ---------------------------------------------------------------------------
 
     def _stream(self, kind: str, text: str, history: bool) -> None:
+        text = sanitize(text)
         if not text:
             return
         if kind != self._stream_kind:
@@ -314,14 +326,14 @@ class TextRenderer(ABC):
         if (tool.status, tool.title) != tool.shown:
             self._end_stream()
             tool.shown = (tool.status, tool.title)
-            self._show([self._tool_line(tool, history)], key=("tool", tool.tool_call_id))
+            self._lines([self._tool_line(tool, history)], key=("tool", tool.tool_call_id))
         if tool.status in _SHOW_CONTENT and not tool.content_shown and tool.content:
             tool.content_shown = True
             lines: list[Line] = []
             for item in tool.content:
                 lines.extend(self._content_lines(item, history))
             if lines:
-                self._show([[("    ", "content"), *line] for line in lines])
+                self._lines([[("    ", "content"), *line] for line in lines])
 
     def _tool_line(self, tool: _Tool, history: bool) -> Line:
         status_style = self._style(f"tool.{tool.status}", history)

@@ -59,6 +59,7 @@ from acpio.oneshot.permissions import (
 )
 from acpio.oneshot.recording import RecordingTransport
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
+from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import Terminals
 from acpio.roles import Client
 from acpio.schema import (
@@ -121,6 +122,7 @@ class PromptFailed(AcpError):
     """``acpio prompt`` could not complete: ``message`` says why, ``exit_code`` is what to exit with."""
 
     def __init__(self, message: str, exit_code: ExitCode) -> None:
+        message = sanitize(message)  # it quotes the agent (its errors, its stderr): printed on a terminal
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
@@ -552,7 +554,7 @@ class _PromptRun:
     def _note(self, text: str, *, fresh_line: bool = False) -> None:
         """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
         self._renderer.settle()
-        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {text}\n")
+        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {sanitize(text, single_line=True)}\n")
         self._err.flush()
 
 
