@@ -284,6 +284,34 @@ async def test_broken_pipe_on_write_is_a_transport_error() -> None:
         await transport.aclose()
 
 
+async def test_aclose_over_two_pipes_closes_the_read_pipe_too() -> None:
+    """Closing both directions: the peer's writes fail (EPIPE) instead of filling a pipe nobody reads."""
+    loop = asyncio.get_running_loop()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    reader = asyncio.StreamReader()
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_r, "rb", buffering=0)
+    )
+    w_transport, w_protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(out_w, "wb", buffering=0)
+    )
+    transport = ByteStreams(reader, asyncio.StreamWriter(w_transport, w_protocol, None, loop))
+    try:
+        os.write(in_w, b'{"before":"close"}\n')
+        async with asyncio.timeout(TIMEOUT):
+            assert await transport.receive() == b'{"before":"close"}'
+            await transport.aclose()
+            await asyncio.sleep(0)  # the pipe transport closes its descriptor on the next pass
+        assert read_transport.is_closing()
+        with pytest.raises(BrokenPipeError):
+            os.write(in_w, b'{"after":"close"}\n')
+        assert os.read(out_r, 100) == b""  # and the output side ended, as before
+    finally:
+        os.close(in_w)
+        os.close(out_r)
+
+
 async def test_aclose_gives_up_on_a_peer_that_never_reads(caplog: pytest.LogCaptureFixture) -> None:
     a, b = socket.socketpair()
     reader, writer = await asyncio.open_unix_connection(sock=a)

@@ -342,7 +342,9 @@ class ByteStreams(Lines):
     """A transport over an asyncio ``StreamReader`` and ``StreamWriter`` (a socket, a pipe pair).
 
     Frames are newline-delimited; writes are batched and awaited with ``writer.drain()``.
-    :meth:`aclose` flushes, then closes the writer (for a socket that also ends the reader).
+    :meth:`aclose` flushes, then closes the writer and, when the reader has a transport of its own
+    (a read pipe beside a write pipe), that one too: the peer's writes then fail instead of piling up
+    unread. For a socket, closing the writer ends both directions.
     """
 
     def __init__(
@@ -385,6 +387,10 @@ class ByteStreams(Lines):
             writer.transport.abort()  # a plain close would wait for the peer to read the rest
         else:
             writer.close()
+        # asyncio gives no public way to the reader's transport; StreamReaderProtocol sets this one.
+        read_transport = getattr(self._reader, "_transport", None)
+        if isinstance(read_transport, asyncio.BaseTransport) and read_transport is not writer.transport:
+            read_transport.close()
         with contextlib.suppress(OSError, TimeoutError):
             async with asyncio.timeout(self._close_timeout):
                 await writer.wait_closed()
