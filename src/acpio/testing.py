@@ -9,6 +9,10 @@
 
 Every wait is bounded by the peer's ``timeout``, so a test that expects a frame that never comes
 fails instead of hanging.
+
+:func:`check_transport` checks a transport implementation against the
+:class:`~acpio.transports.Transport` protocol (order, batching, end of input, a dead peer, oversized
+lines, ``drain()`` and backpressure); see "How to add a transport" in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -20,12 +24,27 @@ from typing import Any, TypeVar, overload
 
 import orjson
 
+from acpio._transport_check import (
+    TRANSPORT_PROPERTIES,
+    PairFactory,
+    TransportPair,
+    TransportReport,
+    check_transport,
+)
 from acpio.errors import ConnectionClosed
 from acpio.jsonrpc import Builder
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
-__all__ = ["WirePeer", "serving"]
+__all__ = [
+    "TRANSPORT_PROPERTIES",
+    "PairFactory",
+    "TransportPair",
+    "TransportReport",
+    "WirePeer",
+    "check_transport",
+    "serving",
+]
 
 P = TypeVar("P", bound="WirePeer")
 
