@@ -254,7 +254,7 @@ def test_ask_takes_the_answer_from_stdin(project: Path) -> None:
     ("command", "status"), [("false", "exit status 1"), ('sh -c "echo failing; exit 3"', "exit status 3")]
 )
 def test_a_failing_terminal_command(project: Path, command: str, status: str) -> None:
-    done = prompt(project, f"run {command}")
+    done = prompt(project, "--allow", f"run {command}")
     assert done.returncode == 0, done.stderr
     assert status in done.stdout  # testy's report of terminal/wait_for_exit
     title = shlex.join(shlex.split(command))
@@ -263,7 +263,7 @@ def test_a_failing_terminal_command(project: Path, command: str, status: str) ->
 
 
 def test_a_terminal_command_runs_in_cwd(project: Path) -> None:
-    done = prompt(project, "run pwd")
+    done = prompt(project, "--allow", "run pwd")
     assert done.returncode == 0, done.stderr
     assert f"    {project.resolve()}\n" in done.stdout
     assert "[completed] pwd (execute)" in done.stdout
@@ -326,7 +326,9 @@ async def test_sigint_cancels_the_turn_and_exits_130(project: Path) -> None:
 
 async def test_sigint_during_a_command_cancels_the_turn_and_ends_the_command(project: Path) -> None:
     pid_file = project / "command.pid"
-    process = await start(project, "--agent", TESTY, f"run sh -c 'echo $$ > {pid_file}; exec sleep 30'")
+    process = await start(
+        project, "--agent", TESTY, "--allow", f"run sh -c 'echo $$ > {pid_file}; exec sleep 30'"
+    )
     try:
         await until(lambda: pid_file.exists() and bool(pid_file.read_text().strip()))
         command_pid = int(pid_file.read_text())

@@ -92,15 +92,17 @@ def _permission_request(text: str) -> RequestPermissionRequest:
     )
 
 
+def _history(renderer: TextRenderer, text: str) -> None:
+    renderer.begin_history(text)
+    renderer.update(UserMessageChunk(content=TextContent(text=text)))
+    renderer.end_history()
+
+
 #: Every path a renderer prints the agent's text on; each takes the text and drives a renderer.
 PATHS: dict[str, Callable[[TextRenderer, str], None]] = {
     "message": lambda r, s: r.update(AgentMessageChunk(content=TextContent(text=s))),
     "thought": lambda r, s: r.update(AgentThoughtChunk(content=TextContent(text=s))),
-    "history": lambda r, s: (
-        r.begin_history(s),
-        r.update(UserMessageChunk(content=TextContent(text=s))),
-        r.end_history(),
-    ),
+    "history": lambda r, s: _history(r, s),
     "tool title": lambda r, s: r.update(ToolCall(tool_call_id="t", title=s, status="pending")),
     "tool title update": lambda r, s: r.update(ToolCallUpdate(tool_call_id=s, title=s)),
     "tool content": lambda r, s: r.update(

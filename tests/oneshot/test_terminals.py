@@ -11,7 +11,7 @@ import pytest
 
 from acpio.errors import InvalidParams, ResourceNotFound
 from acpio.oneshot.files import ConfinedFiles
-from acpio.oneshot.terminals import OutputBuffer, Terminals
+from acpio.oneshot.terminals import OutputBuffer, TerminalCommand, Terminals
 from acpio.schema import (
     CreateTerminalRequest,
     EnvVariable,
@@ -224,3 +224,86 @@ async def test_aclose_ends_running_commands(tmp_path: Path) -> None:
     closed = terminals.snapshot(terminal_id)
     assert closed is not None
     assert closed.exit_status is not None
+
+
+# --- checking and consent ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"command": "sh", "env": [EnvVariable(name="A=B", value="x")]}, "env[0].name"),
+        ({"command": "sh", "env": [EnvVariable(name="A\0", value="x")]}, "env[0].name"),
+        ({"command": "sh", "env": [EnvVariable(name="A", value="\0")]}, "env[0].value"),
+        ({"command": "sh\0"}, "command"),
+        ({"command": "sh", "args": ["\ud800"]}, "args[0]"),  # a lone surrogate: no bytes for it
+        ({"command": "sh", "cwd": "/\0"}, "cwd"),
+    ],
+)
+async def test_fields_no_process_can_get_are_invalid_params(
+    terminals: Terminals, fields: dict[str, object], field: str
+) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        await terminals.create(CreateTerminalRequest(session_id=SESSION, **fields))
+    assert caught.value.data["field"] == field
+    assert field in caught.value.message
+
+
+async def test_consent_decides_before_anything_starts(tmp_path: Path) -> None:
+    asked: list[TerminalCommand] = []
+
+    async def refuse(command: TerminalCommand) -> None:
+        asked.append(command)
+        raise InvalidParams(message="no")
+
+    terminals = Terminals(ConfinedFiles(tmp_path), consent=refuse)
+    with pytest.raises(InvalidParams, match="no"):
+        await start(terminals, "sh", "-c", f"touch {tmp_path / 'started'}")
+    await asyncio.sleep(0.3)
+    assert not (tmp_path / "started").exists()
+    assert [command.argv for command in asked] == [["sh", "-c", f"touch {tmp_path / 'started'}"]]
+    assert terminals.snapshot("term-1") is None
+
+
+async def test_the_command_is_described_as_it_would_run(tmp_path: Path, real: Path) -> None:
+    evil = real / "evil"
+    evil.mkdir()
+    (evil / "ls").write_text("#!/bin/sh\necho from evil\n")
+    (evil / "ls").chmod(0o755)
+    terminals = Terminals(ConfinedFiles(tmp_path))
+    request = CreateTerminalRequest(
+        session_id=SESSION,
+        command="ls",
+        args=["-l"],
+        env=[EnvVariable(name="PATH", value=str(evil)), EnvVariable(name="LD_PRELOAD", value="x.so")],
+    )
+    command = terminals.prepare(request)
+    assert command.program == str(evil / "ls")  # the agent's PATH decides, and it is shown
+    assert command.risky_variables == ("PATH", "LD_PRELOAD")
+    assert command.command_line == f"PATH={evil} LD_PRELOAD=x.so ls -l"
+    assert command.describe() == [
+        "command: ls -l",
+        f"program: {evil / 'ls'}",
+        f"in: {real}",
+        f"environment: PATH={evil}  <- decides which programs run or what they load",
+        "environment: LD_PRELOAD=x.so  <- decides which programs run or what they load",
+    ]
+    odd = terminals.prepare(
+        CreateTerminalRequest(session_id=SESSION, command="true", env=[EnvVariable(name="A-B", value="1 2")])
+    )
+    assert odd.command_line == "env 'A-B=1 2' true"
+    assert odd.risky_variables == ()
+
+
+async def test_what_runs_is_the_program_shown(terminals: Terminals, tmp_path: Path, real: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "hello").write_text("#!/bin/sh\necho hello from bin\n")
+    (tmp_path / "bin" / "hello").chmod(0o755)
+    terminal_id = await start(
+        terminals, "hello", env=[EnvVariable(name="PATH", value=f"bin{os.pathsep}/usr/bin{os.pathsep}/bin")]
+    )
+    await wait(terminals, terminal_id)
+    assert output(terminals, terminal_id)[0] == "hello from bin\n"  # a relative PATH entry: from cwd
+    snapshot = terminals.snapshot(terminal_id)
+    assert snapshot is not None
+    assert snapshot.command_line == f"PATH=bin{os.pathsep}/usr/bin{os.pathsep}/bin hello"

@@ -11,6 +11,11 @@ A policy turns the agent's request into an outcome (an option it offered, or ``c
 
 Cancelling the turn is not a policy's business: the caller answers ``cancelled`` on its own once
 the turn is cancelled (the spec's rule), abandoning a question still on screen.
+
+The agent's commands (``terminal/create``) are decided by the same policy, through a request this
+client makes up (:func:`command_request`: "Run ``COMMAND``", with the program, the directory and
+the environment it would get as the tool call's content), unless a permission the person granted
+in this run already covers the command (:class:`CommandGrants`).
 """
 
 from __future__ import annotations
@@ -18,26 +23,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Final, Protocol, TextIO, TypeAlias
 
 from acpio.oneshot.sanitize import sanitize
+from acpio.oneshot.terminals import TerminalCommand
 from acpio.schema import (
     CancelledPermissionOutcome,
+    Content,
     PermissionOption,
     PermissionOptionKind,
     RequestPermissionRequest,
     SelectedPermissionOutcome,
+    TextContent,
+    ToolCallUpdate,
+    ToolKind,
 )
 
 __all__ = [
+    "RUN_OPTIONS",
     "AllowPolicy",
     "AskPolicy",
+    "CommandGrants",
     "DenyPolicy",
     "LineInput",
     "Outcome",
     "PermissionPolicy",
+    "allows",
+    "command_request",
     "describe_request",
     "parse_answer",
     "pick_option",
@@ -49,6 +64,16 @@ Outcome: TypeAlias = SelectedPermissionOutcome | CancelledPermissionOutcome
 _ALLOW: Final = (PermissionOptionKind.ALLOW_ONCE, PermissionOptionKind.ALLOW_ALWAYS)
 _REJECT: Final = (PermissionOptionKind.REJECT_ONCE, PermissionOptionKind.REJECT_ALWAYS)
 _READ_SIZE: Final = 4096
+#: Lines of a tool call's text content shown with an ``--ask`` question.
+_DETAIL_LINES: Final = 20
+#: Shells whose ``-c SCRIPT`` is shown (and granted) as the script itself.
+_SHELLS: Final = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish"})
+
+#: The options of the question about one of the agent's commands.
+RUN_OPTIONS: Final = (
+    PermissionOption(option_id="run", name="Run it", kind=PermissionOptionKind.ALLOW_ONCE),
+    PermissionOption(option_id="refuse", name="Refuse", kind=PermissionOptionKind.REJECT_ONCE),
+)
 
 
 class PermissionPolicy(Protocol):
@@ -76,6 +101,80 @@ def describe_request(request: RequestPermissionRequest) -> str:
     """A short description of what the agent asks to do: the tool call's title (or its id)."""
     tool_call = request.tool_call
     return tool_call.title or f"tool call {tool_call.tool_call_id}"
+
+
+def allows(request: RequestPermissionRequest, outcome: Outcome) -> PermissionOption | None:
+    """The allow option ``outcome`` selected among ``request``'s options; ``None`` for anything else."""
+    if not isinstance(outcome, SelectedPermissionOutcome):
+        return None
+    option = next((o for o in request.options if o.option_id == outcome.option_id), None)
+    return option if option is not None and option.kind in _ALLOW else None
+
+
+def command_request(command: TerminalCommand, tool_call_id: str) -> RequestPermissionRequest:
+    """The question about running ``command``: "Run COMMAND LINE", its details as text, run or refuse."""
+    details = TextContent(text="\n".join(command.describe()))
+    tool_call = ToolCallUpdate(
+        tool_call_id=tool_call_id,
+        title=f"Run {command.command_line}",
+        kind=ToolKind.EXECUTE,
+        content=[Content(content=details)],
+    )
+    return RequestPermissionRequest(
+        session_id=command.session_id, tool_call=tool_call, options=list(RUN_OPTIONS)
+    )
+
+
+class CommandGrants:
+    """The permissions granted in this run that cover a command the agent then runs in a terminal.
+
+    An agent usually asks permission for a tool call (titled ``npm test``), then runs it with
+    ``terminal/create``. When the person allowed a request whose title (what they were shown,
+    without surrounding backticks) is exactly the command line, that permission covers the command:
+    once for ``allow_once``, for the rest of the run for ``allow_always``. A command that sets
+    variables deciding what runs or loads (``PATH``, ``LD_PRELOAD``...) is never covered: the
+    person was not shown them.
+    """
+
+    def __init__(self) -> None:
+        self._once: list[str] = []
+        self._always: set[str] = set()
+
+    def record(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
+        """Remember what an answered permission request allowed, if it allowed something."""
+        option = allows(request, outcome)
+        title = (request.tool_call.title or "").strip()
+        if option is None or not title:
+            return
+        if title.startswith("`") and title.endswith("`"):
+            title = title.strip("`").strip()
+        if option.kind == PermissionOptionKind.ALLOW_ALWAYS:
+            self._always.add(title)
+        else:
+            self._once.append(title)
+
+    def take(self, command: TerminalCommand) -> bool:
+        """Whether a grant covers ``command`` (an ``allow_once`` grant is used up by it)."""
+        if command.risky_variables:
+            return False
+        forms = _command_forms(command)
+        if forms & self._always:
+            return True
+        for index, title in enumerate(self._once):
+            if title in forms:
+                del self._once[index]
+                return True
+        return False
+
+
+def _command_forms(command: TerminalCommand) -> set[str]:
+    """The ways a title may show ``command``: as a shell would, words joined, or a shell's ``-c`` script."""
+    argv = command.argv
+    forms = {shlex.join(argv), " ".join(argv)}
+    args = command.args
+    if os.path.basename(command.command) in _SHELLS and len(args) == 2 and args[0] in ("-c", "-lc"):
+        forms.add(args[1].strip())
+    return forms
 
 
 class AllowPolicy:
@@ -209,6 +308,7 @@ class AskPolicy:
         lines = [
             sanitize(f"The agent asks for permission: {describe_request(request)}{about}", single_line=True)
         ]
+        lines += [f"    {sanitize(line, single_line=True)}" for line in _details(request)]
         lines += [
             f"  {number}) {sanitize(option.name, single_line=True)}"
             for number, option in enumerate(options, 1)
@@ -227,3 +327,14 @@ class AskPolicy:
             if option is not None:
                 return _selected(option)
             out.write(f"{answer.strip()!r} is not one of the choices.\n")
+
+
+def _details(request: RequestPermissionRequest) -> list[str]:
+    """The text content of the tool call a request is about, cut to its first lines."""
+    lines: list[str] = []
+    for item in request.tool_call.content or ():
+        if isinstance(item, Content) and isinstance(item.content, TextContent):
+            lines += item.content.text.splitlines()
+    if len(lines) > _DETAIL_LINES:
+        lines = [*lines[:_DETAIL_LINES], f"[… {len(lines) - _DETAIL_LINES} more lines]"]
+    return lines

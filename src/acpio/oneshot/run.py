@@ -46,21 +46,24 @@ from acpio.errors import (
     TransportError,
 )
 from acpio.jsonrpc import Connection, NotificationDispatch, RequestDispatch, Unhandled
-from acpio.jsonrpc.handlers import Dispatch, DynamicHandlerRegistration
+from acpio.jsonrpc.handlers import Dispatch, DynamicHandlerRegistration, ResponseDispatch
 from acpio.jsonrpc.responses import SentRequest
 from acpio.oneshot.files import ConfinedFiles
 from acpio.oneshot.permissions import (
     AllowPolicy,
     AskPolicy,
+    CommandGrants,
     DenyPolicy,
     LineInput,
     Outcome,
     PermissionPolicy,
+    allows,
+    command_request,
 )
 from acpio.oneshot.recording import RecordingTransport
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
-from acpio.oneshot.terminals import Terminals
+from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.roles import Client
 from acpio.schema import (
     CancelledPermissionOutcome,
@@ -169,7 +172,8 @@ async def run_prompt(
         files = ConfinedFiles(options.cwd)
     except ValueError as exc:
         raise PromptFailed(str(exc), ExitCode.USAGE) from exc
-    terminals = Terminals(files)
+    # The agent's commands run only once run.consent_to_command allowed them (run is made below).
+    terminals = Terminals(files, consent=lambda command: run.consent_to_command(command))
     json_renderer = JsonLinesRenderer(out) if options.output == "json" else None
     renderer: Renderer = json_renderer or _text_renderer(options.output, out, terminals)
     owned_answers = None
@@ -272,6 +276,8 @@ class _PromptRun:
         self._files = files
         self._terminals = terminals
         self._policy = policy
+        self._grants = CommandGrants()
+        self._commands_asked = 0
         self._process: AgentProcess | None = None
         self._main: asyncio.Task[Any] | None = None
         self._session: ActiveSession | None = None
@@ -326,6 +332,8 @@ class _PromptRun:
             session = await self._new_session(cx, initialized)
         else:
             session = await self._continue_session(cx, self._options.session_id)
+        # Requests for any other session are answered at once (they would otherwise wait, parked).
+        cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
         self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
         return await self._turn(session)
 
@@ -509,6 +517,38 @@ class _PromptRun:
 
     async def _permission(self, dispatch: RequestDispatch) -> Any:
         request: RequestPermissionRequest = dispatch.parse(RequestPermissionRequest)
+        outcome = await self._decide(request)
+        self._grants.record(request, outcome)
+        self._renderer.permission(request, outcome)
+        return RequestPermissionResponse(outcome=outcome)
+
+    async def consent_to_command(self, command: TerminalCommand) -> None:
+        """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides."""
+        if self._grants.take(command):
+            return
+        self._commands_asked += 1
+        request = command_request(command, f"acpio-command-{self._commands_asked}")
+        outcome = await self._decide(request)
+        self._renderer.permission(request, outcome)
+        if allows(request, outcome) is not None:
+            return
+        if isinstance(outcome, CancelledPermissionOutcome):
+            why, refused = "the turn is being cancelled", "cancelled"
+        elif self._options.permissions == "deny":
+            why = (
+                "the user did not allow it (acpio prompt --deny refuses the agent's commands that no "
+                "permission the user granted covers; --ask asks the user, --allow runs them)"
+            )
+            refused = "deny"
+        else:
+            why, refused = "the user refused it", "user"
+        raise InvalidParams(
+            {"command": command.command, "args": list(command.args), "refused": refused},
+            message=f"Refused to run {command.command_line}: {why}",
+        )
+
+    async def _decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The policy's outcome for ``request``; ``cancelled`` once the turn is cancelled (even meanwhile)."""
         outcome: Outcome = CancelledPermissionOutcome()
         if not self._cancelled.is_set():
             self._renderer.settle()
@@ -522,8 +562,7 @@ class _PromptRun:
                 await asyncio.gather(deciding, cancelled, return_exceptions=True)
             if not self._cancelled.is_set() and not deciding.cancelled():
                 outcome = deciding.result()
-        self._renderer.permission(request, outcome)
-        return RequestPermissionResponse(outcome=outcome)
+        return outcome
 
     # --- Ctrl-C --------------------------------------------------------------------------------
 
@@ -556,6 +595,35 @@ class _PromptRun:
         self._renderer.settle()
         self._err.write(f"{chr(10) if fresh_line else ''}acpio: {sanitize(text, single_line=True)}\n")
         self._err.flush()
+
+
+class _OtherSessions:
+    """Answers at once what the agent sends for a session other than the run's: ``-32002`` for a request.
+
+    The client role parks a message for an unknown session until that session's handler exists;
+    ``acpio prompt`` has one session, so none ever will. A notification is dropped.
+    """
+
+    def __init__(self, session_id: str, renderer: Renderer) -> None:
+        self._session_id = session_id
+        self._renderer = renderer
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        session_id = message.session_id
+        if type(message) is ResponseDispatch or session_id is None or session_id == self._session_id:
+            return Unhandled(message)
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            error = ResourceNotFound(
+                {"sessionId": session_id},
+                message=f"{message.method}: there is no session {session_id!r} here (acpio prompt has one "
+                f"session, {self._session_id!r})",
+            )
+            message.responder.respond_with_error(error)
+            self._renderer.request_failed(message.method, error.message)
+        else:
+            _log.debug("Dropping %s for unknown session %r", message.method, session_id)
+        return None
 
 
 def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:

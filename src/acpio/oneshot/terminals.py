@@ -3,9 +3,15 @@
 :class:`Terminals` serves ``terminal/create``, ``terminal/output``, ``terminal/wait_for_exit``,
 ``terminal/kill`` and ``terminal/release`` for one client:
 
-* ``create`` starts ``command`` with ``args`` directly (no shell: ask for ``sh -c "..."`` to get
-  one), with the given ``env`` on top of ours, in ``cwd`` (default: the root; a ``cwd`` outside
-  the root is refused like a file outside it). stdin is ``/dev/null``; stdout and stderr go to one
+* ``create`` checks the request (a variable name with ``=`` or NUL, a NUL in the command, an
+  argument or the ``cwd`` is ``-32602`` naming the field; a ``cwd`` outside the root is refused
+  like a file outside it), describes what would run as a :class:`TerminalCommand` (the program
+  the command resolves to, through the ``PATH`` the command will have; the arguments; the ``cwd``;
+  the agent's environment variables, marking those that decide what runs or loads, such as
+  ``PATH`` or ``LD_PRELOAD``) and hands it to ``consent``, which refuses by raising a
+  :class:`~acpio.RequestError` for the agent. Only then is anything started: the resolved program
+  with ``args`` directly (no shell: ask for ``sh -c "..."`` to get one), with the given ``env`` on
+  top of ours, in ``cwd`` (default: the root). stdin is ``/dev/null``; stdout and stderr go to one
   pipe, read all the time. Each command runs in its own process group, so killing it ends whatever
   it started, and Ctrl-C at the terminal does not reach it.
 * Output is kept up to ``outputByteLimit`` bytes (default :data:`DEFAULT_OUTPUT_LIMIT`, at most
@@ -17,6 +23,9 @@
 
 Errors go to the agent as :class:`~acpio.RequestError`: an unknown or released terminal id is
 ``-32002``; a command that cannot be started is ``-32002`` (not found) or ``-32602``.
+
+Without ``consent``, :class:`Terminals` runs whatever the agent asks (for a client that decided
+so); ``acpio prompt`` always passes one (see :mod:`acpio.oneshot.run` and ``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -26,11 +35,15 @@ import codecs
 import contextlib
 import logging
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from pathlib import Path
+from typing import Final, TypeAlias
 
 from acpio.errors import InvalidParams, RequestError, ResourceNotFound
 from acpio.oneshot.files import ConfinedFiles
@@ -52,7 +65,10 @@ __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
     "KILL_GRACE",
     "MAX_OUTPUT_LIMIT",
+    "RISKY_VARIABLES",
+    "Consent",
     "OutputBuffer",
+    "TerminalCommand",
     "TerminalSnapshot",
     "Terminals",
 ]
@@ -67,6 +83,86 @@ MAX_OUTPUT_LIMIT: Final = 64 * 1024 * 1024
 KILL_GRACE: Final = 2.0
 #: Seconds to wait, after a command exited, for the last of its output to arrive.
 _OUTPUT_SETTLE: Final = 1.0
+
+#: Environment variables that decide which program runs or what it loads, reads or executes on the
+#: side: an agent setting one of them (or one starting with ``LD_``, ``DYLD_``, ``BASH_FUNC_``,
+#: ``GIT_CONFIG_``) is pointed out when its command is described, and a permission granted for the
+#: command alone does not cover it. Not exhaustive: any variable can change what a program does.
+RISKY_VARIABLES: Final = frozenset(
+    {
+        "PATH", "CDPATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
+        "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP",
+        "PYTHONUSERBASE", "PYTHONINSPECT", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB", "PERL5OPT",
+        "PERLLIB", "RUBYLIB", "RUBYOPT", "GEM_HOME", "GEM_PATH", "LUA_PATH", "LUA_CPATH",
+        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GIT_EXEC_PATH",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EDITOR", "GIT_PAGER",
+        "EDITOR", "VISUAL", "PAGER", "RUSTC_WRAPPER", "CARGO_HOME", "GOFLAGS",
+    }
+)  # fmt: skip
+_RISKY_PREFIXES: Final = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_")
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalCommand:
+    """What a ``terminal/create`` would run, checked and resolved, for a consent decision to judge."""
+
+    session_id: str
+    #: The command as the agent gave it, and its arguments.
+    command: str
+    args: tuple[str, ...]
+    #: The program that would run: ``command`` resolved through the ``PATH`` it would have
+    #: (the agent's, if it sets one), or against ``cwd`` when it names a path.
+    program: str
+    cwd: Path
+    #: The agent's environment variables, in its order, set on top of this process's environment.
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def argv(self) -> list[str]:
+        """The command and its arguments, as the agent gave them."""
+        return [self.command, *self.args]
+
+    @property
+    def risky_variables(self) -> tuple[str, ...]:
+        """The names of the agent's variables that decide what runs or loads (see :data:`RISKY_VARIABLES`)."""
+        return tuple(name for name, _ in self.env if _is_risky(name))
+
+    @property
+    def command_line(self) -> str:
+        """The command line as a shell shows it, the agent's variables first: ``NAME=value cmd args``.
+
+        A variable whose name a shell would not take (``A-B``) makes it ``env 'A-B=value' cmd args``.
+        """
+        if all(_IDENTIFIER.fullmatch(name) for name, _ in self.env):
+            return " ".join(
+                [*(f"{name}={shlex.quote(value)}" for name, value in self.env), shlex.join(self.argv)]
+            )
+        return shlex.join(["env", *(f"{name}={value}" for name, value in self.env), *self.argv])
+
+    def environment(self) -> dict[str, str]:
+        """The environment the command gets: this process's, with the agent's variables on top."""
+        return {**os.environ, **dict(self.env)}
+
+    def describe(self) -> list[str]:
+        """Lines for a person deciding: the command, the program, the directory, each variable."""
+        lines = [f"command: {shlex.join(self.argv)}"]
+        if self.program != self.command:
+            lines.append(f"program: {self.program}")
+        lines.append(f"in: {self.cwd}")
+        for name, value in self.env:
+            warning = "  <- decides which programs run or what they load" if _is_risky(name) else ""
+            shown = name if _IDENTIFIER.fullmatch(name) else shlex.quote(name)
+            lines.append(f"environment: {shown}={shlex.quote(value)}{warning}")
+        return lines
+
+
+#: Decides whether a command may run: returns to allow it, raises a RequestError (for the agent) to refuse.
+Consent: TypeAlias = Callable[[TerminalCommand], Awaitable[None]]
+
+
+def _is_risky(name: str) -> bool:
+    return name in RISKY_VARIABLES or name.startswith(_RISKY_PREFIXES)
 
 
 class OutputBuffer:
@@ -231,9 +327,10 @@ class _Terminal:
 class Terminals:
     """The terminals of one client: start commands for the agent and answer the ``terminal/*`` methods.
 
-    ``files`` gives the root that a ``cwd`` must lie in (and the default ``cwd``). Call
-    :meth:`aclose` at the end: commands still running are ended. :meth:`kill_now` ends them at once,
-    without waiting (for a second Ctrl-C).
+    ``files`` gives the root that a ``cwd`` must lie in (and the default ``cwd``). ``consent`` is
+    awaited with each :class:`TerminalCommand` before it is started, and refuses it by raising
+    (without it, every command runs). Call :meth:`aclose` at the end: commands still running are
+    ended. :meth:`kill_now` ends them at once, without waiting (for a second Ctrl-C).
     """
 
     def __init__(
@@ -243,8 +340,10 @@ class Terminals:
         default_output_limit: int = DEFAULT_OUTPUT_LIMIT,
         max_output_limit: int = MAX_OUTPUT_LIMIT,
         kill_grace: float = KILL_GRACE,
+        consent: Consent | None = None,
     ) -> None:
         self._files = files
+        self._consent = consent
         self._default_limit = default_output_limit
         self._max_limit = max_output_limit
         self._kill_grace = kill_grace
@@ -258,18 +357,13 @@ class Terminals:
     # --- the methods ---------------------------------------------------------------------------
 
     async def create(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
-        """Start the command; answer with its terminal id at once (it runs in the background)."""
-        cwd = (
-            self._files.root if request.cwd is None else self._files.resolve(request.cwd, "run a command in")
-        )
-        if not cwd.is_dir():
-            raise InvalidParams(
-                {"cwd": request.cwd}, message=f"Cannot run {request.command!r} in {cwd}: not a directory"
-            )
+        """Check the request, ask ``consent``, start the command; answer with its terminal id at once."""
+        command = self.prepare(request)
+        if self._consent is not None:
+            await self._consent(command)
         limit = self._default_limit if request.output_byte_limit is None else request.output_byte_limit
         buffer = OutputBuffer(min(limit, self._max_limit))
-        argv = [request.command, *(request.args or ())]
-        env = {**os.environ, **{variable.name: variable.value for variable in request.env or ()}}
+        argv, cwd, env = [command.program, *command.args], command.cwd, command.environment()
         loop = asyncio.get_running_loop()
         try:
             transport, protocol = await loop.subprocess_exec(
@@ -287,13 +381,58 @@ class Terminals:
         self._count += 1
         terminal_id = f"term-{self._count}"
         terminal = _Terminal(
-            terminal_id, request.session_id, _command_line(argv), buffer, transport, protocol
+            terminal_id, request.session_id, command.command_line, buffer, transport, protocol
         )
         self._terminals[terminal_id] = terminal
         _log.debug(
             "Started %s for the agent as %s (pid %d)", terminal.command_line, terminal_id, terminal.pid
         )
         return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def prepare(self, request: CreateTerminalRequest) -> TerminalCommand:
+        """What ``request`` would run, checked: the :class:`TerminalCommand`, or the error for the agent.
+
+        ``-32602`` names the field for a NUL character (or text that is not valid) in the command,
+        an argument, the ``cwd`` or a variable, and for a variable name that is empty or contains
+        ``=``; a ``cwd`` outside the root or not a directory is ``-32602`` too, and a command that
+        is not found ``-32002``.
+        """
+        _check_text(request.command, "command", request.command)
+        if not request.command:
+            raise InvalidParams({"field": "command"}, message="terminal/create: the command is empty")
+        args = tuple(request.args or ())
+        for index, arg in enumerate(args):
+            _check_text(arg, f"args[{index}]", request.command)
+        env: list[tuple[str, str]] = []
+        for index, variable in enumerate(request.env or ()):
+            name, value = variable.name, variable.value
+            _check_text(name, f"env[{index}].name", request.command)
+            if not name or "=" in name:
+                raise InvalidParams(
+                    {"field": f"env[{index}].name", "name": name},
+                    message=f"Refused to run {request.command!r}: env[{index}].name {name!r} is not an "
+                    "environment variable name (it is empty or contains '=')",
+                )
+            _check_text(value, f"env[{index}].value", request.command)
+            env.append((name, value))
+        if request.cwd is None:
+            cwd = self._files.root
+        else:
+            _check_text(request.cwd, "cwd", request.command)
+            cwd = self._files.resolve(request.cwd, "run a command in")
+        if not cwd.is_dir():
+            raise InvalidParams(
+                {"field": "cwd", "cwd": request.cwd},
+                message=f"Cannot run {request.command!r} in {cwd}: not a directory",
+            )
+        return TerminalCommand(
+            session_id=request.session_id,
+            command=request.command,
+            args=args,
+            program=_resolve_program(request.command, cwd, env),
+            cwd=cwd,
+            env=tuple(env),
+        )
 
     def output(self, request: TerminalOutputRequest) -> TerminalOutputResponse:
         """The output so far, whether it was truncated, and the exit status once the command exited."""
@@ -368,8 +507,33 @@ class Terminals:
         return terminal
 
 
-def _command_line(argv: list[str]) -> str:
-    return shlex.join(argv)
+def _check_text(text: str, field: str, command: str) -> None:
+    """Refuse (``-32602``, naming ``field``) text that cannot be passed to a process: NUL, lone surrogates."""
+    problem = None
+    if "\0" in text:
+        problem = "contains a NUL character"
+    else:
+        try:
+            os.fsencode(text)
+        except UnicodeEncodeError:
+            problem = "is not valid text"
+    if problem is not None:
+        raise InvalidParams(
+            {"field": field},
+            message=f"Refused to run {command!r}: {field} {problem}, which no process can get",
+        )
+
+
+def _resolve_program(command: str, cwd: Path, env: list[tuple[str, str]]) -> str:
+    """The file ``command`` runs: a path (against ``cwd``), or the first match on the ``PATH`` it gets."""
+    if os.sep in command:
+        return os.path.join(cwd, command)
+    path = dict(env).get("PATH", os.environ.get("PATH", os.defpath))
+    # A relative entry (or an empty one: the current directory) is relative to the command's cwd.
+    found = shutil.which(command, path=os.pathsep.join(os.path.join(cwd, d) for d in path.split(os.pathsep)))
+    if found is None:
+        raise _start_failed(command, FileNotFoundError(command))
+    return found
 
 
 def _signal_name(number: int) -> str:
