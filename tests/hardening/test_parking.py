@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from acpio import Client, SessionConnection
-from acpio.jsonrpc import ParkingLimits
+from acpio.jsonrpc import ParkingLimits, Unhandled, UntypedMessage
 from acpio.testing import WirePeer
 from acpio.transports import Channel
 
@@ -131,3 +131,80 @@ async def test_a_session_request_without_a_session_id_is_invalid_params() -> Non
         assert (await agent.recv())["error"]["code"] == -32601  # unknown methods stay -32601
 
     await with_agent(Client.builder(), play)
+
+
+class SlowAnswerClient(Client):
+    """Default sizes, a short wait for requests."""
+
+    def parking_limits(self) -> ParkingLimits:
+        return ParkingLimits(request_wait=0.2)
+
+
+def permission_request(request_id: int, session_id: str) -> dict[str, Any]:
+    params = {"sessionId": session_id, "toolCall": {"toolCallId": "t"}, "options": []}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission", "params": params}
+
+
+async def test_many_parked_requests_expire_without_freezing_the_client() -> None:
+    """Each expiry scanned the whole lot: 10,000 expiries behind 40,000 updates took 27 s."""
+
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        for n in range(40_000):
+            agent.send(update(f"ghost-{n % 4}", n))
+        for n in range(10_000):
+            agent.send(permission_request(n, "ghost-requests"))
+        started = asyncio.get_running_loop().time()
+        answered = 0
+        while answered < 10_000:
+            message = await agent.recv()
+            assert message["error"]["code"] == -32002
+            answered += 1
+        assert asyncio.get_running_loop().time() - started < 5
+
+    await with_agent(SlowAnswerClient.builder(), play)
+
+
+class Stall:
+    """A dynamic handler that declines everything, taking ``seconds`` (or changing the message)."""
+
+    def __init__(self, seconds: float = 0.0, *, change: bool = False) -> None:
+        self.seconds = seconds
+        self.change = change
+
+    async def handle(self, message: Any, cx: Any) -> Unhandled:
+        await asyncio.sleep(self.seconds)
+        if self.change:
+            return Unhandled(UntypedMessage(message.method, dict(message.params, changed=True)), retry=True)
+        return Unhandled(message, retry=True)
+
+
+@pytest.mark.parametrize(
+    "stall", [Stall(0.5), Stall(change=True)], ids=["timer fired during a replay", "message changed"]
+)
+async def test_a_replayed_request_is_still_answered_in_time(stall: Stall) -> None:
+    """A request re-parked after a replay kept no timer and waited until the connection ended."""
+
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        agent.send(permission_request(1, "nobody"))
+        await settle(cx, 1)
+        cx.add_dynamic_handler(stall)
+        answer = await agent.recv()
+        assert answer["id"] == 1
+        assert answer["error"]["code"] == -32002
+
+    await with_agent(QuickClient.builder(), play)
+
+
+async def test_unique_session_ids_do_not_grow_the_logs_or_the_counts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def play(agent: WirePeer, cx: SessionConnection) -> None:
+        for n in range(3_000):
+            agent.send(update(f"unique-{n}", n))
+        await settle(cx, 80)
+        agent.send(update("after", 0))
+        await settle(cx, 80)
+
+    with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
+        await with_agent(QuickClient.builder(), play)
+    assert len(caplog.records) <= 102  # one line per session up to 100, then one summary

@@ -58,7 +58,7 @@ from acpio.jsonrpc.messages import (
     encode_result,
     line_head,
 )
-from acpio.jsonrpc.parking import ParkingLot
+from acpio.jsonrpc.parking import Parked, ParkingLot
 from acpio.jsonrpc.pending import CancelFlag, IncomingRequests, OutgoingRequests
 from acpio.jsonrpc.responses import PendingReply, Responder, ResponseRouter, SentRequest, _parse_with
 from acpio.transports.base import OversizedFrame, Transport
@@ -71,6 +71,8 @@ __all__ = ["Connection"]
 _log = logging.getLogger("acpio.jsonrpc")
 #: Unread bytes past which a sender that never awaits ``drain()`` is warned (once).
 _UNFLUSHED_WARNING = 64 * 1024 * 1024
+#: Sessions whose dropped or refused parked messages are logged, one line each; then one summary.
+_PARKING_WARNINGS = 100
 
 T = TypeVar("T")
 
@@ -505,17 +507,23 @@ class Connection:
             self._rebuild_chain()
             if not self._parked:
                 continue
-            kept: list[tuple[Dispatch, float]] = []
-            for message, parked_at in self._parked.take_all():
+            kept: list[Parked] = []
+            for entry in self._parked.take_all():
+                message = entry.message
                 try:
                     result = await registration._handle(message, self)
                 except Exception as exc:
+                    self._unpark(entry)
                     self._handler_failed(message, exc)
                     continue
-                if result is not None:
-                    kept.append((passed_on(message, result), parked_at))
+                if result is None:
+                    self._unpark(entry)
+                else:
+                    entry.message = passed_on(message, result)  # same ticket: its timer still finds it
+                    kept.append(entry)
                 await self._run_ready_callbacks()
             self._parked.put_back(kept)
+            self._expire_overdue_requests(kept)
 
     async def _run_ready_callbacks(self) -> None:
         while self._ready:
@@ -710,20 +718,39 @@ class Connection:
         """Park ``message`` for a handler added later, within the role's :class:`ParkingLimits`."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        for expired in self._parked.expire_notifications(now):
-            self._warn_parking(expired, "no handler claimed it in time; dropped")
         lot = self._parked
+        for expired in lot.expire_notifications(now):
+            self._warn_parking(expired.message, "no handler claimed it in time; dropped")
         if not lot.has_room(message):
             self._warn_parking(message, "too many messages are waiting for handlers; refused")
             self._refuse_parked(message)
             return
-        lot.park(message, now)
-        if type(message) is RequestDispatch:
-            loop.call_later(lot.limits.request_wait, self._expire_parked_request, message)
+        entry = lot.park(message, now)
+        if entry.is_request:
+            entry.timer = loop.call_later(lot.limits.request_wait, self._expire_parked_request, entry.ticket)
 
-    def _expire_parked_request(self, message: Dispatch) -> None:
-        if self._parked.remove(message):
-            self._refuse_parked(message)
+    def _unpark(self, entry: Parked) -> None:
+        """A parked message was claimed (or failed): its request timer has nothing left to do."""
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+
+    def _expire_parked_request(self, ticket: int) -> None:
+        entry = self._parked.remove(ticket)
+        if entry is not None:
+            entry.timer = None
+            self._refuse_parked(entry.message)
+        # else: claimed meanwhile, or out of the lot while a new handler replays it (then the
+        # replay answers it once it is parked again: see _expire_overdue_requests)
+
+    def _expire_overdue_requests(self, entries: list[Parked]) -> None:
+        """Answer the re-parked requests whose wait ran out while they were being replayed."""
+        deadline = asyncio.get_running_loop().time() - self._parked.limits.request_wait
+        for entry in entries:
+            if entry.is_request and entry.parked_at <= deadline:
+                self._parked.remove(entry.ticket)
+                self._unpark(entry)
+                self._refuse_parked(entry.message)
 
     def _refuse_parked(self, message: Dispatch) -> None:
         if type(message) is RequestDispatch:
@@ -732,9 +759,18 @@ class Connection:
 
     def _warn_parking(self, message: Dispatch, what: str) -> None:
         key = message.session_id
-        if key in self._parking_warned:
+        warned = self._parking_warned
+        if key in warned or len(warned) > _PARKING_WARNINGS:
             return
-        self._parking_warned.add(key)
+        warned.add(key)
+        if len(warned) > _PARKING_WARNINGS:
+            _log.warning(
+                "Connection %r: messages for %d sessions waited for handlers and were dropped or "
+                "refused; not logging further sessions",
+                self.name,
+                _PARKING_WARNINGS,
+            )
+            return
         _log.warning(
             "Connection %r: a %r message for session %r waited for a handler: %s (logged once per session)",
             self.name,
@@ -784,8 +820,9 @@ class Connection:
 
     def _release_parked(self) -> None:
         """The input ended: parked messages no handler will ever claim get the normal fallback."""
-        for message, _ in self._parked.take_all():
-            self._fallback(message)
+        for entry in self._parked.take_all():
+            self._unpark(entry)
+            self._fallback(entry.message)
 
     async def _on_end_of_input(self) -> None:
         """Clean EOF: fail pending requests, run the close callbacks, then report the end."""

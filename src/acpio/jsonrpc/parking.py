@@ -8,19 +8,21 @@ has answered ``session/new``). A peer can name sessions that never come, so the 
   in all; a message beyond either is not parked;
 * a notification parked longer than :attr:`ParkingLimits.max_age` seconds is dropped;
 * a request is answered once it has waited :attr:`ParkingLimits.request_wait` seconds (the peer is
-  waiting for that answer; the connection schedules it).
+  waiting for that answer; the connection keeps a timer per parked request).
 
-The connection logs what it drops (once per session) and answers what it refuses.
+Each parked message has a ticket (a sequence number): removing one by its ticket, as a request's
+timer does, costs the same however many messages are parked.
 """
 
 from __future__ import annotations
 
-from collections import Counter, deque
+import asyncio
+from collections import Counter
 from dataclasses import dataclass
 
 from acpio.jsonrpc.handlers import Dispatch, RequestDispatch
 
-__all__ = ["ParkingLimits", "ParkingLot"]
+__all__ = ["ParkingLimits", "ParkingLot", "Parked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,15 +39,31 @@ class ParkingLimits:
     request_wait: float = 10.0
 
 
-class ParkingLot:
-    """The parked messages of one connection, oldest first, with their parking times."""
+@dataclass(slots=True)
+class Parked:
+    """One parked message: its ticket, when it was parked, and its request's timer (if any)."""
 
-    __slots__ = ("_counts", "_items", "limits")
+    ticket: int
+    message: Dispatch
+    parked_at: float
+    timer: asyncio.TimerHandle | None = None
+
+    @property
+    def is_request(self) -> bool:
+        """Whether the message is a request (it is answered when its wait runs out)."""
+        return type(self.message) is RequestDispatch
+
+
+class ParkingLot:
+    """The parked messages of one connection, oldest first."""
+
+    __slots__ = ("_counts", "_items", "_next", "limits")
 
     def __init__(self, limits: ParkingLimits) -> None:
         self.limits = limits
-        self._items: deque[tuple[Dispatch, float]] = deque()
+        self._items: dict[int, Parked] = {}  # by ticket, in parking order
         self._counts: Counter[str | None] = Counter()
+        self._next = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -55,46 +73,60 @@ class ParkingLot:
 
     def has_room(self, message: Dispatch) -> bool:
         """Whether ``message`` may be parked now."""
-        return len(self._items) < self.limits.total and self._counts[message.session_id] < self.limits.per_key
+        return (
+            len(self._items) < self.limits.total and self._counts[message.session_id] < self.limits.per_key
+        )
 
-    def park(self, message: Dispatch, now: float) -> None:
-        """Park ``message`` (check :meth:`has_room` first)."""
-        self._items.append((message, now))
+    def park(self, message: Dispatch, now: float) -> Parked:
+        """Park ``message`` (check :meth:`has_room` first); the caller may set the entry's timer."""
+        self._next += 1
+        entry = Parked(self._next, message, now)
+        self._items[entry.ticket] = entry
         self._counts[message.session_id] += 1
+        return entry
 
-    def take_all(self) -> list[tuple[Dispatch, float]]:
-        """Remove and return every parked message, oldest first."""
-        items = list(self._items)
+    def take_all(self) -> list[Parked]:
+        """Remove and return every parked entry, oldest first (timers keep running)."""
+        entries = list(self._items.values())
         self._items.clear()
         self._counts.clear()
-        return items
+        return entries
 
-    def put_back(self, items: list[tuple[Dispatch, float]]) -> None:
-        """Park ``items`` again before the messages parked meanwhile (they are older)."""
-        self._items.extendleft(reversed(items))
-        for message, _ in items:
-            self._counts[message.session_id] += 1
+    def put_back(self, entries: list[Parked]) -> None:
+        """Park ``entries`` again, ahead of anything parked meanwhile (they are older)."""
+        later = list(self._items.values())
+        self._items.clear()
+        for entry in (*entries, *later):
+            self._items[entry.ticket] = entry
+        self._counts.clear()
+        for entry in self._items.values():
+            self._counts[entry.message.session_id] += 1
 
-    def remove(self, message: Dispatch) -> bool:
-        """Take ``message`` out of the lot; whether it was there."""
-        for index, (parked, _) in enumerate(self._items):
-            if parked is message:
-                del self._items[index]
-                self._counts[message.session_id] -= 1
-                return True
-        return False
+    def remove(self, ticket: int) -> Parked | None:
+        """Take the entry with ``ticket`` out of the lot, if it is there."""
+        entry = self._items.pop(ticket, None)
+        if entry is not None:
+            self._uncount(entry)
+        return entry
 
-    def expire_notifications(self, now: float) -> list[Dispatch]:
+    def expire_notifications(self, now: float) -> list[Parked]:
         """Remove and return the notifications parked for longer than ``max_age``."""
         deadline = now - self.limits.max_age
-        expired: list[Dispatch] = []
-        kept: list[tuple[Dispatch, float]] = []
-        while self._items and self._items[0][1] < deadline:
-            message, at = self._items.popleft()
-            self._counts[message.session_id] -= 1
-            if type(message) is RequestDispatch:
-                kept.append((message, at))  # requests leave on their own timer
-            else:
-                expired.append(message)
-        self.put_back(kept)
+        expired = []
+        for entry in self._items.values():
+            if entry.parked_at >= deadline:
+                break  # parking order is time order: the rest are younger
+            if not entry.is_request:  # requests leave on their own (shorter) timer
+                expired.append(entry)
+        for entry in expired:
+            del self._items[entry.ticket]
+            self._uncount(entry)
         return expired
+
+    def _uncount(self, entry: Parked) -> None:
+        key = entry.message.session_id
+        left = self._counts[key] - 1
+        if left:
+            self._counts[key] = left
+        else:
+            del self._counts[key]
