@@ -6,6 +6,9 @@ import json
 import re
 import shutil
 import socket
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -135,11 +138,13 @@ def test_since_past_the_end_starts_over(viewer: TraceViewer) -> None:
     assert len(answer["events"]) == answer["next"] == len(fixture_objects())
 
 
-@pytest.mark.parametrize("query", ["?since=-1", "?since=abc", "?since=1&epoch=x"])
+@pytest.mark.parametrize(
+    "query", ["?since=-1", "?since=abc", "?since=1&epoch=x", "?start=-2", "?limit=-1", "?limit=x"]
+)
 def test_a_malformed_query_is_400(viewer: TraceViewer, query: str) -> None:
     status, _, body = get(f"{viewer.url}/events{query}")
     assert status == 400
-    assert b"since and epoch" in body
+    assert b"must be non-negative integers" in body
 
 
 def test_an_unreadable_file_is_503_with_the_reason_until_it_is_back(viewer: TraceViewer, trace: Path) -> None:
@@ -209,3 +214,128 @@ def test_close_releases_the_port(trace: Path) -> None:
 def test_a_port_in_use_raises(viewer: TraceViewer, trace: Path) -> None:
     with pytest.raises(OSError):
         TraceViewer(trace, port=viewer.port)
+
+
+# --- deeply nested events (finding: the feed broke on them) ---------------------------------------
+
+
+def test_an_event_nested_deeper_than_orjson_writes_is_served_and_so_are_later_ones(trace: Path) -> None:
+    deep = "[" * 300 + '"bottom"' + "]" * 300
+    with trace.open("a") as file:
+        file.write(event_line(1)[:-2] + f', "deep": {deep}}}\n')
+        file.write(event_line(2))
+    with TraceViewer(trace).start() as viewer:
+        answer = events(viewer)
+        *_, nested, after = answer["events"]
+        assert nested["deep"] == json.loads(deep)
+        assert after["params"] == {"n": 2}
+        assert answer["next"] == answer["total"] == len(fixture_objects()) + 2
+        later = events(viewer, f"?start={answer['next'] - 1}&epoch=0")
+        assert [event["params"]["n"] for event in later["events"]] == [2]
+
+
+# --- windows of a big trace -------------------------------------------------------------------------
+
+
+def test_events_come_in_windows_with_the_size_of_the_file(viewer: TraceViewer, trace: Path) -> None:
+    expected = fixture_objects()
+    answer = events(viewer, "?start=10&limit=5")
+    assert answer["events"] == expected[10:15]
+    assert (answer["start"], answer["next"], answer["total"]) == (10, 15, len(expected))
+    assert answer["size"] == answer["scanned"] == trace.stat().st_size
+    assert answer["complete"] is True
+    assert answer["lanes"] == expected[0]  # whatever the window, the lanes event comes with it
+    status = events(viewer, "?start=40&limit=0")
+    assert (status["events"], status["start"], status["next"], status["total"]) == ([], 40, 40, len(expected))
+
+
+def test_an_answer_has_at_most_the_maximum_limit(viewer: TraceViewer, trace: Path) -> None:
+    with trace.open("a") as file:
+        file.writelines(event_line(n) for n in range(6000))
+    answer = events(viewer, "?limit=100000")
+    assert len(answer["events"]) == 5000
+    assert events(viewer)["next"] == 1000  # the default
+
+
+GENERATOR = r"""
+import sys, orjson
+path, size = sys.argv[1], int(sys.argv[2])
+text = "x" * 300
+with open(path, "wb") as file:
+    lanes = [{"lane": "Client", "name": "client"}]
+    file.write(orjson.dumps({"type": "lanes", "ts": 0.0, "lanes": lanes}) + b"\n")
+    n = 0
+    while file.tell() < size:
+        file.write(b"".join(
+            orjson.dumps({"type": "notification", "ts": i / 1000, "protocol": "acp", "from": "Agent",
+                "to": "Client", "method": "session/update", "session": "s-1", "params": {"sessionId": "s-1",
+                "n": i, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+                "text": text}}}}) + b"\n"
+            for i in range(n, n + 10000)))
+        n += 10000
+print(n + 1)
+"""
+
+SERVER = r"""
+import sys
+from acpio.trace import TraceViewer
+
+def rss():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+viewer = TraceViewer(sys.argv[1])
+print(rss(), viewer.url, flush=True)  # before anything is read
+viewer.start()
+sys.stdin.read()
+"""
+
+
+def peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory use from /proc (Linux)")
+def test_a_200_mb_trace_is_served_in_windows_quickly_in_bounded_memory(tmp_path: Path) -> None:
+    """The viewer used to read the whole file into memory (13 GB for 1 GB) and answer with all of it."""
+    path = tmp_path / "big.jsons"
+    made = subprocess.run(
+        [sys.executable, "-c", GENERATOR, str(path), str(200_000_000)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    count = int(made.stdout)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        baseline, url = server.stdout.readline().split()
+        started = time.monotonic()
+        status, _, body = get(f"{url}/events?start=0&limit=1000")
+        took = time.monotonic() - started
+        assert status == 200
+        first = json.loads(body)
+        assert len(first["events"]) == 1000
+        assert first["size"] == path.stat().st_size
+        assert len(body) < 2_000_000, "the first answer is one window, not the file"
+        assert took < 5, f"the first answer took {took:.1f} s"
+
+        deadline = time.monotonic() + 120
+        while not (answer := json.loads(get(f"{url}/events?limit=0")[2]))["complete"]:
+            assert time.monotonic() < deadline, answer
+            time.sleep(0.2)
+        assert answer["total"] == count
+        middle = json.loads(get(f"{url}/events?start={count // 2}&limit=3")[2])
+        assert [event["params"]["n"] for event in middle["events"]] == [count // 2 - 1 + i for i in range(3)]
+        last = json.loads(get(f"{url}/events?start={count - 1}&limit=10")[2])
+        assert [event["params"]["n"] for event in last["events"]] == [count - 2]
+
+        grown_mb = (peak_rss_kb(server.pid) - int(baseline)) / 1024
+        assert grown_mb < 64, f"serving a 200 MB trace took {grown_mb:.0f} MB more memory"
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(timeout=30)

@@ -4,18 +4,24 @@
 
 ``GET /``
     The viewer page (``viewer.html``, self-contained: no external scripts, styles or fonts).
-``GET /events?since=N&epoch=E``
-    The trace's events from index ``N`` on, as a JSON object::
+``GET /events?start=N&limit=L&epoch=E``
+    A window of the trace: up to ``L`` events (default 1000, at most 5000, and about 8 MB) from event
+    number ``N`` on (``since`` is another name for ``start``; both default to 0), as a JSON object::
 
-        {"file": "trace.jsons", "epoch": 0, "start": 0, "next": 12, "events": [...]}
+        {"file": "trace.jsons", "epoch": 0, "start": 0, "next": 12, "total": 12, "size": 5321,
+         "scanned": 5321, "complete": true, "lanes": {...}, "events": [...]}
 
-    ``events`` are the event objects as written in the file (unknown fields kept; blank, unparsable and
-    unknown lines left out), ``start`` is the index of the first one and ``next`` is the ``since`` to ask
-    for next time. The file is re-read on every request, so a trace still being written is followed.
+    ``events`` are the events as written in the file, never encoded again (blank, unparsable and unknown
+    lines are not events; an over-long or too deeply nested line is a placeholder saying why, see
+    :mod:`acpio.trace.index`); ``next`` is the ``start`` of the following window. ``total`` counts the
+    events found so far in the file of ``size`` bytes, of which ``scanned`` are indexed (``complete`` once
+    the index has caught up); ``lanes`` is the trace's ``lanes`` event, whatever the window. ``limit=0``
+    asks for these counts only. The file is indexed once, in the background, without being held in
+    memory; each request first reads what it gained, so a trace still being written is followed.
     ``epoch`` counts how many times the file started over (a conductor truncates it when it starts): when
-    the client's ``epoch`` is not the current one, or ``since`` is past the end, the answer restarts at
-    ``start`` 0 and the client should drop what it has. ``since`` defaults to 0. A file that cannot be read
-    answers 503 with ``{"error": "..."}``.
+    the client's ``epoch`` is not the current one, or ``start`` is past the end, the answer restarts at
+    ``start`` 0 and the client should drop what it has. A file that cannot be read answers 503 with
+    ``{"error": "..."}``.
 
 Anything else is 404. The trace holds prompts, file contents and tool output, and the server has no
 authentication, so it listens on loopback addresses only and refuses requests whose ``Host`` header
@@ -38,9 +44,20 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from acpio.trace.events import TraceFollower
+from acpio.trace.index import TraceIndex
 
 __all__ = ["TraceViewer"]
+
+#: ``/events`` answers this many events when the request does not say, and never more than the maximum.
+_DEFAULT_LIMIT = 1000
+_MAX_LIMIT = 5000
+#: An answer stops adding events past this many bytes (it always has at least one).
+_MAX_ANSWER_BYTES = 8 << 20
+#: How long an ``/events`` request reads what the file gained before answering (the rest is read by the
+#: background scanner); how long the scanner holds on at a time; how often it looks for more once done.
+_REQUEST_SLICE = 0.05
+_SCAN_SLICE = 0.05
+_FOLLOW_EVERY = 0.25
 
 # Served with the page: it may run its own inline script and style and fetch from this server, nothing else.
 _PAGE_POLICY = (
@@ -68,29 +85,34 @@ def _loopback(host: str) -> tuple[socket.AddressFamily, str]:
     return family, str(address)
 
 
-class _EventLog:
-    """The events read so far from one trace file, each as its JSON text; shared by the request threads."""
+class _Scanner:
+    """Indexes the trace in a background thread: all of it at first, then what is added, as it is added."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._follower = TraceFollower(path)
-        self._lock = threading.Lock()
-        self._events: list[bytes] = []
-        self._epoch = 0
-        self.file_name = os.path.basename(self._follower.path)
+    def __init__(self, index: TraceIndex) -> None:
+        self.index = index
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def since(self, since: int, epoch: int | None) -> bytes:
-        """The ``/events`` answer for a client holding ``since`` events of ``epoch``; raises ``OSError``."""
-        with self._lock:
-            new = self._follower.read_new()
-            if self._follower.generation != self._epoch:
-                self._events.clear()
-                self._epoch = self._follower.generation
-            self._events.extend(orjson.dumps(event.raw) for event in new)
-            if (epoch is not None and epoch != self._epoch) or since > len(self._events):
-                since = 0
-            head = orjson.dumps({"file": self.file_name, "epoch": self._epoch, "start": since})
-            events = b",".join(self._events[since:])
-            return head[:-1] + b',"next":%d,"events":[%s]}' % (len(self._events), events)
+    def start(self) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._run, name="acpio-trace-index", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stopping.set()
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                caught_up = self.index.refresh(_SCAN_SLICE)
+            except OSError:
+                caught_up = True  # no file (yet, or any more): look again later
+            if caught_up:
+                self._stopping.wait(_FOLLOW_EVERY)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -120,19 +142,40 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _events(self, query: dict[str, list[str]]) -> None:
         try:
-            since = int(query.get("since", ["0"])[-1])
+            start = int((query.get("start") or query.get("since") or ["0"])[-1])
+            limit = int(query.get("limit", [str(_DEFAULT_LIMIT)])[-1])
             epoch = int(query["epoch"][-1]) if "epoch" in query else None
-            if since < 0:
-                raise ValueError(since)
+            if start < 0 or limit < 0:
+                raise ValueError(start)
         except ValueError:
-            self._send(HTTPStatus.BAD_REQUEST, b"since and epoch must be non-negative integers\n")
+            self._send(
+                HTTPStatus.BAD_REQUEST, b"start (or since), limit and epoch must be non-negative integers\n"
+            )
             return
+        index = self.server.index
         try:
-            body = self.server.log.since(since, epoch)
+            index.refresh(_REQUEST_SLICE)
+            if (epoch is not None and epoch != index.epoch) or start > index.total:
+                start = 0  # the file started over (or the client is ahead of it): from the beginning
+            window = index.window(start, min(limit, _MAX_LIMIT), _MAX_ANSWER_BYTES)
         except OSError as error:
-            message = f"cannot read the trace file {self.server.log.file_name}: {error.strerror or error}"
+            message = f"cannot read the trace file {self.server.file_name}: {error.strerror or error}"
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, orjson.dumps({"error": message}), "application/json")
             return
+        head = orjson.dumps(
+            {
+                "file": self.server.file_name,
+                "epoch": window.epoch,
+                "start": window.start,
+                "next": window.next,
+                "total": window.total,
+                "size": window.size,
+                "scanned": window.scanned,
+                "complete": window.caught_up,
+            }
+        )
+        lanes = window.lanes if window.lanes is not None else b"null"
+        body = b"".join((head[:-1], b',"lanes":', lanes, b',"events":[', b",".join(window.events), b"]}"))
         self._send(HTTPStatus.OK, body, "application/json")
 
     def _host_allowed(self) -> bool:
@@ -163,7 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     page: bytes
-    log: _EventLog
+    index: TraceIndex
+    file_name: str
     allowed_hosts: frozenset[str]
 
     def __init__(self, family: socket.AddressFamily, address: tuple[str, int]) -> None:
@@ -195,7 +239,9 @@ class TraceViewer:
         family, address = _loopback(host)
         self._server = _Server(family, (address, port))
         self._server.page = resources.files("acpio.trace").joinpath("viewer.html").read_bytes()
-        self._server.log = _EventLog(path)
+        self._server.index = TraceIndex(path)
+        self._server.file_name = os.path.basename(self._server.index.path)
+        self._scanner = _Scanner(self._server.index)
         self._port: int = self._server.server_address[1]
         netloc = f"[{address}]" if family == socket.AF_INET6 else address
         names = [netloc, "localhost"] if address in ("127.0.0.1", "::1") else [netloc]
@@ -215,12 +261,17 @@ class TraceViewer:
 
     def serve_forever(self) -> None:
         """Answer requests until :meth:`close` is called from another thread (or ``KeyboardInterrupt``)."""
-        self._server.serve_forever(poll_interval=0.5)
+        self._scanner.start()
+        try:
+            self._server.serve_forever(poll_interval=0.5)
+        finally:
+            self._scanner.stop()
 
     def start(self) -> TraceViewer:
         """Serve in a background (daemon) thread; returns the viewer, to chain in a ``with`` statement."""
         if self._thread is not None:
             raise RuntimeError("the trace viewer is already serving")
+        self._scanner.start()
         # A short poll interval: close() waits up to one interval for the thread to notice.
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), name=f"acpio-trace-viewer-{self._port}"
@@ -235,6 +286,7 @@ class TraceViewer:
             self._server.shutdown()
             self._thread.join()
             self._thread = None
+        self._scanner.stop()
         self._server.server_close()
 
     def __enter__(self) -> TraceViewer:
