@@ -434,3 +434,92 @@ def test_lane_names_show_commands_short_and_in_full_on_hover(driver: Any, tmp_pa
             ("Agent", "npx @zed-industries/claude-code-acp", "npx @zed-industries/claude-code-acp"),
         ]
         assert "No messages yet" in driver.find_element(By.ID, "empty").text
+
+
+def page_range(driver: Any) -> str:
+    return str(driver.find_element(By.ID, "page-range").text)
+
+
+def events_range(first: str, last: str, total: str) -> str:
+    """The pager's text for events ``first`` to ``last`` (numbers as the page writes them)."""
+    return f"events {first}\N{EN DASH}{last} of {total}"
+
+
+def test_a_trace_bigger_than_the_window_is_paged(driver: Any, tmp_path: Path) -> None:
+    """The page holds 10,000 events at most: it pages through the rest and follows the end."""
+    path = tmp_path / "big.jsons"
+    lanes = {"type": "lanes", "ts": 0.0, "lanes": [{"lane": "Client", "name": "client"}]}
+
+    def update(n: int) -> str:
+        event = {"type": "notification", "ts": n / 100, "protocol": "acp", "from": "Agent", "to": "Client"}
+        return json.dumps(event | {"method": "session/update", "params": {"n": n}}) + "\n"
+
+    path.write_text(json.dumps(lanes) + "\n" + "".join(update(n) for n in range(25_000)))
+    with TraceViewer(path).start() as viewer:
+        driver.get(viewer.url)
+        # Event 1 is the lanes event: message n is event n + 2.
+        wait_until(driver, lambda: page_range(driver) == events_range("1", "10,000", "25,001"))
+        assert driver.find_element(By.ID, "count").text == "9999 messages"
+        info = driver.find_element(By.ID, "file-info")
+        size = path.stat().st_size
+        assert info.text == f"{size / (1 << 20):.2f} MB · 25,001 events"
+        assert info.get_attribute("title") == f"{size:,} bytes"
+
+        def first_message() -> dict[str, Any]:
+            arrows(driver)[0].click()
+            return dict(json.loads(detail_text(driver)))
+
+        driver.find_element(By.ID, "page-next").click()
+        wait_until(driver, lambda: page_range(driver) == events_range("10,001", "20,000", "25,001"))
+        assert first_message()["params"] == {"n": 9999}
+        assert "Event\n#10,001" in driver.find_element(By.ID, "detail-meta").text
+        assert drawn_indices(driver)[0] == 0
+
+        # A filter applies to the window.
+        set_method_filter(driver, "nothing-is-called-this")
+        wait_until(driver, lambda: driver.find_element(By.ID, "count").text == "showing 0 of 10000 messages")
+        set_method_filter(driver, "")
+
+        goto = driver.find_element(By.ID, "goto")
+        goto.send_keys("12345", Keys.ENTER)
+        wait_until(driver, lambda: '"n": 12343' in detail_text(driver))
+        assert "Event\n#12,345" in driver.find_element(By.ID, "detail-meta").text
+
+        driver.find_element(By.ID, "page-first").click()
+        wait_until(driver, lambda: page_range(driver) == events_range("1", "10,000", "25,001"))
+
+        # The last events, then following the file as it grows: the oldest leave the window.
+        driver.find_element(By.ID, "page-last").click()
+        wait_until(driver, lambda: page_range(driver) == events_range("15,002", "25,001", "25,001"))
+        assert driver.find_element(By.ID, "page-next").get_attribute("disabled") == "true"
+        with path.open("a") as file:
+            file.writelines(update(n) for n in range(25_000, 26_500))
+        wait_until(driver, lambda: page_range(driver).endswith("\N{EN DASH}26,501 of 26,501"))
+        shown = page_range(driver).removeprefix("events ").split(" of ")[0]
+        first, last = (int(n.replace(",", "")) for n in shown.split("\N{EN DASH}"))
+        assert last - first < 10_000
+        driver.execute_script("const d = document.getElementById('diagram'); d.scrollTop = d.scrollHeight;")
+        wait_until(driver, lambda: drawn_indices(driver)[-1] == last - first)
+
+
+def test_deeply_nested_events_are_drawn_and_so_are_later_ones(driver: Any, tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsons"
+    head = '{"type":"request","ts":0.1,"protocol":"acp","from":"Client","to":"Agent"'
+    deep = "[" * 300 + '"bottom"' + "]" * 300  # deeper than orjson writes
+    deeper = "[" * 1100 + "]" * 1100  # deeper than orjson reads
+    path.write_text(
+        f'{head},"id":1,"method":"x/deep","params":{{"a":{deep}}}}}\n'
+        f'{head},"id":2,"method":"x/deeper","params":{{"a":{deeper}}}}}\n'
+        + '{"type":"notification","ts":0.3,"from":"Agent","to":"Client","method":"x/after"}\n'
+    )
+    with TraceViewer(path).start() as viewer:
+        driver.get(viewer.url)
+        wait_until(driver, lambda: len(drawn_indices(driver)) == 3)
+        methods = [row.get_attribute("data-method") for row in arrows(driver)]
+        assert methods == ["x/deep", "x/deeper", "x/after"]
+        placeholder = arrows(driver)[1]
+        assert placeholder.find_element(By.CSS_SELECTOR, ".badge.omitted").text == "omitted"
+        reason = placeholder.find_element(By.CLASS_NAME, "preview").text
+        assert "nested deeper than the viewer reads" in reason
+        arrows(driver)[0].click()
+        wait_until(driver, lambda: json.loads(detail_text(driver))["params"]["a"] == json.loads(deep))
