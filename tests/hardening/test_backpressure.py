@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from acpio import Agent, Proxy
 from acpio import schema as acp
@@ -109,3 +112,90 @@ async def test_a_proxy_stops_reading_while_its_client_does_not_read() -> None:
     await conductor.close()
     await asyncio.wait_for(served, TIMEOUT)
     assert backlog <= Connection.HIGH_WATER + 1024
+
+
+async def _starvation_case(end: Any, reader: Any, statistics_waiters: Any) -> None:
+    """Another task keeps sending while the reader keeps pace: a drain still returns."""
+    stop = asyncio.Event()
+
+    async def keep_sending() -> None:
+        while not stop.is_set():  # one frame per turn of the loop: the queue never quite empties
+            end.send(b'{"jsonrpc":"2.0","method":"_tick"}')
+            await asyncio.sleep(0)
+
+    async def keep_reading() -> None:
+        while not stop.is_set():
+            await reader()
+            await asyncio.sleep(0)
+
+    for _ in range(5):
+        end.send(b'{"jsonrpc":"2.0","method":"_tick"}')
+    tasks = [asyncio.create_task(keep_sending()), asyncio.create_task(keep_reading())]
+    try:
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(end.drain(), 2)  # waited for an empty queue before: never returned
+        for _ in range(100):  # cancelled drains leave nothing behind
+            waiter = asyncio.create_task(end.drain())
+            await asyncio.sleep(0)
+            waiter.cancel()
+            await asyncio.gather(waiter, return_exceptions=True)
+        assert statistics_waiters() < 5
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_channel_drain_is_not_starved_by_a_sender_that_keeps_pace() -> None:
+    ours, theirs = Channel.duplex()
+    await _starvation_case(ours, theirs.receive, lambda: len(theirs._drainers))
+
+
+async def test_stream_drain_is_not_starved_by_a_sender_that_keeps_pace() -> None:
+    import socket
+
+    from acpio.transports import ByteStreams
+
+    left, right = socket.socketpair()
+    reader_a, writer_a = await asyncio.open_connection(sock=left)
+    reader_b, writer_b = await asyncio.open_connection(sock=right)
+    ours, theirs = ByteStreams(reader_a, writer_a), ByteStreams(reader_b, writer_b)
+    try:
+        await _starvation_case(ours, theirs.receive, lambda: len(ours._drain_waiters))
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+
+async def _send_megabytes(megabytes: int, *, read: bool, caplog: pytest.LogCaptureFixture) -> list[str]:
+    ours, theirs = Channel.duplex()
+    peer = WirePeer(theirs, timeout=TIMEOUT)
+    pad = "x" * 1000
+    count = megabytes * 1000
+
+    async def stream(cx: Connection) -> None:
+        for n in range(count):
+            cx.send_notification("_test/tick", {"n": n, "pad": pad})
+            if n % 100 == 0:
+                await asyncio.sleep(0)  # lets the reader run, but never waits for it
+
+    async def reader() -> None:
+        for _ in range(count):
+            await peer.recv()
+
+    with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
+        reading = asyncio.create_task(reader()) if read else None
+        await asyncio.wait_for(UntypedRole.builder().connect_with(ours, stream), TIMEOUT)
+        if reading is not None:
+            await reading
+    return [r.getMessage() for r in caplog.records if "cx.drain()" in r.getMessage()]
+
+
+async def test_no_unread_warning_for_a_peer_that_keeps_up(caplog: pytest.LogCaptureFixture) -> None:
+    """A healthy connection that sent 70 MB in all was warned about 67 MB 'not read yet'."""
+    assert await _send_megabytes(70, read=True, caplog=caplog) == []
+
+
+async def test_a_peer_that_reads_nothing_is_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
+    warnings = await _send_megabytes(70, read=False, caplog=caplog)
+    assert len(warnings) == 1
+    assert "peer reads slower than this side sends" in warnings[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,8 @@ from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.agents.testy import testy_agent
 from acpio.jsonrpc import UntypedRole
-from acpio.transports import ChannelListener
+from acpio.transports import Channel, ChannelListener
+from acpio.transports.channel import ServedChannel
 
 TIMEOUT = 60
 CLIENTS = 200
@@ -83,3 +85,54 @@ async def test_closing_the_listener_ends_open_connections() -> None:
         assert await end.receive() is None  # the served connection closed its end
     with pytest.raises(Exception, match="listener is closed"):
         listener.connect()
+
+
+class ScriptedListener:
+    """Returns the given transports (or raises the given errors) without waiting, then None."""
+
+    def __init__(self, *items: object) -> None:
+        self.items = list(items)
+        self.closed = False
+
+    async def accept(self) -> Any:
+        if not self.items:
+            return None
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_transports_accepted_right_before_the_end_are_closed() -> None:
+    """Tasks cancelled before they started never closed their transports: clients waited forever."""
+    pairs = [Channel.duplex() for _ in range(3)]
+    listener = ScriptedListener(*(server for _, server in pairs))
+    async with asyncio.timeout(TIMEOUT):
+        await testy_agent().serve(listener)
+        for client, _ in pairs:
+            assert await client.receive() is None
+    assert listener.closed
+
+
+async def test_an_accept_error_is_reported_and_accepting_goes_on() -> None:
+    client, server = Channel.duplex()
+    failures: list[BaseException] = []
+    listener = ScriptedListener(OSError(24, "Too many open files"), server)
+    async with asyncio.timeout(TIMEOUT):
+        await testy_agent().serve(listener, on_error=failures.append)
+        assert await client.receive() is None  # it was served (then ended with the listener)
+    assert [str(f) for f in failures] == ["[Errno 24] Too many open files"]
+
+
+async def test_a_served_channel_stops_its_task_when_it_does_not_end() -> None:
+    async def never_ends() -> None:
+        await asyncio.Event().wait()
+
+    ours, _theirs = Channel.duplex()
+    task = asyncio.create_task(never_ends())
+    served = ServedChannel(ours, task, close_timeout=0.1)
+    await asyncio.wait_for(served.aclose(), TIMEOUT)
+    assert task.cancelled()

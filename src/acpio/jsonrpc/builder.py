@@ -24,6 +24,7 @@ in-process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -52,6 +53,9 @@ __all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 _PARKING = ParkingLimits()
+#: Seconds ``serve()`` waits after a failed ``accept()``, first and at most.
+_ACCEPT_RETRY = 0.1
+_ACCEPT_RETRY_MAX = 2.0
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -237,6 +241,8 @@ class Builder(Generic[C]):
         self._handlers: list[Handler] = []
         self._spawned: list[Callable[[Any], Awaitable[object]]] = []
         self._close: list[Callable[[Any], Awaitable[object]]] = []
+        #: Connections served in-process by :meth:`open`, until they end.
+        self._opened: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"<Builder {self.name!r} {type(self.role).__name__} handlers={len(self._handlers)}>"
@@ -409,30 +415,46 @@ class Builder(Generic[C]):
         """Serve each transport ``listener`` accepts as its own connection, until the listener closes.
 
         The connections run side by side in tasks this call owns. One that fails is reported
-        (``on_error(exc)``; by default logged with its traceback) and the others go on. When the
-        listener closes, or this call is cancelled, the connections still open are ended (their
-        tasks cancelled, their transports closed) before it returns or re-raises.
+        (``on_error(exc)``; by default logged with its traceback) and the others go on. An error
+        from ``listener.accept()`` is reported too, and accepting resumes after a pause (0.1 s,
+        doubling up to 2 s). When the listener closes, or this call is cancelled, the connections
+        still open are ended (their tasks cancelled, their transports closed) before it returns.
         """
         report = on_error if on_error is not None else _log_failed_connection
-        running: set[asyncio.Task[None]] = set()
+        running: dict[asyncio.Task[None], Transport] = {}
 
         def finished(task: asyncio.Task[None]) -> None:
-            running.discard(task)
+            running.pop(task, None)
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 report(failure)
 
         loop = asyncio.get_running_loop()
+        pause = _ACCEPT_RETRY
         try:
-            while (transport := await listener.accept()) is not None:
+            while True:
+                try:
+                    transport = await listener.accept()
+                except Exception as exc:  # too many open files...: report, wait, accept again
+                    report(exc)
+                    await asyncio.sleep(pause)
+                    pause = min(2 * pause, _ACCEPT_RETRY_MAX)
+                    continue
+                if transport is None:
+                    break
+                pause = _ACCEPT_RETRY
                 task = loop.create_task(self.connect_to(transport), name=f"acpio {self.name} connection")
-                running.add(task)
+                running[task] = transport
                 task.add_done_callback(finished)
         finally:
             await listener.aclose()
-            for task in running:
+            tasks = list(running.items())
+            for task, _ in tasks:
                 task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await asyncio.gather(*(task for task, _ in tasks), return_exceptions=True)
+            for _, transport in tasks:  # a task cancelled before it ran never closed its transport
+                with contextlib.suppress(Exception):
+                    await transport.aclose()
 
     async def open(self) -> Transport:
         """Serve this builder in-process and return the transport that talks to it (Component protocol)."""
@@ -440,6 +462,9 @@ class Builder(Generic[C]):
         task = asyncio.get_running_loop().create_task(
             self.connect_to(ours), name=f"acpio builder {self.name}"
         )
+        # the builder keeps the task referenced while it runs, even if the transport is dropped
+        self._opened.add(task)
+        task.add_done_callback(self._opened.discard)
         return ServedChannel(theirs, task)
 
     def statistics(self) -> dict[str, int]:

@@ -322,8 +322,9 @@ class Connection:
     def _warn_unflushed(self) -> None:
         statistics = getattr(self._transport, "statistics", None)
         queued = statistics().get("queued") if callable(statistics) else None
-        if isinstance(queued, int) and queued < _UNFLUSHED_WARNING:
-            self._unflushed = queued  # written meanwhile: the peer keeps up
+        if not isinstance(queued, int) or queued < _UNFLUSHED_WARNING:
+            # written meanwhile (the peer keeps up), or the transport cannot say: no warning
+            self._unflushed = queued if isinstance(queued, int) else 0
             return
         self._warned_unflushed = True
         _log.warning(
@@ -379,6 +380,8 @@ class Connection:
         try:
             self._transport.send(frame)
             self._unflushed += len(frame)
+            if self._unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
+                self._warn_unflushed()  # answers pile up too for a peer that never reads
         except ConnectionClosed:
             _log.debug("Dropping an outgoing frame: connection %r is closed", self.name)
 

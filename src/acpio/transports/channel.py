@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 
@@ -21,15 +22,19 @@ class Channel:
     Frames are passed by reference: nothing is copied or serialized twice.
     """
 
-    __slots__ = ("_closed", "_drainers", "_inbox", "_peer", "_waiter")
+    __slots__ = ("_closed", "_delivered", "_drainers", "_inbox", "_inbox_bytes", "_peer", "_taken", "_waiter")
 
     def __init__(self) -> None:
         self._inbox: deque[bytes | None] = deque()
+        self._inbox_bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._peer: Channel | None = None
         self._closed = False
-        #: The peer's :meth:`drain` calls waiting for this end to receive everything.
-        self._drainers: list[asyncio.Future[None]] = []
+        #: Frames put in this end's inbox, and taken out by :meth:`receive`, since the start.
+        self._delivered = 0
+        self._taken = 0
+        #: The peer's :meth:`drain` calls: (frames this end must have taken, waiter), in order.
+        self._drainers: deque[tuple[int, asyncio.Future[None]]] = deque()
 
     @classmethod
     def duplex(cls) -> tuple[Channel, Channel]:
@@ -40,6 +45,9 @@ class Channel:
 
     def _deliver(self, frame: bytes | None) -> None:
         self._inbox.append(frame)
+        if frame is not None:
+            self._delivered += 1
+            self._inbox_bytes += len(frame)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -57,15 +65,22 @@ class Channel:
         frame = self._inbox.popleft()
         if frame is None:
             self._inbox.append(None)  # keep reporting end of input
-        if self._drainers and (not self._inbox or frame is None):
             self._wake_drainers()
+            return None
+        self._taken += 1
+        self._inbox_bytes -= len(frame)
+        drainers = self._drainers
+        while drainers and drainers[0][0] <= self._taken:
+            waiter = drainers.popleft()[1]
+            if not waiter.done():
+                waiter.set_result(None)
         return frame
 
     def _wake_drainers(self) -> None:
-        drainers, self._drainers = self._drainers, []
-        for drainer in drainers:
-            if not drainer.done():
-                drainer.set_result(None)
+        drainers, self._drainers = self._drainers, deque()
+        for _, waiter in drainers:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def send(self, frame: bytes) -> None:
         """Hand a frame to the peer. Raises :class:`ConnectionClosed` after either end closed."""
@@ -74,13 +89,26 @@ class Channel:
         self._peer._deliver(frame)
 
     async def drain(self) -> None:
-        """Wait until the peer has received every frame sent so far (or either end closed)."""
+        """Wait until the peer has received every frame sent before this call (or either end closed).
+
+        Frames sent after the call do not delay it, however fast other senders go.
+        """
         peer = self._peer
-        if peer is None or self._closed or peer._closed or not peer._inbox:
+        if peer is None or self._closed or peer._closed or peer._taken >= peer._delivered:
             return
-        drainer = asyncio.get_running_loop().create_future()
-        peer._drainers.append(drainer)
-        await drainer
+        entry = (peer._delivered, asyncio.get_running_loop().create_future())
+        peer._drainers.append(entry)
+        try:
+            await entry[1]
+        finally:
+            if not entry[1].done():  # cancelled: leave no abandoned waiter behind
+                with contextlib.suppress(ValueError):
+                    peer._drainers.remove(entry)
+
+    def statistics(self) -> dict[str, int]:
+        """``queued``: bytes sent that the peer has not received yet."""
+        peer = self._peer
+        return {"queued": peer._inbox_bytes if peer is not None else 0}
 
     async def aclose(self) -> None:
         """Close this end; the peer receives end of input after the frames already sent."""
@@ -99,8 +127,8 @@ class ServedChannel:
     """The client's end of a :class:`Channel` whose other end a task in this process serves.
 
     It owns that task (an in-process builder or conductor started by ``open()``): closing this
-    end closes the channel, then waits up to ``close_timeout`` seconds for the task to finish. A
-    failure of the task is logged (its connection's peer sees the end of input).
+    end closes the channel, then waits up to ``close_timeout`` seconds for the task to finish,
+    and cancels it after that. A failure of the task is logged (its peer sees the end of input).
     """
 
     __slots__ = ("_channel", "_close_timeout", "_task")
@@ -128,10 +156,17 @@ class ServedChannel:
         """Wait until the served end has received what was sent."""
         await self._channel.drain()
 
+    def statistics(self) -> dict[str, int]:
+        """``queued``: bytes sent that the served end has not received yet."""
+        return self._channel.statistics()
+
     async def aclose(self) -> None:
         """Close the channel, then wait (bounded) for the serving task to end."""
         await self._channel.aclose()
         await asyncio.wait((self._task,), timeout=self._close_timeout)
+        if not self._task.done():  # it did not end with its input: stop it
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
 
 
 def _log_served_failure(task: asyncio.Task[None]) -> None:

@@ -88,7 +88,11 @@ class Lines:
         self._writing = False
         self._writer: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
-        self._drain_waiters: list[asyncio.Future[None]] = []
+        #: drain() calls: (bytes that must have been written, waiter), in order.
+        self._drain_waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        #: Bytes queued and bytes written since the start (a drain waits for its own target).
+        self._queued_total = 0
+        self._written_total = 0
         self._write_failure: TransportError | None = None
         self._writes = 0
         self._flush_timed_out = False
@@ -187,6 +191,7 @@ class Lines:
         # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
         # short they are (200,000 queued frames of 65 bytes held 786 MB; copies hold 23 MB).
         queued.append(frame + b"\n")
+        self._queued_total += len(frame) + 1
         if len(queued) >= self._eager_at and not self._writing:
             self._write_queued_now()
         wakeup = self._wakeup
@@ -209,6 +214,9 @@ class Lines:
             written = self._write_nowait(data)
         except OSError:
             written = 0  # the writer task meets the same error and reports it
+        self._written_total += written
+        if written and self._drain_waiters:
+            self._wake_drained()
         if written < len(data):
             # The peer is not keeping up: try again once the queue has doubled (so the joins stay
             # linear overall); the writer task, when it runs, waits for the peer properly.
@@ -220,14 +228,20 @@ class Lines:
             self._writes += 1
 
     async def drain(self) -> None:
-        """Wait until every frame queued so far has been written.
+        """Wait until every frame queued before this call has been written.
 
+        Frames queued after the call do not delay it, however fast other senders go.
         Raises :class:`~acpio.TransportError` if a write failed (the peer went away).
         """
-        if self._queued or self._writing:
-            waiter = asyncio.get_running_loop().create_future()
-            self._drain_waiters.append(waiter)
-            await waiter
+        if self._written_total < self._queued_total and self._write_failure is None:
+            entry = (self._queued_total, asyncio.get_running_loop().create_future())
+            self._drain_waiters.append(entry)
+            try:
+                await entry[1]
+            finally:
+                if not entry[1].done():  # cancelled: leave no abandoned waiter behind
+                    with contextlib.suppress(ValueError):
+                        self._drain_waiters.remove(entry)
         if self._write_failure is not None:
             raise self._write_failure
 
@@ -253,6 +267,8 @@ class Lines:
                 finally:
                     self._writing = False
                 self._writes += 1
+                self._written_total += len(data)
+                self._wake_drained()
         except Exception as exc:
             self._write_failure = self._write_failed(exc)
             self._write_failure.__cause__ = exc
@@ -260,9 +276,18 @@ class Lines:
             self._queued.clear()
             self._notify_drained()
 
+    def _wake_drained(self) -> None:
+        """Wake the drains whose frames are all written now."""
+        waiters = self._drain_waiters
+        while waiters and waiters[0][0] <= self._written_total:
+            waiter = waiters.popleft()[1]
+            if not waiter.done():
+                waiter.set_result(None)
+
     def _notify_drained(self) -> None:
-        waiters, self._drain_waiters = self._drain_waiters, []
-        for waiter in waiters:
+        """Wake every drain (the queue is empty, or will never be written)."""
+        waiters, self._drain_waiters = self._drain_waiters, deque()
+        for _, waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
 
