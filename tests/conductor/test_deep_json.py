@@ -1,14 +1,14 @@
-"""Params nested deeper than orjson encodes (254 levels) go through the conductor byte for byte.
+"""Params nested deeper than orjson encodes (254 levels) go through the conductor unchanged.
 
 orjson decodes up to 1024 levels but encodes at most 254: the conductor used to re-encode what it
 forwards, so a request nested 300 levels deep was answered -32603 by the conductor itself and such a
-notification was dropped silently. It now copies the params' text from the frame they came in.
+notification was dropped silently. The engine's encoder now falls back to the standard library's
+for JSON that deep.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +16,6 @@ import orjson
 import pytest
 
 from acpio.conductor import Chain
-from acpio.conductor.rawjson import member_span, member_text
 
 from ._support import (
     Peer,
@@ -30,6 +29,7 @@ from ._support import (
 
 INIT = {"protocolVersion": 1, "clientInfo": {"name": "editor", "version": "1"}}
 DEEP = nested(300)
+DEEP_VALUE = orjson.loads(DEEP)
 
 
 def envelope(method: str, params: bytes) -> bytes:
@@ -37,13 +37,11 @@ def envelope(method: str, params: bytes) -> bytes:
     return b'{"method": "%s", "params": %s}' % (method.encode(), params)
 
 
-def plain_params_of(frame: bytes, method: str) -> bytes:
-    """The params text of a frame the conductor wrote (it writes ``params`` last), checked by hand."""
+def params_of(frame: bytes, method: str) -> Any:
+    """The params of a frame the conductor wrote, decoded."""
     message = orjson.loads(frame)
     assert message["method"] == method, message
-    head = frame.index(b',"params":')
-    assert frame.endswith(b"}")
-    return frame[head + len(b',"params":') : -1]
+    return message["params"]
 
 
 async def next_raw(peer: Peer, match: Callable[[Any], bool]) -> bytes:
@@ -76,7 +74,7 @@ class RawProxy:
         """
         me = await self.component.wait_peer()
         frame = await next_raw(me, lambda m: m.get("method") == method)
-        assert plain_params_of(frame, method) == DEEP
+        assert params_of(frame, method) == DEEP_VALUE
         self.next_id += 1
         me.send(request_frame(self.next_id, "proxy/successor", envelope(method, DEEP)))
         return orjson.loads(frame)["id"], self.next_id
@@ -89,22 +87,19 @@ class RawProxy:
     async def pass_notification_down(self, method: str) -> None:
         me = await self.component.wait_peer()
         frame = await next_raw(me, lambda m: m.get("method") == method)
-        assert plain_params_of(frame, method) == DEEP
+        assert params_of(frame, method) == DEEP_VALUE
         me.send(notification_frame("proxy/successor", envelope(method, DEEP)))
 
     async def pass_notification_up(self, method: str) -> None:
         """Take the agent's notification ``method`` (in an envelope), check it, send it to the client."""
         me = await self.component.wait_peer()
         frame = await next_raw(me, lambda m: m.get("method") == "proxy/successor")
-        assert plain_params_of(frame, "proxy/successor") == b'{"method":"%s","params":%s}' % (
-            method.encode(),
-            DEEP,
-        )
+        assert params_of(frame, "proxy/successor") == {"method": method, "params": DEEP_VALUE}
         me.send(notification_frame(method, DEEP))
 
 
 @pytest.mark.parametrize("shape", ["agent only", "raw proxy", "raw proxy in a nested proxy-mode conductor"])
-async def test_params_nested_300_levels_reach_the_agent_and_the_client_byte_for_byte(shape: str) -> None:
+async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged(shape: str) -> None:
     agent = RawComponent("agent")
     proxy = RawProxy() if shape != "agent only" else None
     if proxy is None:
@@ -125,7 +120,7 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_byte_for_
         client.send(request_frame(2, "x/deep", DEEP))
         ids = await proxy.pass_request_down("x/deep") if proxy is not None else None
         frame = await next_raw(me, lambda m: m.get("method") == "x/deep")
-        assert plain_params_of(frame, "x/deep") == DEEP
+        assert params_of(frame, "x/deep") == DEEP_VALUE
         me.respond(orjson.loads(frame)["id"], {"answered": "by the agent"})
         if proxy is not None and ids is not None:
             await proxy.pass_answer_up(ids)
@@ -136,14 +131,14 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_byte_for_
         if proxy is not None:
             await proxy.pass_notification_down("x/deep_note")
         frame = await next_raw(me, lambda m: m.get("method") == "x/deep_note")
-        assert plain_params_of(frame, "x/deep_note") == DEEP
+        assert params_of(frame, "x/deep_note") == DEEP_VALUE
 
         # A notification from the agent: wrapped for the proxy, then plain to the client.
         me.send(notification_frame("x/deep_update", DEEP))
         if proxy is not None:
             await proxy.pass_notification_up("x/deep_update")
         frame = await next_raw(client, lambda m: m.get("method") == "x/deep_update")
-        assert plain_params_of(frame, "x/deep_update") == DEEP
+        assert params_of(frame, "x/deep_update") == DEEP_VALUE
 
         # The conductor carries on as usual afterwards.
         client.request("x/after", {"n": 1}, request_id=3)
@@ -160,59 +155,27 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_byte_for_
         assert (await client.answer_to(3))["result"] == {"ok": True}
 
 
-async def test_deep_params_that_cannot_be_copied_get_a_clear_error_not_silence(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """In a batch, a message's own frame is the whole array: the conductor says why it cannot forward it."""
+async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
+    """In a batch, a message's own frame is the whole array: it is re-encoded, deep or not."""
     agent = RawComponent("agent")
     async with raw_client(Chain.agent("conductor", [agent])) as client:
         client.request("initialize", INIT, request_id="init")
         me = await answer_initialize(agent)
         await client.answer_to("init")
-
-        with caplog.at_level(logging.WARNING, logger="acpio.conductor"):
-            batch = b"[%s, %s, %s]" % (
-                request_frame(5, "x/deep", DEEP),
-                notification_frame("x/deep_note", DEEP),
-                request_frame(6, "x/shallow", b'{"n": 1}'),
-            )
-            client.send(batch)
-            shallow = await me.request_for("x/shallow")
-            me.respond(shallow["id"], {"ok": True})
-            answers = await client.until(lambda f: isinstance(f, list))
+        batch = b"[%s, %s, %s]" % (
+            request_frame(5, "x/deep", DEEP),
+            notification_frame("x/deep_note", DEEP),
+            request_frame(6, "x/shallow", b'{"n": 1}'),
+        )
+        client.send(batch)
+        deep = await me.request_for("x/deep")
+        assert deep["params"] == DEEP_VALUE
+        me.respond(deep["id"], {"deep": True})
+        note = await next_raw(me, lambda m: m.get("method") == "x/deep_note")
+        assert params_of(note, "x/deep_note") == DEEP_VALUE
+        shallow = await me.request_for("x/shallow")
+        me.respond(shallow["id"], {"ok": True})
+        answers = await client.until(lambda f: isinstance(f, list))
         by_id = {answer["id"]: answer for answer in answers}
+        assert by_id[5]["result"] == {"deep": True}
         assert by_id[6]["result"] == {"ok": True}
-        error = by_id[5]["error"]
-        assert error["code"] == -32603
-        assert "cannot forward 'x/deep' to Agent" in error["message"]
-        assert "nested levels" in error["data"]["reason"]
-        warnings = [record.getMessage() for record in caplog.records]
-        assert any("dropping the notification 'x/deep_note'" in w and "batch" in w for w in warnings)
-
-
-# --- the scanner that finds a member's text -------------------------------------------------------
-
-
-def test_member_span_finds_the_last_top_level_member_skipping_strings_and_nesting() -> None:
-    text = (
-        b' { "a" : "x}\\"{[" , "params":[1,{"params":2}] ,"n":-1.5e3,'
-        b'"\\u0070arams" : {"k": "]"} , "z": null }'
-    )
-    start, end = member_span(text, "params") or (0, 0)
-    assert text[start:end] == b'{"k": "]"}'  # the last one, spelled with an escape
-    start, end = member_span(text, "n") or (0, 0)
-    assert text[start:end] == b"-1.5e3"
-    assert member_span(text, "missing") is None
-    assert member_span(b"[1, 2]", "params") is None
-    assert member_span(b"{}", "params") is None
-
-
-def test_member_text_copies_only_the_value_it_was_decoded_to() -> None:
-    frame = request_frame(1, "x", DEEP)
-    value = orjson.loads(DEEP)
-    assert member_text(frame, ["params"], value) == DEEP
-    assert member_text(frame, ["params"], {"other": 1}) is None
-    wrapped = request_frame(1, "proxy/successor", envelope("x", DEEP))
-    assert member_text(wrapped, ["params", "params"], value) == DEEP
-    very_deep = nested(1000)  # too deep to compare: same kind and length is enough
-    assert member_text(request_frame(1, "x", very_deep), ["params"], orjson.loads(very_deep)) == very_deep

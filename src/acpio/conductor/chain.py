@@ -52,10 +52,8 @@ import inspect
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
-
-import orjson
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from acpio.errors import AcpError, InternalError, InvalidRequest, MethodNotFound, RequestError, TransportError
 from acpio.jsonrpc import (
@@ -85,7 +83,6 @@ from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
 from .components import ComponentSpec, Instantiator, Member, resolve
-from .rawjson import member_text
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
@@ -94,8 +91,6 @@ if TYPE_CHECKING:
 __all__ = ["Chain", "ConductorError", "Mode"]
 
 _log = logging.getLogger("acpio.conductor")
-
-T = TypeVar("T")
 
 #: ``"agent"``: proxies then a final agent; ``"proxy"``: proxies whose successor is the conductor's own.
 Mode = Literal["agent", "proxy"]
@@ -351,20 +346,14 @@ class _Link:
 
 
 class _Tap:
-    """A transport wrapper: shows incoming frames to the trace, and reports a component's end.
+    """A transport wrapper: shows incoming frames to the trace, and reports a component's end."""
 
-    It also keeps the last frame received (``frame``): the one the connection is dispatching, since
-    a connection reads its next frame only once the handlers are done with the last one.
-    """
-
-    __slots__ = ("frame", "inner", "key", "run")
+    __slots__ = ("inner", "key", "run")
 
     def __init__(self, inner: Transport, key: int, run: _Run) -> None:
         self.inner = inner
         self.key = key
         self.run = run
-        self.frame: bytes | None = None
-        run.taps[key] = self
 
     async def receive(self) -> bytes | OversizedFrame | None:
         try:
@@ -373,13 +362,10 @@ class _Tap:
             if self.key != _UPSTREAM:
                 self.run.component_ended(self.key, exc)
             raise
-        if type(frame) is not bytes:
-            self.frame = None
         if frame is None:
             if self.key != _UPSTREAM:
                 self.run.component_ended(self.key, None)
         elif type(frame) is bytes:
-            self.frame = frame
             trace = self.run.trace
             if trace is not None and trace.expects_responses(self.key):
                 trace.frame_received(self.key, frame)
@@ -393,44 +379,6 @@ class _Tap:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-#: Where a message's params are in its frame: plain (``{"params": ...}``), or in an envelope.
-_PLAIN: Final = ("params",)
-_IN_ENVELOPE: Final = ("params", "params")
-#: The deepest nesting orjson encodes (it decodes up to 1024 levels).
-_ENCODER_DEPTH: Final = 254
-
-
-class _Unencodable(Exception):
-    """Params that can neither be encoded again nor copied from the frame they came in."""
-
-
-class _Received:
-    """A message's frame as it arrived and where its params are in it, to copy them when need be."""
-
-    __slots__ = ("frame", "path")
-
-    def __init__(self, frame: bytes | None, path: tuple[str, ...]) -> None:
-        self.frame = frame
-        self.path = path
-
-    def send(self, send: Callable[[Any], T], params: Any) -> T:
-        """``send(params)``; when the encoder refuses them, ``send`` of their text as received.
-
-        Raises :class:`_Unencodable` when the text cannot be found (the message came in a batch).
-        """
-        try:
-            return send(params)
-        except orjson.JSONEncodeError as exc:
-            text = None if self.frame is None else member_text(self.frame, self.path, params)
-            if text is None:
-                raise _Unencodable(
-                    f"its params cannot be encoded again ({exc}: orjson writes at most "
-                    f"{_ENCODER_DEPTH} nested levels), and were not found in the frame they came in "
-                    "(a message from a JSON-RPC batch is always re-encoded)"
-                ) from None
-        return send(orjson.Fragment(text))
 
 
 class _FromUpstream:
@@ -484,8 +432,6 @@ class _Run:
         self.waiting: list[Responder[Any]] = []
         #: Per link: id of a request received there -> the request it was forwarded as.
         self.forwarded: dict[int, dict[Any, SentRequest[Any]]] = {}
-        #: Per link: the transport wrapper that keeps the frame being dispatched.
-        self.taps: dict[int, _Tap] = {}
 
     # --- lanes ----------------------------------------------------------------------------------
 
@@ -590,7 +536,6 @@ class _Run:
     async def from_upstream(self, message: Dispatch, cx: Connection) -> None:
         """Route a request or notification from the client (or, in proxy mode, from the successor)."""
         self.up = cx
-        frame = self.taps[_UPSTREAM].frame  # this message's frame: read before anything is awaited
         from_successor = not self.agent_mode and message.is_from(Agent)
         method = message.method
         if method == CANCEL_METHOD:
@@ -617,9 +562,7 @@ class _Run:
                 return
         source = self.count if from_successor else _CLIENT
         target = self.count - 1 if from_successor else 0
-        # From the successor, the upstream connection's role unwrapped the envelope it came in.
-        received = _Received(frame, _IN_ENVELOPE if from_successor else _PLAIN)
-        self._deliver(source, target, message, method, message.params, received)
+        self._deliver(source, target, message, method, message.params)
 
     def _refuse_initialize(self, request: RequestDispatch | None, method: str) -> None:
         if request is None:
@@ -642,7 +585,6 @@ class _Run:
         method = message.method
         if method == CANCEL_METHOD:
             return  # applied by the connection to the request it names; re-issued hop by hop
-        frame = self.taps[index].frame
         if request is not None and self.failure is not None:
             request.responder.respond_with_error(self.failure.to_request_error())
             return
@@ -669,10 +611,9 @@ class _Run:
                     request.responder.respond_with_error(self._initialize_downstream(names, envelope.method))
                 return
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
-            received = _Received(frame, _IN_ENVELOPE)
-            self._deliver(index, index + 1, message, envelope.method, envelope.params, received)
+            self._deliver(index, index + 1, message, envelope.method, envelope.params)
             return
-        self._deliver(index, index - 1, message, method, message.params, _Received(frame, _PLAIN))
+        self._deliver(index, index - 1, message, method, message.params)
 
     @staticmethod
     def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
@@ -691,15 +632,8 @@ class _Run:
             "to its successor"
         )
 
-    def _deliver(
-        self, source: int, target: int, message: Dispatch, method: str, params: Any, received: _Received
-    ) -> None:
-        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``.
-
-        ``params`` are re-encoded, unless the encoder refuses them (nested deeper than it goes): their
-        text is then copied from the frame they came in (``received``), or, when that cannot be done,
-        a request is answered with an error and a notification is dropped with a warning.
-        """
+    def _deliver(self, source: int, target: int, message: Dispatch, method: str, params: Any) -> None:
+        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``."""
         peer: Role | None = None
         wrap: ProxyMethods | None = None
         fall_back = False
@@ -724,49 +658,27 @@ class _Run:
             key = _UPSTREAM
             peer = _AGENT_PEER
         assert cx is not None
-        connection = cx
-
-        def wire(value: Any) -> tuple[str, Any]:
-            if wrap is None:
-                return method, value
-            return wrap.successor, Envelope(method, value).to_params()
-
+        wire_method, wire_params = (
+            (wrap.successor, Envelope(method, params).to_params()) if wrap is not None else (method, params)
+        )
         trace = self.trace
         if type(message) is not RequestDispatch:
             try:
-                received.send(lambda value: connection.send_notification_to(peer, *wire(value)), params)
+                cx.send_notification_to(peer, wire_method, wire_params)
             except AcpError as exc:
                 _log.debug("Dropping %r for %s: %s", method, self.lane(target), exc)
-                return
-            except _Unencodable as exc:
-                _log.warning(
-                    "Conductor %r: dropping the notification %r from %s to %s: %s",
-                    self.chain.name,
-                    method,
-                    self.lane(source),
-                    self.lane(target),
-                    exc,
-                )
                 return
             if trace is not None:
                 trace.notification(self.lane(source), self.lane(target), method, params)
             return
         assert isinstance(message, RequestDispatch)
         try:
-            sent = received.send(lambda value: connection.send_request_to(peer, *wire(value)), params)
+            sent = cx.send_request_to(peer, wire_method, wire_params)
         except AcpError as exc:
             message.responder.respond_with_error(self._unreachable(target, method, exc))
             return
-        except _Unencodable as exc:
-            message.responder.respond_with_error(
-                InternalError(
-                    {"lane": self.lane(target), "reason": str(exc)},
-                    message=f"The conductor cannot forward {method!r} to {self.lane(target)}: {exc}",
-                )
-            )
-            return
         if fall_back:
-            self._legacy_retry(sent, message, source, target, params, received)
+            self._legacy_retry(sent, message, source, target, params)
         else:
             sent.forward_response_to(message.responder)
         table = self.forwarded.setdefault(self._link_of(source), {})
@@ -778,13 +690,7 @@ class _Run:
             trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
 
     def _legacy_retry(
-        self,
-        sent: SentRequest[Any],
-        request: RequestDispatch,
-        source: int,
-        target: int,
-        params: Any,
-        received: _Received,
+        self, sent: SentRequest[Any], request: RequestDispatch, source: int, target: int, params: Any
     ) -> None:
         """Answer ``request`` with what ``sent`` (``proxy/initialize``) gets, unless the proxy is older.
 
@@ -808,7 +714,7 @@ class _Run:
                     "%s refused `%s`: trying `%s`", link.lane, sent.method, LEGACY_PROXY_METHODS.initialize
                 )
                 link.methods = LEGACY_PROXY_METHODS
-                self._deliver(source, target, request, _INITIALIZE, params, received)
+                self._deliver(source, target, request, _INITIALIZE, params)
                 return
             responder.respond_with_result(result)
 

@@ -313,6 +313,10 @@ class Connection:
         past that it waits until the transport has written them (for an in-process channel: until
         the peer has received them). So memory stays bounded whatever the reader does, and nothing
         is dropped. Raises :class:`~acpio.TransportError` if the peer stopped reading for good.
+
+        Awaited inside a handler, it also stops this connection's reading until the peer catches
+        up: fine when the peer keeps reading, a deadlock if the peer drains inside its own
+        handlers too while both send to each other.
         """
         if self._unflushed < self.HIGH_WATER:
             return

@@ -15,6 +15,7 @@ Outgoing frames are built with orjson; request ids are echoed with their exact J
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -270,6 +271,23 @@ def _to_json(obj: Any) -> Any:
     return serializer(obj)
 
 
+def _dumps(value: Any) -> bytes:
+    """``orjson.dumps`` with acpio's hook, falling back to the standard library for deep JSON.
+
+    orjson writes at most 254 levels (it reads 1024): a forwarded message is never refused for its
+    depth alone.
+    """
+    try:
+        return orjson.dumps(value, default=_to_json)
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+    try:
+        return json.dumps(value, default=_to_json, ensure_ascii=False, separators=(",", ":")).encode()
+    except RecursionError:
+        raise TypeError("the message is nested too deeply to be written as JSON") from None
+
+
 def _typed_json(value: Any) -> bytes | None:
     """The JSON text of a typed object whose class serializes itself in one step (``to_wire_json``).
 
@@ -293,9 +311,7 @@ def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
     if typed is not None:
         head = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method})
         return b"".join((head[:-1], b',"params":', typed, b"}"))
-    return orjson.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, default=_to_json
-    )
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
 
 def encode_notification(method: str, params: Any) -> bytes:
@@ -310,7 +326,7 @@ def encode_notification(method: str, params: Any) -> bytes:
             if len(_NOTIFICATION_HEADS) < 256:  # method names are few; never grow without bound
                 _NOTIFICATION_HEADS[method] = head
         return b"".join((head, b',"params":', typed, b"}"))
-    return orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params}, default=_to_json)
+    return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
 
 
 # Envelope starts of typed notifications, by method (typed classes are few, so this stays small).
@@ -333,7 +349,7 @@ def encode_result(request_id: RequestId, result: Any) -> bytes:
     if typed is not None:
         head = orjson.dumps({"jsonrpc": "2.0", "id": request_id})
         return b"".join((head[:-1], b',"result":', typed, b"}"))
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, default=_to_json)
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def encode_error(request_id: RequestId, error: RequestError) -> bytes:
@@ -349,4 +365,4 @@ def encode_error(request_id: RequestId, error: RequestError) -> bytes:
 
 def encode_value(value: Any) -> bytes:
     """Serialize any JSON value or typed object with the same rules as the frames above."""
-    return orjson.dumps(value, default=_to_json)
+    return _dumps(value)
