@@ -1,4 +1,4 @@
-"""Sessions: create one with ``session/new``, prompt it, read its updates, or hand it to a proxy.
+"""Sessions: set one up (``session/new``, ``/load``, ``/resume``, ``/fork``), prompt it, read its updates.
 
 Start from a connection to an agent (a client, or a proxy talking to its successor)::
 
@@ -13,11 +13,26 @@ Start from a connection to an agent (a client, or a proxy talking to its success
         session.send_prompt("And now?")
         print(await session.read_to_string())   # the agent's text for the whole turn
 
-**Entry point.** The session helpers are free functions taking the connection
-(:func:`build_session`, :func:`build_session_cwd`, :func:`build_session_from`,
-:func:`attach_session`), because the engine's :class:`~acpio.jsonrpc.Connection` knows nothing of
-ACP. :class:`SessionMethods` is the same four as methods: a connection class that inherits it
-gives ``cx.build_session(cwd)``.
+    # later, maybe on another connection: the same conversation, its history replayed first
+    async with build_session_load(cx, session_id, "/path/to/project").start_session() as session:
+        for message in session.history:         # what session/load replayed, in order
+            print(message.text)
+
+**Entry point.** The session helpers are free functions taking the connection, because the
+engine's :class:`~acpio.jsonrpc.Connection` knows nothing of ACP. One builder per setup method,
+all giving a :class:`SessionBuilder` with the same start methods and an :class:`ActiveSession`:
+
+* ``session/new``: :func:`build_session` (``cwd``), :func:`build_session_cwd` (the current directory);
+* ``session/load``: :func:`build_session_load` (the history is replayed into
+  :attr:`ActiveSession.history`);
+* ``session/resume``: :func:`build_session_resume` (no replay);
+* ``session/fork`` (unstable: the connection needs ``Client.builder(unstable=True)``):
+  :func:`build_session_fork` (the answer names the new session);
+* any of the four from a request: :func:`build_session_from`.
+
+:func:`attach_session` reads a session set up by other means. :class:`SessionMethods` is the same
+functions as methods: a connection class that inherits it gives ``cx.build_session(cwd)``,
+``cx.build_session_load(session_id, cwd)``...
 
 **Blocking and non-blocking.** :meth:`SessionBuilder.start_session`,
 :meth:`SessionBuilder.run_until` and :meth:`SessionBuilder.start_session_proxy` wait for the
@@ -26,12 +41,17 @@ handler they raise :class:`~acpio.DeadlockError`. Inside a handler, use
 :meth:`SessionBuilder.on_session_start` or :meth:`SessionBuilder.on_proxy_session_start`: they
 return at once and run the callback in a task once the session exists.
 
-**Ordering.** The handler that routes the session's messages is installed by the dispatch loop
-itself, right after it reads the ``session/new`` response and before the next message, so an update
-that follows the response (even in the same batch) reaches the session. Updates that arrive
-*before* the response is read are parked by the client role's default handler and replayed to the
-session, in order, when its handler is installed. A prompt's stop reason is queued by the dispatch
-loop when the ``session/prompt`` response is read, so it always comes after the turn's updates.
+**Ordering.** For ``session/new`` and ``session/fork``, whose answer names the session, the
+handler that routes the session's messages is installed by the dispatch loop itself, right after it
+reads the response and before the next message, so an update that follows the response (even in
+the same batch) reaches the session. Updates that arrive *before* the response is read are parked
+by the client role's default handler and replayed to the session, in order, when its handler is
+installed. For ``session/load`` and ``session/resume`` the session id is known in advance, so the
+handler is installed *before* the request is sent and nothing needs parking; the notifications a
+``session/load`` receives before its answer (the replayed conversation) become
+:attr:`ActiveSession.history`, and a refused load or resume removes the handler again. A prompt's
+stop reason is queued by the dispatch loop when the ``session/prompt`` response is read, so it
+always comes after the turn's updates.
 
 **Proxy hand-off.** :meth:`ActiveSession.proxy_remaining_messages` switches a session from being
 read here to being forwarded to the client, losing and reordering nothing: see its docstring.
@@ -48,7 +68,20 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Generic,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    cast,
+    runtime_checkable,
+)
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from acpio.capabilities import (
     AgentFeatures,
@@ -81,14 +114,20 @@ from acpio.schema import (
     CancelledPermissionOutcome,
     CancelNotification,
     ContentBlock,
+    ForkSessionRequest,
+    ForkSessionResponse,
     InitializeRequest,
     InitializeResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
     RequestPermissionRequest,
     RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionConfigOption,
     SessionModeState,
     SessionNotification,
@@ -111,12 +150,17 @@ __all__ = [
     "SessionConnection",
     "SessionMessage",
     "SessionMethods",
+    "SessionSetupRequest",
+    "SessionSetupResponse",
     "SessionStart",
     "TurnEnded",
     "attach_session",
     "build_session",
     "build_session_cwd",
+    "build_session_fork",
     "build_session_from",
+    "build_session_load",
+    "build_session_resume",
 ]
 
 _log = logging.getLogger("acpio.session")
@@ -125,6 +169,20 @@ T = TypeVar("T")
 
 #: What :meth:`ActiveSession.send_prompt` takes: text, one content block, or several.
 PromptContent: TypeAlias = str | ContentBlock | Iterable[ContentBlock]
+
+#: The requests that set a session up, one per :class:`SessionBuilder` kind.
+SessionSetupRequest: TypeAlias = (
+    NewSessionRequest | LoadSessionRequest | ResumeSessionRequest | ForkSessionRequest
+)
+#: The agent's answers to them: what :meth:`ActiveSession.response` gives.
+SessionSetupResponse: TypeAlias = (
+    NewSessionResponse | LoadSessionResponse | ResumeSessionResponse | ForkSessionResponse
+)
+
+#: The setup request a :class:`SessionBuilder` sends (``SessionBuilder`` alone: ``session/new``).
+RequestT = DefaultTypeVar("RequestT", bound=SessionSetupRequest, default=NewSessionRequest)
+#: The same, for functions generic over the request.
+_R = TypeVar("_R", bound=SessionSetupRequest)
 
 _UPDATE_METHOD = SessionNotification.METHOD
 _PERMISSION_METHOD = RequestPermissionRequest.METHOD
@@ -185,8 +243,13 @@ class McpServerRegistry(Protocol):
     ``attach`` declares the servers in ``request.mcp_servers`` (appending to the list) and starts
     serving them on ``cx`` (typically with :meth:`~acpio.jsonrpc.Connection.add_dynamic_handler`),
     returning the registrations that serve them. They are active while the session starts, removed
-    when the session ends or ``session/new`` fails, and kept for the connection's lifetime when the
-    session is handed to proxy mode.
+    when the session ends or its setup request fails, and kept for the connection's lifetime when
+    the session is handed to proxy mode.
+
+    ``request`` is the ``session/new`` request being prepared. For the other setup methods
+    (``session/load``, ``/resume``, ``/fork``) the builder passes a ``session/new`` request with the
+    same ``cwd`` and no servers, and copies what ``attach`` declared into the real request: a
+    registry declares servers the same way whatever sets the session up.
     """
 
     def attach(self, request: NewSessionRequest, cx: Connection) -> Iterable[DynamicHandlerRegistration]:
@@ -198,7 +261,7 @@ class McpServerList:
     """A registry of plain MCP server declarations (stdio, http, sse) that acpio does not serve itself.
 
     ``McpServerList()`` is the empty registry; ``McpServerList([McpServerStdio(...)])`` appends
-    those declarations to ``session/new``'s ``mcpServers`` and registers no handler.
+    those declarations to the setup request's ``mcpServers`` and registers no handler.
     """
 
     __slots__ = ("servers",)
@@ -323,11 +386,12 @@ _Mode = Literal["queue", "forward", "detached"]
 class _SessionRouter:
     """The dynamic handler of one session: claims the agent's messages carrying its ``sessionId``.
 
-    In ``queue`` mode it puts them in the session's inbox; in ``forward`` mode (after the hand-off
-    to proxy mode) it forwards them to the client.
+    In ``queue`` mode it puts them in the session's inbox (notifications go to ``history`` instead
+    while that is a list: a ``session/load`` waiting for its answer); in ``forward`` mode (after the
+    hand-off to proxy mode) it forwards them to the client.
     """
 
-    __slots__ = ("client", "inbox", "mode", "session_id", "source")
+    __slots__ = ("client", "history", "inbox", "mode", "session_id", "source")
 
     def __init__(
         self, cx: Connection, session_id: str, inbox: _Inbox | None, mode: _Mode, client: Any = None
@@ -337,6 +401,8 @@ class _SessionRouter:
         self.mode: _Mode = mode
         self.client = client
         self.source = _agent_source(cx)
+        #: While a list: where the notifications go (the replay of a ``session/load`` not answered yet).
+        self.history: list[SessionMessage] | None = None
 
     def __repr__(self) -> str:
         return f"_SessionRouter({self.session_id!r}, mode={self.mode!r})"
@@ -364,34 +430,104 @@ class _SessionRouter:
             return None
         assert self.inbox is not None
         assert isinstance(message, RequestDispatch | NotificationDispatch)
-        self.inbox.put(SessionMessage(message))
+        history = self.history
+        if history is not None and type(message) is NotificationDispatch:
+            history.append(SessionMessage(message))
+        else:
+            self.inbox.put(SessionMessage(message))
         return None
+
+
+class _Routing:
+    """A session's handler (and inbox) installed before its setup request is sent.
+
+    For ``session/load`` and ``session/resume``, which name the session: the handler is in place
+    before the agent can send anything for it, so nothing is parked. ``client``: forward the
+    session's messages to it (a proxy's hand-off from the start) instead of queueing them.
+    """
+
+    __slots__ = ("inbox", "registration", "router")
+
+    def __init__(
+        self, cx: Connection, session_id: str, *, history: bool = False, client: Any = _UNSET
+    ) -> None:
+        if client is _UNSET:
+            self.inbox: _Inbox | None = _Inbox()
+            self.router = _SessionRouter(cx, session_id, self.inbox, "queue")
+            if history:
+                self.router.history = []
+        else:
+            self.inbox = None
+            self.router = _SessionRouter(cx, session_id, None, "forward", client)
+        self.registration = cx.add_dynamic_handler(self.router)
+
+    def discard(self, why: str) -> None:
+        """The session was not set up here: stop routing it, answer the requests it queued."""
+        self.router.mode = "detached"
+        self.registration.remove()
+        if self.inbox is not None:
+            _refuse_queued(self.inbox, why)
+
+
+def _refuse_queued(inbox: _Inbox, why: str) -> None:
+    """Close ``inbox``: the agent's requests in it that nobody read are answered with an error."""
+    inbox.closed = True
+    while inbox.items:
+        item = inbox.items.popleft()
+        if isinstance(item, SessionMessage) and item.is_request:
+            cast(RequestDispatch, item.dispatch).responder.respond_with_error(InternalError(message=why))
+    inbox.wake()
 
 
 # --- the active session ---------------------------------------------------------------------------
 
 
 class ActiveSession:
-    """A session created with ``session/new``: send prompts, read what the agent sends for it.
+    """A session set up by the agent: send prompts, read what the agent sends for it.
 
-    Made by :meth:`SessionBuilder.start_session` (or :func:`attach_session`). It is an async
-    context manager: leaving the ``async with`` block detaches it (see :meth:`close`). Read with
-    :meth:`read_update`, with ``async for message in session`` (the current turn's messages) or
-    with :meth:`read_to_string`.
+    Made by :meth:`SessionBuilder.start_session` (or :func:`attach_session`), whatever set it up
+    (``session/new``, ``/load``, ``/resume``, ``/fork``). It holds the session id and what every
+    setup answer carries (modes, config options, ``_meta``); :meth:`response` is the answer itself.
+    It is an async context manager: leaving the ``async with`` block detaches it (see
+    :meth:`close`). Read with :meth:`read_update`, with ``async for message in session`` (the
+    current turn's messages) or with :meth:`read_to_string`; a loaded session's replayed
+    conversation is :attr:`history`.
     """
 
     def __init__(
         self,
         cx: Connection,
-        response: NewSessionResponse,
+        response: SessionSetupResponse,
         mcp_registrations: Iterable[DynamicHandlerRegistration] = (),
+        *,
+        session_id: str | None = None,
+        _routing: _Routing | None = None,
     ) -> None:
+        answered = getattr(response, "session_id", None)
+        if session_id is None:
+            session_id = answered
+        if not isinstance(session_id, str):
+            raise TypeError(
+                f"A {type(response).__name__} does not name its session: pass session_id=... (the id "
+                "the session/load or session/resume request named)"
+            )
+        if answered is not None and answered != session_id:
+            raise ValueError(f"session_id {session_id!r} differs from the answer's {answered!r}")
         self._cx = cx
         self._response = response
-        self._inbox = _Inbox()
-        self._router = _SessionRouter(cx, response.session_id, self._inbox, "queue")
+        self._session_id = session_id
+        if _routing is None:
+            _routing = _Routing(cx, session_id)
+        assert _routing.inbox is not None, "a session read here has an inbox"
+        self._inbox = _routing.inbox
+        self._router = _routing.router
+        self._registration = _routing.registration
+        #: The notifications ``session/load`` replayed before its answer (the conversation so far),
+        #: in the order the agent sent them; empty for the other setup methods. Read it as the
+        #: session's past: :meth:`read_update` gives only what came after the answer.
+        self.history: list[SessionMessage] = self._router.history or []
+        self._router.history = None  # from now on everything is queued for read_update
         self._mcp = list(mcp_registrations)
-        self._registration = cx.add_dynamic_handler(self._router)
         self._watcher: asyncio.Task[None] | None = None
         self._connection_ended = False
         self._scoped = False
@@ -403,12 +539,12 @@ class ActiveSession:
     def __repr__(self) -> str:
         return f"<ActiveSession {self.session_id!r} {self._router.mode}>"
 
-    # --- what session/new said ------------------------------------------------------------------
+    # --- what the setup answer said -------------------------------------------------------------
 
     @property
     def session_id(self) -> str:
-        """The session's id, as the agent chose it."""
-        return self._response.session_id
+        """The session's id (as the agent chose it for ``session/new`` and ``session/fork``)."""
+        return self._session_id
 
     @property
     def modes(self) -> SessionModeState | None:
@@ -422,7 +558,7 @@ class ActiveSession:
 
     @property
     def meta(self) -> dict[str, Any] | None:
-        """The ``_meta`` of the ``session/new`` response."""
+        """The ``_meta`` of the setup answer."""
         return self._response.meta
 
     @property
@@ -435,8 +571,13 @@ class ActiveSession:
         """Whether messages for this session are still read here (not closed, not handed off)."""
         return self._router.mode == "queue"
 
-    def response(self) -> NewSessionResponse:
-        """A copy of the agent's ``session/new`` response, for example to answer a client with."""
+    def response(self) -> SessionSetupResponse:
+        """A copy of the agent's setup answer, for example to answer a client with.
+
+        A :class:`~acpio.schema.NewSessionResponse`, ``LoadSessionResponse``,
+        ``ResumeSessionResponse`` or ``ForkSessionResponse``: the type of the request that set the
+        session up.
+        """
         return self._response.model_copy(deep=True)
 
     # --- prompting ------------------------------------------------------------------------------
@@ -544,7 +685,9 @@ class ActiveSession:
         a message between them. The handler is switched in place rather than replaced, because a
         handler added from outside the dispatch loop only starts at the loop's next turn. The
         session's MCP servers stay up for the connection's lifetime. This consumes the session:
-        reading it afterwards raises ``RuntimeError``.
+        reading it afterwards raises ``RuntimeError``. A loaded session's :attr:`history` was
+        delivered here and is not forwarded (:meth:`SessionBuilder.start_session_proxy` forwards it
+        before answering the client).
         """
         if self._scoped:
             raise RuntimeError(
@@ -588,16 +731,7 @@ class ActiveSession:
         for registration in self._mcp:
             registration.remove()
         self._stop_watching()
-        inbox = self._inbox
-        inbox.closed = True
-        while inbox.items:
-            item = inbox.items.popleft()
-            if isinstance(item, SessionMessage) and item.is_request:
-                responder = cast(RequestDispatch, item.dispatch).responder
-                responder.respond_with_error(
-                    InternalError(message=f"Session {self.session_id!r} was closed by the client")
-                )
-        inbox.wake()
+        _refuse_queued(self._inbox, f"Session {self.session_id!r} was closed by the client")
 
     async def __aenter__(self) -> ActiveSession:
         return self
@@ -701,20 +835,30 @@ def _content_blocks(prompt: PromptContent) -> list[ContentBlock]:
 
 def attach_session(
     cx: Connection,
-    response: NewSessionResponse,
+    response: SessionSetupResponse,
     mcp_registrations: Iterable[DynamicHandlerRegistration] = (),
+    *,
+    session_id: str | None = None,
 ) -> ActiveSession:
-    """Start reading the session that ``response`` (a ``session/new`` answer) describes.
+    """Start reading the session that ``response`` (the agent's answer to a setup request) describes.
 
-    Low level: :meth:`SessionBuilder.start_session` calls it. Call it inside the dispatch loop
-    (a response callback) for the session to see the very next message; from elsewhere its
-    handler starts at the loop's next turn, and the client role's queue keeps what came between.
-    ``mcp_registrations`` are the session's MCP handlers, removed with it.
+    Low level: :meth:`SessionBuilder.start_session` does this for you. The answers to
+    ``session/load`` and ``session/resume`` do not name their session: pass ``session_id``. Call it
+    inside the dispatch loop (a response callback) for the session to see the very next message;
+    from elsewhere its handler starts at the loop's next turn, and the client role's queue keeps
+    what came between. ``mcp_registrations`` are the session's MCP handlers, removed with it.
     """
-    return ActiveSession(cx, response, mcp_registrations)
+    return ActiveSession(cx, response, mcp_registrations, session_id=session_id)
 
 
 # --- the builder ----------------------------------------------------------------------------------
+
+_SETUP_METHODS: Final[dict[type[Any], str]] = {
+    NewSessionRequest: NewSessionRequest.METHOD,
+    LoadSessionRequest: LoadSessionRequest.METHOD,
+    ResumeSessionRequest: ResumeSessionRequest.METHOD,
+    ForkSessionRequest: ForkSessionRequest.METHOD,
+}
 
 
 class SessionStart:
@@ -726,7 +870,7 @@ class SessionStart:
 
     __slots__ = ("_builder", "_session")
 
-    def __init__(self, builder: SessionBuilder) -> None:
+    def __init__(self, builder: SessionBuilder[Any]) -> None:
         self._builder = builder
         self._session: ActiveSession | None = None
 
@@ -744,28 +888,54 @@ class SessionStart:
             self._session.close()
 
 
-class SessionBuilder:
-    """A ``session/new`` request being prepared; start it with one of the ``start``/``on`` methods.
+_OnAnswer: TypeAlias = Callable[["SessionSetupResponse | AcpError", "_Routing | None"], Awaitable[None]]
 
-    Made by :func:`build_session`, :func:`build_session_cwd` or :func:`build_session_from`.
-    :attr:`request` may be changed before starting. A builder starts one session.
+
+class SessionBuilder(Generic[RequestT]):
+    """A session-setup request being prepared; start it with one of the ``start``/``on`` methods.
+
+    Generic over the request it sends: ``SessionBuilder[NewSessionRequest]`` (``SessionBuilder``
+    alone) from :func:`build_session`, :func:`build_session_cwd`; ``LoadSessionRequest`` from
+    :func:`build_session_load`; ``ResumeSessionRequest`` from :func:`build_session_resume`;
+    ``ForkSessionRequest`` from :func:`build_session_fork`; any of them from
+    :func:`build_session_from`. Every kind starts the same way and gives an
+    :class:`ActiveSession`. :attr:`request` may be changed before starting (its ``mcp_servers`` is
+    always a list, so ``mcpServers`` is always sent). A builder starts one session.
     """
 
-    def __init__(self, cx: Connection, request: NewSessionRequest) -> None:
+    def __init__(self, cx: Connection, request: RequestT) -> None:
+        if type(request) not in _SETUP_METHODS:
+            raise TypeError(
+                f"SessionBuilder takes a NewSessionRequest, LoadSessionRequest, ResumeSessionRequest or "
+                f"ForkSessionRequest; got {type(request).__name__}"
+            )
+        if request.mcp_servers is None:  # resume and fork leave it optional; ACP wants it sent
+            request = cast(RequestT, request.model_copy(update={"mcp_servers": []}))
         self._cx = cx
-        #: The ``session/new`` params that will be sent.
-        self.request = request
+        #: The setup request's params that will be sent.
+        self.request: RequestT = request
         self._mcp: list[DynamicHandlerRegistration] = []
         self._used = False
 
     def __repr__(self) -> str:
-        return f"<SessionBuilder cwd={self.request.cwd!r} mcp_servers={len(self.request.mcp_servers)}>"
+        request = self.request
+        named = f" session_id={request.session_id!r}" if not isinstance(request, NewSessionRequest) else ""
+        return (
+            f"<SessionBuilder {self.method}{named} cwd={request.cwd!r} "
+            f"mcp_servers={len(request.mcp_servers or ())}>"
+        )
 
-    def with_mcp_server(self, registry: McpServerRegistry) -> SessionBuilder:
+    @property
+    def method(self) -> str:
+        """The setup method this builder sends: ``session/new``, ``session/load``..."""
+        return _SETUP_METHODS[type(self.request)]
+
+    def with_mcp_server(self, registry: McpServerRegistry) -> SessionBuilder[RequestT]:
         """Offer the agent the MCP servers of ``registry`` in this session; returns the builder.
 
         The registry declares its servers in the request and starts serving them now, so they are
         ready while the agent sets the session up. They stop when the session ends or is refused.
+        Works alike for every setup method (see :class:`McpServerRegistry`).
         """
         self._check_unused()
         attach = getattr(registry, "attach", None)
@@ -774,17 +944,27 @@ class SessionBuilder:
                 f"with_mcp_server() takes an MCP server registry (with attach(request, cx)); got "
                 f"{registry!r}. Wrap plain server declarations in McpServerList([...])."
             )
-        self._mcp.extend(registry.attach(self.request, self._cx))
+        request = self.request
+        if isinstance(request, NewSessionRequest):
+            self._mcp.extend(registry.attach(request, self._cx))
+            return self
+        declared = NewSessionRequest(cwd=request.cwd, mcp_servers=[])
+        self._mcp.extend(registry.attach(declared, self._cx))
+        servers = request.mcp_servers
+        if servers is None:  # set to None after the builder was made
+            servers = request.mcp_servers = []
+        servers.extend(declared.mcp_servers)
         return self
 
     # --- blocking -------------------------------------------------------------------------------
 
     def start_session(self) -> SessionStart:
-        """Send ``session/new`` and give the :class:`ActiveSession` once the agent answered.
+        """Send the setup request and give the :class:`ActiveSession` once the agent answered.
 
-        Await the result, or use it with ``async with`` (the session is closed at the end). Raises
-        the agent's error (a :class:`~acpio.RequestError`) if it refuses the session,
-        :class:`~acpio.ConnectionClosed` if the connection ends first, and
+        Await the result, or use it with ``async with`` (the session is closed at the end). For
+        ``session/load``, the replayed conversation is in the session's :attr:`~ActiveSession.history`
+        when it is handed over. Raises the agent's error (a :class:`~acpio.RequestError`) if it
+        refuses the session, :class:`~acpio.ConnectionClosed` if the connection ends first, and
         :class:`~acpio.DeadlockError` inside a handler (use :meth:`on_session_start` there).
         """
         return SessionStart(self)
@@ -801,10 +981,11 @@ class SessionBuilder:
             return await callback(session)
 
     async def start_session_proxy(self, responder: Responder[Any]) -> str:
-        """Start the session, answer the client's ``session/new`` through ``responder``, then forward.
+        """Start the session, answer the client's request through ``responder``, then forward.
 
-        For a proxy that handles the client's ``session/new`` (to add MCP servers, say) and then
+        For a proxy that handles the client's setup request (to add MCP servers, say) and then
         lets the session's traffic through: see :meth:`ActiveSession.proxy_remaining_messages`.
+        A loaded session's history is forwarded to the client first, in order, then the answer.
         Returns the session id. If the agent refuses, the client gets the error and so does the
         caller.
         """
@@ -813,6 +994,9 @@ class SessionBuilder:
         except AcpError as exc:
             responder.respond_with_error(exc)
             raise
+        client = _client_peer(self._cx)
+        for message in session.history:  # session/load: the client's replay precedes the answer
+            self._cx.send_proxied_message_to(client, message.dispatch)
         responder.respond(session.response())
         session.proxy_remaining_messages()
         return session.session_id
@@ -831,27 +1015,25 @@ class SessionBuilder:
         abandoned = False
         attached: asyncio.Future[ActiveSession] = asyncio.get_running_loop().create_future()
 
-        async def on_result(result: NewSessionResponse | AcpError) -> None:
+        async def on_answer(result: SessionSetupResponse | AcpError, routing: _Routing | None) -> None:
             # Runs in the dispatch loop, before the message after the response.
             if isinstance(result, AcpError):
-                self._remove_mcp()  # the awaiting side raises the error itself
-                return
+                return  # the awaiting side raises the error itself
             if abandoned:
+                if routing is not None:
+                    routing.discard(f"Nobody reads session {routing.router.session_id!r} any more")
                 self._remove_mcp()
-                _log.info("Session %r was created, but its caller stopped waiting for it", result.session_id)
+                _log.info("A session was set up, but its caller stopped waiting for it: %r", result)
                 return
-            attached.set_result(attach_session(cx, result, self._mcp))
+            attached.set_result(self._attach(result, routing))
 
-        sent = self._send(on_result)
+        sent = self._send(on_answer)
         try:
             try:
                 await sent
             except AcpError as exc:
                 if not isinstance(exc, ConnectionClosed | DeadlockError):
-                    exc.add_note(
-                        f"(the agent refused session/new for cwd {self.request.cwd!r}; "
-                        "-32000 means: authenticate first)"
-                    )
+                    exc.add_note(f"(the agent refused {self._describe()}; -32000 means: authenticate first)")
                 raise
             if not attached.done():
                 # The response callback is queued in the dispatch loop; it runs before the next message.
@@ -866,24 +1048,24 @@ class SessionBuilder:
     # --- non-blocking (for handlers) ------------------------------------------------------------
 
     def on_session_start(self, callback: Callable[[ActiveSession], Awaitable[object]]) -> None:
-        """Send ``session/new`` and return at once; run ``callback(session)`` in a task once it exists.
+        """Send the setup request and return at once; run ``callback(session)`` in a task once it exists.
 
-        Safe inside handlers. The session's handler is installed by the dispatch loop before the
-        message after the response, and the session is closed when the callback returns (unless
-        it handed the session to proxy mode). If the agent refuses the session, or the callback
-        raises, the connection fails with that error, as a spawned task's failure does; to handle a
-        refusal yourself, run :meth:`run_until` in ``cx.spawn(...)`` and catch the error there.
+        Safe inside handlers. The session's handler is in place before the message after the
+        response (for ``session/load`` and ``/resume``, before the request is sent), and the session
+        is closed when the callback returns (unless it handed the session to proxy mode). If the
+        agent refuses the session, or the callback raises, the connection fails with that error, as
+        a spawned task's failure does; to handle a refusal yourself, run :meth:`run_until` in
+        ``cx.spawn(...)`` and catch the error there.
         """
         self._check_unused()
         self._used = True
         cx = self._cx
 
-        async def on_result(result: NewSessionResponse | AcpError) -> None:
+        async def on_answer(result: SessionSetupResponse | AcpError, routing: _Routing | None) -> None:
             if isinstance(result, AcpError):
-                self._remove_mcp()
-                result.add_note("(the agent refused session/new started by on_session_start())")
+                result.add_note(f"(the agent refused {self.method} started by on_session_start())")
                 raise result
-            session = attach_session(cx, result, self._mcp)
+            session = self._attach(result, routing)
 
             async def run() -> None:
                 async with session:
@@ -891,54 +1073,99 @@ class SessionBuilder:
 
             cx.spawn(run)
 
-        self._send(on_result)
+        self._send(on_answer)
 
     def on_proxy_session_start(
         self,
         responder: Responder[Any],
         callback: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
-        """For a proxy: forward ``session/new``, answer the client, route the session to it.
+        """For a proxy: forward the setup request, answer the client, route the session to it.
 
         Returns at once (safe inside handlers). When the agent answers, the dispatch loop answers
         the client through ``responder`` and installs the handler that forwards the session's
-        messages to the client, before reading the next message; then ``callback(session_id)``
-        runs in a task. A refusal is passed to the client (the callback does not run). If the
-        client cancels its request, the cancellation is passed on to the agent.
+        messages to the client, before reading the next message (for ``session/load`` and
+        ``/resume`` that handler is installed before the request is sent, so a load's replay
+        reaches the client live, before the answer); then ``callback(session_id)`` runs in a task. A
+        refusal is passed to the client (the callback does not run). If the client cancels its
+        request, the cancellation is passed on to the agent.
         """
         self._check_unused()
         self._used = True
         cx = self._cx
+        client = _client_peer(cx)
 
-        async def on_result(result: NewSessionResponse | AcpError) -> None:
+        async def on_answer(result: SessionSetupResponse | AcpError, routing: _Routing | None) -> None:
             if isinstance(result, AcpError):
-                self._remove_mcp()
                 responder.respond_with_error(result)
                 return
             for registration in self._mcp:
                 registration.run_indefinitely()
             responder.respond(result)
-            router = _SessionRouter(cx, result.session_id, None, "forward", _client_peer(cx))
-            cx.add_dynamic_handler(router).run_indefinitely()
+            if routing is None:
+                router = _SessionRouter(cx, self._session_id(result), None, "forward", client)
+                registration = cx.add_dynamic_handler(router)
+            else:
+                registration = routing.registration
+            registration.run_indefinitely()
             if callback is not None:
-                cx.spawn(callback, result.session_id)
+                cx.spawn(callback, self._session_id(result))
 
-        self._send(on_result).forward_cancellation_from(responder)
+        self._send(on_answer, client=client).forward_cancellation_from(responder)
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _send(
-        self, on_result: Callable[[NewSessionResponse | AcpError], Awaitable[None]]
-    ) -> SentRequest[NewSessionResponse]:
-        try:
-            sent: SentRequest[NewSessionResponse] = self._cx.send_request_to(
-                _agent_peer(self._cx), self.request
+    def _send(self, on_answer: _OnAnswer, *, client: Any = _UNSET) -> SentRequest[SessionSetupResponse]:
+        """Send the request, the one start path of every kind and style.
+
+        ``session/load`` and ``/resume`` name their session: its handler is installed first (queueing
+        it, or forwarding it to ``client``), so nothing the agent sends for it is parked or lost. A
+        refusal removes that handler and the MCP servers before ``on_answer`` sees the error.
+        """
+        cx = self._cx
+        request = self.request
+        peer = _agent_peer(cx)  # a wrong kind of connection fails before anything is installed
+        routing: _Routing | None = None
+        if isinstance(request, LoadSessionRequest | ResumeSessionRequest):
+            routing = _Routing(
+                cx, request.session_id, history=isinstance(request, LoadSessionRequest), client=client
             )
+        try:
+            sent: SentRequest[SessionSetupResponse] = cx.send_request_to(peer, request)
         except BaseException:
+            if routing is not None:
+                routing.discard(f"{self.method} was not sent")
             self._remove_mcp()
             raise
+
+        async def on_result(result: SessionSetupResponse | AcpError) -> None:
+            if isinstance(result, AcpError):
+                if routing is not None:
+                    routing.discard(f"The agent refused {self._describe()}")
+                self._remove_mcp()
+            await on_answer(result, routing)
+
         sent.on_receiving_result(on_result)
         return sent
+
+    def _attach(self, result: SessionSetupResponse, routing: _Routing | None) -> ActiveSession:
+        return ActiveSession(
+            self._cx, result, self._mcp, session_id=self._session_id(result), _routing=routing
+        )
+
+    def _session_id(self, result: SessionSetupResponse) -> str:
+        """The session set up: named by the answer (new, fork) or by the request (load, resume)."""
+        if isinstance(result, NewSessionResponse | ForkSessionResponse):
+            return result.session_id
+        request = self.request
+        assert not isinstance(request, NewSessionRequest)
+        return request.session_id
+
+    def _describe(self) -> str:
+        request = self.request
+        if isinstance(request, NewSessionRequest):
+            return f"{self.method} for cwd {request.cwd!r}"
+        return f"{self.method} of session {request.session_id!r} in cwd {request.cwd!r}"
 
     def _remove_mcp(self) -> None:
         for registration in self._mcp:
@@ -947,8 +1174,8 @@ class SessionBuilder:
     def _check_unused(self) -> None:
         if self._used:
             raise RuntimeError(
-                "This SessionBuilder already started its session; build another one with "
-                "build_session(cx, cwd) for a new session."
+                "This SessionBuilder already started its session; make another builder "
+                "(build_session(cx, cwd), build_session_load(cx, session_id, cwd)...) for another one."
             )
 
 
@@ -980,16 +1207,16 @@ async def _wait_or_closed(cx: Connection, future: asyncio.Future[Any]) -> None:
 # --- entry points ---------------------------------------------------------------------------------
 
 
-def build_session(cx: Connection, cwd: str | os.PathLike[str]) -> SessionBuilder:
-    """A :class:`SessionBuilder` for a new session working in ``cwd``, with no MCP servers yet.
+def build_session(cx: Connection, cwd: str | os.PathLike[str]) -> SessionBuilder[NewSessionRequest]:
+    """A :class:`SessionBuilder` for a new session (``session/new``) working in ``cwd``, no MCP servers yet.
 
     ACP requires an absolute ``cwd``: a relative one is made absolute against the current
     directory (without resolving symbolic links).
     """
-    return SessionBuilder(cx, NewSessionRequest(cwd=str(Path(cwd).absolute()), mcp_servers=[]))
+    return SessionBuilder(cx, NewSessionRequest(cwd=_absolute(cwd), mcp_servers=[]))
 
 
-def build_session_cwd(cx: Connection) -> SessionBuilder:
+def build_session_cwd(cx: Connection) -> SessionBuilder[NewSessionRequest]:
     """A :class:`SessionBuilder` for a new session working in the current directory.
 
     Raises :class:`~acpio.InternalError` if the current directory no longer exists.
@@ -1003,52 +1230,116 @@ def build_session_cwd(cx: Connection) -> SessionBuilder:
     return build_session(cx, cwd)
 
 
-def build_session_from(cx: Connection, request: NewSessionRequest) -> SessionBuilder:
-    """A :class:`SessionBuilder` starting from an existing ``session/new`` request (copied).
+def build_session_load(
+    cx: Connection, session_id: str, cwd: str | os.PathLike[str]
+) -> SessionBuilder[LoadSessionRequest]:
+    """A :class:`SessionBuilder` loading an existing session (``session/load``) in ``cwd``.
 
-    For a proxy that intercepted a client's ``session/new`` and wants to change it (add MCP
-    servers, say) before sending it on.
+    The agent replays the conversation before it answers; the started session has it in
+    :attr:`ActiveSession.history`, in order, and :meth:`ActiveSession.read_update` gives only what
+    comes after. The agent must advertise ``loadSession``. ``cwd`` as for :func:`build_session`.
     """
-    return SessionBuilder(cx, request.model_copy(deep=True))
+    return SessionBuilder(cx, LoadSessionRequest(session_id=session_id, cwd=_absolute(cwd), mcp_servers=[]))
+
+
+def build_session_resume(
+    cx: Connection, session_id: str, cwd: str | os.PathLike[str]
+) -> SessionBuilder[ResumeSessionRequest]:
+    """A :class:`SessionBuilder` resuming an existing session (``session/resume``) in ``cwd``.
+
+    Nothing is replayed: the session goes on from where it was. The agent must advertise
+    ``sessionCapabilities.resume``. ``cwd`` as for :func:`build_session`.
+    """
+    return SessionBuilder(cx, ResumeSessionRequest(session_id=session_id, cwd=_absolute(cwd), mcp_servers=[]))
+
+
+def build_session_fork(
+    cx: Connection, session_id: str, cwd: str | os.PathLike[str]
+) -> SessionBuilder[ForkSessionRequest]:
+    """A :class:`SessionBuilder` forking session ``session_id`` into a new one (``session/fork``).
+
+    The new session starts from the context of the old one, which is left as it was; its id is in
+    the agent's answer (:attr:`ActiveSession.session_id`). ``session/fork`` is unstable: the
+    connection must be made with ``Client.builder(unstable=True)`` (``Proxy`` likewise) and the agent
+    must advertise ``sessionCapabilities.fork``. ``cwd`` as for :func:`build_session`.
+    """
+    return SessionBuilder(cx, ForkSessionRequest(session_id=session_id, cwd=_absolute(cwd), mcp_servers=[]))
+
+
+def build_session_from(cx: Connection, request: _R) -> SessionBuilder[_R]:
+    """A :class:`SessionBuilder` starting from an existing setup request (copied).
+
+    ``request`` is a ``NewSessionRequest``, ``LoadSessionRequest``, ``ResumeSessionRequest`` or
+    ``ForkSessionRequest``: for a proxy that intercepted a client's request and wants to change it
+    (add MCP servers, say) before sending it on, or to set fields the other helpers do not take
+    (``additional_directories``...).
+    """
+    return SessionBuilder(cx, cast(_R, request.model_copy(deep=True)))
+
+
+def _absolute(cwd: str | os.PathLike[str]) -> str:
+    return str(Path(cwd).absolute())
 
 
 class SessionMethods:
     """Mixin for a connection class: ``cx.build_session(cwd)`` and friends as methods.
 
     A class that inherits both this and :class:`~acpio.jsonrpc.Connection` gets
-    :meth:`build_session`, :meth:`build_session_cwd`, :meth:`build_session_from` and
+    :meth:`build_session`, :meth:`build_session_cwd`, :meth:`build_session_load`,
+    :meth:`build_session_resume`, :meth:`build_session_fork`, :meth:`build_session_from` and
     :meth:`attach_session`, each the module function of the same name applied to ``self``.
     """
 
     __slots__ = ()
 
-    def build_session(self, cwd: str | os.PathLike[str]) -> SessionBuilder:
+    def build_session(self, cwd: str | os.PathLike[str]) -> SessionBuilder[NewSessionRequest]:
         """See :func:`acpio.session.build_session`."""
         return build_session(cast("Connection", self), cwd)
 
-    def build_session_cwd(self) -> SessionBuilder:
+    def build_session_cwd(self) -> SessionBuilder[NewSessionRequest]:
         """See :func:`acpio.session.build_session_cwd`."""
         return build_session_cwd(cast("Connection", self))
 
-    def build_session_from(self, request: NewSessionRequest) -> SessionBuilder:
+    def build_session_load(
+        self, session_id: str, cwd: str | os.PathLike[str]
+    ) -> SessionBuilder[LoadSessionRequest]:
+        """See :func:`acpio.session.build_session_load`."""
+        return build_session_load(cast("Connection", self), session_id, cwd)
+
+    def build_session_resume(
+        self, session_id: str, cwd: str | os.PathLike[str]
+    ) -> SessionBuilder[ResumeSessionRequest]:
+        """See :func:`acpio.session.build_session_resume`."""
+        return build_session_resume(cast("Connection", self), session_id, cwd)
+
+    def build_session_fork(
+        self, session_id: str, cwd: str | os.PathLike[str]
+    ) -> SessionBuilder[ForkSessionRequest]:
+        """See :func:`acpio.session.build_session_fork`."""
+        return build_session_fork(cast("Connection", self), session_id, cwd)
+
+    def build_session_from(self, request: _R) -> SessionBuilder[_R]:
         """See :func:`acpio.session.build_session_from`."""
         return build_session_from(cast("Connection", self), request)
 
     def attach_session(
         self,
-        response: NewSessionResponse,
+        response: SessionSetupResponse,
         mcp_registrations: Iterable[DynamicHandlerRegistration] = (),
+        *,
+        session_id: str | None = None,
     ) -> ActiveSession:
         """See :func:`acpio.session.attach_session`."""
-        return attach_session(cast("Connection", self), response, mcp_registrations)
+        return attach_session(cast("Connection", self), response, mcp_registrations, session_id=session_id)
 
 
 class SessionConnection(SessionMethods, Connection):
     """The connection handle (``cx``) of Client and Proxy builders.
 
-    A :class:`~acpio.jsonrpc.Connection` with :meth:`build_session`, :meth:`build_session_cwd`,
-    :meth:`build_session_from` and :meth:`attach_session`. Annotate ``cx`` with it to have the
-    type checker see those methods.
+    A :class:`~acpio.jsonrpc.Connection` with the session builders (:meth:`build_session`,
+    :meth:`build_session_cwd`, :meth:`build_session_load`, :meth:`build_session_resume`,
+    :meth:`build_session_fork`, :meth:`build_session_from`) and :meth:`attach_session`. Annotate
+    ``cx`` with it to have the type checker see those methods.
     """
 
     _agent_features: AgentFeatures | None = None
