@@ -45,9 +45,8 @@ from acpio.errors import (
     ResourceNotFound,
     TransportError,
 )
-from acpio.jsonrpc import Connection, NotificationDispatch, RequestDispatch, Unhandled
-from acpio.jsonrpc.handlers import Dispatch, DynamicHandlerRegistration, ResponseDispatch
-from acpio.jsonrpc.responses import SentRequest
+from acpio.jsonrpc import Connection, RequestDispatch, Unhandled
+from acpio.jsonrpc.handlers import Dispatch, ResponseDispatch
 from acpio.oneshot.files import ConfinedFiles
 from acpio.oneshot.permissions import (
     AllowPolicy,
@@ -74,21 +73,22 @@ from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
     KillTerminalRequest,
-    LoadSessionRequest,
-    LoadSessionResponse,
-    NewSessionResponse,
     ReadTextFileRequest,
     ReleaseTerminalRequest,
     RequestPermissionRequest,
     RequestPermissionResponse,
-    ResumeSessionRequest,
-    ResumeSessionResponse,
-    SessionNotification,
     TerminalOutputRequest,
     WaitForTerminalExitRequest,
     WriteTextFileRequest,
 )
-from acpio.session import ActiveSession, SessionConnection, SessionMessage, TurnEnded, build_session
+from acpio.session import (
+    ActiveSession,
+    SessionBuilder,
+    SessionConnection,
+    SessionMessage,
+    TurnEnded,
+    build_session,
+)
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
 
 __all__ = ["ExitCode", "OutputMode", "PolicyName", "PromptFailed", "PromptOptions", "run_prompt"]
@@ -227,34 +227,6 @@ def _open_answers(from_terminal: bool) -> LineInput:
         ) from exc
 
 
-class _HistoryHandler:
-    """Shows the updates ``session/load`` replays, until its response (installed only meanwhile)."""
-
-    def __init__(self, session_id: str, renderer: Renderer) -> None:
-        self._session_id = session_id
-        self._renderer = renderer
-        #: Whether anything was replayed (and the start of the history shown).
-        self.shown = False
-
-    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        if (
-            type(message) is not NotificationDispatch
-            or message.method != SessionNotification.METHOD
-            or message.session_id != self._session_id
-        ):
-            return Unhandled(message)
-        try:
-            notification: SessionNotification = message.parse(SessionNotification)
-        except InvalidParams as exc:
-            _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
-            return None
-        if not self.shown:
-            self.shown = True
-            self._renderer.begin_history(self._session_id)
-        self._renderer.update(notification.update, history=True)
-        return None
-
-
 _Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
 
 
@@ -370,62 +342,44 @@ class _PromptRun:
 
     async def _continue_session(self, cx: SessionConnection, session_id: str) -> ActiveSession:
         features = cx.agent_features
-        cwd = str(self._files.root)
+        builder: SessionBuilder[Any]
         if features is not None and features.load_session:
-            history = _HistoryHandler(session_id, self._renderer)
-            registration = cx.add_dynamic_handler(history)
-            load = LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
-            try:
-                return await self._attach(cx, cx.send_request(load), session_id, registration)
-            finally:
-                if history.shown:
-                    self._renderer.end_history()
-        if features is not None and features.resume_session:
-            resume = ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
-            return await self._attach(cx, cx.send_request(resume), session_id, None)
-        raise PromptFailed(
-            f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
-            "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
-            "start a new session.",
-            ExitCode.USAGE,
-        )
-
-    async def _attach(
-        self,
-        cx: SessionConnection,
-        sent: SentRequest[LoadSessionResponse | ResumeSessionResponse],
-        session_id: str,
-        history: DynamicHandlerRegistration | None,
-    ) -> ActiveSession:
-        """Wait for the load/resume answer; attach the session inside the dispatch loop, as it arrives."""
-        attached: asyncio.Future[ActiveSession] = asyncio.get_running_loop().create_future()
-
-        async def on_result(result: LoadSessionResponse | ResumeSessionResponse | AcpError) -> None:
-            if history is not None:
-                history.remove()
-            if isinstance(result, AcpError) or attached.done():
-                return
-            response = NewSessionResponse(
-                session_id=session_id, modes=result.modes, config_options=result.config_options
+            builder = cx.build_session_load(session_id, self._files.root)
+        elif features is not None and features.resume_session:
+            builder = cx.build_session_resume(session_id, self._files.root)
+        else:
+            raise PromptFailed(
+                f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
+                "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
+                "start a new session.",
+                ExitCode.USAGE,
             )
-            attached.set_result(cx.attach_session(response))
-
-        sent.on_receiving_result(on_result)
         try:
-            await sent
+            session = await builder.start_session()
         except RequestError as exc:
             raise PromptFailed(
-                f"The agent refused {sent.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
+                f"The agent refused {builder.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
             ) from exc
-        if not attached.done():  # the callback is queued in the dispatch loop: it runs next
-            closed = asyncio.ensure_future(cx.wait_closed())
+        self._show_history(session)
+        return session
+
+    def _show_history(self, session: ActiveSession) -> None:
+        """Show, dimmed, the conversation ``session/load`` replayed (nothing for ``session/resume``)."""
+        shown = False
+        for message in session.history:
             try:
-                await asyncio.wait((attached, closed), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                closed.cancel()
-            if not attached.done():
-                raise ConnectionClosed(f"The connection closed before session {session_id!r} was attached")
-        return attached.result()
+                update = message.update
+            except InvalidParams as exc:
+                _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
+                continue
+            if update is None:
+                continue
+            if not shown:
+                shown = True
+                self._renderer.begin_history(session.session_id)
+            self._renderer.update(update, history=True)
+        if shown:
+            self._renderer.end_history()
 
     async def _turn(self, session: ActiveSession) -> int:
         self._session = session
