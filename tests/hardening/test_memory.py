@@ -27,14 +27,16 @@ def _status_kib(pid: int | str, field: str) -> int:
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def _testy(stderr: int) -> subprocess.Popen[bytes]:
+    """``acpio testy`` as a child speaking on pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "acpio", "testy"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+    )
+
+
 def test_a_huge_batch_of_scalars_keeps_the_agent_small() -> None:
     """A 1 MB line of 500,000 scalars grew agents to 2.4 GB; now one error covers the excess."""
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "acpio", "testy"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    agent = _testy(subprocess.PIPE)
     assert agent.stdin is not None
     assert agent.stdout is not None
     try:
@@ -89,12 +91,7 @@ def _read_until_id(agent: subprocess.Popen[bytes], request_id: int) -> dict[str,
 
 def test_a_stalled_client_does_not_grow_a_streaming_agent() -> None:
     """The client stalls while testy streams: testy grew to 8.7 GB; now it waits for the reader."""
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "acpio", "testy"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    agent = _testy(subprocess.DEVNULL)
     try:
         _send(agent, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
         _read_until_id(agent, 1)

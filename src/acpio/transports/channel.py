@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 
 from acpio.errors import ConnectionClosed
+from acpio.transports._progress import Waiters, wait_for_count, wake_all, wake_reached
 from acpio.transports.base import OversizedFrame
 
 __all__ = ["Channel", "ServedChannel"]
@@ -34,7 +34,7 @@ class Channel:
         self._delivered = 0
         self._taken = 0
         #: The peer's :meth:`drain` calls: (frames this end must have taken, waiter), in order.
-        self._drainers: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._drainers: Waiters = deque()
 
     @classmethod
     def duplex(cls) -> tuple[Channel, Channel]:
@@ -69,18 +69,12 @@ class Channel:
             return None
         self._taken += 1
         self._inbox_bytes -= len(frame)
-        drainers = self._drainers
-        while drainers and drainers[0][0] <= self._taken:
-            waiter = drainers.popleft()[1]
-            if not waiter.done():
-                waiter.set_result(None)
+        if self._drainers:
+            wake_reached(self._drainers, self._taken)
         return frame
 
     def _wake_drainers(self) -> None:
-        drainers, self._drainers = self._drainers, deque()
-        for _, waiter in drainers:
-            if not waiter.done():
-                waiter.set_result(None)
+        wake_all(self._drainers)
 
     def send(self, frame: bytes) -> None:
         """Hand a frame to the peer. Raises :class:`ConnectionClosed` after either end closed."""
@@ -96,14 +90,7 @@ class Channel:
         peer = self._peer
         if peer is None or self._closed or peer._closed or peer._taken >= peer._delivered:
             return
-        entry = (peer._delivered, asyncio.get_running_loop().create_future())
-        peer._drainers.append(entry)
-        try:
-            await entry[1]
-        finally:
-            if not entry[1].done():  # cancelled: leave no abandoned waiter behind
-                with contextlib.suppress(ValueError):
-                    peer._drainers.remove(entry)
+        await wait_for_count(peer._drainers, peer._delivered)
 
     def statistics(self) -> dict[str, int]:
         """``queued``: bytes sent that the peer has not received yet."""

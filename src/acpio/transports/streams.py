@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Literal, TypeAlias
 
 from acpio.errors import ConnectionClosed, TransportError
+from acpio.transports._progress import Waiters, wait_for_count, wake_all, wake_reached
 from acpio.transports.base import OversizedFrame
 from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
 
@@ -89,7 +90,7 @@ class Lines:
         self._writer: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
         #: drain() calls: (bytes that must have been written, waiter), in order.
-        self._drain_waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._drain_waiters: Waiters = deque()
         #: Bytes queued and bytes written since the start (a drain waits for its own target).
         self._queued_total = 0
         self._written_total = 0
@@ -234,14 +235,7 @@ class Lines:
         Raises :class:`~acpio.TransportError` if a write failed (the peer went away).
         """
         if self._written_total < self._queued_total and self._write_failure is None:
-            entry = (self._queued_total, asyncio.get_running_loop().create_future())
-            self._drain_waiters.append(entry)
-            try:
-                await entry[1]
-            finally:
-                if not entry[1].done():  # cancelled: leave no abandoned waiter behind
-                    with contextlib.suppress(ValueError):
-                        self._drain_waiters.remove(entry)
+            await wait_for_count(self._drain_waiters, self._queued_total)
         if self._write_failure is not None:
             raise self._write_failure
 
@@ -278,18 +272,11 @@ class Lines:
 
     def _wake_drained(self) -> None:
         """Wake the drains whose frames are all written now."""
-        waiters = self._drain_waiters
-        while waiters and waiters[0][0] <= self._written_total:
-            waiter = waiters.popleft()[1]
-            if not waiter.done():
-                waiter.set_result(None)
+        wake_reached(self._drain_waiters, self._written_total)
 
     def _notify_drained(self) -> None:
         """Wake every drain (the queue is empty, or will never be written)."""
-        waiters, self._drain_waiters = self._drain_waiters, deque()
-        for _, waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        wake_all(self._drain_waiters)
 
     def _report(self, direction: LineDirection, frame: bytes | OversizedFrame) -> None:
         """Hand a line to the debug callback; a failing callback is logged, never fatal."""
