@@ -48,6 +48,7 @@ request is sent again as ``_proxy/initialize`` and that answer goes back upstrea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -393,7 +394,7 @@ class _FromUpstream:
         return type(message) is not ResponseDispatch
 
     async def handle(self, message: Dispatch, cx: Connection) -> None:
-        await self.run.from_upstream(message, cx)
+        await _drained(await self.run.from_upstream(message, cx))
 
 
 class _FromComponent:
@@ -409,7 +410,19 @@ class _FromComponent:
         return type(message) is not ResponseDispatch
 
     async def handle(self, message: Dispatch, cx: Connection) -> None:
-        self.run.from_component(self.index, message)
+        await _drained(self.run.from_component(self.index, message))
+
+
+async def _drained(target: Connection | None) -> None:
+    """Backpressure: wait while ``target`` (where a notification just went) has not read its backlog.
+
+    This link's dispatch loop, and so its reading, waits meanwhile: a stalled client slows the
+    agent's stream down instead of the conductor queueing it. A target that went away is not
+    waited for (its end is reported elsewhere).
+    """
+    if target is not None:
+        with contextlib.suppress(AcpError):
+            await target.drain()
 
 
 class _Run:
@@ -533,36 +546,39 @@ class _Run:
 
     # --- routing --------------------------------------------------------------------------------
 
-    async def from_upstream(self, message: Dispatch, cx: Connection) -> None:
-        """Route a request or notification from the client (or, in proxy mode, from the successor)."""
+    async def from_upstream(self, message: Dispatch, cx: Connection) -> Connection | None:
+        """Route a request or notification from the client (or, in proxy mode, from the successor).
+
+        Returns the connection a notification went out on (to be drained), else ``None``.
+        """
         self.up = cx
         from_successor = not self.agent_mode and message.is_from(Agent)
         method = message.method
         if method == CANCEL_METHOD:
             if from_successor:  # a cancellation wrapped by our own conductor: for a request of this link
                 self._cancel_forwarded(_UPSTREAM, message.params)
-            return  # a plain one was applied by the connection to the request it names
+            return None  # a plain one was applied by the connection to the request it names
         request = message if type(message) is RequestDispatch else None
         if request is not None:
             self._remember(request.responder)
             if self.failure is not None:
                 request.responder.respond_with_error(self.failure.to_request_error())
-                return
+                return None
         if not from_successor and method in _INITIALIZE_METHODS:
             # (In proxy mode the upstream Proxy role hands `_proxy/initialize` on as `proxy/initialize`.)
             if method != self.init_method:
                 self._refuse_initialize(request, method)
-                return
+                return None
             method = _INITIALIZE
         if not self.instantiated:
             if request is None or from_successor or method != _INITIALIZE:
                 self._refuse_initialize(request, method)
-                return
+                return None
             if not await self._instantiate(request):
-                return
+                return None
         source = self.count if from_successor else _CLIENT
         target = self.count - 1 if from_successor else 0
-        self._deliver(source, target, message, method, message.params)
+        return self._deliver(source, target, message, method, message.params)
 
     def _refuse_initialize(self, request: RequestDispatch | None, method: str) -> None:
         if request is None:
@@ -579,15 +595,15 @@ class _Run:
         else:
             request.responder.respond_with_error(InvalidRequest(f"expected `{self.init_method}` request"))
 
-    def from_component(self, index: int, message: Dispatch) -> None:
-        """Route a request or notification from component ``index``."""
+    def from_component(self, index: int, message: Dispatch) -> Connection | None:
+        """Route a request or notification from component ``index``; as :meth:`from_upstream`."""
         request = message if type(message) is RequestDispatch else None
         method = message.method
         if method == CANCEL_METHOD:
-            return  # applied by the connection to the request it names; re-issued hop by hop
+            return None  # applied by the connection to the request it names; re-issued hop by hop
         if request is not None and self.failure is not None:
             request.responder.respond_with_error(self.failure.to_request_error())
-            return
+            return None
         names = proxy_methods_of(method) if index < self.count else None
         if names is not None and method == names.successor:
             self.links[index].methods = names  # from now on the proxy gets the names it uses
@@ -601,19 +617,18 @@ class _Run:
                     request.responder.respond_with_error(InvalidRequest(reason))
                 else:
                     _log.warning("%s sent a %s", self.lanes[index], reason)
-                return
+                return None
             if envelope.method == CANCEL_METHOD:  # the legacy way to cancel a wrapped request
                 self._cancel_forwarded(index, envelope.params)
-                return
+                return None
             inner = proxy_methods_of(envelope.method)
             if inner is not None and envelope.method == inner.initialize:
                 if request is not None:
                     request.responder.respond_with_error(self._initialize_downstream(names, envelope.method))
-                return
+                return None
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
-            self._deliver(index, index + 1, message, envelope.method, envelope.params)
-            return
-        self._deliver(index, index - 1, message, method, message.params)
+            return self._deliver(index, index + 1, message, envelope.method, envelope.params)
+        return self._deliver(index, index - 1, message, method, message.params)
 
     @staticmethod
     def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
@@ -632,8 +647,13 @@ class _Run:
             "to its successor"
         )
 
-    def _deliver(self, source: int, target: int, message: Dispatch, method: str, params: Any) -> None:
-        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``."""
+    def _deliver(
+        self, source: int, target: int, message: Dispatch, method: str, params: Any
+    ) -> Connection | None:
+        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``.
+
+        Returns the connection a notification was sent on, for the caller to drain; else ``None``.
+        """
         peer: Role | None = None
         wrap: ProxyMethods | None = None
         fall_back = False
@@ -667,16 +687,16 @@ class _Run:
                 cx.send_notification_to(peer, wire_method, wire_params)
             except AcpError as exc:
                 _log.debug("Dropping %r for %s: %s", method, self.lane(target), exc)
-                return
+                return None
             if trace is not None:
                 trace.notification(self.lane(source), self.lane(target), method, params)
-            return
+            return cx
         assert isinstance(message, RequestDispatch)
         try:
             sent = cx.send_request_to(peer, wire_method, wire_params)
         except AcpError as exc:
             message.responder.respond_with_error(self._unreachable(target, method, exc))
-            return
+            return None
         if fall_back:
             self._legacy_retry(sent, message, source, target, params)
         else:
@@ -688,6 +708,7 @@ class _Run:
         table[message.id] = sent
         if trace is not None:
             trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
+        return None
 
     def _legacy_retry(
         self, sent: SentRequest[Any], request: RequestDispatch, source: int, target: int, params: Any
