@@ -285,3 +285,85 @@ async def test_process_property_and_transport_type() -> None:
         assert str(transport.pid) in transport.label
     finally:
         await transport.aclose()
+
+
+# --- ending at once, leftovers holding stdout, a start cancelled half-way ----------------------------
+
+
+async def test_kill_ends_the_whole_group_at_once() -> None:
+    agent = AcpAgent(python(STUBBORN), grace_period=5, terminate_timeout=5)
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            hello = await transport.receive()
+            assert isinstance(hello, bytes)
+            grandchild = json.loads(hello)["grandchild"]
+            started = time.monotonic()
+            agent.kill()  # the child ignores SIGTERM and its stdin closing: only SIGKILL works
+            await wait_gone(grandchild)
+            await wait_gone(transport.pid)
+            await transport.aclose()  # reaps the child; nothing left to wait for
+            elapsed = time.monotonic() - started
+    finally:
+        await transport.aclose()
+    assert agent.returncode == -signal.SIGKILL
+    assert elapsed < 2  # not the 5 s grace periods
+
+
+# The child starts a grandchild that inherits its stdout, then exits: the pipe stays open.
+LEAVES_STDOUT_OPEN = r"""
+import subprocess, sys
+grandchild = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+sys.stdout.write('{"grandchild":%d}\n' % grandchild.pid)
+sys.stdout.flush()
+sys.stderr.write("giving up\n")
+sys.exit(5)
+"""
+
+
+async def test_an_agent_that_exits_while_its_group_holds_its_stdout_still_ends_the_input() -> None:
+    transport = await AcpAgent(python(LEAVES_STDOUT_OPEN), grace_period=0.2, terminate_timeout=0.2).open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            hello = await transport.receive()
+            assert isinstance(hello, bytes)
+            grandchild = json.loads(hello)["grandchild"]
+            with pytest.raises(TransportError, match="exited with exit code 5") as info:
+                await transport.receive()
+            await wait_gone(grandchild)
+    finally:
+        await transport.aclose()
+    assert info.value.stderr_tail == "giving up"
+
+
+async def test_a_start_cancelled_half_way_leaves_no_process_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acpio.transports import subprocess as module
+
+    pid_file = tmp_path / "grandchild.pid"
+    code = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen(['sleep', '300'], stdin=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "sys.stdin.read()\n"
+    )
+    opening: asyncio.Future[AgentProcess] | None = None
+    connection_made = module._AgentProtocol.connection_made
+
+    def cancel_once_started(protocol: Any, transport: Any) -> None:
+        # The child runs and has a child of its own; the start is not finished: cancel it now.
+        connection_made(protocol, transport)
+        deadline = time.monotonic() + TIMEOUT
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert time.monotonic() < deadline, "the child never started its grandchild"
+            time.sleep(0.01)
+        assert opening is not None
+        opening.cancel()
+
+    monkeypatch.setattr(module._AgentProtocol, "connection_made", cancel_once_started)
+    opening = asyncio.ensure_future(AcpAgent(python(code)).open())
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(TIMEOUT):
+            await opening
+    await wait_gone(int(pid_file.read_text()))

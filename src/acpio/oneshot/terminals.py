@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
+from acpio._lifecycle import spawn_in_new_group
 from acpio.errors import InvalidParams, RequestError, ResourceNotFound
 from acpio.oneshot.files import ConfinedFiles
 from acpio.schema import (
@@ -349,6 +350,8 @@ class Terminals:
         self._kill_grace = kill_grace
         self._terminals: dict[str, _Terminal] = {}
         self._released: dict[str, TerminalSnapshot] = {}
+        #: The terminals :meth:`aclose` is ending, still reachable by :meth:`kill_now`.
+        self._ending: list[_Terminal] = []
         self._count = 0
 
     def __repr__(self) -> str:
@@ -366,7 +369,7 @@ class Terminals:
         argv, cwd, env = [command.program, *command.args], command.cwd, command.environment()
         loop = asyncio.get_running_loop()
         try:
-            transport, protocol = await loop.subprocess_exec(
+            transport, protocol = await spawn_in_new_group(
                 lambda: _OutputProtocol(buffer, loop),
                 *argv,
                 stdin=subprocess.DEVNULL,
@@ -374,7 +377,6 @@ class Terminals:
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
                 env=env,
-                start_new_session=True,
             )
         except OSError as exc:
             raise _start_failed(request.command, exc) from exc
@@ -479,17 +481,19 @@ class Terminals:
         return self._released.get(terminal_id)
 
     def kill_now(self) -> None:
-        """SIGKILL every command still running, without waiting."""
-        for terminal in self._terminals.values():
+        """SIGKILL every command still running (also those :meth:`aclose` is ending), without waiting."""
+        for terminal in [*self._terminals.values(), *self._ending]:
             terminal.signal_group(signal.SIGKILL)
 
     async def aclose(self) -> None:
         """End every command the agent did not release (SIGTERM, then SIGKILL) and free the terminals."""
         terminals = list(self._terminals.values())
         self._terminals.clear()
+        self._ending += terminals
         try:
             await asyncio.gather(*(terminal.terminate(self._kill_grace) for terminal in terminals))
         finally:
+            self._ending = [terminal for terminal in self._ending if terminal not in terminals]
             for terminal in terminals:
                 self._released[terminal.id] = terminal.snapshot(released=True)
                 terminal.transport.close()

@@ -11,6 +11,11 @@ process and returns an :class:`AgentProcess`, the transport to it. The child:
 Closing the transport closes the child's stdin and waits ``grace_period`` seconds for it to exit;
 then the process group gets SIGTERM, and after ``terminate_timeout`` more seconds SIGKILL. Once the
 child has exited, anything left in its process group (grandchildren) is ended the same way.
+The same happens, without closing, when the child exits while something it started still holds its
+stdout: after ``grace_period`` seconds the group is ended, so that the connection sees the end of
+the agent's output instead of waiting for it forever.
+:meth:`AgentProcess.kill` (or :meth:`AcpAgent.kill`) sends SIGKILL to the whole group at once, for
+a caller that must stop without waiting; closing the transport afterwards still reaps the child.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acpio._lifecycle import spawn_in_new_group
 from acpio.errors import TransportError
 from acpio.transports.base import OversizedFrame
 from acpio.transports.commands import AgentCommand
@@ -114,6 +120,11 @@ class AcpAgent:
         """The last process's exit status (negative: the signal that ended it); ``None`` while it runs."""
         return self._process.returncode if self._process is not None else None
 
+    def kill(self) -> None:
+        """SIGKILL the process group of the last process started, now (see :meth:`AgentProcess.kill`)."""
+        if self._process is not None:
+            self._process.kill()
+
     async def open(self) -> AgentProcess:
         """Start the process; return the transport to it.
 
@@ -141,6 +152,13 @@ class _AgentProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
+        #: Completes when the child's stdout pipe is closed by every process holding it.
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        super().pipe_connection_lost(fd, exc)
+        if fd == 1 and not self.output_closed.done():
+            self.output_closed.set_result(None)
 
     def process_exited(self) -> None:
         super().process_exited()
@@ -183,11 +201,14 @@ class AgentProcess(ByteStreams):
         self._process = process
         self._subprocess_transport = transport
         self._exited = protocol.exited
+        self._output_closed = protocol.output_closed
         self._command = command
         self._grace_period = grace_period
         self._terminate_timeout = terminate_timeout
         self._stderr = _StderrDrain(process.stderr, label, debug)
         self._closing: asyncio.Future[None] | None = None
+        self._orphans: asyncio.Task[None] | None = None
+        self._exited.add_done_callback(self._on_exit)
 
     @classmethod
     async def start(
@@ -203,7 +224,7 @@ class AgentProcess(ByteStreams):
         """Spawn ``command`` in a new process group with piped stdin, stdout and stderr."""
         loop = asyncio.get_running_loop()
         try:
-            transport, protocol = await loop.subprocess_exec(
+            transport, protocol = await spawn_in_new_group(
                 lambda: _AgentProtocol(limit=2 * READ_SIZE, loop=loop),
                 *command.argv,
                 stdin=asyncio.subprocess.PIPE,
@@ -211,7 +232,6 @@ class AgentProcess(ByteStreams):
                 stderr=asyncio.subprocess.PIPE,
                 env={**os.environ, **command.env},
                 cwd=cwd,
-                start_new_session=True,
             )
         except OSError as exc:
             raise _start_failed(command, cwd, exc) from exc
@@ -255,7 +275,34 @@ class AgentProcess(ByteStreams):
         assert returncode is not None
         return returncode
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group now, without waiting (to stop at once: a second Ctrl-C).
+
+        :meth:`aclose` is still needed to reap the child and free the pipes; it then finds the
+        group gone and returns quickly.
+        """
+        self._signal_group(signal.SIGKILL)
+
     # -- how the process ended ---------------------------------------------------------------
+
+    def _on_exit(self, _: asyncio.Future[None]) -> None:
+        if self._closing is None and not self._output_closed.done():
+            self._orphans = asyncio.get_running_loop().create_task(
+                self._end_orphans(), name=f"acpio: leftovers of {self.label}"
+            )
+
+    async def _end_orphans(self) -> None:
+        """The child exited, its stdout is still open: what it started holds it. End them, after a grace."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._grace_period):
+                await asyncio.shield(self._output_closed)
+        if not self._output_closed.done() and self._closing is None:
+            logger.debug(
+                "%s exited %.1f s ago but its process group still holds its stdout; ending the group",
+                self.label,
+                self._grace_period,
+            )
+            await self._end_group_leftovers()
 
     async def _on_end_of_input(self) -> None:
         """The agent closed its stdout: find out whether it exited cleanly."""
@@ -302,6 +349,9 @@ class AgentProcess(ByteStreams):
             self._closing.set_result(None)
 
     async def _release(self) -> None:
+        if self._orphans is not None and not self._orphans.done():
+            self._orphans.cancel()  # _end_process ends the group itself
+            await asyncio.wait((self._orphans,))
         try:
             await self._end_process()
         finally:

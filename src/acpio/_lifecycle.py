@@ -1,0 +1,113 @@
+"""Process lifecycle: how a run of acpio learns that it must end, and starting process groups safely.
+
+``acpio prompt`` and ``acpio conductor`` start processes in process groups of their own (the agent,
+proxies, the agent's terminal commands), which no signal sent to acpio reaches. So acpio must end
+them itself, however it is asked to stop:
+
+* SIGINT (Ctrl-C), SIGTERM and SIGHUP are handled, never left to their default action, which would
+  end acpio at once and leave the groups running (:func:`ending_signals` gives the last two);
+* the death of the process that started acpio (an editor that crashed) is noticed by
+  :func:`watch_parent`, which polls the parent process id: when the parent exits, acpio is
+  re-parented (to init or a subreaper) and its parent id changes. Polling is used rather than
+  Linux's ``prctl(PR_SET_PDEATHSIG)``: that signal fires when the *thread* that started acpio
+  exits, not the process (an editor that spawns from a short-lived thread would end acpio early),
+  and it exists on Linux only.
+
+The parent's exit is treated as a hang-up. A run started with SIGHUP ignored (``nohup acpio ...``)
+keeps ignoring it, and does not watch its parent either: that is how a user says "keep running
+after I am gone".
+
+A process killed with SIGKILL can do nothing of this: its agent sees its stdin close (ACP agents
+exit then), but commands the agent started through acpio keep running.
+
+:func:`spawn_in_new_group` starts a process in a new session (so a new process group), and makes
+sure that a spawn cancelled half-way (the run is being stopped) leaves nothing behind: asyncio's
+own clean-up would kill the new process only, not what it may already have started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+__all__ = ["PARENT_POLL_INTERVAL", "ending_signals", "signal_exit_code", "spawn_in_new_group", "watch_parent"]
+
+P = TypeVar("P", bound=asyncio.BaseProtocol)
+
+#: Seconds between two looks at the parent process id.
+PARENT_POLL_INTERVAL: Final = 0.5
+
+
+def ending_signals() -> tuple[signal.Signals, ...]:
+    """The signals that end a run in order: SIGTERM, and SIGHUP unless it is ignored (``nohup``).
+
+    SIGINT is not among them: each command handles it its own way. Call this before installing
+    handlers (it looks at the current disposition of SIGHUP). When SIGHUP is not in the answer,
+    do not :func:`watch_parent` either.
+    """
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_exit_code(number: int) -> int:
+    """The exit code of a run ended by signal ``number``, as shells report it: 128 + ``number``."""
+    return 128 + number
+
+
+def watch_parent(
+    on_gone: Callable[[], None], *, interval: float = PARENT_POLL_INTERVAL
+) -> asyncio.Task[None] | None:
+    """Call ``on_gone()`` once, soon after the parent process exits; cancel the task to stop watching.
+
+    Returns ``None`` (nothing to watch) when the parent is already init or outside our PID namespace.
+    """
+    parent = os.getppid()
+    if parent <= 1:
+        return None
+
+    async def watch() -> None:
+        # Nothing wakes a process when its parent exits (short of PR_SET_PDEATHSIG): look, now and then.
+        while True:
+            await asyncio.sleep(interval)
+            if os.getppid() != parent:
+                on_gone()
+                return
+
+    return asyncio.get_running_loop().create_task(watch(), name="acpio parent watch")
+
+
+async def spawn_in_new_group(
+    protocol_factory: Callable[[], P], *argv: str, **options: Any
+) -> tuple[asyncio.SubprocessTransport, P]:
+    """``loop.subprocess_exec(protocol_factory, *argv, start_new_session=True, **options)``, cancel-safe.
+
+    If the caller is cancelled while the process is being started, the start is let finish, then
+    the whole new process group is killed (SIGKILL: nobody will ever talk to it) before the
+    cancellation goes on.
+    """
+    loop = asyncio.get_running_loop()
+    spawning = loop.create_task(
+        loop.subprocess_exec(protocol_factory, *argv, start_new_session=True, **options),
+        name=f"acpio: starting {argv[0] if argv else '?'}",
+    )
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        spawning.add_done_callback(_end_unwanted)
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again: the callback still ends it
+            await asyncio.wait((spawning,))
+        raise
+
+
+def _end_unwanted(spawning: asyncio.Task[tuple[asyncio.SubprocessTransport, Any]]) -> None:
+    if spawning.cancelled() or spawning.exception() is not None:
+        return
+    transport, _ = spawning.result()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(transport.get_pid(), signal.SIGKILL)
+    transport.close()
