@@ -25,10 +25,12 @@ turn as it happens: the agent's text streamed, thoughts set apart, tool calls wi
 plans as checklists, diffs, then the stop reason. The agent's file reads and writes are served
 inside --cwd only, its terminal commands run as real processes, and its permission requests are
 answered by --allow, --deny or --ask. Ctrl-C cancels the turn; a second Ctrl-C stops at once.
+SIGTERM, SIGHUP or the exit of the parent process end the agent and its commands, then acpio.
 
-exit codes: 0 end_turn; 2 usage mistake; 3 the agent could not start or exited; 4 the agent answered
-with an error; 5 the turn stopped for another reason (max_tokens, max_turn_requests, refusal);
-130 cancelled."""
+exit codes: 0 end_turn; 2 usage mistake; 3 the agent could not start, did not answer initialize in
+time, or exited; 4 the agent answered with an error; 5 the turn stopped for another reason
+(max_tokens, max_turn_requests, refusal); 129 SIGHUP or the parent exited; 130 cancelled;
+143 SIGTERM."""
 
 
 def register(subparsers: Any) -> None:
@@ -61,6 +63,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--session", metavar="ID", help="continue this session (session/load, or session/resume)"
+    )
+    parser.add_argument(
+        "--init-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=None,
+        help="how long the agent has to answer initialize before acpio gives up (exit code 3); "
+        "0 waits forever (default: 30)",
     )
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument(
@@ -113,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     from acpio.cli import CliError
     from acpio.oneshot import PolicyName, PromptFailed, PromptOptions, run_prompt
+    from acpio.oneshot.run import DEFAULT_INIT_TIMEOUT
     from acpio.transports import AgentCommand
 
     if not args.agent:
@@ -137,11 +148,23 @@ def run(args: argparse.Namespace) -> int:
         permissions=permissions,
         output=_output_mode(args),
         answers_from_terminal=from_stdin,
+        init_timeout=DEFAULT_INIT_TIMEOUT if args.init_timeout is None else args.init_timeout,
     )
     try:
         return asyncio.run(run_prompt(options))
     except PromptFailed as exc:
         raise CliError(exc.message, code=exc.exit_code) from exc
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more; anything else is a usage mistake (exit code 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more: {text!r}")
+    return seconds
 
 
 def _output_mode(args: argparse.Namespace) -> Any:

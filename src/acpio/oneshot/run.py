@@ -11,9 +11,19 @@
    requests are answered for real (:class:`~acpio.oneshot.files.ConfinedFiles`,
    :class:`~acpio.oneshot.terminals.Terminals`, a permission policy), until the stop reason.
 
+The agent has ``init_timeout`` seconds to answer ``initialize`` (an agent waiting for input, or
+not speaking ACP, would otherwise keep the run waiting forever).
+
 The first SIGINT (Ctrl-C) of a turn sends ``session/cancel``, answers a pending permission request
 ``cancelled`` and waits for the agent to end the turn; the next one kills the agent (and the
 commands it runs) and returns at once. Both end with exit code 130.
+
+SIGTERM, SIGHUP, and the exit of the parent process (noticed by polling the parent process id, see
+:mod:`acpio._lifecycle`; neither of the last two when SIGHUP is ignored, as ``nohup`` does) end the
+run in order: the agent's stdin is closed, its process group gets SIGTERM after a grace period and
+SIGKILL after another, and at the same time the commands it runs get SIGTERM, then SIGKILL; the run
+waits for all that, then returns 143 (SIGTERM) or 129 (SIGHUP, the parent gone). Another such
+signal, or a Ctrl-C, meanwhile kills everything at once.
 
 Failures a user must see are raised as :class:`PromptFailed`, carrying the exit code and one
 message (with the end of the agent's stderr when the agent died).
@@ -25,7 +35,6 @@ import asyncio
 import contextlib
 import enum
 import logging
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -33,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 
+from acpio._lifecycle import ending_signals, signal_exit_code, watch_parent
 from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
 from acpio.errors import (
     AcpError,
@@ -91,7 +101,15 @@ from acpio.session import (
 )
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
 
-__all__ = ["ExitCode", "OutputMode", "PolicyName", "PromptFailed", "PromptOptions", "run_prompt"]
+__all__ = [
+    "DEFAULT_INIT_TIMEOUT",
+    "ExitCode",
+    "OutputMode",
+    "PolicyName",
+    "PromptFailed",
+    "PromptOptions",
+    "run_prompt",
+]
 
 _log = logging.getLogger("acpio.oneshot")
 
@@ -103,6 +121,9 @@ PolicyName: TypeAlias = Literal["allow", "deny", "ask"]
 #: Lines of the agent's stderr shown when it fails.
 _STDERR_LINES: Final = 12
 
+#: Seconds the agent has to answer ``initialize`` unless :attr:`PromptOptions.init_timeout` says otherwise.
+DEFAULT_INIT_TIMEOUT: Final = 30.0
+
 
 class ExitCode(enum.IntEnum):
     """The exit codes of ``acpio prompt``."""
@@ -111,14 +132,19 @@ class ExitCode(enum.IntEnum):
     OK = 0
     #: A usage mistake (bad option, no such directory, a session the agent cannot continue).
     USAGE = 2
-    #: The agent could not be started, or exited (or broke the connection) before the turn ended.
+    #: The agent could not be started, did not answer ``initialize`` in time, or exited (or broke the
+    #: connection) before the turn ended.
     AGENT_FAILED = 3
     #: The agent answered ``initialize``, the session setup or ``session/prompt`` with an error.
     AGENT_ERROR = 4
     #: The turn ended for another reason: ``max_tokens``, ``max_turn_requests``, ``refusal``.
     STOPPED = 5
+    #: Stopped by SIGHUP, or because the parent process exited; the agent and its commands were ended.
+    HANGUP = 129
     #: The turn was cancelled (Ctrl-C), or the run was stopped by a second Ctrl-C.
     CANCELLED = 130
+    #: Stopped by SIGTERM; the agent and its commands were ended.
+    TERMINATED = 143
 
 
 class PromptFailed(AcpError):
@@ -149,6 +175,8 @@ class PromptOptions:
     output: OutputMode = "plain"
     #: For ``ask``: read the answers from ``/dev/tty`` rather than stdin (stdin carried the prompt).
     answers_from_terminal: bool = False
+    #: Seconds the agent has to answer ``initialize``; ``None`` or 0: no limit.
+    init_timeout: float | None = DEFAULT_INIT_TIMEOUT
 
 
 async def run_prompt(
@@ -163,8 +191,9 @@ async def run_prompt(
 
     ``stdout`` gets the turn (default ``sys.stdout``), ``stderr`` the notes (the session id, the
     cancellation) and the permission questions. ``answers`` is where ``--ask`` reads from
-    (default: stdin, or ``/dev/tty``). With ``handle_sigint`` (the default), Ctrl-C cancels the turn
-    as described in the module docstring; it needs the main thread. Raises :class:`PromptFailed`.
+    (default: stdin, or ``/dev/tty``). With ``handle_sigint`` (the default), Ctrl-C cancels the turn,
+    and SIGTERM, SIGHUP and the parent's exit end the run, as described in the module docstring; it
+    needs the main thread. Raises :class:`PromptFailed`.
     """
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
@@ -189,16 +218,25 @@ async def run_prompt(
         policy = AskPolicy(answers, err)
     run = _PromptRun(options, renderer, err, files, terminals, policy)
     loop = asyncio.get_running_loop()
+    parent_watch = None
+    ending = ending_signals() if handle_sigint else ()
     if handle_sigint:  # until the very end: a Ctrl-C while commands are being ended kills them
         loop.add_signal_handler(signal.SIGINT, run.on_sigint)
+        for number in ending:
+            loop.add_signal_handler(number, run.on_ending_signal, number)
+        if signal.SIGHUP in ending:  # nohup: the parent's exit is no reason to stop either
+            parent_watch = watch_parent(run.on_parent_gone)
     try:
         try:
             return await run.run(json_renderer)
         finally:
-            await terminals.aclose()
+            await run.end_terminals()
     finally:
+        if parent_watch is not None:
+            parent_watch.cancel()
         if handle_sigint:
-            loop.remove_signal_handler(signal.SIGINT)
+            for number in (signal.SIGINT, *ending):
+                loop.remove_signal_handler(number)
         renderer.close()
         if owned_answers is not None:
             owned_answers.close()
@@ -256,6 +294,9 @@ class _PromptRun:
         self._turn_running = False
         self._cancelled = asyncio.Event()
         self._aborted = False
+        #: The signal ending the run in order (SIGTERM, SIGHUP), once one came.
+        self._stopping: int | None = None
+        self._ending_terminals: asyncio.Task[None] | None = None
         # Requests answered inline (in the order they came) and in tasks (they may take long).
         self._inline: dict[str, _Serve] = {
             ReadTextFileRequest.METHOD: self._read_file,
@@ -284,20 +325,30 @@ class _PromptRun:
         try:
             code: int = await Client.builder(name="acpio prompt").connect_with(transport, self._main_function)
         except asyncio.CancelledError:
-            if not self._aborted:
+            if not self._ended:
                 raise
-            code = ExitCode.CANCELLED
+            code = self._ended_code()
         except (TransportError, ConnectionClosed) as exc:
-            if self._aborted:
-                code = ExitCode.CANCELLED
+            if self._ended:
+                code = self._ended_code()
             else:
                 raise PromptFailed(_agent_gone(process, exc), ExitCode.AGENT_FAILED) from exc
         return code
 
+    @property
+    def _ended(self) -> bool:
+        """Whether a signal (or the parent's exit) ended the run."""
+        return self._aborted or self._stopping is not None
+
+    def _ended_code(self) -> int:
+        if self._stopping is not None:
+            return signal_exit_code(self._stopping)
+        return ExitCode.CANCELLED
+
     async def _main_function(self, connection: Connection) -> int:
         self._main = asyncio.current_task()
-        if self._aborted:
-            return ExitCode.CANCELLED
+        if self._ended:
+            return self._ended_code()
         cx = cast(SessionConnection, connection)
         initialized = await self._initialize(cx)
         if self._options.session_id is None:
@@ -319,8 +370,13 @@ class _PromptRun:
             ),
             client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
         )
+        limit = self._options.init_timeout or None
         try:
-            response: InitializeResponse = await cx.send_request(request)
+            async with asyncio.timeout(limit):
+                response: InitializeResponse = await cx.send_request(request)
+        except TimeoutError as exc:
+            assert limit is not None
+            raise PromptFailed(_no_initialize_answer(self._process, limit), ExitCode.AGENT_FAILED) from exc
         except UnsupportedProtocolVersion as exc:
             raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
         except RequestError as exc:
@@ -523,6 +579,9 @@ class _PromptRun:
     def on_sigint(self) -> None:
         """Ctrl-C: cancel the turn if one runs (the first time); otherwise stop at once."""
         session = self._session
+        if self._stopping is not None:
+            self._abort()
+            return
         if session is not None and self._turn_running and not self._cancelled.is_set():
             self._cancelled.set()
             with contextlib.suppress(AcpError):
@@ -531,18 +590,46 @@ class _PromptRun:
             return
         self._abort()
 
+    def on_ending_signal(self, number: int) -> None:
+        """SIGTERM or SIGHUP: end the agent and its commands in order (a second one: at once)."""
+        self._stop(number, f"stopping on {signal.Signals(number).name}")
+
+    def on_parent_gone(self) -> None:
+        """The process that started acpio exited: end as on SIGHUP."""
+        self._stop(signal.SIGHUP, "stopping: the process that started acpio exited")
+
+    def _stop(self, number: int, why: str) -> None:
+        if self._ended:
+            self._abort()
+            return
+        self._stopping = number
+        self._note(f"{why}; ending the agent and the commands it runs", fresh_line=True)
+        self._start_ending_terminals()
+        if self._main is not None:
+            self._main.cancel()  # the connection then closes the agent's stdin and ends its group
+
     def _abort(self) -> None:
         if self._aborted:
             return
         self._aborted = True
         self._note("stopped: the agent was killed", fresh_line=True)
-        process = self._process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+        if self._process is not None:
+            self._process.kill()
         self._terminals.kill_now()
         if self._main is not None:
             self._main.cancel()
+
+    def _start_ending_terminals(self) -> None:
+        if self._ending_terminals is None:
+            self._ending_terminals = asyncio.get_running_loop().create_task(
+                self._terminals.aclose(), name="acpio prompt: ending the terminals"
+            )
+
+    async def end_terminals(self) -> None:
+        """End the commands still running (SIGTERM, then SIGKILL) and wait for them."""
+        self._start_ending_terminals()
+        assert self._ending_terminals is not None
+        await asyncio.shield(self._ending_terminals)
 
     def _note(self, text: str, *, fresh_line: bool = False) -> None:
         """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
@@ -600,6 +687,21 @@ def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:
     else:
         headline = f"The agent {name!r} closed the connection{waiting}"
     tail = process.stderr_tail
+    if not tail:
+        return f"{headline}; it wrote nothing on stderr."
+    lines = tail.splitlines()[-_STDERR_LINES:]
+    return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
+
+
+def _no_initialize_answer(process: AgentProcess | None, limit: float) -> str:
+    """One line saying the agent did not answer ``initialize``, with a hint, then the end of its stderr."""
+    name = f" {process.command.display()!r}" if process is not None else ""
+    headline = (
+        f"The agent{name} did not answer initialize within {limit:g} s: it may be waiting for input "
+        "(a login or setup question), may not speak ACP on its stdin and stdout (check its command "
+        "and flags), or may need longer to start (--init-timeout SECONDS, 0 to wait forever)"
+    )
+    tail = process.stderr_tail if process is not None else None
     if not tail:
         return f"{headline}; it wrote nothing on stderr."
     lines = tail.splitlines()[-_STDERR_LINES:]
