@@ -10,19 +10,31 @@ JSON ``{"command", "args", "env"}`` config). In ``agent`` mode the last one is t
 mode all are proxies and the chain's successor is this conductor's own. The components start when
 the client sends ``initialize``. A clean end of stdin exits 0; a component that cannot start or
 that dies exits 1 with the reason on stderr.
+
+Each component runs in a process group of its own. However the conductor ends (stdin closed,
+SIGINT, SIGTERM, SIGHUP, its parent exiting, a component dying), it ends them all in order: their
+stdin is closed, then each group gets SIGTERM after a grace period and SIGKILL after another, and
+the conductor waits for that. A second signal meanwhile kills them at once. Exit codes after a
+signal: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP, or the parent exited). Under ``nohup`` (SIGHUP
+ignored) neither SIGHUP nor the parent's exit stops the conductor.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from acpio.cli import CliError
+
+if TYPE_CHECKING:
+    from acpio.transports import AcpAgent
 
 _DESCRIPTION = """\
 Run a chain of ACP proxies, and in agent mode a final agent, as one ACP endpoint on stdin/stdout.
 Each COMPONENT is one command string: quote commands that have arguments. The components are
-started when the client sends `initialize`, and stopped when stdin ends."""
+started when the client sends `initialize`, and stopped when stdin ends, on SIGINT, SIGTERM or
+SIGHUP, or when the parent process exits (exit codes 0, 130, 143, 129)."""
 
 _EPILOG = """\
 examples:
@@ -97,15 +109,17 @@ def run(args: argparse.Namespace) -> int:
 
     from acpio.conductor import Chain, ConductorError, FileSink, Named
     from acpio.errors import AcpError
-    from acpio.transports import AgentCommand, Stdio
+    from acpio.transports import AcpAgent, AgentCommand, Stdio
 
     components = []
+    processes: list[AcpAgent] = []
     for text in args.components:
         try:
             command = AgentCommand.from_string(text)
         except (ValueError, TypeError) as exc:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
-        components.append(Named(text.strip(), command))
+        processes.append(AcpAgent(command))
+        components.append(Named(text.strip(), processes[-1]))
     chain = Chain.agent(args.name, components) if args.mode == "agent" else Chain.proxy(args.name, components)
     if args.trace is not None:
         try:
@@ -113,13 +127,58 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot write the trace file {args.trace!r}: {exc.strerror or exc}") from None
 
-    async def serve() -> None:
-        await chain.serve(Stdio())
+    async def serve() -> int:
+        return await _serve_until_stopped(chain.serve(Stdio()), processes)
 
     try:
-        asyncio.run(serve())
+        return asyncio.run(serve())
     except ConductorError as exc:
         raise CliError(str(exc), code=1) from None
     except AcpError as exc:
         raise CliError(f"the conductor stopped: {exc}", code=1) from None
-    return 0
+
+
+async def _serve_until_stopped(serving: Coroutine[Any, Any, None], processes: Sequence[AcpAgent]) -> int:
+    """Run ``serving``; on SIGINT, SIGTERM, SIGHUP or the parent's exit, end it in order.
+
+    Cancelling the serve closes the chain's components, each process group with its grace periods
+    (see :mod:`acpio.transports.subprocess`), and waits for them; a second signal SIGKILLs the
+    groups at once. Returns 0 after a clean end of stdin, else 128 + the signal's number.
+    """
+    import asyncio
+    import signal
+    import sys
+
+    from acpio._lifecycle import ending_signals, signal_exit_code, watch_parent
+
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(serving, name="acpio conductor")
+    stopping: list[int] = []
+
+    def stop(number: int, why: str) -> None:
+        if stopping:
+            print("acpio: stopping at once: killing the components", file=sys.stderr, flush=True)
+            for process in processes:
+                process.kill()
+            return
+        stopping.append(number)
+        print(f"acpio: {why}; ending the components", file=sys.stderr, flush=True)
+        task.cancel()
+
+    signals = (signal.SIGINT, *ending_signals())
+    for number in signals:
+        loop.add_signal_handler(number, stop, number, f"stopping on {signal.Signals(number).name}")
+    watch = None
+    if signal.SIGHUP in signals:  # not under nohup: then the parent's exit is no reason to stop either
+        watch = watch_parent(lambda: stop(signal.SIGHUP, "stopping: the process that started acpio exited"))
+    try:
+        await asyncio.shield(task)  # a cancellation of ours (none expected) must not skip the ending
+    except asyncio.CancelledError:
+        if not stopping or not task.cancelled():
+            raise
+    finally:
+        if watch is not None:
+            watch.cancel()
+        for number in signals:
+            loop.remove_signal_handler(number)
+    return signal_exit_code(stopping[0]) if stopping else 0
