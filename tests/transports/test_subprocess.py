@@ -363,7 +363,16 @@ async def test_a_start_cancelled_half_way_leaves_no_process_behind(
 
     monkeypatch.setattr(module._AgentProtocol, "connection_made", cancel_once_started)
     opening = asyncio.ensure_future(AcpAgent(python(code)).open())
-    with pytest.raises(asyncio.CancelledError):
-        async with asyncio.timeout(TIMEOUT):
-            await opening
-    await wait_gone(int(pid_file.read_text()))
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(TIMEOUT):
+                await opening
+        await wait_gone(int(pid_file.read_text()))
+    finally:
+        kill_if_alive(pid_file)
+
+
+def kill_if_alive(pid_file: Path) -> None:
+    """After a failure: end the grandchild named in ``pid_file`` (nothing else would)."""
+    if pid_file.exists() and pid_file.read_text() and alive(pid := int(pid_file.read_text())):
+        os.kill(pid, signal.SIGKILL)
