@@ -81,7 +81,7 @@ from acpio.roles import (
 )
 from acpio.roles import SuccessorEnvelope as Envelope
 from acpio.transports.base import OversizedFrame, Transport
-from acpio.transports.channel import Channel
+from acpio.transports.channel import Channel, ServedChannel
 
 from .components import ComponentSpec, Instantiator, Member, resolve
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
@@ -112,9 +112,6 @@ _CLOSE_LIMIT: Final = 15.0
 
 _CLIENT_PEER: Final = Client()
 _AGENT_PEER: Final = Agent()
-
-#: Conductors served in-process through :meth:`Chain.open`, kept referenced while they run.
-_background: set[asyncio.Task[None]] = set()
 
 
 class ConductorError(AcpError):
@@ -182,6 +179,8 @@ class Chain:
         self.mode: Mode = mode
         self._components = components
         self._trace_target: Any = None
+        #: Runs served in-process by :meth:`open`, kept referenced until they end.
+        self._opened: set[asyncio.Task[None]] = set()
 
     @classmethod
     def agent(cls, name: str, components: Sequence[ComponentSpec] | Instantiator) -> Chain:
@@ -244,9 +243,9 @@ class Chain:
         task = asyncio.get_running_loop().create_task(
             self._serve_in_background(ours), name=f"conductor {self.name}"
         )
-        _background.add(task)
-        task.add_done_callback(_background.discard)
-        return _ServedEnd(theirs, task)
+        self._opened.add(task)
+        task.add_done_callback(self._opened.discard)
+        return ServedChannel(theirs, task, close_timeout=_CLOSE_LIMIT)
 
     async def _serve_in_background(self, transport: Transport) -> None:
         try:
@@ -284,29 +283,6 @@ class Chain:
             raise TypeError(f"The instantiator returned {chosen!r}, not a list of components")
         _check_count(self.mode, len(chosen))
         return [resolve(component) for component in chosen]
-
-
-class _ServedEnd:
-    """The transport to a conductor served in-process: closing it waits for the run to end."""
-
-    __slots__ = ("channel", "task")
-
-    def __init__(self, channel: Channel, task: asyncio.Task[None]) -> None:
-        self.channel = channel
-        self.task = task
-
-    async def receive(self) -> bytes | OversizedFrame | None:
-        return await self.channel.receive()
-
-    def send(self, frame: bytes) -> None:
-        self.channel.send(frame)
-
-    async def drain(self) -> None:
-        await self.channel.drain()
-
-    async def aclose(self) -> None:
-        await self.channel.aclose()
-        await asyncio.wait((self.task,), timeout=_CLOSE_LIMIT)
 
 
 def _check_count(mode: Mode, count: int) -> None:
