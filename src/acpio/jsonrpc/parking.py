@@ -73,9 +73,7 @@ class ParkingLot:
 
     def has_room(self, message: Dispatch) -> bool:
         """Whether ``message`` may be parked now."""
-        return (
-            len(self._items) < self.limits.total and self._counts[message.session_id] < self.limits.per_key
-        )
+        return len(self._items) < self.limits.total and self._counts[message.session_id] < self.limits.per_key
 
     def park(self, message: Dispatch, now: float) -> Parked:
         """Park ``message`` (check :meth:`has_room` first); the caller may set the entry's timer."""
