@@ -467,3 +467,19 @@ def test_a_session_the_agent_does_not_know_is_one_line(project: Path) -> None:
     line = one_error_line(done)
     assert "session/load" in line
     assert "testy-41" in line
+
+
+def test_no_continue_hint_for_an_agent_that_can_neither_load_nor_resume(project: Path) -> None:
+    """Following the hint gave exit 2 'cannot continue session': it is offered only when it works."""
+    agent = f"{TESTY} --no-load-session --no-session-resume"
+    done = prompt(project, "hello", agent=agent)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "acpio: session testy-1\n"
+
+
+def test_no_agent_says_how_to_give_one(project: Path) -> None:
+    """``acpio prompt -- my-agent "text"`` made the command part of the prompt: the error shows the form."""
+    done = prompt(project, "--", "python", "my_agent.py", "hello", agent=None)
+    assert done.returncode == 2
+    assert "--agent 'python my_agent.py'" in done.stderr
+    assert "the other words are the prompt" in done.stderr

@@ -127,7 +127,10 @@ def run(args: argparse.Namespace) -> int:
     from acpio.transports import AgentCommand
 
     if not args.agent:
-        raise CliError("no agent: give its command with --agent CMD (or set ACPIO_AGENT)")
+        raise CliError(
+            "no agent: give its command with --agent CMD (or set ACPIO_AGENT), as in "
+            "`acpio prompt --agent 'python my_agent.py' \"Hello\"`; the other words are the prompt"
+        )
     try:
         agent = AgentCommand.from_string(args.agent)
     except ValueError as exc:

@@ -357,7 +357,11 @@ class _PromptRun:
             session = await self._continue_session(cx, self._options.session_id)
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
-        self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
+        features = cx.agent_features
+        if features is not None and (features.load_session or features.resume_session):
+            self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
+        else:  # the hint would lead to an error: the agent can neither load nor resume sessions
+            self._note(f"session {session.session_id}")
         return await self._turn(session)
 
     async def _initialize(self, cx: SessionConnection) -> InitializeResponse:
