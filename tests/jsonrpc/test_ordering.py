@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from acpio import testing
 from acpio.errors import AcpError, DeadlockError
 from acpio.jsonrpc import (
     Connection,
@@ -189,3 +190,28 @@ async def test_a_plain_task_created_in_a_handler_may_await_responses() -> None:
         return (await cx.send_request(Echo())).value
 
     assert await echo_builder().connect_with(server, main) == "hello, task"
+
+
+async def test_a_request_awaited_inside_a_handler_is_cancelled_at_the_peer() -> None:
+    """It went out before the DeadlockError: the peer acted on it (acpio prompt asked the user)."""
+    server = UntypedRole.builder(name="server")
+
+    @server.on_request
+    async def echo(req: Echo, responder: Responder[EchoResult], cx: Connection) -> EchoResult:
+        try:
+            await cx.send_request(Hello(name="inner"))
+        except DeadlockError:
+            return EchoResult(value="refused")
+        return EchoResult(value="no error")
+
+    async with testing.serving(server, timeout=TIMEOUT) as peer:
+        peer.send({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"value": 1}})
+        inner = await peer.recv()
+        assert inner["method"] == "hello"
+        cancel = await peer.recv()
+        assert cancel == {
+            "jsonrpc": "2.0",
+            "method": "$/cancel_request",
+            "params": {"requestId": inner["id"]},
+        }
+        assert (await peer.recv())["result"] == {"value": "refused"}

@@ -172,6 +172,7 @@ class SentRequest(_OurRequest, Generic[T]):
         if not reply.settled:
             connection = reply.connection
             if connection.in_dispatch_loop():
+                self.cancel()  # it was sent already: tell the peer not to act on it (ask the user...)
                 raise DeadlockError(
                     f"Awaiting the response to {reply.method!r} inside a handler of connection "
                     f"{connection.name!r} would deadlock: only this same dispatch loop can read it. "
