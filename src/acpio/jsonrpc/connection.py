@@ -273,8 +273,7 @@ class Connection:
         reply.id = request_id
         try:
             frame = encode_request(request_id, wire_method, wire_params)
-            self._transport.send(frame)
-            self._unflushed += len(frame)
+            self._emit(frame)
         except BaseException:
             self._outgoing.discard(request_id, reply)
             raise
@@ -298,11 +297,7 @@ class Connection:
     def _send_notification(self, peer: Any, method: str, params: Any) -> None:
         if peer is not None:
             method, params = self.role.route_outgoing(peer, method, params)
-        frame = encode_notification(method, params)
-        self._transport.send(frame)
-        unflushed = self._unflushed = self._unflushed + len(frame)
-        if unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
-            self._warn_unflushed()
+        self._emit(encode_notification(method, params))
 
     async def drain(self) -> None:
         """Backpressure: wait while the peer has not yet read much of what this connection sent.
@@ -323,6 +318,13 @@ class Connection:
         self._unflushed = 0
         await self._transport.drain()
 
+    def _emit(self, frame: bytes) -> None:
+        """Hand ``frame`` to the transport, counting it for :meth:`drain` (and the unread warning)."""
+        self._transport.send(frame)
+        unflushed = self._unflushed = self._unflushed + len(frame)
+        if unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
+            self._warn_unflushed()
+
     def _warn_unflushed(self) -> None:
         statistics = getattr(self._transport, "statistics", None)
         queued = statistics().get("queued") if callable(statistics) else None
@@ -340,9 +342,7 @@ class Connection:
 
     def send_error_notification(self, error: RequestError) -> None:
         """Send an error that answers no request: a response with ``id: null``."""
-        frame = encode_error(None, error)
-        self._transport.send(frame)
-        self._unflushed += len(frame)
+        self._emit(encode_error(None, error))
 
     def send_cancel_request(self, request_id: RequestId, peer: Any = None) -> None:
         """Send ``$/cancel_request`` for ``request_id`` (low level; prefer ``SentRequest.cancel``)."""
@@ -382,10 +382,7 @@ class Connection:
 
     def _send_frame(self, frame: bytes) -> None:
         try:
-            self._transport.send(frame)
-            self._unflushed += len(frame)
-            if self._unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
-                self._warn_unflushed()  # answers pile up too for a peer that never reads
+            self._emit(frame)
         except ConnectionClosed:
             _log.debug("Dropping an outgoing frame: connection %r is closed", self.name)
 
