@@ -20,16 +20,12 @@ TIMEOUT = 10
 COUNT = 20_000
 
 
-def _inbox_bytes(end: Channel) -> int:
-    return sum(len(frame) for frame in end._inbox if frame is not None)
-
-
 async def _stall_then_read(peer: WirePeer, end: Channel, sender: asyncio.Task[Any]) -> tuple[int, int]:
     """Read nothing for a while (recording the largest backlog), then everything; (backlog, frames)."""
     backlog = 0
     for _ in range(20):
         await asyncio.sleep(0.01)
-        backlog = max(backlog, _inbox_bytes(end))
+        backlog = max(backlog, end._inbox_bytes)
     assert not sender.done()  # it is waiting for the reader, not finished by buffering everything
     frames = 0
     while frames < COUNT:
@@ -106,7 +102,7 @@ async def test_a_proxy_stops_reading_while_its_client_does_not_read() -> None:
     backlog = 0
     for _ in range(20):
         await asyncio.sleep(0.01)
-        backlog = max(backlog, _inbox_bytes(theirs))
+        backlog = max(backlog, theirs._inbox_bytes)
     for _ in range(COUNT):
         assert (await conductor.recv())["method"] == "session/update"
     await conductor.close()
