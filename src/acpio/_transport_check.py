@@ -157,13 +157,20 @@ async def check_transport(
         raise ValueError(f"Unknown transport properties {unknown}; known: {', '.join(TRANSPORT_PROPERTIES)}")
     if frames < 10:
         raise ValueError(f"frames must be at least 10, got {frames}")
-    checker = _Checker(make_pair, name, close_reaches_peer, backpressure, frames, wait_timeout)
+    context = _Context(
+        make_pair,
+        name,
+        close_reaches_peer=close_reaches_peer,
+        backpressure=backpressure,
+        frames=frames,
+        timeout=wait_timeout,
+    )
     passed: list[str] = []
     skipped: dict[str, str] = {}
     failures: list[tuple[str, Exception]] = []
     for prop in selected:
         try:
-            await getattr(checker, f"check_{prop}")()
+            await _CHECKS[prop](context)
         except _Skip as skip:
             skipped[prop] = str(skip)
         except AssertionError as exc:
@@ -176,7 +183,7 @@ async def check_transport(
             failures.append((prop, failure))
         else:
             passed.append(prop)
-    name = checker.name or "transport"
+    name = context.name or "transport"
     if failures:
         lines = "\n".join(f"  {prop}: {exc}" for prop, exc in failures)
         raise AssertionError(
@@ -185,40 +192,42 @@ async def check_transport(
     return TransportReport(name, tuple(passed), skipped)
 
 
-class _Checker:
+class _Context:
+    """What every property check shares: the pair factory, the flags, and the bound on every wait."""
+
     def __init__(
         self,
         make_pair: PairFactory,
         name: str | None,
+        *,
         close_reaches_peer: bool,
         backpressure: bool,
         frames: int,
         timeout: float,
     ) -> None:
-        self._make_pair = make_pair
+        self.make_pair = make_pair
+        #: The transport's name in the failure message; the end's class once a pair was made.
         self.name = name
-        self._close_reaches_peer = close_reaches_peer
-        self._backpressure = backpressure
-        self._frames = frames
-        self._timeout = timeout
-
-    # -- helpers ---------------------------------------------------------------------------
+        self.close_reaches_peer = close_reaches_peer
+        self.backpressure = backpressure
+        self.frames = frames
+        self.timeout = timeout
 
     async def within(self, awaitable: Awaitable[T], what: str) -> T:
         """Await ``awaitable``; fail with ``what`` if it takes longer than the timeout."""
         try:
-            async with asyncio.timeout(self._timeout) as deadline:
+            async with asyncio.timeout(self.timeout) as deadline:
                 return await awaitable
         except TimeoutError:
             if deadline.expired():
-                raise _Failure(f"{what} did not finish within {self._timeout:g} s") from None
+                raise _Failure(f"{what} did not finish within {self.timeout:g} s") from None
             raise
 
     @asynccontextmanager
     async def pair(self) -> AsyncIterator[TransportPair]:
         """A fresh pair, both ends closed (within the timeout) and its resources released after use."""
         async with AsyncExitStack() as stack:
-            made = self._make_pair()
+            made = self.make_pair()
             source: object
             if isinstance(made, AbstractAsyncContextManager):
                 source = await self.within(stack.enter_async_context(made), "make_pair()")
@@ -249,7 +258,7 @@ class _Checker:
         """Receive ``count`` frames; fail if input ends first or it takes longer than the timeout."""
         got: list[bytes | OversizedFrame] = []
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self.timeout):
                 while len(got) < count:
                     frame = await transport.receive()
                     if frame is None:
@@ -259,332 +268,371 @@ class _Checker:
                     got.append(frame)
         except TimeoutError:
             raise _Failure(
-                f"{who}.receive() of {count} frames did not finish within {self._timeout:g} s: "
+                f"{who}.receive() of {count} frames did not finish within {self.timeout:g} s: "
                 f"{len(got)} arrived"
             ) from None
         return got
 
-    # -- the properties ----------------------------------------------------------------------
 
-    async def check_order(self) -> None:
-        async with self.pair() as pair:
-            out = _burst(self._frames, b"end", _near_limit(pair.peer))
-            back = _burst(self._frames, b"peer", _near_limit(pair.end))
+# -- the properties --------------------------------------------------------------------------------
 
-            async def transfer(sender: Transport, receiver: Transport, frames: list[bytes], way: str) -> None:
-                who = "peer" if receiver is pair.peer else "end"
-                receiving = asyncio.ensure_future(self.receive_frames(receiver, len(frames), who))
-                try:
-                    for frame in frames:  # one burst: no await between sends
-                        sender.send(frame)
-                    await self.within(sender.drain(), f"{way}: drain() after a burst of {len(frames)}")
-                    got = await receiving
-                finally:
-                    await _cancel(receiving)
-                _compare(frames, got, way)
 
-            await _together(
-                transfer(pair.end, pair.peer, out, "end -> peer"),
-                transfer(pair.peer, pair.end, back, "peer -> end"),
-            )
+async def _check_order(ctx: _Context) -> None:
+    """``order``: bursts each way at once arrive in order and unchanged, near-limit and non-ASCII ones too."""
+    async with ctx.pair() as pair:
+        out = _burst(ctx.frames, b"end", _near_limit(pair.peer))
+        back = _burst(ctx.frames, b"peer", _near_limit(pair.end))
 
-    async def check_batching(self) -> None:
-        async with self.pair() as pair:
-            end = pair.end
-            statistics = getattr(end, "statistics", None)
-            if not callable(statistics) or "writes" not in statistics():
-                raise _Skip("the transport has no statistics()['writes'] to count writes with")
-            frames = _burst(BATCH_FRAMES, b"batch", None)
-            before = statistics()["writes"]
-            receiving = asyncio.ensure_future(self.receive_frames(pair.peer, len(frames), "peer"))
+        async def transfer(sender: Transport, receiver: Transport, frames: list[bytes], way: str) -> None:
+            who = "peer" if receiver is pair.peer else "end"
+            receiving = asyncio.ensure_future(ctx.receive_frames(receiver, len(frames), who))
             try:
-                for frame in frames:
-                    end.send(frame)
-                await self.within(end.drain(), "end.drain() after the burst")
+                for frame in frames:  # one burst: no await between sends
+                    sender.send(frame)
+                await ctx.within(sender.drain(), f"{way}: drain() after a burst of {len(frames)}")
                 got = await receiving
             finally:
                 await _cancel(receiving)
-            writes = statistics()["writes"] - before
-            _compare(frames, got, "end -> peer")
-            if writes > BATCH_MAX_WRITES:
-                raise _Failure(
-                    f"{len(frames)} sends before yielding cost {writes} writes, more than "
-                    f"{BATCH_MAX_WRITES}: send() should queue and one writer join what is queued into a write"
-                )
+            _compare(frames, got, way)
 
-    async def check_eof(self) -> None:
-        async with self.pair() as pair:
-            end, peer = pair.end, pair.peer
-            first = [b'{"eof":%d}' % i for i in range(2)]
-            for frame in first:
-                peer.send(frame)
-            _compare(first, await self.receive_frames(end, len(first), "end"), "peer -> end")
-            # end already waits for input when the last frames and the end of input come.
-            waiting = asyncio.ensure_future(self.receive_frames(end, 3, "end"))
-            try:
-                await asyncio.sleep(0.01)
-                last = [b'{"eof":%d}' % i for i in range(2, 5)]
-                for frame in last:
-                    peer.send(frame)
-                await self.within(peer.aclose(), "peer.aclose()")
-                got = await waiting
-            finally:
-                await _cancel(waiting)
-            _compare(last, got, "peer -> end (sent just before peer.aclose())")
-            await self._expect_end_of_input(end, "end", "the peer closed")
-
-    async def check_close_delivers(self) -> None:
-        async with self.pair() as pair:
-            sent = [b'{"last":%d}' % i for i in range(3)]
-            for frame in sent:
-                pair.end.send(frame)
-            await self.within(pair.end.aclose(), "end.aclose() with 3 frames queued")
-            got = await self.receive_frames(pair.peer, len(sent), "peer")
-            _compare(sent, got, "end -> peer (queued before aclose)")
-            if self._close_reaches_peer:
-                await self._expect_end_of_input(pair.peer, "peer", "end.aclose()")
-
-    async def check_close_both_ways(self) -> None:
-        if not self._close_reaches_peer:
-            raise _Skip("close_reaches_peer=False: aclose() leaves the underlying streams open")
-        async with self.pair() as pair:
-            end, peer = pair.end, pair.peer
-            draining: asyncio.Future[None] | None = None
-            try:
-                if self._backpressure:
-                    _, draining = await self._fill_until_held(peer, _near_limit(end))
-                await self.within(end.aclose(), "end.aclose() while the peer waits in drain()")
-                if draining is not None:
-                    what = "the peer's drain(), held back by the end, once the end closed"
-                    try:
-                        await self.within(draining, what)
-                    except (TransportError, ConnectionClosed) as exc:
-                        _require_message(exc, what)
-                    except _Failure:
-                        raise
-                    except Exception as exc:
-                        raise _Failure(f"{what} raised {type(exc).__name__}: {exc}") from exc
-            finally:
-                await _cancel(draining)
-            await self._expect_sends_to_fail(peer, _near_limit(end), "the peer", "the end closed")
-
-    async def _expect_end_of_input(self, transport: Transport, who: str, after: str) -> None:
-        for attempt in ("", " again", " a third time"):
-            frame = await self.within(transport.receive(), f"{who}.receive() after {after}")
-            if frame is not None:
-                raise _Failure(
-                    f"after {after} and the frames sent before, {who}.receive(){attempt} returned "
-                    f"{_show(frame)} instead of None (end of input)"
-                )
-
-    async def check_after_close(self) -> None:
-        async with self.pair() as pair:
-            end = pair.end
-            await self.within(end.aclose(), "end.aclose()")
-            try:
-                await self.within(end.aclose(), "a second end.aclose()")
-            except _Failure:
-                raise
-            except Exception as exc:
-                raise _Failure(f"a second aclose() raised {type(exc).__name__}: {exc}") from exc
-            try:
-                end.send(b'{"after":"close"}')
-            except ConnectionClosed as exc:
-                if not str(exc):
-                    raise _Failure(
-                        "send() after aclose() raised ConnectionClosed without a message"
-                    ) from None
-            except Exception as exc:
-                raise _Failure(
-                    f"send() after aclose() raised {type(exc).__name__}: {exc}, not acpio.ConnectionClosed"
-                ) from exc
-            else:
-                raise _Failure("send() after aclose() did not raise acpio.ConnectionClosed")
-
-    async def check_peer_death(self) -> None:
-        async with self.pair() as pair:
-            if pair.kill_peer is None:
-                raise _Skip("the pair has no kill_peer to make the peer disappear abruptly")
-            end, peer = pair.end, pair.peer
-            # Both ways work before the peer dies.
-            end.send(b'{"hello":"peer"}')
-            peer.send(b'{"hello":"end"}')
-            _compare([b'{"hello":"peer"}'], await self.receive_frames(peer, 1, "peer"), "end -> peer")
-            _compare([b'{"hello":"end"}'], await self.receive_frames(end, 1, "end"), "peer -> end")
-            # The peer dies while end waits for input and, with backpressure, while drain() waits.
-            receiving = asyncio.ensure_future(end.receive())
-            draining: asyncio.Future[None] | None = None
-            try:
-                if self._backpressure:
-                    _, draining = await self._fill_until_held(end, _near_limit(peer))
-                killed = pair.kill_peer()
-                if inspect.isawaitable(killed):
-                    await self.within(killed, "kill_peer()")
-                await self._expect_receive_to_end(end, receiving)
-                if draining is not None:
-                    await self._expect_send_failure(draining, "a drain() waiting when the peer died")
-            finally:
-                await _cancel(receiving)
-                await _cancel(draining)
-            await self._expect_sends_to_fail(end, _near_limit(peer), "end", "the peer died")
-
-    async def _expect_sends_to_fail(self, sender: Transport, limit: int, who: str, after: str) -> None:
-        """``send()`` and ``drain()`` fail (ConnectionClosed, TransportError) before long, and never hang."""
-        chunk = _sized(b"void", min(65536, limit))
-        sent = 0
-        while sent <= DEAD_PEER_BYTES:
-            try:
-                sender.send(chunk)
-            except Exception as exc:
-                await self._expect_send_failure(_failed(exc), f"{who}'s send() after {after}")
-                return
-            sent += len(chunk)
-            drained = asyncio.ensure_future(sender.drain())
-            try:
-                await self.within(asyncio.wait({drained}), f"{who}'s drain() after {after}")
-            finally:
-                await _cancel(drained)
-            if drained.exception() is not None:
-                await self._expect_send_failure(drained, f"{who}'s drain() after {after}")
-                return
-        raise _Failure(
-            f"{who}'s send() and drain() after {after} kept succeeding for {sent} bytes: "
-            "nobody reads them; a write failure must reach drain() as acpio.TransportError"
+        await _together(
+            transfer(pair.end, pair.peer, out, "end -> peer"),
+            transfer(pair.peer, pair.end, back, "peer -> end"),
         )
 
-    async def _expect_receive_to_end(
-        self, end: Transport, pending: asyncio.Future[bytes | OversizedFrame | None]
-    ) -> None:
-        """``end``'s input ends (None or TransportError) after the peer died; frames in flight first."""
-        what = "end.receive() after the peer died"
-        for _ in range(DEAD_PEER_FRAMES):
-            try:
-                frame = await self.within(pending, what)
-            except TransportError as exc:
-                _require_message(exc, what)
-                return
-            except _Failure:
-                raise
-            except Exception as exc:
-                raise _Failure(
-                    f"{what} raised {type(exc).__name__}: {exc}; expected None or acpio.TransportError"
-                ) from exc
-            if frame is None:
-                return
-            pending = asyncio.ensure_future(end.receive())
-        raise _Failure(f"end.receive() still returned frames after {DEAD_PEER_FRAMES} from a dead peer")
 
-    async def _expect_send_failure(self, outcome: asyncio.Future[None], what: str) -> None:
-        """``outcome`` (a drain, or a failed send) fails with a clear acpio error, within the timeout."""
+async def _check_batching(ctx: _Context) -> None:
+    """``batching``: a burst of sends is joined into few writes."""
+    async with ctx.pair() as pair:
+        end = pair.end
+        statistics = getattr(end, "statistics", None)
+        if not callable(statistics) or "writes" not in statistics():
+            raise _Skip("the transport has no statistics()['writes'] to count writes with")
+        frames = _burst(BATCH_FRAMES, b"batch", None)
+        before = statistics()["writes"]
+        receiving = asyncio.ensure_future(ctx.receive_frames(pair.peer, len(frames), "peer"))
         try:
-            await self.within(outcome, what)
-        except (TransportError, ConnectionClosed) as exc:
+            for frame in frames:
+                end.send(frame)
+            await ctx.within(end.drain(), "end.drain() after the burst")
+            got = await receiving
+        finally:
+            await _cancel(receiving)
+        writes = statistics()["writes"] - before
+        _compare(frames, got, "end -> peer")
+        if writes > BATCH_MAX_WRITES:
+            raise _Failure(
+                f"{len(frames)} sends before yielding cost {writes} writes, more than "
+                f"{BATCH_MAX_WRITES}: send() should queue and one writer join what is queued into a write"
+            )
+
+
+async def _check_eof(ctx: _Context) -> None:
+    """``eof``: once the peer closes, the end receives what was sent before, then ``None`` for good."""
+    async with ctx.pair() as pair:
+        end, peer = pair.end, pair.peer
+        first = [b'{"eof":%d}' % i for i in range(2)]
+        for frame in first:
+            peer.send(frame)
+        _compare(first, await ctx.receive_frames(end, len(first), "end"), "peer -> end")
+        # end already waits for input when the last frames and the end of input come.
+        waiting = asyncio.ensure_future(ctx.receive_frames(end, 3, "end"))
+        try:
+            await asyncio.sleep(0.01)
+            last = [b'{"eof":%d}' % i for i in range(2, 5)]
+            for frame in last:
+                peer.send(frame)
+            await ctx.within(peer.aclose(), "peer.aclose()")
+            got = await waiting
+        finally:
+            await _cancel(waiting)
+        _compare(last, got, "peer -> end (sent just before peer.aclose())")
+        await _expect_end_of_input(ctx, end, "end", "the peer closed")
+
+
+async def _check_close_delivers(ctx: _Context) -> None:
+    """``close_delivers``: ``aclose()`` delivers what was queued, then the peer's input ends."""
+    async with ctx.pair() as pair:
+        sent = [b'{"last":%d}' % i for i in range(3)]
+        for frame in sent:
+            pair.end.send(frame)
+        await ctx.within(pair.end.aclose(), "end.aclose() with 3 frames queued")
+        got = await ctx.receive_frames(pair.peer, len(sent), "peer")
+        _compare(sent, got, "end -> peer (queued before aclose)")
+        if ctx.close_reaches_peer:
+            await _expect_end_of_input(ctx, pair.peer, "peer", "end.aclose()")
+
+
+async def _check_close_both_ways(ctx: _Context) -> None:
+    """``close_both_ways``: ``aclose()`` closes the input too: the peer's sends fail, not pile up."""
+    if not ctx.close_reaches_peer:
+        raise _Skip("close_reaches_peer=False: aclose() leaves the underlying streams open")
+    async with ctx.pair() as pair:
+        end, peer = pair.end, pair.peer
+        draining: asyncio.Future[None] | None = None
+        try:
+            if ctx.backpressure:
+                _, draining = await _fill_until_held(peer, _near_limit(end))
+            await ctx.within(end.aclose(), "end.aclose() while the peer waits in drain()")
+            if draining is not None:
+                what = "the peer's drain(), held back by the end, once the end closed"
+                try:
+                    await ctx.within(draining, what)
+                except (TransportError, ConnectionClosed) as exc:
+                    _require_message(exc, what)
+                except _Failure:
+                    raise
+                except Exception as exc:
+                    raise _Failure(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            await _cancel(draining)
+        await _expect_sends_to_fail(ctx, peer, _near_limit(end), "the peer", "the end closed")
+
+
+async def _check_after_close(ctx: _Context) -> None:
+    """``after_close``: ``send()`` after ``aclose()`` raises ConnectionClosed; a second close is harmless."""
+    async with ctx.pair() as pair:
+        end = pair.end
+        await ctx.within(end.aclose(), "end.aclose()")
+        try:
+            await ctx.within(end.aclose(), "a second end.aclose()")
+        except _Failure:
+            raise
+        except Exception as exc:
+            raise _Failure(f"a second aclose() raised {type(exc).__name__}: {exc}") from exc
+        try:
+            end.send(b'{"after":"close"}')
+        except ConnectionClosed as exc:
+            if not str(exc):
+                raise _Failure("send() after aclose() raised ConnectionClosed without a message") from None
+        except Exception as exc:
+            raise _Failure(
+                f"send() after aclose() raised {type(exc).__name__}: {exc}, not acpio.ConnectionClosed"
+            ) from exc
+        else:
+            raise _Failure("send() after aclose() did not raise acpio.ConnectionClosed")
+
+
+async def _check_peer_death(ctx: _Context) -> None:
+    """``peer_death``: once the peer dies, receiving ends and sending fails, without hanging."""
+    async with ctx.pair() as pair:
+        if pair.kill_peer is None:
+            raise _Skip("the pair has no kill_peer to make the peer disappear abruptly")
+        end, peer = pair.end, pair.peer
+        # Both ways work before the peer dies.
+        end.send(b'{"hello":"peer"}')
+        peer.send(b'{"hello":"end"}')
+        _compare([b'{"hello":"peer"}'], await ctx.receive_frames(peer, 1, "peer"), "end -> peer")
+        _compare([b'{"hello":"end"}'], await ctx.receive_frames(end, 1, "end"), "peer -> end")
+        # The peer dies while end waits for input and, with backpressure, while drain() waits.
+        receiving = asyncio.ensure_future(end.receive())
+        draining: asyncio.Future[None] | None = None
+        try:
+            if ctx.backpressure:
+                _, draining = await _fill_until_held(end, _near_limit(peer))
+            killed = pair.kill_peer()
+            if inspect.isawaitable(killed):
+                await ctx.within(killed, "kill_peer()")
+            await _expect_receive_to_end(ctx, end, receiving)
+            if draining is not None:
+                await _expect_send_failure(ctx, draining, "a drain() waiting when the peer died")
+        finally:
+            await _cancel(receiving)
+            await _cancel(draining)
+        await _expect_sends_to_fail(ctx, end, _near_limit(peer), "end", "the peer died")
+
+
+async def _check_oversized(ctx: _Context) -> None:
+    """``oversized``: a line over ``max_line`` arrives as an OversizedFrame; the next ones still arrive."""
+    async with ctx.pair() as pair:
+        max_line = getattr(pair.end, "max_line", None)
+        if not isinstance(max_line, int):
+            raise _Skip("the end has no max_line: it has no line length limit")
+        if max_line > LARGE_FRAME_LIMIT:
+            raise _Skip(
+                f"max_line is {max_line} bytes; build the ends with a max_line of at most "
+                f"{LARGE_FRAME_LIMIT} to check it"
+            )
+        just_over = _sized(b"over", max_line + 1)
+        far_over = _sized(b"far", 3 * max_line + 1001)
+        sent = [b'{"before":1}', just_over, b'{"between":1}', far_over, b'{"after":1}']
+        for frame in sent:
+            pair.peer.send(frame)
+        got = await ctx.receive_frames(pair.end, len(sent), "end")
+        for index in (0, 2, 4):
+            _compare([sent[index]], [got[index]], f"peer -> end, frame {index} around oversized lines")
+        for index in (1, 3):
+            line, marker = sent[index], got[index]
+            what = f"a line of {len(line)} bytes (max_line {max_line})"
+            if not isinstance(marker, OversizedFrame):
+                raise _Failure(f"{what} arrived as {_show(marker)}, not as an OversizedFrame")
+            if marker.size != len(line):
+                raise _Failure(f"{what} arrived as an OversizedFrame of size {marker.size}")
+            head = marker.head
+            if not head or not line.startswith(head) or len(head) >= len(line):
+                raise _Failure(f"{what} arrived with a head that is not a short start of it: {_show(head)}")
+
+
+async def _check_drain(ctx: _Context) -> None:
+    """``drain``: ``drain()`` returns with nothing queued, and once queued frames are written."""
+    async with ctx.pair() as pair:
+        end = pair.end
+        await ctx.within(end.drain(), "end.drain() with nothing queued")
+        frames = _burst(100, b"drain", None)
+        receiving = asyncio.ensure_future(ctx.receive_frames(pair.peer, len(frames), "peer"))
+        try:
+            for frame in frames:
+                end.send(frame)
+            await ctx.within(end.drain(), "end.drain() with 100 frames queued and the peer reading")
+            statistics = getattr(end, "statistics", None)
+            if callable(statistics) and statistics().get("queued"):
+                raise _Failure(f"drain() returned with {statistics()['queued']} bytes still queued")
+            got = await receiving
+        finally:
+            await _cancel(receiving)
+        _compare(frames, got, "end -> peer")
+        await ctx.within(end.drain(), "end.drain() once everything was written")
+
+
+async def _check_backpressure(ctx: _Context) -> None:
+    """``backpressure``: ``drain()`` holds back a sender whose peer reads nothing, until it reads."""
+    if not ctx.backpressure:
+        raise _Skip("backpressure=False: the transport's writes never wait for the peer")
+    async with ctx.pair() as pair:
+        drained: asyncio.Future[None] | None = None
+        receiving: asyncio.Future[list[bytes | OversizedFrame]] | None = None
+        try:
+            sent, drained = await _fill_until_held(pair.end, _near_limit(pair.peer))
+            if drained is None:
+                queued = sum(map(len, sent))
+                raise _Failure(
+                    f"drain() kept returning while the peer read nothing ({queued} bytes sent): "
+                    "a sender that awaits drain() is never slowed down to its reader's pace"
+                )
+            receiving = asyncio.ensure_future(ctx.receive_frames(pair.peer, len(sent), "peer"))
+            await ctx.within(drained, "end.drain() once the peer reads again")
+            got = await receiving
+        finally:
+            await _cancel(receiving)
+            await _cancel(drained)
+        _compare(sent, got, "end -> peer (held back, then read)")
+
+
+_CHECKS: Final[Mapping[str, Callable[[_Context], Awaitable[None]]]] = {
+    "order": _check_order,
+    "batching": _check_batching,
+    "eof": _check_eof,
+    "close_delivers": _check_close_delivers,
+    "close_both_ways": _check_close_both_ways,
+    "after_close": _check_after_close,
+    "peer_death": _check_peer_death,
+    "oversized": _check_oversized,
+    "drain": _check_drain,
+    "backpressure": _check_backpressure,
+}
+"""The check of each of :data:`TRANSPORT_PROPERTIES`."""
+
+
+# -- what the properties expect --------------------------------------------------------------------
+
+
+async def _expect_end_of_input(ctx: _Context, transport: Transport, who: str, after: str) -> None:
+    """``transport.receive()`` returns ``None`` three times in a row: its input ended for good."""
+    for attempt in ("", " again", " a third time"):
+        frame = await ctx.within(transport.receive(), f"{who}.receive() after {after}")
+        if frame is not None:
+            raise _Failure(
+                f"after {after} and the frames sent before, {who}.receive(){attempt} returned "
+                f"{_show(frame)} instead of None (end of input)"
+            )
+
+
+async def _expect_sends_to_fail(ctx: _Context, sender: Transport, limit: int, who: str, after: str) -> None:
+    """``send()`` and ``drain()`` fail (ConnectionClosed, TransportError) before long, and never hang."""
+    chunk = _sized(b"void", min(65536, limit))
+    sent = 0
+    while sent <= DEAD_PEER_BYTES:
+        try:
+            sender.send(chunk)
+        except Exception as exc:
+            await _expect_send_failure(ctx, _failed(exc), f"{who}'s send() after {after}")
+            return
+        sent += len(chunk)
+        drained = asyncio.ensure_future(sender.drain())
+        try:
+            await ctx.within(asyncio.wait({drained}), f"{who}'s drain() after {after}")
+        finally:
+            await _cancel(drained)
+        if drained.exception() is not None:
+            await _expect_send_failure(ctx, drained, f"{who}'s drain() after {after}")
+            return
+    raise _Failure(
+        f"{who}'s send() and drain() after {after} kept succeeding for {sent} bytes: "
+        "nobody reads them; a write failure must reach drain() as acpio.TransportError"
+    )
+
+
+async def _expect_receive_to_end(
+    ctx: _Context, end: Transport, pending: asyncio.Future[bytes | OversizedFrame | None]
+) -> None:
+    """``end``'s input ends (None or TransportError) after the peer died; frames in flight first."""
+    what = "end.receive() after the peer died"
+    for _ in range(DEAD_PEER_FRAMES):
+        try:
+            frame = await ctx.within(pending, what)
+        except TransportError as exc:
             _require_message(exc, what)
             return
         except _Failure:
             raise
         except Exception as exc:
             raise _Failure(
-                f"{what} raised {type(exc).__name__}: {exc}; expected acpio.TransportError "
-                "(from drain) or acpio.ConnectionClosed (from send)"
+                f"{what} raised {type(exc).__name__}: {exc}; expected None or acpio.TransportError"
             ) from exc
-        raise _Failure(f"{what} returned normally, though the peer died before reading what was sent")
-
-    async def check_oversized(self) -> None:
-        async with self.pair() as pair:
-            max_line = getattr(pair.end, "max_line", None)
-            if not isinstance(max_line, int):
-                raise _Skip("the end has no max_line: it has no line length limit")
-            if max_line > LARGE_FRAME_LIMIT:
-                raise _Skip(
-                    f"max_line is {max_line} bytes; build the ends with a max_line of at most "
-                    f"{LARGE_FRAME_LIMIT} to check it"
-                )
-            just_over = _sized(b"over", max_line + 1)
-            far_over = _sized(b"far", 3 * max_line + 1001)
-            sent = [b'{"before":1}', just_over, b'{"between":1}', far_over, b'{"after":1}']
-            for frame in sent:
-                pair.peer.send(frame)
-            got = await self.receive_frames(pair.end, len(sent), "end")
-            for index in (0, 2, 4):
-                _compare([sent[index]], [got[index]], f"peer -> end, frame {index} around oversized lines")
-            for index in (1, 3):
-                line, marker = sent[index], got[index]
-                what = f"a line of {len(line)} bytes (max_line {max_line})"
-                if not isinstance(marker, OversizedFrame):
-                    raise _Failure(f"{what} arrived as {_show(marker)}, not as an OversizedFrame")
-                if marker.size != len(line):
-                    raise _Failure(f"{what} arrived as an OversizedFrame of size {marker.size}")
-                head = marker.head
-                if not head or not line.startswith(head) or len(head) >= len(line):
-                    raise _Failure(
-                        f"{what} arrived with a head that is not a short start of it: {_show(head)}"
-                    )
-
-    async def check_drain(self) -> None:
-        async with self.pair() as pair:
-            end = pair.end
-            await self.within(end.drain(), "end.drain() with nothing queued")
-            frames = _burst(100, b"drain", None)
-            receiving = asyncio.ensure_future(self.receive_frames(pair.peer, len(frames), "peer"))
-            try:
-                for frame in frames:
-                    end.send(frame)
-                await self.within(end.drain(), "end.drain() with 100 frames queued and the peer reading")
-                statistics = getattr(end, "statistics", None)
-                if callable(statistics) and statistics().get("queued"):
-                    raise _Failure(f"drain() returned with {statistics()['queued']} bytes still queued")
-                got = await receiving
-            finally:
-                await _cancel(receiving)
-            _compare(frames, got, "end -> peer")
-            await self.within(end.drain(), "end.drain() once everything was written")
-
-    async def check_backpressure(self) -> None:
-        if not self._backpressure:
-            raise _Skip("backpressure=False: the transport's writes never wait for the peer")
-        async with self.pair() as pair:
-            drained: asyncio.Future[None] | None = None
-            receiving: asyncio.Future[list[bytes | OversizedFrame]] | None = None
-            try:
-                sent, drained = await self._fill_until_held(pair.end, _near_limit(pair.peer))
-                if drained is None:
-                    queued = sum(map(len, sent))
-                    raise _Failure(
-                        f"drain() kept returning while the peer read nothing ({queued} bytes sent): "
-                        "a sender that awaits drain() is never slowed down to its reader's pace"
-                    )
-                receiving = asyncio.ensure_future(self.receive_frames(pair.peer, len(sent), "peer"))
-                await self.within(drained, "end.drain() once the peer reads again")
-                got = await receiving
-            finally:
-                await _cancel(receiving)
-                await _cancel(drained)
-            _compare(sent, got, "end -> peer (held back, then read)")
-
-    async def _fill_until_held(
-        self, end: Transport, limit: int
-    ) -> tuple[list[bytes], asyncio.Future[None] | None]:
-        """Send while the peer reads nothing until ``drain()`` stays pending: the frames and that drain.
-
-        The drain is ``None`` if it still returned after :data:`STALL_LIMIT` bytes.
-        """
-        size = min(64 * 1024, limit)
-        sent: list[bytes] = []
-        while sum(map(len, sent)) <= STALL_LIMIT:
-            for _ in range(max(1, STALL_STEP // size)):
-                frame = _sized(b"%d" % len(sent), size)
-                end.send(frame)
-                sent.append(frame)
-            drained = asyncio.ensure_future(end.drain())
-            done, _ = await asyncio.wait({drained}, timeout=STALL_WINDOW)
-            if not done:
-                return sent, drained  # held back: the peer reads nothing
-            drained.result()
-        return sent, None
+        if frame is None:
+            return
+        pending = asyncio.ensure_future(end.receive())
+    raise _Failure(f"end.receive() still returned frames after {DEAD_PEER_FRAMES} from a dead peer")
 
 
-# -- frames and comparisons --------------------------------------------------------------------
+async def _expect_send_failure(ctx: _Context, outcome: asyncio.Future[None], what: str) -> None:
+    """``outcome`` (a drain, or a failed send) fails with a clear acpio error, within the timeout."""
+    try:
+        await ctx.within(outcome, what)
+    except (TransportError, ConnectionClosed) as exc:
+        _require_message(exc, what)
+        return
+    except _Failure:
+        raise
+    except Exception as exc:
+        raise _Failure(
+            f"{what} raised {type(exc).__name__}: {exc}; expected acpio.TransportError "
+            "(from drain) or acpio.ConnectionClosed (from send)"
+        ) from exc
+    raise _Failure(f"{what} returned normally, though the peer died before reading what was sent")
+
+
+async def _fill_until_held(end: Transport, limit: int) -> tuple[list[bytes], asyncio.Future[None] | None]:
+    """Send while the peer reads nothing until ``drain()`` stays pending: the frames and that drain.
+
+    The drain is ``None`` if it still returned after :data:`STALL_LIMIT` bytes.
+    """
+    size = min(64 * 1024, limit)
+    sent: list[bytes] = []
+    while sum(map(len, sent)) <= STALL_LIMIT:
+        for _ in range(max(1, STALL_STEP // size)):
+            frame = _sized(b"%d" % len(sent), size)
+            end.send(frame)
+            sent.append(frame)
+        drained = asyncio.ensure_future(end.drain())
+        done, _ = await asyncio.wait({drained}, timeout=STALL_WINDOW)
+        if not done:
+            return sent, drained  # held back: the peer reads nothing
+        drained.result()
+    return sent, None
+
+
+# -- frames and comparisons ------------------------------------------------------------------------
 
 
 def _as_pair(source: object) -> TransportPair:
@@ -655,7 +703,7 @@ def _require_message(exc: BaseException, what: str) -> None:
         raise _Failure(f"{what} raised {type(exc).__name__} without a message saying what went wrong")
 
 
-# -- tasks ---------------------------------------------------------------------------------------
+# -- tasks -----------------------------------------------------------------------------------------
 
 
 async def _cancel(task: asyncio.Future[Any] | None) -> None:
