@@ -13,6 +13,8 @@ them itself, however it is asked to stop:
   exits, not the process (an editor that spawns from a short-lived thread would end acpio early),
   and it exists on Linux only.
 
+:func:`handling_endings` sets both up for the length of a run.
+
 The parent's exit is treated as a hang-up. A run started with SIGHUP ignored (``nohup acpio ...``)
 keeps ignoring it, and does not watch its parent either: that is how a user says "keep running
 after I am gone".
@@ -31,10 +33,17 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
 
-__all__ = ["PARENT_POLL_INTERVAL", "ending_signals", "signal_exit_code", "spawn_in_new_group", "watch_parent"]
+__all__ = [
+    "PARENT_POLL_INTERVAL",
+    "ending_signals",
+    "handling_endings",
+    "signal_exit_code",
+    "spawn_in_new_group",
+    "watch_parent",
+]
 
 P = TypeVar("P", bound=asyncio.BaseProtocol)
 
@@ -79,6 +88,42 @@ def watch_parent(
                 return
 
     return asyncio.get_running_loop().create_task(watch(), name="acpio parent watch")
+
+
+@contextlib.contextmanager
+def handling_endings(
+    on_signal: Callable[[signal.Signals], None],
+    on_parent_gone: Callable[[], None],
+    *,
+    on_sigint: Callable[[], None] | None = None,
+) -> Iterator[None]:
+    """Handle SIGINT, the :func:`ending_signals` and the parent's exit inside; stop handling on leaving.
+
+    SIGINT calls ``on_sigint()``, or ``on_signal(SIGINT)`` without it; SIGTERM and SIGHUP call
+    ``on_signal(number)``; the parent's exit calls ``on_parent_gone()``, and is watched (see
+    :func:`watch_parent`) only when SIGHUP is handled. Needs the running loop of the main thread.
+    """
+    loop = asyncio.get_running_loop()
+    ending = ending_signals()
+    handled: list[signal.Signals] = []
+    watch = None
+    try:
+        if on_sigint is None:
+            loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
+        else:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        handled.append(signal.SIGINT)
+        for number in ending:
+            loop.add_signal_handler(number, on_signal, number)
+            handled.append(number)
+        if signal.SIGHUP in ending:  # nohup: the parent's exit is no reason to stop either
+            watch = watch_parent(on_parent_gone)
+        yield
+    finally:
+        if watch is not None:
+            watch.cancel()
+        for number in handled:
+            loop.remove_signal_handler(number)
 
 
 async def spawn_in_new_group(

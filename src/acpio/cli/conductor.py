@@ -149,7 +149,7 @@ async def _serve_until_stopped(serving: Coroutine[Any, Any, None], processes: Se
     import signal
     import sys
 
-    from acpio._lifecycle import ending_signals, signal_exit_code, watch_parent
+    from acpio._lifecycle import handling_endings, signal_exit_code
 
     loop = asyncio.get_running_loop()
     task = loop.create_task(serving, name="acpio conductor")
@@ -165,20 +165,13 @@ async def _serve_until_stopped(serving: Coroutine[Any, Any, None], processes: Se
         print(f"acpio: {why}; ending the components", file=sys.stderr, flush=True)
         task.cancel()
 
-    signals = (signal.SIGINT, *ending_signals())
-    for number in signals:
-        loop.add_signal_handler(number, stop, number, f"stopping on {signal.Signals(number).name}")
-    watch = None
-    if signal.SIGHUP in signals:  # not under nohup: then the parent's exit is no reason to stop either
-        watch = watch_parent(lambda: stop(signal.SIGHUP, "stopping: the process that started acpio exited"))
-    try:
-        await asyncio.shield(task)  # a cancellation of ours (none expected) must not skip the ending
-    except asyncio.CancelledError:
-        if not stopping or not task.cancelled():
-            raise
-    finally:
-        if watch is not None:
-            watch.cancel()
-        for number in signals:
-            loop.remove_signal_handler(number)
+    with handling_endings(
+        lambda number: stop(number, f"stopping on {number.name}"),
+        lambda: stop(signal.SIGHUP, "stopping: the process that started acpio exited"),
+    ):
+        try:
+            await asyncio.shield(task)  # a cancellation of ours (none expected) must not skip the ending
+        except asyncio.CancelledError:
+            if not stopping or not task.cancelled():
+                raise
     return signal_exit_code(stopping[0]) if stopping else 0

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 
-from acpio._lifecycle import ending_signals, signal_exit_code, watch_parent
+from acpio._lifecycle import handling_endings, signal_exit_code
 from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
 from acpio.errors import (
     AcpError,
@@ -217,26 +217,19 @@ async def run_prompt(
         assert answers is not None
         policy = AskPolicy(answers, err)
     run = _PromptRun(options, renderer, err, files, terminals, policy)
-    loop = asyncio.get_running_loop()
-    parent_watch = None
-    ending = ending_signals() if handle_sigint else ()
-    if handle_sigint:  # until the very end: a Ctrl-C while commands are being ended kills them
-        loop.add_signal_handler(signal.SIGINT, run.on_sigint)
-        for number in ending:
-            loop.add_signal_handler(number, run.on_ending_signal, number)
-        if signal.SIGHUP in ending:  # nohup: the parent's exit is no reason to stop either
-            parent_watch = watch_parent(run.on_parent_gone)
+    # Until the very end: a Ctrl-C while commands are being ended kills them.
+    handling = (
+        handling_endings(run.on_ending_signal, run.on_parent_gone, on_sigint=run.on_sigint)
+        if handle_sigint
+        else contextlib.nullcontext()
+    )
     try:
-        try:
-            return await run.run(json_renderer)
-        finally:
-            await run.end_terminals()
+        with handling:
+            try:
+                return await run.run(json_renderer)
+            finally:
+                await run.end_terminals()
     finally:
-        if parent_watch is not None:
-            parent_watch.cancel()
-        if handle_sigint:
-            for number in (signal.SIGINT, *ending):
-                loop.remove_signal_handler(number)
         renderer.close()
         if owned_answers is not None:
             owned_answers.close()
