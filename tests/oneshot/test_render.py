@@ -6,10 +6,8 @@ import io
 import json
 import re
 
-import pytest
 from rich.console import Console
 
-from acpio.oneshot.recording import RecordingTransport
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, diff_lines
 from acpio.oneshot.render_rich import RichRenderer
 from acpio.oneshot.terminals import TerminalSnapshot
@@ -34,7 +32,7 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from acpio.transports import Channel
+from acpio.transports import Direction, OversizedFrame
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -238,15 +236,16 @@ def test_rich_redraws_a_changing_tool_call_in_place() -> None:
     assert ANSI.sub("", written).rstrip().endswith("✔ Work")
 
 
-# --- JSON lines and the recording transport -------------------------------------------------------------
+# --- JSON lines -------------------------------------------------------------
 
 
 def test_json_lines_split_batches_and_keep_invalid_text() -> None:
     out = io.StringIO()
     renderer = JsonLinesRenderer(out)
-    renderer.record("send", b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
-    renderer.record("recv", b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]')
-    renderer.record("recv", b"not json")
+    renderer.record(Direction.OUTGOING, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+    renderer.record(Direction.INCOMING, b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]')
+    renderer.record(Direction.INCOMING, b"not json")
+    renderer.record(Direction.INCOMING, OversizedFrame(size=10_000_000, head=b"{"))
     renderer.update(text("ignored"))
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert lines == [
@@ -255,16 +254,3 @@ def test_json_lines_split_batches_and_keep_invalid_text() -> None:
         {"direction": "recv", "message": {"jsonrpc": "2.0", "method": "b"}},
         {"direction": "recv", "invalid": "not json"},
     ]
-
-
-@pytest.mark.parametrize("frames", [[b'{"a":1}', b'{"b":2}']])
-async def test_recording_transport_reports_frames_both_ways(frames: list[bytes]) -> None:
-    ours, theirs = Channel.duplex()
-    seen: list[tuple[str, bytes]] = []
-    recording = RecordingTransport(ours, lambda direction, frame: seen.append((direction, frame)))
-    recording.send(frames[0])
-    assert await theirs.receive() == frames[0]
-    theirs.send(frames[1])
-    assert await recording.receive() == frames[1]
-    await recording.aclose()
-    assert seen == [("send", frames[0]), ("recv", frames[1])]

@@ -188,3 +188,24 @@ async def test_an_agent_refusing_initialize_is_reported(tmp_path: Path) -> None:
         await run(refusing, "hi", tmp_path)
     assert caught.value.exit_code == ExitCode.AGENT_ERROR
     assert caught.value.message == "The agent refused initialize: -32602 this agent speaks to nobody"
+
+
+class ClosedPipe(io.StringIO):
+    """Output whose reader went away after ``lines`` lines (``acpio prompt --json | head``)."""
+
+    def __init__(self, lines: int) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def write(self, text: str) -> int:
+        if self.getvalue().count("\n") >= self.lines:
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+async def test_json_output_that_cannot_be_written_ends_the_run_with_that_error(tmp_path: Path) -> None:
+    out = ClosedPipe(lines=1)
+    options = PromptOptions(agent=testy.testy_agent(), prompt="hello", cwd=tmp_path, output="json")
+    with pytest.raises(BrokenPipeError):
+        await run_prompt(options, stdout=out, stderr=io.StringIO(), handle_sigint=False)
+    assert [json.loads(line)["message"]["method"] for line in out.getvalue().splitlines()] == ["initialize"]

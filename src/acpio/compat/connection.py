@@ -56,7 +56,7 @@ from acpio.capabilities import (
     check_agent_version,
     fill_required_fields,
 )
-from acpio.compat.stream import StreamHub, Subscription, TappedTransport
+from acpio.compat.stream import StreamHub, Subscription
 from acpio.compat.table import TraitMethod, trait_methods
 from acpio.compat.traits import Agent, Client, _Peer
 from acpio.errors import (
@@ -85,6 +85,7 @@ from acpio.roles import Client as ClientRole
 from acpio.schema import InitializeRequest, InitializeResponse
 from acpio.schema.base import AcpJson, AcpNotification, AcpRequest
 from acpio.session import SessionConnection
+from acpio.transports.tap import Tap
 
 __all__ = ["AGENT_METHODS", "CLIENT_METHODS", "AgentSideConnection", "ClientSideConnection"]
 
@@ -371,7 +372,7 @@ class _Endpoint(_Peer):
             raise RuntimeError(f"{type(self).__name__} is already served; a connection is served once")
         self._started = True
         try:
-            transport = TappedTransport(await open_transport(self._target), self._hub)
+            transport = Tap(await open_transport(self._target), self._hub.publish)
             await self._builder.connect_with(transport, self._main)
         finally:
             self._hub.close()

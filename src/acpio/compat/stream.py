@@ -17,27 +17,22 @@ yet (without limit): close it (``close()`` or a ``with`` block) when you stop re
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
 from acpio.jsonrpc import JsonValue, RequestId
-from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.base import OversizedFrame
+from acpio.transports.tap import Direction
 
 __all__ = ["StreamDirection", "StreamMessage", "Subscription"]
 
 
-class StreamDirection(enum.Enum):
-    """Which way a message went, seen from the connection that reports it."""
-
-    #: Received from the peer.
-    INCOMING = "incoming"
-    #: Sent to the peer.
-    OUTGOING = "outgoing"
+#: Which way a message went, seen from the connection that reports it: the transports'
+#: :class:`~acpio.transports.Direction` (``INCOMING``, ``OUTGOING``), under the name this API had.
+StreamDirection = Direction
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +142,7 @@ class Subscription:
 
 
 class StreamHub:
-    """The subscriptions of one connection, fed by a :class:`TappedTransport` (internal)."""
+    """The subscriptions of one connection, fed by a :class:`~acpio.transports.Tap` (internal)."""
 
     __slots__ = ("_closed", "_subscriptions")
 
@@ -168,9 +163,12 @@ class StreamHub:
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
 
-    def publish(self, direction: StreamDirection, frame: bytes) -> None:
-        """Decode ``frame`` (only when someone listens) and hand each message to every subscription."""
-        if not self._subscriptions:
+    def publish(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
+        """Decode ``frame`` (only when someone listens) and hand each message to every subscription.
+
+        The observer of the connection's tap; an oversized line, never read, is no message.
+        """
+        if not self._subscriptions or type(frame) is not bytes:
             return
         try:
             decoded: Any = orjson.loads(frame)
@@ -188,44 +186,3 @@ class StreamHub:
         subscriptions, self._subscriptions = self._subscriptions, []
         for subscription in subscriptions:
             subscription._end()
-
-
-class TappedTransport:
-    """A transport that reports each frame to a :class:`StreamHub` as it is sent or received (internal)."""
-
-    __slots__ = ("_hub", "_inner", "_on_close")
-
-    def __init__(self, inner: Transport, hub: StreamHub, on_close: Callable[[], None] | None = None) -> None:
-        self._inner = inner
-        self._hub = hub
-        self._on_close = on_close
-
-    @property
-    def inner(self) -> Transport:
-        """The transport that moves the frames."""
-        return self._inner
-
-    async def receive(self) -> bytes | OversizedFrame | None:
-        """The next frame from the inner transport, reported as incoming."""
-        frame = await self._inner.receive()
-        if type(frame) is bytes:
-            self._hub.publish(StreamDirection.INCOMING, frame)
-        return frame
-
-    def send(self, frame: bytes) -> None:
-        """Queue ``frame`` on the inner transport, and report it as outgoing."""
-        self._inner.send(frame)
-        self._hub.publish(StreamDirection.OUTGOING, frame)
-
-    async def drain(self) -> None:
-        """Wait until the inner transport wrote everything queued."""
-        await self._inner.drain()
-
-    async def aclose(self) -> None:
-        """Close the inner transport, then end the subscriptions."""
-        try:
-            await self._inner.aclose()
-        finally:
-            self._hub.close()
-            if self._on_close is not None:
-                self._on_close()

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import os
@@ -82,6 +83,7 @@ from acpio.roles import (
 from acpio.roles import SuccessorEnvelope as Envelope
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel, ServedChannel
+from acpio.transports.tap import Direction, Tap
 
 from .components import ComponentSpec, Instantiator, Member, resolve
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
@@ -227,7 +229,9 @@ class Chain:
             # The conductor forwards: unstable methods pass through it, the components decide.
             role: Role = Agent(unstable=True) if self.mode == "agent" else Proxy(unstable=True)
             builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
-            await builder.connect_to(_Tap(transport, _UPSTREAM, run))
+            # Responses from upstream are picked out of its frames for the trace.
+            upstream = transport if run.trace is None else Tap(transport, run.trace.watch(_UPSTREAM))
+            await builder.connect_to(upstream)
         finally:
             await run.close()
         if run.failure is not None:
@@ -320,42 +324,6 @@ class _Link:
     @property
     def kind(self) -> str:
         return "agent" if self.is_agent else "proxy"
-
-
-class _Tap:
-    """A transport wrapper: shows incoming frames to the trace, and reports a component's end."""
-
-    __slots__ = ("inner", "key", "run")
-
-    def __init__(self, inner: Transport, key: int, run: _Run) -> None:
-        self.inner = inner
-        self.key = key
-        self.run = run
-
-    async def receive(self) -> bytes | OversizedFrame | None:
-        try:
-            frame = await self.inner.receive()
-        except TransportError as exc:
-            if self.key != _UPSTREAM:
-                self.run.component_ended(self.key, exc)
-            raise
-        if frame is None:
-            if self.key != _UPSTREAM:
-                self.run.component_ended(self.key, None)
-        elif type(frame) is bytes:
-            trace = self.run.trace
-            if trace is not None and trace.expects_responses(self.key):
-                trace.frame_received(self.key, frame)
-        return frame
-
-    def send(self, frame: bytes) -> None:
-        self.inner.send(frame)
-
-    async def drain(self) -> None:
-        await self.inner.drain()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class _FromUpstream:
@@ -494,8 +462,15 @@ class _Run:
             ready.set_result(cx)
             await cx.wait_closed()
 
+        # The tap reports the component's end before its connection does: the requests still
+        # waiting are answered with the component's failure, not with a closed connection.
+        tap = Tap(
+            transport,
+            _ignore if self.trace is None else self.trace.watch(link.index),
+            on_input_end=functools.partial(self.component_ended, link.index),
+        )
         link.task = asyncio.get_running_loop().create_task(
-            self._serve_link(link, builder, _Tap(transport, link.index, self), main),
+            self._serve_link(link, builder, tap, main),
             name=f"conductor {self.chain.name} link {link.lane}",
         )
         await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
@@ -503,7 +478,7 @@ class _Run:
             raise ConductorError(f"its connection ended as soon as it was opened ({link.name!r})")
         link.cx = ready.result()
 
-    async def _serve_link(self, link: _Link, builder: Builder, tap: _Tap, main: Any) -> None:
+    async def _serve_link(self, link: _Link, builder: Builder, tap: Tap, main: Any) -> None:
         error: BaseException | None = None
         try:
             await builder.connect_with(tap, main)
@@ -801,6 +776,10 @@ class _Run:
                 await asyncio.wait(stuck)
         if self.trace is not None:
             self.trace.writer.close()
+
+
+def _ignore(direction: Direction, frame: bytes | OversizedFrame) -> None:
+    """The observer of a link that is not traced."""
 
 
 async def _quietly(closing: Awaitable[None]) -> None:

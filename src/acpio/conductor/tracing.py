@@ -43,6 +43,9 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import orjson
 
+from acpio.transports.base import OversizedFrame
+from acpio.transports.tap import Direction, TapObserver
+
 __all__ = ["CallbackSink", "ChainTrace", "FileSink", "MemorySink", "TraceSink", "TraceWriter", "encode_event"]
 
 #: The ``protocol`` of every event this writer records (MCP-over-ACP would be ``"mcp"``).
@@ -209,9 +212,9 @@ class ChainTrace:
     """The trace of one conductor run: records what it forwards, and pairs responses with requests.
 
     The conductor calls :meth:`request` and :meth:`notification` as it delivers each logical message
-    (with the lanes it goes between), and :meth:`frame_received` with every frame a link brings in,
-    from which the responses to recorded requests are picked out. A *link* is any hashable key
-    naming one physical connection; request ids are unique per link.
+    (with the lanes it goes between), and taps each link with :meth:`watch`: the frames it brings in
+    go to :meth:`frame_received`, which picks out the responses to recorded requests. A *link* is
+    any hashable key naming one physical connection; request ids are unique per link.
     """
 
     def __init__(self, writer: TraceWriter) -> None:
@@ -273,6 +276,16 @@ class ChainTrace:
         if session is not None:
             event["session"] = session
         self.writer.write(event)
+
+    def watch(self, link: object) -> TapObserver:
+        """The observer of the :class:`~acpio.transports.Tap` on ``link``: it finds the responses there."""
+        incoming = Direction.INCOMING
+
+        def observe(direction: Direction, frame: bytes | OversizedFrame) -> None:
+            if direction is incoming and type(frame) is bytes and self.expects_responses(link):
+                self.frame_received(link, frame)
+
+        return observe
 
     def expects_responses(self, link: object) -> bool:
         """Whether a request recorded on ``link`` still waits (a cheap check before decoding frames)."""

@@ -4,8 +4,8 @@
 * :mod:`~acpio.oneshot.files`: ``fs/*`` confined to one directory (:class:`ConfinedFiles`);
 * :mod:`~acpio.oneshot.terminals`: ``terminal/*`` as real processes (:class:`Terminals`);
 * :mod:`~acpio.oneshot.permissions`: ``--allow``, ``--deny``, ``--ask``;
-* :mod:`~acpio.oneshot.render` (plain text, JSON lines) and :mod:`~acpio.oneshot.render_rich` (a terminal);
-* :mod:`~acpio.oneshot.recording`: the transport wrapper behind ``--json``.
+* :mod:`~acpio.oneshot.render` (plain text, JSON lines: fed by a :class:`~acpio.transports.Tap` for
+  ``--json``) and :mod:`~acpio.oneshot.render_rich` (a terminal).
 
 The pieces are usable on their own, for example to give another client confined file access::
 

@@ -67,10 +67,11 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
+from acpio.transports.base import OversizedFrame
+from acpio.transports.tap import Direction
 
 __all__ = [
     "MAX_CONTENT_LINES",
-    "Direction",
     "JsonLinesRenderer",
     "Line",
     "PlainRenderer",
@@ -82,8 +83,8 @@ __all__ = [
     "diff_lines",
 ]
 
-#: Which way a recorded message went: ``"send"`` (to the agent) or ``"recv"`` (from it).
-Direction: TypeAlias = Literal["send", "recv"]
+#: How ``--json`` writes a frame's direction: ``"send"`` (to the agent) or ``"recv"`` (from it).
+_JSON_DIRECTION: Final = {Direction.OUTGOING: "send", Direction.INCOMING: "recv"}
 #: A piece of text and the name of its style (``"diff.add"``, ``"tool.failed"``...).
 Segment: TypeAlias = tuple[str, str]
 #: One line of output: its segments, without the line ending.
@@ -418,18 +419,24 @@ class JsonLinesRenderer:
     def __init__(self, out: TextIO) -> None:
         self._out = out
 
-    def record(self, direction: Direction, frame: bytes) -> None:
-        """Write the message(s) of one frame that went ``direction``."""
+    def record(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
+        """Write the message(s) of one frame that went ``direction``: the observer of a ``--json`` tap.
+
+        An oversized line, skipped unread, is not written.
+        """
+        if type(frame) is not bytes:
+            return
+        direction_word = _JSON_DIRECTION[direction]
         try:
             decoded: Any = orjson.loads(frame)
         except orjson.JSONDecodeError:
-            entry = {"direction": direction, "invalid": frame.decode("utf-8", "replace")}
+            entry = {"direction": direction_word, "invalid": frame.decode("utf-8", "replace")}
             self._out.write(orjson.dumps(entry).decode() + "\n")
         else:
             messages = decoded if isinstance(decoded, list) and decoded else [decoded]
             self._out.write(
                 "".join(
-                    orjson.dumps({"direction": direction, "message": message}).decode() + "\n"
+                    orjson.dumps({"direction": direction_word, "message": message}).decode() + "\n"
                     for message in messages
                 )
             )

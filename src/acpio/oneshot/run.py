@@ -3,7 +3,7 @@
 :func:`run_prompt` does it all and returns the exit code (:class:`ExitCode`):
 
 1. start the agent (:class:`~acpio.transports.AcpAgent`), wrapped in a
-   :class:`~acpio.oneshot.recording.RecordingTransport` for ``--json``;
+   :class:`~acpio.transports.Tap` for ``--json``;
 2. ``initialize``, advertising ``fs.readTextFile``, ``fs.writeTextFile`` and ``terminal``;
 3. ``session/new`` in ``cwd`` or, with a session id, ``session/load`` (its replayed history is
    shown dimmed) when the agent advertises ``loadSession``, else ``session/resume``;
@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 import signal
 import sys
@@ -69,7 +70,6 @@ from acpio.oneshot.permissions import (
     allows,
     command_request,
 )
-from acpio.oneshot.recording import RecordingTransport
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand, Terminals
@@ -99,7 +99,7 @@ from acpio.session import (
     TurnEnded,
     build_session,
 )
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, OversizedFrame, Tap
 
 __all__ = [
     "DEFAULT_INIT_TIMEOUT",
@@ -287,6 +287,8 @@ class _PromptRun:
         self._turn_running = False
         self._cancelled = asyncio.Event()
         self._aborted = False
+        #: Why the ``--json`` output could not be written, once it could not.
+        self._output_failure: OSError | None = None
         #: The signal ending the run in order (SIGTERM, SIGHUP), once one came.
         self._stopping: int | None = None
         self._ending_terminals: asyncio.Task[None] | None = None
@@ -314,19 +316,39 @@ class _PromptRun:
         except TransportError as exc:
             raise PromptFailed(str(exc), ExitCode.AGENT_FAILED) from exc
         self._process = process = opened if isinstance(opened, AgentProcess) else None
-        transport: Any = opened if recorder is None else RecordingTransport(opened, recorder.record)
+        transport: Any = opened
+        if recorder is not None:
+            transport = Tap(opened, functools.partial(self._record, recorder))
         try:
             code: int = await Client.builder(name="acpio prompt").connect_with(transport, self._main_function)
         except asyncio.CancelledError:
-            if not self._ended:
+            if not self._ended and self._output_failure is None:
                 raise
             code = self._ended_code()
         except (TransportError, ConnectionClosed) as exc:
-            if self._ended:
-                code = self._ended_code()
-            else:
+            if not self._ended and self._output_failure is None:
                 raise PromptFailed(_agent_gone(process, exc), ExitCode.AGENT_FAILED) from exc
+            code = self._ended_code()
+        if self._output_failure is not None:
+            raise self._output_failure
         return code
+
+    def _record(
+        self, recorder: JsonLinesRenderer, direction: Direction, frame: bytes | OversizedFrame
+    ) -> None:
+        """``--json``: write a frame (the observer of the tap on the agent's transport).
+
+        Output that cannot be written (``acpio prompt --json | head``) ends the run with that error,
+        as a failed write of the text renderers does: the tap itself would only log it.
+        """
+        if self._output_failure is not None:
+            return
+        try:
+            recorder.record(direction, frame)
+        except OSError as exc:
+            self._output_failure = exc
+            if self._main is not None:
+                self._main.cancel()
 
     @property
     def _ended(self) -> bool:

@@ -9,6 +9,8 @@ is something that, once opened, gives one. Pick by where the peer is:
 * :class:`ByteStreams` — an asyncio stream pair (a socket, a pipe);
 * :class:`Lines` — anything else that can read and write bytes.
 
+A :class:`Tap` wraps any of them to watch the frames it moves, each with its :class:`Direction`.
+
 A server accepts one transport per peer from a :class:`Listener` (:class:`ChannelListener` in
 process); :meth:`acpio.jsonrpc.Builder.serve` serves them all.
 """
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from acpio.transports.stdio import Stdio
     from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
     from acpio.transports.subprocess import AcpAgent, AgentProcess
+    from acpio.transports.tap import Direction, Tap, TapObserver
 
 #: Names loaded on first use, so that the engine (which needs only the base and the channel)
 #: does not import subprocess and stdio machinery.
@@ -44,6 +47,9 @@ _LAZY = {
     "Lines": "streams",
     "AcpAgent": "subprocess",
     "AgentProcess": "subprocess",
+    "Direction": "tap",
+    "Tap": "tap",
+    "TapObserver": "tap",
 }
 
 __all__ = [
@@ -56,12 +62,15 @@ __all__ = [
     "ChannelListener",
     "Component",
     "DebugCallback",
+    "Direction",
     "LineDirection",
     "LineSplitter",
     "Lines",
     "Listener",
     "OversizedFrame",
     "Stdio",
+    "Tap",
+    "TapObserver",
     "Transport",
 ]
 
