@@ -20,9 +20,13 @@ demo: $(STAMP)
 ## test: lints, strict type check and the whole test suite
 test: lint typecheck unit
 
+# ruff; then the architecture: import-linter's contracts (pyproject.toml: no import cycle, the engine's
+# layers) and no private name used across modules.
 lint: $(STAMP)
 	$(PY) -m ruff check $(LINT_DIRS)
 	$(PY) -m ruff format --check $(LINT_DIRS)
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/check_private_access.py
 
 # mypy on the package; then user code (examples/, README blocks) under pyright and mypy with and without
 # the pydantic plugin, as users' editors and CI check it.

@@ -212,7 +212,7 @@ class SuccessorEnvelope:
 # --- the roles ------------------------------------------------------------------------------------
 
 
-def _session_connection() -> type[Connection]:
+def _session_connection() -> type[SessionConnection]:
     # acpio.session builds on this module, so it is imported when a connection is made, not here.
     from acpio.session import SessionConnection
 
@@ -314,11 +314,7 @@ class Client(_AcpRole):
     @classmethod
     def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
         """A new builder for a client; its connections are :class:`~acpio.session.SessionConnection`."""
-        return Builder["SessionConnection"](cls(unstable=unstable), name=name)
-
-    def connection_class(self) -> type[Connection]:
-        """Client connections open sessions: ``cx.build_session(cwd)``."""
-        return _session_connection()
+        return Builder(cls(unstable=unstable), name=name, connection_class=_session_connection())
 
     def default_handler(self) -> _ParkSessionMessages:
         """The handler that parks unclaimed session messages until their session's handler exists."""
@@ -365,11 +361,7 @@ class Proxy(_AcpRole):
     @classmethod
     def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
         """A new builder for a proxy; its connections are :class:`~acpio.session.SessionConnection`."""
-        return Builder["SessionConnection"](cls(unstable=unstable), name=name)
-
-    def connection_class(self) -> type[Connection]:
-        """Proxy connections open sessions with their successor: ``cx.build_session_from(request)``."""
-        return _session_connection()
+        return Builder(cls(unstable=unstable), name=name, connection_class=_session_connection())
 
     def peers(self) -> tuple[Role, ...]:
         """The predecessor (``Client()``) and the successor (``Agent()``)."""
@@ -382,7 +374,7 @@ class Proxy(_AcpRole):
         speaks the legacy names (:attr:`methods`). ``$/cancel_request`` is never wrapped: the id it
         names belongs to this connection.
         """
-        if self._check_send(peer) is _AGENT and method != CANCEL_METHOD:
+        if self.resolve_send_peer(peer) is _AGENT and method != CANCEL_METHOD:
             return self.methods.successor, SuccessorEnvelope(method, params).to_params()
         return method, params
 

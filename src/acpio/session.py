@@ -98,16 +98,18 @@ from acpio.errors import (
     InvalidParams,
     MethodNotFound,
 )
-from acpio.jsonrpc.builder import Role
-from acpio.jsonrpc.connection import _UNSET, Connection
-from acpio.jsonrpc.handlers import (
+from acpio.jsonrpc import (
+    UNSET,
+    Connection,
     Dispatch,
     DynamicHandlerRegistration,
+    Handler,
     NotificationDispatch,
     RequestDispatch,
+    Role,
     Unhandled,
+    UntypedMessage,
 )
-from acpio.jsonrpc.messages import UntypedMessage
 from acpio.roles import Agent, Client
 from acpio.schema import (
     AgentMessageChunk,
@@ -137,9 +139,8 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc.connection import _Batch
-    from acpio.jsonrpc.messages import JsonValue, Request
-    from acpio.jsonrpc.responses import Responder, SentRequest
+    from acpio.jsonrpc import JsonValue, Responder, SentRequest
+    from acpio.transports.base import Transport
 
 __all__ = [
     "ActiveSession",
@@ -449,9 +450,9 @@ class _Routing:
     __slots__ = ("inbox", "registration", "router")
 
     def __init__(
-        self, cx: Connection, session_id: str, *, history: bool = False, client: Any = _UNSET
+        self, cx: Connection, session_id: str, *, history: bool = False, client: Any = UNSET
     ) -> None:
-        if client is _UNSET:
+        if client is UNSET:
             self.inbox: _Inbox | None = _Inbox()
             self.router = _SessionRouter(cx, session_id, self.inbox, "queue")
             if history:
@@ -1115,7 +1116,7 @@ class SessionBuilder(Generic[RequestT]):
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _send(self, on_answer: _OnAnswer, *, client: Any = _UNSET) -> SentRequest[SessionSetupResponse]:
+    def _send(self, on_answer: _OnAnswer, *, client: Any = UNSET) -> SentRequest[SessionSetupResponse]:
         """Send the request, the one start path of every kind and style.
 
         ``session/load`` and ``/resume`` name their session: its handler is installed first (queueing
@@ -1181,7 +1182,7 @@ class SessionBuilder(Generic[RequestT]):
 
 def _cancelled_session(message: Any, params: Any) -> str | None:
     """The session a ``session/cancel`` being sent names (typed, untyped or by name); else ``None``."""
-    if params is _UNSET:
+    if params is UNSET:
         if type(message) is CancelNotification:
             return message.session_id
         if not (isinstance(message, UntypedMessage) and message.method == _CANCEL_METHOD):
@@ -1333,6 +1334,37 @@ class SessionMethods:
         return attach_session(cast("Connection", self), response, mcp_registrations, session_id=session_id)
 
 
+class _PermissionRequests:
+    """The agent's ``session/request_permission`` requests not answered yet, by session id.
+
+    The first handler of a client's connection: it records each one, weakly (a responder its
+    handler dropped is still answered by the engine), and passes it on. On ``session/cancel`` the
+    connection answers those of the session ``cancelled``, as ACP requires.
+    """
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: dict[str, weakref.WeakSet[Responder[Any]]] = {}
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Permission requests only."""
+        return message.method == _PERMISSION_METHOD and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Record the request's responder under its session, then pass the request on."""
+        assert isinstance(message, RequestDispatch)
+        session_id = message.session_id
+        if session_id is not None:
+            self.pending.setdefault(session_id, weakref.WeakSet()).add(message.responder)
+        return Unhandled(message)
+
+    def take(self, session_id: str) -> list[Responder[Any]]:
+        """Forget and return the recorded requests of ``session_id``."""
+        found = self.pending.pop(session_id, None)
+        return list(found) if found is not None else []
+
+
 class SessionConnection(SessionMethods, Connection):
     """The connection handle (``cx``) of Client and Proxy builders.
 
@@ -1346,9 +1378,24 @@ class SessionConnection(SessionMethods, Connection):
     _protocol_version: int | None = None
     #: The last typed ``initialize`` sent to the agent, until its answer is read.
     _initializing: SentRequest[InitializeResponse] | None = None
-    #: The agent's ``session/request_permission`` requests by session id (weakly: a responder its
-    #: handler dropped is still answered by the engine); answered ``cancelled`` on ``session/cancel``.
-    _permission_requests: dict[str, weakref.WeakSet[Responder[Any]]] | None = None
+
+    def __init__(
+        self,
+        role: Role,
+        transport: Transport,
+        *,
+        name: str,
+        handlers: Iterable[Handler],
+        startup: Iterable[Callable[[Connection], Awaitable[object]]] = (),
+        close_callbacks: Iterable[Callable[..., Awaitable[object]]] = (),
+    ) -> None:
+        #: The agent's permission requests still unanswered, seen before any handler sees them.
+        self._permission_requests = _PermissionRequests()
+        if role.counterpart() == _AGENT:
+            handlers = (self._permission_requests, *handlers)
+        super().__init__(
+            role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
+        )
 
     @property
     def agent_features(self) -> AgentFeatures | None:
@@ -1364,7 +1411,7 @@ class SessionConnection(SessionMethods, Connection):
         """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
         return self._protocol_version
 
-    def send_request_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> SentRequest[Any]:
+    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
         """Send a request; typed requests to the agent are checked against what ACP allows.
 
         * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
@@ -1382,7 +1429,7 @@ class SessionConnection(SessionMethods, Connection):
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
         """
         method: Any = getattr(type(message), "METHOD", None)
-        to_agent = isinstance(method, str) and params is _UNSET and self._addresses_agent(peer)
+        to_agent = isinstance(method, str) and params is UNSET and self._addresses_agent(peer)
         if to_agent:
             features = self._agent_features
             if features is None and method.startswith("session/"):
@@ -1409,7 +1456,7 @@ class SessionConnection(SessionMethods, Connection):
             with contextlib.suppress(Exception):  # whoever awaits a failed initialize gets its error
                 initializing._value(initializing._reply.outcome)  # records the features, once
         features = self._agent_features
-        if features is not None or self._counterpart != _AGENT or self._closed:
+        if features is not None or self.counterpart != _AGENT or self.closed:
             return features  # a proxy's successor is initialized by the conductor; a closed one raises
         raise RuntimeError(
             f"{method} was sent before initialize was answered: ACP requires the client to "
@@ -1418,7 +1465,7 @@ class SessionConnection(SessionMethods, Connection):
             "answer before starting sessions."
         )
 
-    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = _UNSET) -> None:
+    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
 
         ACP: once the client sends ``session/cancel``, it MUST answer every pending
@@ -1430,22 +1477,10 @@ class SessionConnection(SessionMethods, Connection):
         ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
         """
         super().send_notification_to(peer, message, params)
-        if self._permission_requests and self._addresses_agent(peer):
+        if self._permission_requests.pending and self._addresses_agent(peer):
             session_id = _cancelled_session(message, params)
             if session_id is not None:
                 self._answer_permission_requests_cancelled(session_id)
-
-    def _request_dispatch(self, entry: Request, batch: _Batch | None, slot: int) -> RequestDispatch:
-        """The engine's dispatch of an incoming request; a client keeps its permission requests."""
-        dispatch = super()._request_dispatch(entry, batch, slot)
-        if dispatch.method == _PERMISSION_METHOD and self._counterpart == _AGENT:
-            session_id = dispatch.session_id
-            if session_id is not None:
-                pending = self._permission_requests
-                if pending is None:
-                    pending = self._permission_requests = {}
-                pending.setdefault(session_id, weakref.WeakSet()).add(dispatch.responder)
-        return dispatch
 
     def _answer_permission_requests_cancelled(self, session_id: str) -> int:
         """Answer the agent's unanswered permission requests for ``session_id`` ``cancelled``.
@@ -1453,13 +1488,12 @@ class SessionConnection(SessionMethods, Connection):
         Returns how many were answered. Their responders are marked cancelled, so work waiting on
         them (``run_until_cancelled``, a trait-style ``request_permission`` task) stops.
         """
-        pending = self._permission_requests.pop(session_id, None) if self._permission_requests else None
         answered = 0
-        for responder in list(pending or ()):
+        for responder in self._permission_requests.take(session_id):
             if responder.done:
                 continue
             responder.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
-            responder._cancel.set()  # the answer is no longer wanted: stop whoever is deciding
+            responder.mark_cancelled()  # the answer is no longer wanted: stop whoever is deciding
             answered += 1
         if answered:
             _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
@@ -1467,7 +1501,7 @@ class SessionConnection(SessionMethods, Connection):
 
     def _addresses_agent(self, peer: Any) -> bool:
         if peer is None:
-            return self._counterpart == _AGENT
+            return self.counterpart == _AGENT
         return peer is Agent or peer == _AGENT
 
     def _initialized(self, response: InitializeResponse) -> InitializeResponse:

@@ -194,7 +194,7 @@ class _DefaultRole(Role):
 
 
 async def test_chain_order_is_builder_then_dynamic_then_role_default() -> None:
-    app = _DefaultRole.builder(name="ordered")
+    app = Builder(_DefaultRole(), name="ordered")
     connections: list[Connection] = []
 
     @app.on_dispatch

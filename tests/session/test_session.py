@@ -580,10 +580,10 @@ async def test_client_and_proxy_connections_build_sessions_as_methods() -> None:
     from acpio.roles import Agent, Client, Proxy
     from acpio.session import SessionConnection
 
-    assert Client().connection_class() is SessionConnection
-    assert Proxy().connection_class() is SessionConnection
-    assert Agent().connection_class() is Connection
-    assert UntypedRole().connection_class() is Connection
+    assert Client.builder().connection_class is SessionConnection
+    assert Proxy.builder().connection_class is SessionConnection
+    assert Agent.builder().connection_class is Connection
+    assert UntypedRole.builder().connection_class is Connection
     assert issubclass(SessionConnection, Connection)
     for name in ("build_session", "build_session_cwd", "build_session_from", "attach_session"):
         assert callable(getattr(SessionConnection, name))

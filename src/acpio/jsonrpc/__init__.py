@@ -1,37 +1,48 @@
 """The JSON-RPC 2.0 engine under every acpio agent, client and proxy.
 
-It knows nothing of ACP beyond "a message's params may carry a ``sessionId``". Layers, bottom up:
+It knows nothing of ACP beyond "a message's params may carry a ``sessionId``". Its modules, each
+importing only those above it in this list (``make lint`` checks it):
 
 * :mod:`~acpio.jsonrpc.messages`: decode a frame's envelope, build outgoing frames (no I/O);
 * :mod:`~acpio.jsonrpc.pending`: ids, requests in flight both ways, cancel flags (no I/O);
-* :mod:`~acpio.jsonrpc.handlers`: the :class:`Handler` protocol, :class:`Unhandled`, typed handlers;
-* :mod:`~acpio.jsonrpc.responses`: :class:`Responder`, :class:`ResponseRouter`, :class:`SentRequest`;
-* :mod:`~acpio.jsonrpc.parking`: messages waiting for a handler added later, within
-  :class:`ParkingLimits`;
-* :mod:`~acpio.jsonrpc.connection`: the dispatch loop, sending, closing (:class:`Connection`);
-* :mod:`~acpio.jsonrpc.builder`: :class:`Role`, :class:`UntypedRole` and :class:`Builder`.
+* :mod:`~acpio.jsonrpc.typed`: typed messages: method, params validation, result parsing, :data:`UNSET`;
+* :mod:`~acpio.jsonrpc.dispatch`: incoming messages (:class:`Dispatch`), :class:`Handler`, :class:`Unhandled`;
+* :mod:`~acpio.jsonrpc.parking`: messages waiting for a handler added later, within :class:`ParkingLimits`;
+* :mod:`~acpio.jsonrpc.role`: :class:`Role`, who one side is;
+* :mod:`~acpio.jsonrpc.responses`: :class:`Responder`, :class:`SentRequest`, :class:`ResponseRouter`,
+  and the protocols they need from a connection;
+* :mod:`~acpio.jsonrpc.chain`: the handler chain, dynamic handlers, parking, the fallback;
+* :mod:`~acpio.jsonrpc.lifecycle`: the connection's :class:`Phase`, one transition function;
+* :mod:`~acpio.jsonrpc.outbox`: writing frames, requests in flight, answers, backpressure;
+* :mod:`~acpio.jsonrpc.loop`: the dispatch loop that reads and dispatches;
+* :mod:`~acpio.jsonrpc.connection`: :class:`Connection`, the handle (``cx``) over all of them;
+* :mod:`~acpio.jsonrpc.handlers`: typed request and notification handlers;
+* :mod:`~acpio.jsonrpc.builder`: :class:`Builder` and :class:`UntypedRole`.
 """
 
-from acpio.jsonrpc.builder import Builder, Role, UntypedRole, open_transport
+from acpio.jsonrpc.builder import Builder, UntypedRole, open_transport
+from acpio.jsonrpc.chain import DynamicHandlerRegistration
 from acpio.jsonrpc.connection import Connection
-from acpio.jsonrpc.handlers import (
+from acpio.jsonrpc.dispatch import (
     Dispatch,
     DispatchHandler,
-    DynamicHandlerRegistration,
     Handler,
     NotificationDispatch,
-    NotificationHandler,
     RequestDispatch,
-    RequestHandler,
     ResponseDispatch,
     Unhandled,
 )
+from acpio.jsonrpc.handlers import NotificationHandler, RequestHandler
+from acpio.jsonrpc.lifecycle import Phase
 from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, UntypedMessage
 from acpio.jsonrpc.parking import ParkingLimits
 from acpio.jsonrpc.responses import Responder, ResponseRouter, SentRequest
+from acpio.jsonrpc.role import PeerLike, Role
+from acpio.jsonrpc.typed import UNSET
 
 __all__ = [
     "CANCEL_METHOD",
+    "UNSET",
     "Builder",
     "Connection",
     "Dispatch",
@@ -42,6 +53,8 @@ __all__ = [
     "NotificationDispatch",
     "NotificationHandler",
     "ParkingLimits",
+    "PeerLike",
+    "Phase",
     "RequestDispatch",
     "RequestHandler",
     "RequestId",

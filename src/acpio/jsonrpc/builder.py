@@ -1,10 +1,4 @@
-"""Roles and builders: declare the handlers of a connection, then connect it.
-
-A :class:`Role` says who this side is: its name, its counterpart, the *default handler* it adds at
-the end of the chain, how a message addressed to one of its peers is sent
-(:meth:`Role.route_outgoing`) and which peer an incoming message came from
-(:meth:`Role.route_incoming`). The engine has only :class:`UntypedRole` (its own counterpart, no
-default handler); the ACP roles in :mod:`acpio.roles` subclass :class:`Role`.
+"""Builders: declare the handlers of a connection, then connect it; the engine's own role.
 
 A :class:`Builder` collects handlers and tasks, then serves one connection per ``connect_to`` or
 ``connect_with`` call::
@@ -18,7 +12,8 @@ A :class:`Builder` collects handlers and tasks, then serves one connection per `
     await app.connect_to(transport)
 
 A builder is itself a :class:`~acpio.transports.base.Component`: another builder can connect to it
-in-process.
+in-process. :class:`UntypedRole` is the engine's protocol-neutral role; a role of your own (a
+:class:`~acpio.jsonrpc.Role` subclass) is served with ``Builder(MyRole())``.
 """
 
 from __future__ import annotations
@@ -28,31 +23,21 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from acpio.errors import MethodNotFound, RequestError
 from acpio.jsonrpc.connection import Connection
-from acpio.jsonrpc.handlers import (
-    DispatchHandler,
-    Handler,
-    NotificationHandler,
-    RequestDispatch,
-    RequestHandler,
-    as_handler,
-    message_type_from,
-)
-from acpio.jsonrpc.messages import JsonValue
-from acpio.jsonrpc.parking import ParkingLimits
+from acpio.jsonrpc.dispatch import DispatchHandler, Handler, as_handler
+from acpio.jsonrpc.handlers import NotificationHandler, RequestHandler, message_type_from
+from acpio.jsonrpc.role import PeerLike, Role
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
 
-__all__ = ["Builder", "PeerLike", "Role", "UntypedRole", "open_transport"]
+__all__ = ["Builder", "UntypedRole", "open_transport"]
 
 _log = logging.getLogger("acpio.jsonrpc")
-_PARKING = ParkingLimits()
 #: Seconds ``serve()`` waits after a failed ``accept()``, first and at most.
 _ACCEPT_RETRY = 0.1
 _ACCEPT_RETRY_MAX = 2.0
@@ -63,151 +48,15 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 C = DefaultTypeVar("C", bound=Connection, default=Connection, covariant=True)
 
 
-class Role:
-    """Who one side of a connection is.
-
-    Subclasses set :attr:`NAME` and :attr:`COUNTERPART`, and may override :meth:`peers`,
-    :meth:`default_handler` (the handler placed after the dynamic handlers),
-    :meth:`route_outgoing` (how a message for one of :meth:`peers` is sent, for example wrapped in
-    an envelope) and :meth:`route_incoming` (which peer an incoming message came from, and what the
-    handlers see of it, for example the message unwrapped from its envelope).
-    """
-
-    #: A short name for logs.
-    NAME: ClassVar[str] = "role"
-    #: The role of the other side; ``None`` means the role is its own counterpart.
-    COUNTERPART: ClassVar[type[Role] | None] = None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
-
-    @classmethod
-    def builder(cls, *, name: str | None = None) -> Builder[Connection]:
-        """A new :class:`Builder` for a connection playing this role."""
-        return Builder(cls(), name=name)
-
-    def counterpart(self) -> Role:
-        """The role at the other end of the connection."""
-        return (self.COUNTERPART or type(self))()
-
-    def peers(self) -> tuple[Role, ...]:
-        """The roles this side can address; by default only the counterpart."""
-        return (self.counterpart(),)
-
-    def connection_class(self) -> type[Connection]:
-        """The class of the connection handle (``cx``) this role's builder makes.
-
-        ACP roles return a subclass with protocol helpers (``cx.build_session(...)``).
-        """
-        return Connection
-
-    def default_handler(self) -> Handler | None:
-        """The handler placed after the dynamic handlers, or ``None`` (the base has none)."""
-        return None
-
-    def parking_limits(self) -> ParkingLimits:
-        """How many messages a connection parks for handlers added later, and for how long."""
-        return _PARKING
-
-    def unclaimed_error(self, message: RequestDispatch) -> RequestError:
-        """The answer to a parked request no handler claimed in time (by default ``-32601``)."""
-        return MethodNotFound(message.method)
-
-    def for_connection(self) -> Role:
-        """The role instance one new connection plays (by default: this one, shared).
-
-        A builder may serve several connections with one role. A role whose routing keeps state
-        per connection (the ACP ``Proxy`` remembers which names its conductor uses for the
-        proxy-chain methods) returns a copy here, so connections never share that state.
-        """
-        return self
-
-    def disabled_methods(self) -> frozenset[str]:
-        """Methods of the protocol this side does not speak (by default: none).
-
-        The connection enforces them, so a role can switch off part of its protocol (the ACP roles
-        switch off the unstable methods unless asked for them):
-
-        * sending one with ``send_request``/``send_notification`` raises :meth:`disabled_error`
-          before anything is written; forwarding with ``send_proxied_message`` is not checked
-          (passing a message on is not speaking it);
-        * an incoming request or notification for one never reaches the builder's or the dynamic
-          handlers: it goes to :meth:`disabled_handler`, or, when there is none, to the fallback
-          (``-32601`` with the method in ``data`` for a request, as for any unknown method; a
-          notification is dropped); the response to a forwarded one goes straight to its caller;
-        * registering a typed handler for one raises :meth:`disabled_error` at once.
-
-        Called once per connection (and per typed-handler registration); return the same set.
-        """
-        return frozenset()
-
-    def disabled_error(self, method: str, action: str) -> Exception:
-        """The error for trying to ``action`` (``"send"`` or ``"handle"``) a disabled ``method``."""
-        return ValueError(f"Cannot {action} {method!r}: {type(self).__name__} connections do not speak it")
-
-    def disabled_handler(self) -> Handler | None:
-        """The handler that takes incoming messages for :meth:`disabled_methods`, or ``None``.
-
-        The base has none, so they get the fallback; a proxy role returns its forwarding handler, so
-        that what it does not speak still passes through it unchanged.
-        """
-        return None
-
-    def resolve_peer(self, peer: Any) -> Role:
-        """``peer`` (a role class or instance) as the instance from :meth:`peers`.
-
-        Raises ``ValueError`` naming the peers this role has when ``peer`` is not one of them.
-        """
-        wanted = peer() if isinstance(peer, type) and issubclass(peer, Role) else peer
-        for known in self.peers():
-            if known == wanted:
-                return known
-        names = ", ".join(type(p).__name__ for p in self.peers())
-        name = peer.__name__ if isinstance(peer, type) else repr(peer)
-        raise ValueError(
-            f"{name} is not a peer of a {type(self).__name__} connection; its peers are: {names}"
-        )
-
-    def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
-        """The method and params to send a message for ``peer`` with (by default: unchanged).
-
-        ``peer`` is a role (class or instance) from :meth:`peers`; anything else is an error.
-        """
-        self._check_send(peer)
-        return method, params
-
-    def _check_send(self, peer: Any) -> Role:
-        """:meth:`resolve_peer` for sending: the error says that sending is what failed."""
-        try:
-            return self.resolve_peer(peer)
-        except ValueError as exc:
-            name = peer.__name__ if isinstance(peer, type) else repr(peer)
-            raise ValueError(f"{type(self).__name__} cannot send to {name}: {exc}") from None
-
-    def route_incoming(self, method: str, params: JsonValue) -> tuple[Role, str, JsonValue]:
-        """The peer an incoming request or notification came from, and its method and params.
-
-        Called once per incoming request or notification, before the handler chain. The default:
-        it came from the counterpart, unchanged. A role that receives messages from several peers
-        over one connection (a proxy) overrides this to tell them apart and unwrap them.
-        """
-        return self.counterpart(), method, params
-
-
 class UntypedRole(Role):
     """A protocol-neutral role: its own counterpart, no default handler, no envelopes."""
 
     NAME = "untyped"
 
-
-#: A peer as handlers and senders name it: a role class (``Agent``) or instance (``Agent()``).
-PeerLike: TypeAlias = Role | type[Role]
+    @classmethod
+    def builder(cls, *, name: str | None = None) -> Builder[Connection]:
+        """A new :class:`Builder` for a connection playing this role."""
+        return Builder(cls(), name=name)
 
 
 async def open_transport(target: Any) -> Transport:
@@ -235,9 +84,15 @@ class Builder(Generic[C]):
     ``Builder[SessionConnection]``), so ``connect_with(target, main)`` types ``main``'s ``cx``.
     """
 
-    def __init__(self, role: Role | None = None, *, name: str | None = None) -> None:
+    def __init__(
+        self, role: Role | None = None, *, name: str | None = None, connection_class: type[C] | None = None
+    ) -> None:
         self.role: Role = role if role is not None else UntypedRole()
         self.name: str = name if name is not None else type(self.role).NAME
+        #: The class of the handle each connection gets (``Connection`` unless a subclass is given).
+        self.connection_class: type[Connection] = (
+            connection_class if connection_class is not None else Connection
+        )
         self._handlers: list[Handler] = []
         self._spawned: list[Callable[[Any], Awaitable[object]]] = []
         self._close: list[Callable[[Any], Awaitable[object]]] = []
@@ -310,9 +165,12 @@ class Builder(Generic[C]):
 
     def _add_typed(self, handler: RequestHandler | NotificationHandler) -> None:
         """Append a typed handler; one for a method the role disabled is refused at once."""
+        self._check_enabled(handler)
+        self._handlers.append(handler)
+
+    def _check_enabled(self, handler: RequestHandler | NotificationHandler) -> None:
         if handler.method in self.role.disabled_methods():
             raise self.role.disabled_error(handler.method, "handle")
-        self._handlers.append(handler)
 
     def _peer(self, peer: Any, what: str) -> Role:
         try:
@@ -368,10 +226,9 @@ class Builder(Generic[C]):
         A typed handler of ``other`` for a method this builder's role disabled is refused, as when
         it is registered here.
         """
-        disabled = self.role.disabled_methods()
         for handler in other._handlers:
-            if isinstance(handler, RequestHandler | NotificationHandler) and handler.method in disabled:
-                raise self.role.disabled_error(handler.method, "handle")
+            if isinstance(handler, RequestHandler | NotificationHandler):
+                self._check_enabled(handler)
         self._handlers.extend(other._handlers)
         self._spawned.extend(other._spawned)
         self._close.extend(other._close)
@@ -379,9 +236,15 @@ class Builder(Generic[C]):
 
     # --- connecting -------------------------------------------------------------------------------
 
-    def _make_connection(self, transport: Transport) -> C:
+    async def open_connection(self, target: Any) -> C:
+        """A connection to ``target`` (a transport or component), made but not served yet.
+
+        Serve it with :meth:`Connection.serve` or :meth:`Connection.run`; :meth:`connect_to` and
+        :meth:`connect_with` do both steps.
+        """
+        transport = await open_transport(target)
         role = self.role.for_connection()
-        return role.connection_class()(  # type: ignore[return-value]  # the role's class is C
+        return self.connection_class(  # type: ignore[return-value]  # connection_class is C's class
             role,
             transport,
             name=self.name,
@@ -396,8 +259,7 @@ class Builder(Generic[C]):
         Returns once the input ended, the close callbacks ran and queued output was written.
         Raises the error that failed the connection (a read error, a failed spawned task).
         """
-        transport = await open_transport(target)
-        await self._make_connection(transport)._serve(None)
+        await (await self.open_connection(target)).serve()
 
     async def connect_with(self, target: Any, main: Callable[[C], Awaitable[T]]) -> T:
         """Connect to ``target``, run ``await main(cx)`` while serving, then close; returns its value.
@@ -405,8 +267,8 @@ class Builder(Generic[C]):
         If the connection fails first, ``main`` is cancelled and the failure is raised. If the peer
         closes first, ``main`` goes on (its pending and new requests fail with ConnectionClosed).
         """
-        transport = await open_transport(target)
-        result = await self._make_connection(transport)._serve(main)
+        connection = await self.open_connection(target)
+        result = await connection.run(main)
         return result  # type: ignore[return-value]  # None only when main is None
 
     async def serve(

@@ -20,7 +20,7 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass
 
-from acpio.jsonrpc.handlers import Dispatch, RequestDispatch
+from acpio.jsonrpc.dispatch import Dispatch, RequestDispatch
 
 __all__ = ["ParkingLimits", "ParkingLot", "Parked"]
 

@@ -18,24 +18,28 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from acpio.errors import (
     AcpError,
     DeadlockError,
     InternalError,
-    ParseError,
     RequestCancelled,
     RequestError,
 )
-from acpio.jsonrpc.handlers import fast_validator
 from acpio.jsonrpc.messages import RequestId
 from acpio.jsonrpc.pending import CancelFlag
 
-if TYPE_CHECKING:
-    from acpio.jsonrpc.connection import Connection
-
-__all__ = ["PendingReply", "Responder", "ResponseRouter", "SentRequest"]
+__all__ = [
+    "Answering",
+    "Awaiting",
+    "Outcome",
+    "PendingReply",
+    "Responder",
+    "ResponseRouter",
+    "SentRequest",
+    "as_request_error",
+]
 
 _log = logging.getLogger("acpio.jsonrpc")
 
@@ -54,13 +58,46 @@ def as_request_error(error: BaseException) -> RequestError:
     return InternalError({"reason": str(error)})
 
 
+class Awaiting(Protocol):
+    """What a request this side sent needs from the connection that carries it."""
+
+    @property
+    def name(self) -> str:
+        """The connection's name, for error messages."""
+        ...
+
+    def in_dispatch_loop(self) -> bool:
+        """Whether the current task is the connection's dispatch loop (awaiting there deadlocks)."""
+        ...
+
+    def run_response_callback(self, callback: Callable[[Outcome], Awaitable[None]], outcome: Outcome) -> None:
+        """Run ``await callback(outcome)``: in the dispatch loop before its next message, else as a task."""
+        ...
+
+    def cancel_request(self, reply: PendingReply) -> None:
+        """Send ``$/cancel_request`` for ``reply`` (nothing when the connection is closed)."""
+        ...
+
+
+class Answering(Protocol):
+    """What a :class:`Responder` needs from the connection that carries its request."""
+
+    def answer(self, responder: Responder[Any], value: Any, error: RequestError | None) -> None:
+        """Send the answer of ``responder`` (called once, by the responder)."""
+        ...
+
+    def unanswered(self, responder: Responder[Any]) -> None:
+        """``responder`` was garbage-collected without an answer."""
+        ...
+
+
 class PendingReply:
     """The connection's record of one outgoing request: what the response settles, once."""
 
     __slots__ = (
         "callback",
         "cancel_sent",
-        "connection",
+        "carrier",
         "future",
         "id",
         "method",
@@ -70,8 +107,8 @@ class PendingReply:
         "sink",
     )
 
-    def __init__(self, connection: Connection, method: str, peer: object) -> None:
-        self.connection = connection
+    def __init__(self, carrier: Awaiting, method: str, peer: object) -> None:
+        self.carrier = carrier
         self.method = method
         self.peer = peer
         self.id: RequestId = None
@@ -97,7 +134,7 @@ class PendingReply:
             except Exception:
                 _log.exception("Forwarding the response to %r failed", self.method)
         elif self.callback is not None:
-            self.connection._schedule_callback(self.callback, outcome)
+            self.carrier.run_response_callback(self.callback, outcome)
         future = self.future
         if future is not None and not future.done():
             future.set_result(None)
@@ -170,12 +207,12 @@ class SentRequest(_OurRequest, Generic[T]):
     async def _wait(self) -> T:
         reply = self._reply
         if not reply.settled:
-            connection = reply.connection
-            if connection.in_dispatch_loop():
+            carrier = reply.carrier
+            if carrier.in_dispatch_loop():
                 self.cancel()  # it was sent already: tell the peer not to act on it (ask the user...)
                 raise DeadlockError(
                     f"Awaiting the response to {reply.method!r} inside a handler of connection "
-                    f"{connection.name!r} would deadlock: only this same dispatch loop can read it. "
+                    f"{carrier.name!r} would deadlock: only this same dispatch loop can read it. "
                     "Move the await into cx.spawn(...), or use sent.on_receiving_result(callback)."
                 )
             future = reply.future
@@ -215,7 +252,7 @@ class SentRequest(_OurRequest, Generic[T]):
         reply = self._reply
         reply.callback = consume
         if reply.settled:
-            reply.connection._schedule_callback(consume, reply.outcome)
+            reply.carrier.run_response_callback(consume, reply.outcome)
 
     def on_receiving_ok_result(
         self, responder: Responder[Any], callback: Callable[[T, Responder[Any]], Awaitable[object]]
@@ -279,33 +316,7 @@ class SentRequest(_OurRequest, Generic[T]):
         if reply.settled or reply.cancel_sent:
             return
         reply.cancel_sent = True
-        reply.connection._send_cancel(reply.id, reply.peer)
-
-
-def _parse_with(response_type: Any, method: str) -> Callable[[Any], Any]:
-    """The parser for results of a typed request: ``RESPONSE.model_validate`` with a clear error."""
-    if getattr(response_type, "model_validate", None) is None:
-        return _identity
-    validate = fast_validator(response_type)
-    # ``"result": null`` answers a request whose result has no required field: read it as ``{}``
-    # (the spec's own examples send null for fs/write_text_file, and SDKs do). A root model (any
-    # JSON, as extension results) keeps a null as null.
-    null_as_empty = not getattr(response_type, "__pydantic_root_model__", False)
-
-    def parse(raw: Any) -> Any:
-        try:
-            return validate({} if raw is None and null_as_empty else raw)
-        except Exception as exc:  # pydantic.ValidationError; kept duck-typed
-            raise ParseError(
-                {"method": method, "error": str(exc), "json": raw, "phase": "deserialization"},
-                message=f"The result of {method!r} does not match {response_type.__name__}",
-            ) from exc
-
-    return parse
-
-
-def _identity(raw: Any) -> Any:
-    return raw
+        reply.carrier.cancel_request(reply)
 
 
 class Responder(Generic[T]):
@@ -319,23 +330,16 @@ class Responder(Generic[T]):
 
     # __weakref__: a client's connection tracks pending session/request_permission responders
     # weakly, so that one its handler dropped is still answered by the engine.
-    __slots__ = ("__weakref__", "_batch", "_cancel", "_connection", "_done", "_slot", "id", "method")
+    __slots__ = ("__weakref__", "_answering", "_cancel", "_done", "id", "method")
 
     def __init__(
-        self,
-        connection: Connection,
-        request_id: RequestId,
-        method: str,
-        batch: Any = None,
-        slot: int = 0,
+        self, answering: Answering, request_id: RequestId, method: str, cancel: CancelFlag | None = None
     ) -> None:
-        self._connection = connection
+        self._answering = answering
         self.id = request_id
         self.method = method
         self._done = False
-        self._cancel = CancelFlag()
-        self._batch = batch
-        self._slot = slot
+        self._cancel = cancel if cancel is not None else CancelFlag()
 
     def __repr__(self) -> str:
         return f"<Responder {self.method!r} id={self.id!r}{' done' if self._done else ''}>"
@@ -351,7 +355,7 @@ class Responder(Generic[T]):
             _log.debug("Ignoring a second answer to request %r (%s)", self.id, self.method)
             return
         self._done = True
-        self._connection._answer(self, value, None)
+        self._answering.answer(self, value, None)
 
     def respond_with_error(self, error: BaseException) -> None:
         """Answer with ``error``; anything but a :class:`~acpio.RequestError` is sent as -32603."""
@@ -359,7 +363,7 @@ class Responder(Generic[T]):
             _log.debug("Ignoring a second answer to request %r (%s)", self.id, self.method)
             return
         self._done = True
-        self._connection._answer(self, None, as_request_error(error))
+        self._answering.answer(self, None, as_request_error(error))
 
     def respond_with_result(self, result: T | BaseException) -> None:
         """Answer with ``result``: an exception is sent as an error, anything else as the result."""
@@ -375,6 +379,11 @@ class Responder(Generic[T]):
     # --- cancellation -------------------------------------------------------------------------------
 
     @property
+    def cancel_flag(self) -> CancelFlag:
+        """The flag :meth:`mark_cancelled` sets (the connection finds it by the request's id)."""
+        return self._cancel
+
+    @property
     def cancelled(self) -> bool:
         """Whether the peer asked to cancel this request, or its answer is no longer wanted.
 
@@ -382,6 +391,16 @@ class Responder(Generic[T]):
         ``cancelled`` outcome because the client cancelled the turn (``session/cancel``).
         """
         return self._cancel.cancelled
+
+    def mark_cancelled(self) -> None:
+        """Mark the request cancelled from this side: its answer is no longer wanted.
+
+        Work watching :attr:`cancelled` (``wait_cancelled``, ``run_until_cancelled``) stops as if
+        the peer had sent ``$/cancel_request``. The request still gets exactly one answer. The
+        connection calls this when ``$/cancel_request`` arrives; a client's connection, for the
+        permission requests it answers ``cancelled`` itself.
+        """
+        self._cancel.set()
 
     def _add_cancel_callback(self, callback: Callable[[], object]) -> None:
         self._cancel.add_callback(callback)
@@ -431,7 +450,7 @@ class Responder(Generic[T]):
             return
         self._done = True
         with contextlib.suppress(Exception):  # never raise from a finalizer
-            self._connection._dropped(self)
+            self._answering.unanswered(self)
 
 
 class ResponseRouter(_OurRequest, Generic[T]):

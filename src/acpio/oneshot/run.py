@@ -56,8 +56,7 @@ from acpio.errors import (
     ResourceNotFound,
     TransportError,
 )
-from acpio.jsonrpc import Connection, RequestDispatch, Unhandled
-from acpio.jsonrpc.handlers import Dispatch, ResponseDispatch
+from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, ResponseDispatch, Unhandled
 from acpio.oneshot.files import ConfinedFiles
 from acpio.oneshot.permissions import (
     AllowPolicy,

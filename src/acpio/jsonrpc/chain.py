@@ -1,0 +1,335 @@
+"""The handler chain of a connection: who is offered an incoming message, and what nobody claims.
+
+A message is offered to the builder's handlers (registration order), then to the dynamic handlers
+(added at run time with :meth:`~acpio.jsonrpc.Connection.add_dynamic_handler`), then to the role's
+default handler. A message for a method the role disabled walks the role's disabled chain instead.
+What nobody claims falls back: ``-32601 Method not found`` for a request, delivery to the waiting
+caller for a response, nothing for a notification. A message declined with ``retry=True`` is
+parked (:mod:`~acpio.jsonrpc.parking`) and offered again to each dynamic handler added later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from acpio.errors import InternalError, MethodNotFound, RequestError
+from acpio.jsonrpc.dispatch import (
+    Dispatch,
+    Handler,
+    RequestDispatch,
+    ResponseDispatch,
+    Unhandled,
+    passed_on,
+)
+from acpio.jsonrpc.parking import Parked, ParkingLot
+from acpio.jsonrpc.role import Role
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc.connection import Connection
+
+__all__ = ["DynamicHandlerRegistration", "HandlerChain", "fallback"]
+
+_log = logging.getLogger("acpio.jsonrpc")
+#: Sessions whose dropped or refused parked messages are logged, one line each; then one summary.
+_PARKING_WARNINGS = 100
+
+#: A chain link: the handler's ``accepts`` (or ``None``: it sees everything) and its ``handle``.
+_Link = tuple[Callable[[Dispatch], bool] | None, Callable[[Dispatch, Any], Awaitable[Unhandled | None]]]
+
+
+def _link(handler: Handler) -> _Link:
+    return (getattr(handler, "accepts", None), handler.handle)
+
+
+class DynamicHandlerRegistration:
+    """A handler added to a running connection with :meth:`Connection.add_dynamic_handler`.
+
+    It stays in the chain until :meth:`remove` is called or the ``with`` block it was used in ends.
+    :meth:`run_indefinitely` keeps it for the connection's lifetime (``remove`` then does nothing).
+    """
+
+    __slots__ = ("_accepts", "_active", "_chain", "_kept", "handler")
+
+    def __init__(self, chain: HandlerChain, handler: Handler) -> None:
+        self._chain = chain
+        self.handler = handler
+        self._accepts: Callable[[Dispatch], bool] | None = getattr(handler, "accepts", None)
+        self._active = True
+        self._kept = False
+
+    @property
+    def active(self) -> bool:
+        """Whether the handler is still in the chain (or about to be)."""
+        return self._active
+
+    def remove(self) -> None:
+        """Take the handler out of the chain; it declines every message from now on."""
+        if self._kept or not self._active:
+            return
+        self._active = False
+        self._chain.remove(self)
+
+    def run_indefinitely(self) -> None:
+        """Keep the handler for the connection's lifetime: later :meth:`remove` calls do nothing."""
+        self._kept = True
+
+    def __enter__(self) -> DynamicHandlerRegistration:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Offer ``message`` to the handler while it is registered and accepts it."""
+        if not self._active:
+            return Unhandled(message)
+        accepts = self._accepts
+        if accepts is not None and not accepts(message):
+            return Unhandled(message)
+        return await self.handler.handle(message, cx)
+
+
+class HandlerChain:
+    """The handlers of one connection and the messages parked for handlers to come.
+
+    ``cx`` is the connection handlers are called with; ``after_each`` runs after each parked
+    message is replayed to a new handler (the response callbacks it made ready).
+    """
+
+    __slots__ = (
+        "_builder_links",
+        "_cx",
+        "_default_links",
+        "_disabled",
+        "_disabled_links",
+        "_dynamic",
+        "_links",
+        "_new",
+        "_parked",
+        "_role",
+        "_warned",
+        "after_each",
+        "intercepts_responses",
+    )
+
+    def __init__(self, role: Role, handlers: Iterable[Handler], cx: Connection) -> None:
+        self._role = role
+        self._cx = cx
+        self._builder_links = tuple(_link(h) for h in handlers)
+        default = role.default_handler()
+        self._default_links = (_link(default),) if default is not None else ()
+        #: Methods the role does not speak: kept from the handlers when received.
+        self._disabled = role.disabled_methods()
+        disabled = role.disabled_handler()
+        self._disabled_links = (_link(disabled),) if disabled is not None else ()
+        self._dynamic: list[DynamicHandlerRegistration] = []
+        #: Added, not yet in the chain: activated by the dispatch loop between two messages.
+        self._new: list[DynamicHandlerRegistration] = []
+        self._links: tuple[_Link, ...] = ()
+        #: Whether a handler may see responses (any untyped handler): else they skip the chain.
+        self.intercepts_responses = False
+        self._parked = ParkingLot(role.parking_limits())
+        self._warned: set[str | None] = set()
+        self.after_each: Callable[[], Awaitable[None]] | None = None
+        self._relink()
+
+    def statistics(self) -> dict[str, int]:
+        """Parked messages and dynamic handlers."""
+        return {"retry_queue": len(self._parked), "dynamic_handlers": len(self._dynamic)}
+
+    # --- dynamic handlers -------------------------------------------------------------------------
+
+    def add(self, handler: Handler) -> DynamicHandlerRegistration:
+        """Register ``handler``; it joins the chain at the next :meth:`activate_new`."""
+        registration = DynamicHandlerRegistration(self, handler)
+        self._new.append(registration)
+        return registration
+
+    @property
+    def has_new(self) -> bool:
+        """Whether handlers were added and wait for :meth:`activate_new`."""
+        return bool(self._new)
+
+    def remove(self, registration: DynamicHandlerRegistration) -> None:
+        """Take ``registration`` out of the chain (or out of the handlers waiting to join)."""
+        if registration in self._dynamic:
+            self._dynamic.remove(registration)
+            self._relink()
+        elif registration in self._new:
+            self._new.remove(registration)
+
+    def _relink(self) -> None:
+        links = self._builder_links + tuple(_link(r) for r in self._dynamic) + self._default_links
+        self._links = links
+        self.intercepts_responses = bool(self._dynamic) or any(a is None for a, _ in links)
+
+    async def activate_new(self) -> None:
+        """Put the added handlers in the chain, each first offered the parked messages, in order."""
+        while self._new:
+            registration = self._new.pop(0)
+            if not registration.active:
+                continue
+            self._dynamic.append(registration)
+            self._relink()
+            if self._parked:
+                await self._replay(registration)
+
+    async def _replay(self, registration: DynamicHandlerRegistration) -> None:
+        kept: list[Parked] = []
+        for entry in self._parked.take_all():
+            message = entry.message
+            try:
+                result = await registration.handle(message, self._cx)
+            except Exception as exc:
+                self._unpark(entry)
+                self.handler_failed(message, exc)
+                continue
+            if result is None:
+                self._unpark(entry)
+            else:
+                entry.message = passed_on(message, result)  # same ticket: its timer still finds it
+                kept.append(entry)
+            if self.after_each is not None:
+                await self.after_each()
+        self._parked.put_back(kept)
+        self._expire_overdue_requests(kept)
+
+    # --- offering ---------------------------------------------------------------------------------
+
+    async def offer(self, message: Dispatch) -> None:
+        """Walk ``message`` through the chain; the fallback takes what nobody claims."""
+        links = self._links
+        if message.method in self._disabled:
+            links = self._disabled_links
+        retry = False
+        cx = self._cx
+        for accepts, handle in links:
+            if accepts is not None and not accepts(message):
+                continue
+            try:
+                result = await handle(message, cx)
+            except Exception as exc:
+                self.handler_failed(message, exc)
+                return
+            if result is None:
+                return
+            if result.retry:
+                retry = True
+            if result.message is not message:
+                message = passed_on(message, result)
+        if retry:
+            self._park(message)
+            return
+        fallback(message)
+
+    def handler_failed(self, message: Dispatch, exc: Exception) -> None:
+        """A handler raised: answer the request with the error (or -32603), or log."""
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            if isinstance(exc, RequestError):
+                _log.debug("Handler for %r answered with %s", message.method, exc)
+                message.responder.respond_with_error(exc)
+            else:
+                _log.exception("Handler for request %r failed", message.method, exc_info=exc)
+                message.responder.respond_with_error(InternalError())
+        elif type(message) is ResponseDispatch:
+            assert isinstance(message, ResponseDispatch)
+            message.router.respond_with_error(exc)
+        elif isinstance(exc, RequestError):
+            _log.warning("Notification %r rejected: %s", message.method, exc)
+        else:
+            _log.exception("Handler for notification %r failed", message.method, exc_info=exc)
+
+    # --- parking ----------------------------------------------------------------------------------
+
+    def _park(self, message: Dispatch) -> None:
+        """Park ``message`` for a handler added later, within the role's :class:`ParkingLimits`."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        lot = self._parked
+        for expired in lot.expire_notifications(now):
+            self._warn_parking(expired.message, "no handler claimed it in time; dropped")
+        if not lot.has_room(message):
+            self._warn_parking(message, "too many messages are waiting for handlers; refused")
+            self._refuse(message)
+            return
+        entry = lot.park(message, now)
+        if entry.is_request:
+            entry.timer = loop.call_later(lot.limits.request_wait, self._expire_request, entry.ticket)
+
+    def release_parked(self) -> None:
+        """The input ended: parked messages no handler will ever claim get the normal fallback."""
+        for entry in self._parked.take_all():
+            self._unpark(entry)
+            fallback(entry.message)
+
+    def _unpark(self, entry: Parked) -> None:
+        """A parked message was claimed (or failed): its request timer has nothing left to do."""
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+
+    def _expire_request(self, ticket: int) -> None:
+        entry = self._parked.remove(ticket)
+        if entry is not None:
+            entry.timer = None
+            self._refuse(entry.message)
+        # else: claimed meanwhile, or out of the lot while a new handler replays it (then the
+        # replay answers it once it is parked again: see _expire_overdue_requests)
+
+    def _expire_overdue_requests(self, entries: list[Parked]) -> None:
+        """Answer the re-parked requests whose wait ran out while they were being replayed."""
+        deadline = asyncio.get_running_loop().time() - self._parked.limits.request_wait
+        for entry in entries:
+            if entry.is_request and entry.parked_at <= deadline:
+                self._parked.remove(entry.ticket)
+                self._unpark(entry)
+                self._refuse(entry.message)
+
+    def _refuse(self, message: Dispatch) -> None:
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            message.responder.respond_with_error(self._role.unclaimed_error(message))
+
+    def _warn_parking(self, message: Dispatch, what: str) -> None:
+        key = message.session_id
+        warned = self._warned
+        if key in warned or len(warned) > _PARKING_WARNINGS:
+            return
+        warned.add(key)
+        name = self._cx.name
+        if len(warned) > _PARKING_WARNINGS:
+            _log.warning(
+                "Connection %r: messages for %d sessions waited for handlers and were dropped or "
+                "refused; not logging further sessions",
+                name,
+                _PARKING_WARNINGS,
+            )
+            return
+        _log.warning(
+            "Connection %r: a %r message for session %r waited for a handler: %s (logged once per session)",
+            name,
+            message.method,
+            key,
+            what,
+        )
+
+
+def fallback(message: Dispatch) -> None:
+    """What happens to a message nobody claims: -32601, delivery to the caller, or nothing."""
+    kind = type(message)
+    if kind is RequestDispatch:
+        assert isinstance(message, RequestDispatch)
+        message.responder.respond_with_error(MethodNotFound(message.method))
+    elif kind is ResponseDispatch:
+        assert isinstance(message, ResponseDispatch)
+        router = message.router
+        if message.error is not None:
+            router.respond_with_error(message.error)
+        else:
+            router.respond(message.result)
+    else:
+        _log.debug("No handler for notification %r", message.method)

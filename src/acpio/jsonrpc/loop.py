@@ -1,0 +1,287 @@
+"""The dispatch loop: one task reads a connection's frames and offers each message to the chain inline.
+
+There is no task per message: a handler runs to completion before the next message is
+dispatched, so handlers see messages in order. Reading never stops while requests are pending:
+their responses are read by this same loop. Between two messages the loop runs the response
+callbacks made ready (``on_receiving_result``) and puts handlers added meanwhile in the chain.
+
+Bad input never ends the loop: it is answered (``-32700``/``-32600`` with ``id: null``) and the
+loop goes on. The end of input calls ``on_end``; a read error calls ``on_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acpio.errors import InvalidRequest
+from acpio.jsonrpc.chain import HandlerChain
+from acpio.jsonrpc.dispatch import NotificationDispatch, RequestDispatch, ResponseDispatch
+from acpio.jsonrpc.lifecycle import Lifecycle, Phase
+from acpio.jsonrpc.messages import (
+    CANCEL_METHOD,
+    MAX_BATCH_ENTRIES,
+    Batch,
+    Entry,
+    Invalid,
+    Notification,
+    Request,
+    Response,
+    decode,
+    encode_error,
+    line_head,
+)
+from acpio.jsonrpc.outbox import BatchAnswers, Outbox
+from acpio.jsonrpc.responses import Outcome, ResponseRouter
+from acpio.jsonrpc.role import Role
+from acpio.transports.base import OversizedFrame, Transport
+
+__all__ = ["DispatchLoop"]
+
+_log = logging.getLogger("acpio.jsonrpc")
+
+_Callback = Callable[[Outcome], Awaitable[None]]
+
+
+class DispatchLoop:
+    """Reads one connection's input and dispatches it (see the module docstring).
+
+    ``spawn`` runs work beside the connection; ``on_end`` is awaited at a clean end of input and
+    ``on_error`` called with a read error or a failed response callback.
+    """
+
+    __slots__ = (
+        "_chain",
+        "_counterpart",
+        "_dispatcher",
+        "_life",
+        "_lock",
+        "_on_end",
+        "_on_error",
+        "_ready",
+        "_role",
+        "_route",
+        "_spawn",
+        "_transport",
+        "outbox",
+        "reader",
+    )
+
+    def __init__(
+        self,
+        transport: Transport,
+        role: Role,
+        life: Lifecycle,
+        chain: HandlerChain,
+        *,
+        spawn: Callable[..., asyncio.Task[Any]],
+        on_end: Callable[[], Awaitable[None]],
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        self._transport = transport
+        self._role = role
+        self._life = life
+        self._chain = chain
+        self._spawn = spawn
+        self._on_end = on_end
+        self._on_error = on_error
+        self._counterpart = role.counterpart()
+        #: The role's incoming-routing hook, or ``None`` when it keeps the default (a fast path).
+        self._route: Callable[[str, Any], tuple[Role, str, Any]] | None = (
+            role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
+        )
+        self.outbox = Outbox(
+            transport,
+            role,
+            life,
+            in_dispatch_loop=self.in_dispatch_loop,
+            run_response_callback=self.run_response_callback,
+        )
+        self._ready: list[tuple[_Callback, Outcome]] = []
+        self._lock = asyncio.Lock()
+        self.reader: asyncio.Task[None] | None = None
+        #: The task running the chain right now (the loop, or a dynamic-handler activation).
+        self._dispatcher: asyncio.Task[Any] | None = None
+        chain.after_each = self._run_ready
+
+    def start(self, name: str) -> None:
+        """Start reading in a task of its own."""
+        self.reader = asyncio.get_running_loop().create_task(self._read(), name=f"acpio dispatch loop {name}")
+
+    def in_dispatch_loop(self) -> bool:
+        """Whether the current task runs the chain (awaiting a response there would deadlock)."""
+        current = asyncio.current_task()
+        return current is not None and (current is self._dispatcher or current is self.reader)
+
+    def run_response_callback(self, callback: _Callback, outcome: Outcome) -> None:
+        """Run a response callback: inside the dispatch loop before the next message, else as a task."""
+        if asyncio.current_task() is self._dispatcher:
+            self._ready.append((callback, outcome))
+        elif self._life.phase is not Phase.FINISHED:
+            self._spawn(callback, outcome)
+
+    def handlers_added(self) -> None:
+        """Handlers were added: activate them now if no message is being dispatched."""
+        if asyncio.current_task() is not self._dispatcher and self._life.phase is not Phase.FINISHED:
+            self._spawn(self._activate_outside)
+
+    async def _activate_outside(self) -> None:
+        async with self._lock:
+            self._dispatcher = asyncio.current_task()
+            try:
+                await self._between_messages()
+            finally:
+                self._dispatcher = None
+
+    async def _run_ready(self) -> None:
+        while self._ready:
+            callback, outcome = self._ready.pop(0)
+            try:
+                await callback(outcome)
+            except Exception as exc:
+                exc.add_note(f"(raised by a response callback on connection {self._life.name!r})")
+                self._on_error(exc)
+
+    async def _between_messages(self) -> None:
+        chain = self._chain
+        while self._ready or chain.has_new:
+            await self._run_ready()
+            await chain.activate_new()
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        receive = self._transport.receive
+        lock = self._lock
+        me = asyncio.current_task()
+        life = self._life
+        offer = self._chain.offer
+        chain = self._chain
+        try:
+            while life.is_open:
+                frame = await receive()
+                if frame is None:
+                    break
+                await lock.acquire()
+                self._dispatcher = me
+                try:
+                    # One message per frame is the common case: dispatched here, one call deep.
+                    decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
+                    if type(decoded) is Notification:
+                        await offer(self._notification(decoded))
+                    elif type(decoded) is Request:
+                        await offer(self._request(decoded, None))
+                    elif type(decoded) is Response:
+                        await self._response(decoded)
+                    elif decoded is not None:
+                        await self._other(decoded)
+                    if self._ready or chain.has_new:
+                        await self._between_messages()
+                finally:
+                    self._dispatcher = None
+                    lock.release()
+            else:
+                return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._on_error(exc)
+            return
+        await self._on_end()
+
+    async def _other(self, decoded: Entry | Batch | OversizedFrame) -> None:
+        """The rare frames: a batch, invalid input, or a line over the transport's limit."""
+        if isinstance(decoded, OversizedFrame):
+            _log.warning("Skipped a message of %d bytes: over the transport's limit", decoded.size)
+            data = {"reason": "message too large", "size": decoded.size, "line": line_head(decoded.head)}
+            self.outbox.emit_quietly(encode_error(None, InvalidRequest(data, message="Message too large")))
+        elif isinstance(decoded, Batch):
+            await self._batch(decoded)
+        else:
+            await self._entry(decoded, None)
+
+    async def _batch(self, frame: Batch) -> None:
+        answers = BatchAnswers(self.outbox)
+        invalid = 0
+        for entry in frame.entries:
+            if type(entry) is Invalid:
+                invalid += 1  # logged once below, not once per entry
+                if entry.answer:
+                    answers.add(encode_error(None, entry.error))
+                continue
+            await self._entry(entry, answers)
+            if self._ready or self._chain.has_new:
+                await self._between_messages()
+        if invalid:
+            _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
+        if frame.excess:
+            _log.warning(
+                "A batch had %d entries over the limit of %d: answered with one error",
+                frame.excess,
+                MAX_BATCH_ENTRIES,
+            )
+            data = {"reason": "batch too large", "limit": MAX_BATCH_ENTRIES, "ignored": frame.excess}
+            answers.add(encode_error(None, InvalidRequest(data, message="Batch too large")))
+        answers.seal()
+
+    async def _entry(self, entry: Entry, batch: BatchAnswers | None) -> None:
+        kind = type(entry)
+        if kind is Notification:
+            assert isinstance(entry, Notification)
+            await self._chain.offer(self._notification(entry))
+        elif kind is Request:
+            assert isinstance(entry, Request)
+            await self._chain.offer(self._request(entry, batch))
+        elif kind is Response:
+            assert isinstance(entry, Response)
+            await self._response(entry)
+        else:
+            assert isinstance(entry, Invalid)
+            if not entry.answer:
+                _log.warning("Ignoring a malformed response: %s", entry.error.data)
+                return
+            _log.warning("Answering invalid input with %s", entry.error)
+            frame = encode_error(None, entry.error)
+            if batch is not None:
+                batch.add(frame)
+            else:
+                self.outbox.emit_quietly(frame)
+
+    def _notification(self, entry: Notification) -> NotificationDispatch:
+        """The dispatch of an incoming notification, routed by the role (``$/cancel_request`` acted on)."""
+        if entry.method == CANCEL_METHOD:
+            self.outbox.cancel_incoming(entry.params)
+        route = self._route
+        if route is None:
+            return NotificationDispatch(entry.method, entry.params, self._counterpart)
+        peer, method, params = route(entry.method, entry.params)
+        return NotificationDispatch(method, params, peer)
+
+    def _request(self, entry: Request, batch: BatchAnswers | None) -> RequestDispatch:
+        """The dispatch of an incoming request, routed by the role, with its responder."""
+        route = self._route
+        if route is None:
+            peer, method, params = self._counterpart, entry.method, entry.params
+        else:
+            peer, method, params = route(entry.method, entry.params)
+        responder = self.outbox.responder(entry.id, method, batch)
+        return RequestDispatch(method, params, entry.id, responder, peer)
+
+    async def _response(self, entry: Response) -> None:
+        reply = self.outbox.reply_to(entry.id)
+        if reply is None:
+            if entry.error is not None and entry.id is None:
+                _log.warning("The peer reported an error: %s", entry.error)
+            else:
+                _log.debug("Discarding a response to unknown request id %r", entry.id)
+            return
+        if not self._chain.intercepts_responses:
+            reply.settle(entry.error if entry.error is not None else entry.result)
+            return
+        router: ResponseRouter[Any] = ResponseRouter(reply)
+        peer = self._counterpart if reply.peer is None else self._role.resolve_peer(reply.peer)
+        await self._chain.offer(
+            ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer)
+        )
