@@ -29,15 +29,35 @@ async def one_turn(listener: ChannelListener, prompt: str) -> str:
     return await Client.builder().connect_with(listener.connect(), main)
 
 
+async def turn_stuck_midway(listener: ChannelListener, midway: asyncio.Event) -> None:
+    """A turn that streams one chunk, sets ``midway``, and would then sleep for a minute."""
+
+    async def main(cx: SessionConnection) -> None:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(Path.cwd()).start_session() as session:
+            session.send_prompt("echo started\nsleep 60\necho never")
+            await session.read_update()
+            midway.set()
+            await session.read_to_string()
+
+    await Client.builder().connect_with(listener.connect(), main)
+
+
 async def test_two_hundred_connections_and_one_killed_mid_turn() -> None:
     listener = ChannelListener()
     server = asyncio.create_task(testy_agent().serve(listener))
     async with asyncio.timeout(TIMEOUT):
-        turns = [
-            asyncio.create_task(one_turn(listener, f"sleep 0.2\necho client {n}")) for n in range(CLIENTS)
+        midway = asyncio.Event()
+        turns: list[asyncio.Task[Any]] = [
+            asyncio.create_task(
+                turn_stuck_midway(listener, midway)
+                if n == 17
+                else one_turn(listener, f"sleep 0.2\necho client {n}")
+            )
+            for n in range(CLIENTS)
         ]
         victim = turns[17]
-        await asyncio.sleep(0.1)  # every turn is under way, sleeping
+        await midway.wait()  # its turn is under way: the agent streamed and is sleeping
         victim.cancel()  # its connection goes away mid-turn
         results = await asyncio.gather(*turns, return_exceptions=True)
         assert isinstance(results[17], asyncio.CancelledError)
@@ -79,7 +99,8 @@ async def test_closing_the_listener_ends_open_connections() -> None:
     server = asyncio.create_task(testy_agent().serve(listener))
     end = listener.connect()
     async with asyncio.timeout(TIMEOUT):
-        await asyncio.sleep(0.05)
+        end.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+        assert b'"id":1' in (await end.receive() or b"")  # the connection is being served
         await listener.aclose()
         await server
         assert await end.receive() is None  # the served connection closed its end
