@@ -52,3 +52,25 @@ async def test_recv_is_bounded_by_the_timeout() -> None:
     _ours, theirs = Channel.duplex()
     with pytest.raises(TimeoutError):
         await WirePeer(theirs, timeout=0.05).recv()
+
+
+async def test_request_helpers_number_requests_and_skip_to_the_frame_wanted() -> None:
+    async with serving(echo()) as peer:
+        first = peer.request("ping")
+        second = peer.request("pong", {"x": 1})
+        assert (first, second) == (1, 2)
+        seen: list[Any] = []
+        assert await peer.response_to(second, seen) == {"jsonrpc": "2.0", "id": 2, "result": {"method": "pong"}}
+        assert seen == [{"jsonrpc": "2.0", "id": 1, "result": {"method": "ping"}}]
+
+
+async def test_expect_names_what_arrived_instead() -> None:
+    ours, theirs = Channel.duplex()
+    peer = WirePeer(theirs, timeout=1)
+    ours.send(b'{"jsonrpc":"2.0","method":"session/update","params":{}}')
+    with pytest.raises(AssertionError, match="expected 'initialize', received"):
+        await peer.expect("initialize")
+    ours.send(b'{"jsonrpc":"2.0","id":5,"method":"initialize"}')
+    request = await peer.expect("initialize")
+    peer.respond(request, {"protocolVersion": 1})
+    assert await ours.receive() == b'{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":1}}'

@@ -18,7 +18,7 @@ lines, ``drain()`` and backpressure); see "How to add a transport" in ``docs/arc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar, overload
 
@@ -59,10 +59,58 @@ class WirePeer:
     def __init__(self, end: Transport, *, timeout: float = 5.0) -> None:
         self.end = end
         self.timeout = timeout
+        self._last_id = 0
 
     def send(self, message: Any) -> None:
         """Send one frame: bytes as they are, anything else encoded as JSON."""
         self.end.send(message if isinstance(message, bytes) else orjson.dumps(message))
+
+    def request(self, method: str, params: Any = None, request_id: Any = None) -> Any:
+        """Send a request (``params`` left out when ``None``); returns its id (1, 2... unless given)."""
+        if request_id is None:
+            self._last_id += 1
+            request_id = self._last_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (``params`` left out when ``None``)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def respond(self, request: Any, result: Any) -> None:
+        """Answer ``request`` (a received request, or its id) with ``result``."""
+        request_id = request["id"] if isinstance(request, dict) else request
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def until(self, match: Callable[[Any], bool], seen: list[Any] | None = None) -> Any:
+        """The next decoded frame ``match`` accepts; the frames skipped on the way go to ``seen``."""
+        while True:
+            frame = await self.recv()
+            if match(frame):
+                return frame
+            if seen is not None:
+                seen.append(frame)
+
+    async def response_to(self, request_id: Any, seen: list[Any] | None = None) -> Any:
+        """The response to our request ``request_id`` (frames before it go to ``seen``)."""
+        return await self.until(lambda f: "method" not in f and f.get("id") == request_id, seen)
+
+    async def message_for(self, method: str, seen: list[Any] | None = None) -> Any:
+        """The next request or notification for ``method`` (frames before it go to ``seen``)."""
+        return await self.until(lambda f: f.get("method") == method, seen)
+
+    async def expect(self, method: str) -> Any:
+        """The next frame: a request or notification for ``method``, else ``AssertionError``."""
+        frame = await self.recv()
+        if not isinstance(frame, dict) or frame.get("method") != method:
+            raise AssertionError(f"expected {method!r}, received {frame!r}")
+        return frame
 
     async def recv_raw(self) -> bytes | None:
         """The next frame as bytes; ``None`` once the connection closed its output."""

@@ -175,46 +175,8 @@ async def raw_client(chain: Chain) -> AsyncIterator[Peer]:
             await served
 
 
-class Peer(WirePeer):
-    """A raw peer with helpers for requests and for skipping to the frame one waits for."""
-
-    _next_id = 0
-
-    def request(self, method: str, params: Any = None, request_id: Any = None) -> Any:
-        if request_id is None:
-            self._next_id += 1
-            request_id = self._next_id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return request_id
-
-    def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-
-    def respond(self, request_id: Any, result: Any) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-    async def until(self, match: Callable[[Any], bool], seen: list[Any] | None = None) -> Any:
-        """The next frame ``match`` accepts; the frames skipped on the way go to ``seen``."""
-        while True:
-            frame = await self.recv()
-            if match(frame):
-                return frame
-            if seen is not None:
-                seen.append(frame)
-
-    async def answer_to(self, request_id: Any, seen: list[Any] | None = None) -> Any:
-        """The response to our request ``request_id``."""
-        return await self.until(lambda f: "method" not in f and f.get("id") == request_id, seen)
-
-    async def request_for(self, method: str, seen: list[Any] | None = None) -> Any:
-        """The next request or notification with ``method``."""
-        return await self.until(lambda f: f.get("method") == method, seen)
+#: The raw peer of these tests: acpio.testing's, with its request/response helpers.
+Peer = WirePeer
 
 
 def successor(method: str, params: Any = None) -> dict[str, Any]:
@@ -300,6 +262,6 @@ def notification_frame(method: str, params: bytes) -> bytes:
 async def answer_initialize(agent: RawComponent) -> Peer:
     """The test plays the agent: answer its ``initialize``; its peer."""
     me = await agent.wait_peer()
-    initialize = await me.request_for("initialize")
+    initialize = await me.message_for("initialize")
     me.respond(initialize["id"], {"protocolVersion": 1})
     return me

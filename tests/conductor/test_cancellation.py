@@ -56,21 +56,21 @@ async def test_an_agent_cancellation_reaches_the_client_once_with_the_clients_id
     chain = Chain.agent("conductor", [Proxy.builder(), Proxy.builder(), agent.builder()])
     async with raw_client(chain) as client:
         client.request("initialize", {"protocolVersion": 1})
-        await client.answer_to(1)
+        await client.response_to(1)
         client.request("session/new", {"cwd": "/", "mcpServers": []})
-        session = (await client.answer_to(2))["result"]["sessionId"]
+        session = (await client.response_to(2))["result"]["sessionId"]
         client.request(
             "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "ask-withdraw"}]}
         )
-        asked = await client.request_for("session/request_permission")
+        asked = await client.message_for("session/request_permission")
         seen: list[Any] = []
-        cancel = await client.request_for(CANCEL, seen)
+        cancel = await client.message_for(CANCEL, seen)
         assert cancel["params"] == {"requestId": asked["id"]}
         client.send(
             {"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32800, "message": "Request cancelled"}}
         )
         frames: list[Any] = []
-        done = await client.answer_to(3, frames)
+        done = await client.response_to(3, frames)
         assert done["result"]["stopReason"] == "end_turn"
     texts = [
         f["params"]["update"]["content"]["text"] for f in seen + frames if f.get("method") == "session/update"
@@ -89,13 +89,13 @@ async def test_a_wrapped_cancellation_from_a_proxy_cancels_what_its_request_was_
         me = await proxy.wait_peer()
         await me.recv()
         me.request("_proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), request_id=1)
-        session = (await me.answer_to(1))["result"]["sessionId"]
+        session = (await me.response_to(1))["result"]["sessionId"]
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "sleep 30"}]}
         me.request("_proxy/successor", successor("session/prompt", prompt), request_id=2)
         async with asyncio.timeout(TIMEOUT):
             await agent.sleeping.wait()
         me.notify("_proxy/successor", successor(CANCEL, {"requestId": 2}))
-        answer = await me.answer_to(2)
+        answer = await me.response_to(2)
         assert answer["error"]["code"] == -32800
     [prompt_frame] = recorded_agent.frames_to("session/prompt")
     assert recorded_agent.frames_to(CANCEL) == [

@@ -141,26 +141,26 @@ async def test_a_proxy_sees_its_successor_wrapped_and_its_predecessor_plain() ->
         assert init["params"] == {"protocolVersion": 1}
         # Initialize the successor, then answer with what it said.
         me.request("proxy/successor", successor("initialize", init["params"]), request_id=7)
-        answer = await me.answer_to(7)
+        answer = await me.response_to(7)
         assert answer["result"]["agentInfo"]["name"] == "scripted"
         me.respond(init["id"], answer["result"])
-        reply = await client.answer_to("init")
+        reply = await client.response_to("init")
         assert reply["result"] == answer["result"]
 
         me.request("proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), request_id=8)
-        session = (await me.answer_to(8))["result"]["sessionId"]
+        session = (await me.response_to(8))["result"]["sessionId"]
         me.request("proxy/successor", successor("session/prompt", {"sessionId": session, "prompt": []}), 9)
-        update = await me.request_for("proxy/successor")
+        update = await me.message_for("proxy/successor")
         assert "id" not in update  # a notification from the agent, wrapped for the proxy
         assert update["params"]["method"] == "session/update"
         assert update["params"]["params"]["sessionId"] == session
-        assert (await me.answer_to(9))["result"]["stopReason"] == "end_turn"
+        assert (await me.response_to(9))["result"]["stopReason"] == "end_turn"
 
         # What the proxy sends plainly goes to the client, unwrapped.
         me.notify(
             "session/update", {"sessionId": session, "update": {"sessionUpdate": "plan", "entries": []}}
         )
-        note = await client.request_for("session/update")
+        note = await client.message_for("session/update")
         assert note["params"]["update"]["sessionUpdate"] == "plan"
     assert agent.methods() == ["initialize", "session/new", "session/prompt"]
 
@@ -173,7 +173,7 @@ async def test_a_malformed_envelope_from_a_proxy_is_answered_invalid_request(met
         me = await proxy.wait_peer()
         await me.recv()
         me.request(method, {"params": {}}, request_id=1)
-        error = (await me.answer_to(1))["error"]
+        error = (await me.response_to(1))["error"]
     assert error["code"] == -32600
     assert f"malformed `{method}` envelope" in error["data"]
 
@@ -193,14 +193,14 @@ async def test_in_proxy_mode_the_last_proxys_successor_is_the_conductors_own(
     chain = Chain.proxy("inner", [arrow_proxy() for _ in range(proxies)])
     async with raw_client(chain) as outer:
         outer.request(f"{prefix}proxy/initialize", {"protocolVersion": 1}, request_id=1)
-        up = await outer.request_for(f"{prefix}proxy/successor")
+        up = await outer.message_for(f"{prefix}proxy/successor")
         assert up["params"] == {"method": "initialize", "params": {"protocolVersion": 1}}
         outer.respond(up["id"], {"protocolVersion": 1, "agentInfo": {"name": "far agent", "version": "1"}})
-        assert (await outer.answer_to(1))["result"]["agentInfo"]["name"] == "far agent"
+        assert (await outer.response_to(1))["result"]["agentInfo"]["name"] == "far agent"
 
         outer.request("session/prompt", {"sessionId": "s", "prompt": []}, request_id=2)
         seen: list[Any] = []
-        up = await outer.request_for(f"{prefix}proxy/successor", seen)
+        up = await outer.message_for(f"{prefix}proxy/successor", seen)
         assert up["params"]["method"] == "session/prompt"
         assert [f for f in seen if "proxy/" in f.get("method", "")] == []  # never the other names
         update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
@@ -208,15 +208,15 @@ async def test_in_proxy_mode_the_last_proxys_successor_is_the_conductors_own(
             f"{prefix}proxy/successor", successor("session/update", {"sessionId": "s", "update": update})
         )
         outer.respond(up["id"], {"stopReason": "end_turn"})
-        note = await outer.request_for("session/update")
+        note = await outer.message_for("session/update")
         assert note["params"]["update"]["content"]["text"] == "> " * proxies + "hi"
-        assert (await outer.answer_to(2))["result"] == {"stopReason": "end_turn"}
+        assert (await outer.response_to(2))["result"] == {"stopReason": "end_turn"}
 
 
 async def test_a_batch_from_the_client_is_answered_as_one_array() -> None:
     async with raw_client(Chain.agent("conductor", [arrow_proxy(), ScriptedAgent().builder()])) as client:
         client.request("initialize", {"protocolVersion": 1}, request_id=1)
-        await client.answer_to(1)
+        await client.response_to(1)
         client.send(
             [
                 {

@@ -61,10 +61,10 @@ class RawProxy:
 
     async def initialize(self) -> None:
         me = await self.component.wait_peer()
-        first = await me.request_for("proxy/initialize")
+        first = await me.message_for("proxy/initialize")
         self.next_id += 1
         me.request("proxy/successor", {"method": "initialize", "params": first["params"]}, self.next_id)
-        answer = await me.answer_to(self.next_id)
+        answer = await me.response_to(self.next_id)
         me.respond(first["id"], answer["result"])
 
     async def pass_request_down(self, method: str) -> tuple[Any, int]:
@@ -81,7 +81,7 @@ class RawProxy:
 
     async def pass_answer_up(self, ids: tuple[Any, int]) -> None:
         me = await self.component.wait_peer()
-        answer = await me.answer_to(ids[1])
+        answer = await me.response_to(ids[1])
         me.respond(ids[0], answer["result"])
 
     async def pass_notification_down(self, method: str) -> None:
@@ -114,7 +114,7 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged
         if proxy is not None:
             await proxy.initialize()
         me = await agent_answers
-        assert (await client.answer_to("init"))["result"] == {"protocolVersion": 1}
+        assert (await client.response_to("init"))["result"] == {"protocolVersion": 1}
 
         # A request from the client: the agent gets its params as sent, and its answer comes back.
         client.send(request_frame(2, "x/deep", DEEP))
@@ -124,7 +124,7 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged
         me.respond(orjson.loads(frame)["id"], {"answered": "by the agent"})
         if proxy is not None and ids is not None:
             await proxy.pass_answer_up(ids)
-        assert (await client.answer_to(2))["result"] == {"answered": "by the agent"}
+        assert (await client.response_to(2))["result"] == {"answered": "by the agent"}
 
         # A notification from the client.
         client.send(notification_frame("x/deep_note", DEEP))
@@ -144,15 +144,15 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged
         client.request("x/after", {"n": 1}, request_id=3)
         if proxy is not None:
             pm = await proxy.component.wait_peer()
-            after = await pm.request_for("x/after")
+            after = await pm.message_for("x/after")
             pm.request("proxy/successor", {"method": "x/after", "params": after["params"]}, 999)
-            answer_task = pm.answer_to(999)
-        later = await me.request_for("x/after")
+            answer_task = pm.response_to(999)
+        later = await me.message_for("x/after")
         me.respond(later["id"], {"ok": True})
         if proxy is not None:
             answer = await answer_task
             pm.respond(after["id"], answer["result"])
-        assert (await client.answer_to(3))["result"] == {"ok": True}
+        assert (await client.response_to(3))["result"] == {"ok": True}
 
 
 async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
@@ -161,19 +161,19 @@ async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
     async with raw_client(Chain.agent("conductor", [agent])) as client:
         client.request("initialize", INIT, request_id="init")
         me = await answer_initialize(agent)
-        await client.answer_to("init")
+        await client.response_to("init")
         batch = b"[%s, %s, %s]" % (
             request_frame(5, "x/deep", DEEP),
             notification_frame("x/deep_note", DEEP),
             request_frame(6, "x/shallow", b'{"n": 1}'),
         )
         client.send(batch)
-        deep = await me.request_for("x/deep")
+        deep = await me.message_for("x/deep")
         assert deep["params"] == DEEP_VALUE
         me.respond(deep["id"], {"deep": True})
         note = await next_raw(me, lambda m: m.get("method") == "x/deep_note")
         assert params_of(note, "x/deep_note") == DEEP_VALUE
-        shallow = await me.request_for("x/shallow")
+        shallow = await me.message_for("x/shallow")
         me.respond(shallow["id"], {"ok": True})
         answers = await client.until(lambda f: isinstance(f, list))
         by_id = {answer["id"]: answer for answer in answers}

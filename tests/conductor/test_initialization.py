@@ -113,7 +113,7 @@ async def test_the_first_message_must_be_initialize() -> None:
     async with raw_client(Chain.agent("conductor", [component])) as client:
         client.notify("session/cancel", {"sessionId": "s"})  # ignored
         client.request("session/new", {"cwd": "/", "mcpServers": []}, request_id=1)
-        refused = await client.answer_to(1)
+        refused = await client.response_to(1)
         assert refused["error"] == {
             "code": -32600,
             "message": "Invalid request",
@@ -125,7 +125,7 @@ async def test_the_first_message_must_be_initialize() -> None:
         init = await agent.recv()
         assert init["method"] == "initialize"
         agent.respond(init["id"], {"protocolVersion": 1})
-        assert (await client.answer_to(2))["result"] == {"protocolVersion": 1}
+        assert (await client.response_to(2))["result"] == {"protocolVersion": 1}
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ async def test_the_wrong_kind_of_initialize_is_refused(mode: str, wrong: str) ->
     chain = Chain(mode, mode, [ScriptedAgent().builder()])  # type: ignore[arg-type]
     async with raw_client(chain) as client:
         client.request(wrong, {"protocolVersion": 1}, request_id=1)
-        error = (await client.answer_to(1))["error"]
+        error = (await client.response_to(1))["error"]
     expected = "initialize" if mode == "agent" else "proxy/initialize"
     assert error["code"] == -32600
     assert error["data"] == f"expected `{expected}` request"

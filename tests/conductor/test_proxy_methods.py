@@ -116,20 +116,20 @@ async def test_an_older_proxy_that_refuses_proxy_initialize_is_initialized_with_
         assert (again["method"], again["params"]) == ("_proxy/initialize", INIT)
         assert again["id"] != first["id"]
         me.request("_proxy/successor", successor("initialize", again["params"]), request_id=7)
-        answer = await me.answer_to(7)
+        answer = await me.response_to(7)
         me.respond(again["id"], answer["result"])
-        assert (await client.answer_to("init"))["result"] == answer["result"]
+        assert (await client.response_to("init"))["result"] == answer["result"]
 
         # The turn: the proxy's envelopes are understood, and the agent's messages come back in kind.
         me.request("_proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), request_id=8)
-        session = (await me.answer_to(8))["result"]["sessionId"]
+        session = (await me.response_to(8))["result"]["sessionId"]
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "greet"}]}
         me.request("_proxy/successor", successor("session/prompt", prompt), request_id=9)
         seen: list[Any] = []
-        update = await me.request_for("_proxy/successor", seen)
+        update = await me.message_for("_proxy/successor", seen)
         assert "id" not in update
         assert update["params"]["params"]["update"]["content"]["text"] == "Hello, world!"
-        assert (await me.answer_to(9, seen))["result"]["stopReason"] == "end_turn"
+        assert (await me.response_to(9, seen))["result"]["stopReason"] == "end_turn"
         assert methods(seen) == set()
     # The trace shows both attempts on the proxy's hop, each paired with its answer.
     hop = [
@@ -155,13 +155,13 @@ async def test_an_older_proxy_that_forwards_proxy_initialize_then_gets_the_legac
         first = await me.recv()
         assert first["method"] == "proxy/initialize"
         me.request("_proxy/successor", successor("proxy/initialize", first["params"]), request_id=5)
-        refused = (await me.answer_to(5))["error"]
+        refused = (await me.response_to(5))["error"]
         assert (refused["code"], refused["message"]) == (-32601, "Method not found: proxy/initialize")
         me.send({"jsonrpc": "2.0", "id": first["id"], "error": refused})  # as it forwards any answer
         again = await me.recv()
         assert (again["method"], again["params"]) == ("_proxy/initialize", INIT)
         me.respond(again["id"], {"protocolVersion": 1, "agentInfo": {"name": "older", "version": "0"}})
-        reply = await client.answer_to("init")
+        reply = await client.response_to("init")
         assert reply["result"]["agentInfo"]["name"] == "older"
     assert agent.seen == []  # `proxy/initialize` never reached the agent
 
@@ -173,10 +173,10 @@ async def test_an_error_to_proxy_initialize_from_a_current_proxy_goes_back_uncha
         me = await proxy.wait_peer()
         first = await me.recv()
         me.request("proxy/successor", successor("initialize", first["params"]), request_id=1)
-        await me.answer_to(1)
+        await me.response_to(1)
         error = {"code": -32000, "message": "Authentication required", "data": {"why": [1]}}
         me.send({"jsonrpc": "2.0", "id": first["id"], "error": error})
-        assert (await client.answer_to("init"))["error"] == error  # no retry under the legacy name
+        assert (await client.response_to("init"))["error"] == error  # no retry under the legacy name
 
 
 # --- envelopes: _meta and cancellation, on the wire -----------------------------------------------
@@ -194,11 +194,11 @@ async def test_the_envelopes_meta_stays_on_its_hop() -> None:
         inner = {"cwd": "/", "mcpServers": [], "_meta": {"inner": True}}
         envelope = {"method": "session/new", "params": inner, "_meta": {"hop": "proxy 0 -> conductor"}}
         me.request("proxy/successor", envelope, request_id=1)
-        session = (await me.answer_to(1))["result"]["sessionId"]
+        session = (await me.response_to(1))["result"]["sessionId"]
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "greet"}]}
         me.request("proxy/successor", {"method": "session/prompt", "params": prompt, "_meta": {"x": 1}}, 2)
-        update = await me.request_for("proxy/successor")
-        await me.answer_to(2)
+        update = await me.message_for("proxy/successor")
+        await me.response_to(2)
     # Unwrapped: the inner message exactly, its own `_meta` kept, the envelope's gone.
     [new] = recorded_agent.frames_to("session/new")
     assert new["params"] == inner
@@ -218,13 +218,13 @@ async def test_a_cancelled_successor_request_is_answered_on_its_hop_and_cancelle
         init = await me.recv()
         me.respond(init["id"], {"protocolVersion": 1})
         me.request("proxy/successor", successor("session/new", {"cwd": "/", "mcpServers": []}), "new")
-        session = (await me.answer_to("new"))["result"]["sessionId"]
+        session = (await me.response_to("new"))["result"]["sessionId"]
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "sleep 30"}]}
         me.request("proxy/successor", successor("session/prompt", prompt), request_id="up-2")
         async with asyncio.timeout(TIMEOUT):
             await agent.sleeping.wait()
         me.notify(CANCEL, {"requestId": "up-2"})  # plain, on this hop, naming the envelope's id
-        answer = await me.answer_to("up-2")
+        answer = await me.response_to("up-2")
         assert answer["error"]["code"] == -32800
     [prompt_frame] = recorded_agent.frames_to("session/prompt")
     assert prompt_frame["id"] != "up-2"
@@ -240,10 +240,10 @@ async def test_the_result_and_error_of_a_wrapped_request_come_back_unchanged() -
         me = await proxy.wait_peer()
         init = await me.recv()
         me.request("proxy/successor", successor("initialize", init["params"]), request_id=1)
-        result = (await me.answer_to(1))["result"]
+        result = (await me.response_to(1))["result"]
         assert result["_meta"] == {"agent": "scripted"}
         me.request("proxy/successor", successor("_x/unknown", {"k": 1}), request_id=2)
-        answer = await me.answer_to(2)
+        answer = await me.response_to(2)
     assert answer == {
         "jsonrpc": "2.0",
         "id": 2,

@@ -151,14 +151,14 @@ async def test_a_proxy_mode_trace_names_the_successor_lane(prefix: str) -> None:
     chain = Chain.proxy("inner", [Named("arrow", arrow_proxy())]).trace_to(sink)
     async with raw_client(chain) as outer:
         outer.request(f"{prefix}proxy/initialize", {"protocolVersion": 1}, request_id=1)
-        up = await outer.request_for(f"{prefix}proxy/successor")
+        up = await outer.message_for(f"{prefix}proxy/successor")
         outer.respond(up["id"], {"protocolVersion": 1})
-        await outer.answer_to(1)
+        await outer.response_to(1)
         update = {"sessionUpdate": "plan", "entries": []}
         outer.notify(
             f"{prefix}proxy/successor", successor("session/update", {"sessionId": "s", "update": update})
         )
-        await outer.request_for("session/update")
+        await outer.message_for("session/update")
     assert sink.events[0]["lanes"] == [
         {"lane": "Client", "name": "client"},
         {"lane": "Proxy(0)", "name": "arrow"},
@@ -207,16 +207,16 @@ async def test_a_message_nested_300_levels_is_traced_and_tracing_goes_on(
     async with raw_client(Chain.agent("conductor", [agent]).trace_to(path)) as client:
         client.request("initialize", {"protocolVersion": 1}, request_id=1)
         me = await answer_initialize(agent)
-        await client.answer_to(1)
+        await client.response_to(1)
         client.send(notification_frame("x/deep_note", DEEP))
         client.send(request_frame(2, "x/deep", DEEP))
-        deep = await me.request_for("x/deep")
+        deep = await me.message_for("x/deep")
         me.respond(deep["id"], {"ok": True})
-        await client.answer_to(2)
+        await client.response_to(2)
         client.request("x/after", {"n": 1}, request_id=3)
-        after = await me.request_for("x/after")
+        after = await me.message_for("x/after")
         me.respond(after["id"], {"ok": True})
-        await client.answer_to(3)
+        await client.response_to(3)
     assert "tracing stopped" not in capsys.readouterr().err
     events = read_trace(path)
     value = json.loads(DEEP)

@@ -68,21 +68,9 @@ PROMPT: list[dict[str, Any]] = [
 PROMPT_RESULT = {"stopReason": "error", "elapsedMs": 12}
 
 
-class RawPeer(WirePeer):
-    """A raw JSON peer that answers requests by id."""
-
-    async def expect(self, method: str) -> dict[str, Any]:
-        message: dict[str, Any] = await self.recv()
-        assert message.get("method") == method, message
-        return message
-
-    def answer(self, request: dict[str, Any], result: Any) -> None:
-        self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
-
-
 async def test_client_keeps_every_unknown_value_of_a_newer_agent() -> None:
     agent_end, client_end = Channel.duplex()
-    agent = RawPeer(agent_end, timeout=TIMEOUT)
+    agent = WirePeer(agent_end, timeout=TIMEOUT)
     seen: list[SessionMessage] = []
 
     async def main(cx: SessionConnection) -> TurnEnded:
@@ -96,13 +84,13 @@ async def test_client_keeps_every_unknown_value_of_a_newer_agent() -> None:
                 seen.append(item)
 
     async def play_agent() -> None:
-        agent.answer(await agent.expect("initialize"), {"protocolVersion": 1})
-        agent.answer(await agent.expect("session/new"), {"sessionId": "s1"})
+        agent.respond(await agent.expect("initialize"), {"protocolVersion": 1})
+        agent.respond(await agent.expect("session/new"), {"sessionId": "s1"})
         prompt = await agent.expect("session/prompt")
         for update, _ in UPDATES:
             params = {"sessionId": "s1", "update": update}
             agent.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
-        agent.answer(prompt, PROMPT_RESULT)
+        agent.respond(prompt, PROMPT_RESULT)
 
     async with asyncio.timeout(TIMEOUT):
         played = asyncio.create_task(play_agent())
@@ -135,7 +123,7 @@ async def test_agent_keeps_every_unknown_value_of_a_newer_client() -> None:
         received.append(req)
         return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
 
-    async with serving(app, RawPeer, timeout=TIMEOUT) as client:
+    async with serving(app, timeout=TIMEOUT) as client:
         params = {"sessionId": "s1", "prompt": PROMPT, "futureTopLevel": True}
         client.send({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": params})
         answer = await client.recv()
@@ -154,8 +142,8 @@ async def test_proxy_passes_every_unknown_value_on_unchanged() -> None:
     """Client -> acpio conductor -> acpio proxy -> agent and back: each payload arrives as it was sent."""
     client_end, chain_end = Channel.duplex()
     agent_end, agent_side = Channel.duplex()
-    client = RawPeer(client_end, timeout=TIMEOUT)
-    agent = RawPeer(agent_side, timeout=TIMEOUT)
+    client = WirePeer(client_end, timeout=TIMEOUT)
+    agent = WirePeer(agent_side, timeout=TIMEOUT)
     chain = Chain.agent("forward-compat", [Proxy.builder(name="passthrough"), Named("raw-agent", agent_end)])
 
     async def request(method: str, params: dict[str, Any], request_id: int) -> dict[str, Any]:
@@ -168,11 +156,11 @@ async def test_proxy_passes_every_unknown_value_on_unchanged() -> None:
         served = asyncio.create_task(chain.serve(chain_end))
         initialize = await request("initialize", {"protocolVersion": 1, "futureCapability": {"x": 1}}, 1)
         init_result = {"protocolVersion": 1, "agentCapabilities": {"futureThing": True}}
-        agent.answer(initialize, init_result)
+        agent.respond(initialize, init_result)
         assert (await client.recv())["result"] == init_result
 
         new = await request("session/new", {"cwd": "/w", "mcpServers": [], "futureOption": [1]}, 2)
-        agent.answer(new, {"sessionId": "s1", "futureResult": "r"})
+        agent.respond(new, {"sessionId": "s1", "futureResult": "r"})
         assert (await client.recv())["result"] == {"sessionId": "s1", "futureResult": "r"}
 
         prompt = await request("session/prompt", {"sessionId": "s1", "prompt": PROMPT, "futureTop": 1}, 3)
@@ -181,7 +169,7 @@ async def test_proxy_passes_every_unknown_value_on_unchanged() -> None:
             agent.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
             forwarded = await client.recv()
             assert forwarded == {"jsonrpc": "2.0", "method": "session/update", "params": params}
-        agent.answer(prompt, PROMPT_RESULT)
+        agent.respond(prompt, PROMPT_RESULT)
         assert await client.recv() == {"jsonrpc": "2.0", "id": 3, "result": PROMPT_RESULT}
 
         await client.close()
