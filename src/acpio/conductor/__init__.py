@@ -13,10 +13,13 @@
   chosen from the first ``initialize`` (:mod:`acpio.conductor.components`).
 * :class:`TraceWriter` and the sinks :class:`FileSink`, :class:`MemorySink`, :class:`CallbackSink`:
   the trace of the logical message sequence (:mod:`acpio.conductor.tracing`).
+* :class:`ConductorError`: what stops a conductor (:mod:`acpio.conductor.errors`); the connections to
+  the components, their start and their end, are in :mod:`acpio.conductor.links`.
 """
 
-from acpio.conductor.chain import Chain, ConductorError, Mode
+from acpio.conductor.chain import Chain, Mode
 from acpio.conductor.components import ComponentSpec, Instantiator, Named
+from acpio.conductor.errors import ConductorError
 from acpio.conductor.tracing import CallbackSink, ChainTrace, FileSink, MemorySink, TraceSink, TraceWriter
 
 __all__ = [

@@ -53,11 +53,10 @@ import functools
 import inspect
 import logging
 import os
-import signal
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from acpio.errors import AcpError, InternalError, InvalidRequest, MethodNotFound, RequestError, TransportError
+from acpio.errors import AcpError, InternalError, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import (
     CANCEL_METHOD,
     Builder,
@@ -75,17 +74,18 @@ from acpio.roles import (
     PROXY_METHODS,
     Agent,
     Client,
-    Conductor,
     Proxy,
     ProxyMethods,
     proxy_methods_of,
 )
 from acpio.roles import SuccessorEnvelope as Envelope
-from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.base import Transport
 from acpio.transports.channel import Channel, ServedChannel
-from acpio.transports.tap import Direction, Tap
+from acpio.transports.tap import Tap
 
 from .components import ComponentSpec, Instantiator, Member, resolve
+from .errors import ConductorError
+from .links import CLOSE_LIMIT, ComponentLinks
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
@@ -109,51 +109,9 @@ _CLIENT: Final = -1
 _UPSTREAM: Final = -1
 #: Tables of requests in flight are swept of finished entries when they grow past this size.
 _SWEEP_AT: Final = 256
-#: Seconds to wait for the components to end when the conductor closes (processes have their own limits).
-_CLOSE_LIMIT: Final = 15.0
 
 _CLIENT_PEER: Final = Client()
 _AGENT_PEER: Final = Agent()
-
-
-class ConductorError(AcpError):
-    """The conductor could not go on: a component could not be started, or ended while the chain ran.
-
-    Raised by :meth:`Chain.serve` once the conductor has shut down; the requests that were waiting
-    were answered with :meth:`to_request_error`. ``lane`` and ``component`` say which component
-    (``"Proxy(0)"``, ``"python proxy.py"``), ``stderr_tail`` holds the end of its stderr when it is
-    a subprocess. Fix or replace that component.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        lane: str | None = None,
-        component: str | None = None,
-        exit_code: int | None = None,
-        stderr_tail: str | None = None,
-    ) -> None:
-        self.message = message
-        self.lane = lane
-        self.component = component
-        self.exit_code = exit_code
-        self.stderr_tail = stderr_tail
-        text = message if not stderr_tail else f"{message}\n--- its stderr (last lines) ---\n{stderr_tail}"
-        super().__init__(text)
-
-    def to_request_error(self) -> RequestError:
-        """The error for the requests this failure leaves unanswered: ``-32603``, details in ``data``."""
-        data: dict[str, Any] = {}
-        if self.lane is not None:
-            data["lane"] = self.lane
-        if self.component is not None:
-            data["component"] = self.component
-        if self.exit_code is not None:
-            data["exitCode"] = self.exit_code
-        if self.stderr_tail is not None:
-            data["stderr"] = self.stderr_tail
-        return InternalError(data or None, message=self.message)
 
 
 class Chain:
@@ -249,7 +207,7 @@ class Chain:
         )
         self._opened.add(task)
         task.add_done_callback(self._opened.discard)
-        return ServedChannel(theirs, task, close_timeout=_CLOSE_LIMIT)
+        return ServedChannel(theirs, task, close_timeout=CLOSE_LIMIT)
 
     async def _serve_in_background(self, transport: Transport) -> None:
         try:
@@ -299,33 +257,6 @@ def _check_count(mode: Mode, count: int) -> None:
 # --- one run ---------------------------------------------------------------------------------------
 
 
-class _Link:
-    """The conductor's connection to one component."""
-
-    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "methods", "task", "transport")
-
-    def __init__(self, index: int, lane: str, member: Member, is_agent: bool) -> None:
-        self.index = index
-        self.lane = lane
-        self.member = member
-        self.is_agent = is_agent
-        #: The proxy-chain method names this proxy uses, once known (from what it sent, or from its
-        #: refusal of ``proxy/initialize``); until then the current names are sent.
-        self.methods: ProxyMethods | None = None
-        self.transport: Transport | None = None
-        self.cx: Connection | None = None
-        self.task: asyncio.Task[None] | None = None
-        self.ended = False
-
-    @property
-    def name(self) -> str:
-        return self.member.name
-
-    @property
-    def kind(self) -> str:
-        return "agent" if self.is_agent else "proxy"
-
-
 class _FromUpstream:
     """The handler of the upstream connection: everything goes into the chain."""
 
@@ -357,6 +288,22 @@ class _FromComponent:
         await _drained(self.run.from_component(self.index, message))
 
 
+def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
+    """The answer to a proxy that sends ``proxy/initialize`` (either name) to its successor."""
+    if names.legacy and method == PROXY_INITIALIZE_METHOD:
+        # An older proxy passes on the `proxy/initialize` it does not know, as it would any
+        # unknown request: answered as a successor that does not know it would, so the proxy
+        # answers -32601 and the conductor initializes it again with `_proxy/initialize`.
+        return MethodNotFound(
+            f"`{method}` is not a method of the successor; an older proxy is initialized with "
+            f"`{LEGACY_PROXY_METHODS.initialize}`",
+            message=f"Method not found: {method}",
+        )
+    return InvalidRequest(
+        f"`{method}` requests are only sent by the conductor: a proxy sends `{_INITIALIZE}` to its successor"
+    )
+
+
 async def _drained(target: Connection | None) -> None:
     """Backpressure: wait while ``target`` (where a notification just went) has not read its backlog.
 
@@ -378,13 +325,12 @@ class _Run:
         self.trace = trace
         self.init_method = _INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
         self.up: Connection | None = None
-        self.links: list[_Link] = []
+        self.links = ComponentLinks(chain.name, trace, self._broken)
         #: The number of proxies; index ``count`` is the agent (agent mode) or the successor.
         self.count = 0
         self.lanes: list[str] = []
         self.instantiated = False
         self.failure: ConductorError | None = None
-        self.closing = False
         #: Responders of requests from upstream, so a broken chain can answer those still waiting.
         self.waiting: list[Responder[Any]] = []
         #: Per link: id of a request received there -> the request it was forwarded as.
@@ -402,11 +348,6 @@ class _Run:
         if index == _CLIENT or (index == self.count and not self.agent_mode):
             return _UPSTREAM
         return index
-
-    def _lanes_for(self, count: int) -> list[str]:
-        lanes = [f"Proxy({i})" for i in range(count)]
-        lanes.append("Agent" if self.agent_mode else "Successor")
-        return lanes
 
     # --- starting -------------------------------------------------------------------------------
 
@@ -426,67 +367,22 @@ class _Run:
             self._fail_start(request, error.to_request_error(), error)
             return False
         self.count = len(members) - 1 if self.agent_mode else len(members)
-        self.lanes = self._lanes_for(self.count)
-        self.links = [
-            _Link(i, self.lanes[i], member, self.agent_mode and i == self.count)
-            for i, member in enumerate(members)
+        self.lanes = [
+            *(f"Proxy({i})" for i in range(self.count)),
+            "Agent" if self.agent_mode else "Successor",
         ]
-        if self.trace is not None:
-            names = [("Client", "client"), *((link.lane, link.name) for link in self.links)]
-            if not self.agent_mode:
-                names.append(("Successor", "successor"))
-            self.trace.lanes(names)
-        for link in self.links:
-            try:
-                await self._start_link(link)
-            except Exception as exc:
-                error = ConductorError(
-                    f"Cannot start the {link.kind} {link.name!r} ({link.lane}): {exc}",
-                    lane=link.lane,
-                    component=link.name,
-                )
-                self._fail_start(request, error.to_request_error(), error)
-                return False
+        try:
+            await self.links.open(
+                members,
+                self.lanes,
+                agent_mode=self.agent_mode,
+                handler_for=functools.partial(_FromComponent, self),
+            )
+        except ConductorError as error:
+            self._fail_start(request, error.to_request_error(), error)
+            return False
         self.instantiated = True
         return True
-
-    async def _start_link(self, link: _Link) -> None:
-        transport = await open_transport(link.member.component)
-        link.transport = transport
-        role: Role = Client(unstable=True) if link.is_agent else Conductor()
-        builder = Builder(role, name=f"{self.chain.name} -> {link.lane} {link.name}")
-        builder.with_handler(_FromComponent(self, link.index))
-        ready: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
-
-        async def main(cx: Connection) -> None:
-            ready.set_result(cx)
-            await cx.wait_closed()
-
-        # The tap reports the component's end before its connection does: the requests still
-        # waiting are answered with the component's failure, not with a closed connection.
-        tap = Tap(
-            transport,
-            _ignore if self.trace is None else self.trace.watch(link.index),
-            on_input_end=functools.partial(self.component_ended, link.index),
-        )
-        link.task = asyncio.get_running_loop().create_task(
-            self._serve_link(link, builder, tap, main),
-            name=f"conductor {self.chain.name} link {link.lane}",
-        )
-        await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
-        if not ready.done():
-            raise ConductorError(f"its connection ended as soon as it was opened ({link.name!r})")
-        link.cx = ready.result()
-
-    async def _serve_link(self, link: _Link, builder: Builder, tap: Tap, main: Any) -> None:
-        error: BaseException | None = None
-        try:
-            await builder.connect_with(tap, main)
-        except Exception as exc:
-            _log.debug("The link to %s %r ended with an error", link.lane, link.name, exc_info=exc)
-            error = exc
-        finally:
-            self.component_ended(link.index, error)
 
     def _fail_start(self, request: RequestDispatch, answer: RequestError, error: ConductorError) -> None:
         request.responder.respond_with_error(answer)
@@ -575,28 +471,11 @@ class _Run:
             inner = proxy_methods_of(envelope.method)
             if inner is not None and envelope.method == inner.initialize:
                 if request is not None:
-                    request.responder.respond_with_error(self._initialize_downstream(names, envelope.method))
+                    request.responder.respond_with_error(_initialize_downstream(names, envelope.method))
                 return None
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
             return self._deliver(index, index + 1, message, envelope.method, envelope.params)
         return self._deliver(index, index - 1, message, method, message.params)
-
-    @staticmethod
-    def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
-        """The answer to a proxy that sends ``proxy/initialize`` (either name) to its successor."""
-        if names.legacy and method == PROXY_INITIALIZE_METHOD:
-            # An older proxy passes on the `proxy/initialize` it does not know, as it would any
-            # unknown request: answered as a successor that does not know it would, so the proxy
-            # answers -32601 and the conductor initializes it again with `_proxy/initialize`.
-            return MethodNotFound(
-                f"`{method}` is not a method of the successor; an older proxy is initialized with "
-                f"`{LEGACY_PROXY_METHODS.initialize}`",
-                message=f"Method not found: {method}",
-            )
-        return InvalidRequest(
-            f"`{method}` requests are only sent by the conductor: a proxy sends `{_INITIALIZE}` "
-            "to its successor"
-        )
 
     def _deliver(
         self, source: int, target: int, message: Dispatch, method: str, params: Any
@@ -718,16 +597,8 @@ class _Run:
 
     # --- ending ---------------------------------------------------------------------------------
 
-    def component_ended(self, index: int, error: BaseException | None) -> None:
-        """Component ``index`` ended its connection: unless the conductor is closing, the chain is broken."""
-        link = self.links[index]
-        if link.ended:
-            return
-        link.ended = True
-        if self.closing:
-            return
-        failure = self._ended_error(link, error)
-        _log.debug("Conductor %r: %s", self.chain.name, failure)
+    def _broken(self, failure: ConductorError) -> None:
+        """A component ended while the chain ran: answer every request still waiting, close upstream."""
         if self.failure is None:
             self.failure = failure
         answer = failure.to_request_error()
@@ -738,61 +609,8 @@ class _Run:
         if self.up is not None:
             self.up.close()
 
-    def _ended_error(self, link: _Link, error: BaseException | None) -> ConductorError:
-        transport = link.transport
-        returncode: int | None = getattr(transport, "returncode", None)
-        stderr = error.stderr_tail if isinstance(error, TransportError) else None
-        if stderr is None:
-            stderr = getattr(transport, "stderr_tail", None)
-        if isinstance(returncode, int):
-            what = _describe_exit(returncode)
-        elif error is not None:
-            what = f"failed ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-        else:
-            what = "closed its connection"
-        return ConductorError(
-            f"The {link.kind} {link.name!r} ({link.lane}) {what}; the conductor {self.chain.name!r} "
-            "cannot go on without it and is shutting down",
-            lane=link.lane,
-            component=link.name,
-            exit_code=returncode if isinstance(returncode, int) else None,
-            stderr_tail=stderr if isinstance(stderr, str) else None,
-        )
-
     async def close(self) -> None:
         """Close every component connection (ending subprocesses) and the trace."""
-        self.closing = True
-        for link in self.links:
-            if link.cx is not None:
-                link.cx.close()
-            elif link.transport is not None and (link.task is None or link.task.done()):
-                await _quietly(link.transport.aclose())
-        tasks = [link.task for link in self.links if link.task is not None]
-        if tasks:
-            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_LIMIT)
-            for task in stuck:
-                task.cancel()
-            if stuck:
-                await asyncio.wait(stuck)
+        await self.links.close()
         if self.trace is not None:
             self.trace.writer.close()
-
-
-def _ignore(direction: Direction, frame: bytes | OversizedFrame) -> None:
-    """The observer of a link that is not traced."""
-
-
-async def _quietly(closing: Awaitable[None]) -> None:
-    try:
-        await closing
-    except Exception as exc:
-        _log.debug("Closing a component failed", exc_info=exc)
-
-
-def _describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with exit code {returncode}"
