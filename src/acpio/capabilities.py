@@ -135,14 +135,19 @@ def check_absolute_paths(method: str, params: Any) -> None:
             )
 
 
+#: The session-setup requests whose ``mcpServers`` the schema leaves optional but ACP requires.
+_MCP_SERVERS_OPTIONAL = frozenset({"session/resume", "session/fork"})
+
+
 def fill_required_fields(method: str, params: T) -> T:
     """``params`` with what ACP's prose requires but the schema leaves optional filled in.
 
-    ``session/resume``: session-setup.mdx says the client MUST send ``mcpServers``, but the schema
-    makes it optional; a request without it (``mcp_servers=None``) is sent with ``[]``. ``params``
-    is the typed request; it is never changed: a copy is returned when something was filled in.
+    ``session/resume`` and ``session/fork``: session-setup.mdx says the client MUST send
+    ``mcpServers``, but the schema makes it optional; a request without it (``mcp_servers=None``)
+    is sent with ``[]``. ``params`` is the typed request; it is never changed: a copy is returned
+    when something was filled in.
     """
-    if method == "session/resume" and getattr(params, "mcp_servers", ()) is None:
+    if method in _MCP_SERVERS_OPTIONAL and getattr(params, "mcp_servers", ()) is None:
         copy: T = params.model_copy(update={"mcp_servers": []})  # type: ignore[attr-defined]
         return copy
     return params

@@ -213,7 +213,8 @@ class SuccessorEnvelope:
 
 
 def _session_connection() -> type[SessionConnection]:
-    # acpio.session builds on this module, so it is imported when a connection is made, not here.
+    # Imported when a builder is made, not with this module: acpio.session loads the schema models,
+    # and importing the roles loads none. (acpio.session does not import this module.)
     from acpio.session import SessionConnection
 
     return SessionConnection
@@ -327,11 +328,27 @@ class Client(_AcpRole):
             message=f"Unknown session {message.session_id!r}: this client has no such session",
         )
 
+    def agent_peer(self) -> Agent:
+        """The agent is the counterpart (:class:`~acpio.session.SessionPeers`)."""
+        return _AGENT
+
+    def client_peer(self) -> None:
+        """A client has no client to talk to (:class:`~acpio.session.SessionPeers`)."""
+        return None
+
 
 class Agent(_AcpRole):
     """An ACP agent: its counterpart is the :class:`Client`. It has no default handler."""
 
     NAME = "agent"
+
+    def agent_peer(self) -> None:
+        """An agent has no agent to talk to (:class:`~acpio.session.SessionPeers`)."""
+        return None
+
+    def client_peer(self) -> Client:
+        """The client is the counterpart (:class:`~acpio.session.SessionPeers`)."""
+        return _CLIENT
 
 
 class Proxy(_AcpRole):
@@ -366,6 +383,14 @@ class Proxy(_AcpRole):
     def peers(self) -> tuple[Role, ...]:
         """The predecessor (``Client()``) and the successor (``Agent()``)."""
         return _PROXY_PEERS
+
+    def agent_peer(self) -> Agent:
+        """The successor, reached through envelopes (:class:`~acpio.session.SessionPeers`)."""
+        return _AGENT
+
+    def client_peer(self) -> Client:
+        """The predecessor (:class:`~acpio.session.SessionPeers`)."""
+        return _CLIENT
 
     def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
         """Wrap a message for the successor in an envelope; send others unchanged.

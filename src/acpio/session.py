@@ -60,7 +60,6 @@ read here to being forwarded to the client, losing and reordering nothing: see i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import weakref
@@ -83,13 +82,7 @@ from typing import (
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from acpio.capabilities import (
-    AgentFeatures,
-    UnsupportedProtocolVersion,
-    check_absolute_paths,
-    check_agent_version,
-    fill_required_fields,
-)
+from acpio.capabilities import AgentFeatures, fill_required_fields
 from acpio.errors import (
     AcpError,
     ConnectionClosed,
@@ -110,7 +103,7 @@ from acpio.jsonrpc import (
     Unhandled,
     UntypedMessage,
 )
-from acpio.roles import Agent, Client
+from acpio.peer import PeerState
 from acpio.schema import (
     AgentMessageChunk,
     CancelledPermissionOutcome,
@@ -119,7 +112,6 @@ from acpio.schema import (
     ForkSessionRequest,
     ForkSessionResponse,
     InitializeRequest,
-    InitializeResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
@@ -151,6 +143,7 @@ __all__ = [
     "SessionConnection",
     "SessionMessage",
     "SessionMethods",
+    "SessionPeers",
     "SessionSetupRequest",
     "SessionSetupResponse",
     "SessionStart",
@@ -190,48 +183,61 @@ _PERMISSION_METHOD = RequestPermissionRequest.METHOD
 _CANCEL_METHOD = CancelNotification.METHOD
 
 
-# --- peers ----------------------------------------------------------------------------------------
-#
-# On a client connection the agent is the counterpart; on a proxy connection it is the successor,
-# a peer whose messages travel in ``proxy/successor`` envelopes (the Proxy role wraps and unwraps
-# them). On a connection without the ACP roles (``UntypedRole``) the counterpart plays both parts.
-
-_AGENT: Final = Agent()
-_CLIENT: Final = Client()
+# --- peers ---------------------------------------------------------------------------------------
 
 
-def _peer(cx: Connection, peer: Role) -> Role | None:
-    """``peer`` if it is one of ``cx``'s peers but not its counterpart; else ``None`` (the counterpart)."""
-    if peer == cx.counterpart or peer not in cx.role.peers():
-        return None
-    return peer
+@runtime_checkable
+class SessionPeers(Protocol):
+    """What the session helpers ask of a connection's role: which of its peers is the agent, the client.
+
+    The ACP roles of :mod:`acpio.roles` implement it. Each method gives the role instance (one of
+    the role's :meth:`~acpio.jsonrpc.Role.peers`) that plays the part, or ``None`` when this side
+    has no such peer: a ``Client`` connection addresses the agent as its counterpart and has no
+    client, a ``Proxy`` connection reaches the agent (its successor) through envelopes. On a
+    connection whose role does not implement it (``UntypedRole``, ``Conductor``) the counterpart
+    plays both parts and nothing is checked against ACP.
+    """
+
+    def agent_peer(self) -> Role | None:
+        """The peer that is the agent; ``None`` if this side has none."""
+        ...
+
+    def client_peer(self) -> Role | None:
+        """The peer that is the client; ``None`` if this side has none."""
+        ...
+
+
+def _agent_role(role: Role) -> Role | None:
+    """The role that is the agent among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
+    return role.agent_peer() if isinstance(role, SessionPeers) else None
 
 
 def _agent_peer(cx: Connection) -> Role | None:
-    """How to address the agent on ``cx``; a clear error on a connection that has none (an Agent's)."""
-    peers = cx.role.peers()
-    if _AGENT not in peers and _CLIENT in peers:
+    """How to address the agent on ``cx`` (``None``: the counterpart); a clear error if it has none."""
+    role = cx.role
+    if not isinstance(role, SessionPeers):
+        return None
+    agent = role.agent_peer()
+    if agent is None:
         raise TypeError(
-            f"Connection {cx.name!r} is a {type(cx.role).__name__} connection: it has no agent to "
+            f"Connection {cx.name!r} is a {type(role).__name__} connection: it has no agent to "
             "open sessions with. Sessions are started from a Client or a Proxy connection."
         )
-    return _peer(cx, _AGENT)
+    return None if agent == cx.counterpart else agent
 
 
 def _client_peer(cx: Connection) -> Role | None:
-    """How to address the client on ``cx``; a clear error on a connection that has none (a Client's)."""
-    peers = cx.role.peers()
-    if _CLIENT not in peers and _AGENT in peers:
+    """How to address the client on ``cx`` (``None``: the counterpart); a clear error if it has none."""
+    role = cx.role
+    if not isinstance(role, SessionPeers):
+        return None
+    client = role.client_peer()
+    if client is None:
         raise TypeError(
-            f"Connection {cx.name!r} is a {type(cx.role).__name__} connection: it has no client to "
+            f"Connection {cx.name!r} is a {type(role).__name__} connection: it has no client to "
             "forward session messages to. Proxy mode needs a Proxy connection."
         )
-    return _peer(cx, _CLIENT)
-
-
-def _agent_source(cx: Connection) -> Role | None:
-    """The peer the agent's messages come from on ``cx``; ``None``: take every message as the agent's."""
-    return _AGENT if _AGENT in cx.role.peers() else None
+    return None if client == cx.counterpart else client
 
 
 # --- MCP servers ----------------------------------------------------------------------------------
@@ -401,7 +407,8 @@ class _SessionRouter:
         self.inbox = inbox
         self.mode: _Mode = mode
         self.client = client
-        self.source = _agent_source(cx)
+        #: The peer the agent's messages come from; ``None``: take every message as the agent's.
+        self.source = _agent_role(cx.role)
         #: While a list: where the notifications go (the replay of a ``session/load`` not answered yet).
         self.history: list[SessionMessage] | None = None
 
@@ -910,8 +917,7 @@ class SessionBuilder(Generic[RequestT]):
                 f"SessionBuilder takes a NewSessionRequest, LoadSessionRequest, ResumeSessionRequest or "
                 f"ForkSessionRequest; got {type(request).__name__}"
             )
-        if request.mcp_servers is None:  # resume and fork leave it optional; ACP wants it sent
-            request = cast(RequestT, request.model_copy(update={"mcp_servers": []}))
+        request = fill_required_fields(_SETUP_METHODS[type(request)], request)
         self._cx = cx
         #: The setup request's params that will be sent.
         self.request: RequestT = request
@@ -1374,11 +1380,6 @@ class SessionConnection(SessionMethods, Connection):
     ``cx`` with it to have the type checker see those methods.
     """
 
-    _agent_features: AgentFeatures | None = None
-    _protocol_version: int | None = None
-    #: The last typed ``initialize`` sent to the agent, until its answer is read.
-    _initializing: SentRequest[InitializeResponse] | None = None
-
     def __init__(
         self,
         role: Role,
@@ -1389,9 +1390,13 @@ class SessionConnection(SessionMethods, Connection):
         startup: Iterable[Callable[[Connection], Awaitable[object]]] = (),
         close_callbacks: Iterable[Callable[..., Awaitable[object]]] = (),
     ) -> None:
+        #: The role that is the agent here (``None``: no agent, or a role that does not say).
+        self._agent = _agent_role(role)
+        #: What the agent said at ``initialize``: what sessions may be started with, and when.
+        self.peer_state = PeerState("agent")
         #: The agent's permission requests still unanswered, seen before any handler sees them.
         self._permission_requests = _PermissionRequests()
-        if role.counterpart() == _AGENT:
+        if self._agent is not None and role.counterpart() == self._agent:
             handlers = (self._permission_requests, *handlers)
         super().__init__(
             role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
@@ -1402,14 +1407,15 @@ class SessionConnection(SessionMethods, Connection):
         """What the agent advertised in its ``initialize`` answer; ``None`` before it was read.
 
         Recorded when a typed :class:`~acpio.schema.InitializeRequest` sent to the agent from this
-        connection is answered. Until then a client's connection refuses ``session/*`` requests.
+        connection is answered (see :attr:`peer_state`). Until then a client's connection refuses
+        ``session/*`` requests.
         """
-        return self._agent_features
+        return self.peer_state.agent_features
 
     @property
     def protocol_version(self) -> int | None:
         """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
-        return self._protocol_version
+        return self.peer_state.protocol_version
 
     def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
         """Send a request; typed requests to the agent are checked against what ACP allows.
@@ -1419,51 +1425,27 @@ class SessionConnection(SessionMethods, Connection):
           :class:`~acpio.capabilities.UnsupportedProtocolVersion`. The agent's capabilities are
           then recorded (:attr:`agent_features`).
         * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
-          ``ValueError``; ``session/resume`` without ``mcp_servers`` is sent with ``mcpServers: []``
-          (the spec requires the field, the schema leaves it optional).
+          ``ValueError``; ``session/resume`` and ``session/fork`` without ``mcp_servers`` are sent
+          with ``mcpServers: []`` (the spec requires the field, the schema leaves it optional).
         * on a client's connection, a ``session/*`` request before the agent answered
           ``initialize`` raises ``RuntimeError``: ACP requires initialization first. (A proxy's
           successor is initialized by the conductor, so a proxy connection is not checked.)
         * once the agent's capabilities are known, a method it did not advertise
           (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+
+        The checks are those of :meth:`acpio.peer.PeerState.check`.
         """
         method: Any = getattr(type(message), "METHOD", None)
         to_agent = isinstance(method, str) and params is UNSET and self._addresses_agent(peer)
         if to_agent:
-            features = self._agent_features
-            if features is None and method.startswith("session/"):
-                features = self._require_initialized(method)
-            message = fill_required_fields(method, message)
-            check_absolute_paths(method, message)
-            if features is not None:
-                features.require_params(method, message)
+            # A proxy's successor is initialized by the conductor; a closed connection raises below.
+            client = self.counterpart == self._agent and not self.closed
+            message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
         if to_agent and isinstance(message, InitializeRequest):
-            initializing = self._initializing = sent.map(self._initialized)
-            return initializing
+            return self.peer_state.follow(sent, self.close)
         return sent
-
-    def _require_initialized(self, method: str) -> AgentFeatures | None:
-        """The agent's features for ``method``; ``RuntimeError`` on a client's connection without them.
-
-        The answer to ``initialize`` is read by whoever awaits it, which may run after a handler
-        reacting to the next message: an answer that arrived but was not read yet is read here.
-        """
-        initializing = self._initializing
-        if initializing is not None and initializing.done:
-            self._initializing = None
-            with contextlib.suppress(Exception):  # whoever awaits a failed initialize gets its error
-                initializing._value(initializing._reply.outcome)  # records the features, once
-        features = self._agent_features
-        if features is not None or self.counterpart != _AGENT or self.closed:
-            return features  # a proxy's successor is initialized by the conductor; a closed one raises
-        raise RuntimeError(
-            f"{method} was sent before initialize was answered: ACP requires the client to "
-            "initialize the connection (and read the agent's capabilities) first. Send "
-            "await cx.send_request(InitializeRequest(protocol_version=1, ...)) and await its "
-            "answer before starting sessions."
-        )
 
     def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
@@ -1500,23 +1482,9 @@ class SessionConnection(SessionMethods, Connection):
         return answered
 
     def _addresses_agent(self, peer: Any) -> bool:
+        agent = self._agent
+        if agent is None:
+            return False
         if peer is None:
-            return self.counterpart == _AGENT
-        return peer is Agent or peer == _AGENT
-
-    def _initialized(self, response: InitializeResponse) -> InitializeResponse:
-        try:
-            check_agent_version(response.protocol_version)
-        except UnsupportedProtocolVersion:
-            self.close()  # the spec: close the connection, and tell the user (the raise does)
-            raise
-        self._record_initialize(response)
-        return response
-
-    def _record_initialize(self, response: InitializeResponse) -> None:
-        """Record the agent's ``initialize`` answer (version, capabilities): sessions may start.
-
-        Also called by :class:`acpio.compat.ClientSideConnection`, which sends ``initialize`` itself.
-        """
-        self._protocol_version = response.protocol_version
-        self._agent_features = AgentFeatures.from_response(response)
+            return self.counterpart == agent
+        return peer == agent or peer is type(agent)

@@ -48,23 +48,15 @@ from typing import Any, ClassVar, Self, TypeVar, cast
 
 from pydantic import ValidationError
 
-from acpio.capabilities import (
-    AgentFeatures,
-    ClientFeatures,
-    UnsupportedProtocolVersion,
-    check_absolute_paths,
-    check_agent_version,
-    fill_required_fields,
-)
+from acpio.capabilities import AgentFeatures, ClientFeatures
 from acpio.compat.stream import StreamHub, Subscription
 from acpio.compat.table import TraitMethod, trait_methods
-from acpio.compat.traits import Agent, Client, _Peer
+from acpio.compat.traits import Agent, Client
 from acpio.errors import (
     AcpError,
     InternalError,
     InvalidParams,
     MethodNotFound,
-    ParseError,
     RequestError,
 )
 from acpio.jsonrpc import (
@@ -80,6 +72,8 @@ from acpio.jsonrpc import (
     Unhandled,
     open_transport,
 )
+from acpio.jsonrpc.typed import result_parser
+from acpio.peer import InitializeFirst, PeerState
 from acpio.roles import Agent as AgentRole
 from acpio.roles import Client as ClientRole
 from acpio.schema import InitializeRequest, InitializeResponse
@@ -92,6 +86,7 @@ __all__ = ["AGENT_METHODS", "CLIENT_METHODS", "AgentSideConnection", "ClientSide
 _log = logging.getLogger("acpio.compat")
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 #: The protocol methods an agent receives, read off :class:`~acpio.compat.Agent`.
 AGENT_METHODS: tuple[TraitMethod, ...] = trait_methods(Agent)
@@ -104,20 +99,6 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def _parse_result(cls: type[R], raw: JsonValue, method: str) -> R:
-    """``raw`` (a response's result) as ``cls``; ``null`` counts as ``{}`` for object results."""
-    if raw is None and not issubclass(cls, AcpJson):
-        raw = {}
-    validate: Callable[[Any], Any] = cls.model_validate  # type: ignore[attr-defined]
-    try:
-        return cast(R, validate(raw))
-    except ValidationError as exc:
-        raise ParseError(
-            {"method": method, "error": str(exc), "json": raw},
-            message=f"The result of {method!r} does not match {cls.__name__}",
-        ) from exc
 
 
 def _wire_result(entry: TraitMethod | None, result: Any) -> Any:
@@ -174,9 +155,7 @@ def _handler(impl: object, trait: type, name: str) -> Callable[..., Any] | None:
     fn: Callable[..., Any] | None = getattr(impl, name, None)
     if not callable(fn):
         return None
-    kind = type(impl)
-    inherited = getattr(kind, name, None) is getattr(trait, name, None)
-    if inherited and getattr(kind, "_request", None) is _Peer._request:
+    if getattr(type(impl), name, None) is getattr(trait, name, None) and not isinstance(impl, _Endpoint):
         return None
     return fn
 
@@ -191,13 +170,17 @@ class _Dispatcher:
     __slots__ = ("_endpoint", "_ext_method", "_ext_notification", "_impl", "_notifications", "_requests")
 
     def __init__(
-        self, endpoint: _Endpoint, impl: object, trait: type, methods: tuple[TraitMethod, ...]
+        self,
+        endpoint: _Endpoint,
+        impl: object,
+        trait: type,
+        methods: tuple[TraitMethod, ...],
+        disabled: frozenset[str],
     ) -> None:
         self._endpoint = endpoint
         self._impl = impl
         self._requests: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
         self._notifications: dict[str, tuple[TraitMethod, Callable[..., Any]]] = {}
-        disabled = endpoint._builder.role.disabled_methods()
         off: list[str] = []
         for entry in methods:
             fn = _handler(impl, trait, entry.name)
@@ -289,8 +272,12 @@ class _Dispatcher:
             _log.debug("Ignoring notification %r: not implemented", method)
 
 
-class _Endpoint(_Peer):
-    """What both connections share: serving, closing, subscribing, and sending the trait calls."""
+class _Endpoint:
+    """What both connections share: serving, closing, subscribing, and sending the trait calls.
+
+    The trait calls override the hooks of the traits (``_request``, ``_notify``...), which refuse
+    or ignore a call nobody implements, to send it to the peer instead.
+    """
 
     #: The ACP role this side plays.
     _ROLE: ClassVar[type[AgentRole] | type[ClientRole]]
@@ -298,6 +285,8 @@ class _Endpoint(_Peer):
     _METHODS: ClassVar[tuple[TraitMethod, ...]]
     #: The trait the served implementation has.
     _TRAIT: ClassVar[type]
+    #: What :meth:`~acpio.peer.PeerState.check` refuses before ``initialize`` when capabilities are required.
+    _INITIALIZE_FIRST: ClassVar[InitializeFirst]
 
     def __init__(
         self,
@@ -324,7 +313,8 @@ class _Endpoint(_Peer):
         else:
             impl = _make(impl_or_factory, self)
         self._impl: Any = impl
-        self._builder.with_handler(_Dispatcher(self, impl, self._TRAIT, self._METHODS))
+        disabled = self._builder.role.disabled_methods()
+        self._builder.with_handler(_Dispatcher(self, impl, self._TRAIT, self._METHODS, disabled))
         on_connect = getattr(impl, "on_connect", None)
         if callable(on_connect):
             on_connect(self)
@@ -431,34 +421,30 @@ class _Endpoint(_Peer):
 
     # --- calling the peer ---------------------------------------------------------------------------
 
-    def _features(self) -> AgentFeatures | ClientFeatures | None:
-        return None
-
-    def _check(self, method: str, params: AcpRequest | AcpNotification | None = None) -> None:
-        role = self._builder.role
-        if method in role.disabled_methods():  # first: the engine would refuse it anyway
-            raise role.disabled_error(method, "send")
-        check_absolute_paths(method, params)
-        if self._require_capabilities:
-            features = self._features()
-            if features is None:
-                features = self._before_initialize(method)
-            features.require(method)
-
-    def _before_initialize(self, method: str) -> AgentFeatures | ClientFeatures:
-        """The features to check ``method`` against before ``initialize`` (nothing advertised)."""
+    @property
+    def peer_state(self) -> PeerState:
+        """What the peer said at ``initialize``: what every trait call to it is checked against."""
         raise NotImplementedError
+
+    def _checked(self, method: str, params: T) -> T:
+        """``params`` as they may be sent (see :meth:`~acpio.peer.PeerState.check`)."""
+        require = self._require_capabilities
+        return self.peer_state.check(
+            method,
+            params,
+            require_capabilities=require,
+            initialize_first=self._INITIALIZE_FIRST if require else None,
+        )
 
     async def _request(self, params: AcpRequest, result: type[R]) -> R:
         method = params.METHOD
-        params = fill_required_fields(method, params)
-        self._check(method, params)
-        raw = await self.connection.send_request(method, params)
-        return _parse_result(result, raw, method)
+        raw = await self.connection.send_request(method, self._checked(method, params))
+        parsed: R = result_parser(result, method)(raw)
+        return parsed
 
     async def _notify(self, params: AcpNotification) -> None:
-        self._check(params.METHOD, params)
-        self.connection.send_notification(params.METHOD, params)
+        method = params.METHOD
+        self.connection.send_notification(method, self._checked(method, params))
         await self.connection.drain()  # backpressure: a slow peer slows the sender down
 
     async def _ext_request(self, method: str, params: dict[str, Any]) -> JsonValue:
@@ -486,6 +472,7 @@ class AgentSideConnection(_Endpoint, Client):
     _ROLE = AgentRole
     _METHODS = AGENT_METHODS
     _TRAIT = Agent
+    _INITIALIZE_FIRST = None  # a client that did not initialize yet advertised nothing
 
     def __init__(
         self,
@@ -496,7 +483,7 @@ class AgentSideConnection(_Endpoint, Client):
         require_capabilities: bool = False,
         use_unstable_protocol: bool = False,
     ) -> None:
-        self._client_features: ClientFeatures | None = None
+        self._peer = PeerState("client")
         super().__init__(
             agent,
             target,
@@ -513,17 +500,16 @@ class AgentSideConnection(_Endpoint, Client):
     @property
     def client_features(self) -> ClientFeatures | None:
         """What the client advertised in ``initialize`` (``None`` before it arrived)."""
-        return self._client_features
+        return self._peer.client_features
+
+    @property
+    def peer_state(self) -> PeerState:
+        """What the client said at ``initialize`` (recorded when its request arrives)."""
+        return self._peer
 
     def _received(self, params: AcpRequest) -> None:
         if isinstance(params, InitializeRequest):
-            self._client_features = ClientFeatures.from_request(params)
-
-    def _features(self) -> ClientFeatures | None:
-        return self._client_features
-
-    def _before_initialize(self, method: str) -> ClientFeatures:
-        return ClientFeatures({})
+            self._peer.record_request(params)
 
 
 class ClientSideConnection(_Endpoint, Agent):
@@ -541,9 +527,11 @@ class ClientSideConnection(_Endpoint, Agent):
     calling a method the agent did not advertise (``session/load``, ``session/list``...), or
     sending what it did not advertise (an image in a prompt, an HTTP MCP server,
     ``additionalDirectories``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead
-    of sending it, and a session method called before ``initialize`` raises ``RuntimeError``. A
+    of sending it, and any method but ``initialize`` and ``authenticate`` called before
+    ``initialize`` raises ``RuntimeError`` (the checks of :attr:`peer_state`). A
     relative ``cwd`` or ``additionalDirectories`` entry is always refused with ``ValueError``, and
-    ``resume_session`` without ``mcp_servers`` sends ``mcpServers: []`` (the spec requires it).
+    ``resume_session`` and ``fork_session`` without ``mcp_servers`` send ``mcpServers: []`` (the
+    spec requires it).
     ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``,
     ``list_providers``...): without it calling one raises
     :class:`~acpio.roles.UnstableMethodNotEnabled` and the agent's unstable requests answer ``-32601``.
@@ -552,6 +540,7 @@ class ClientSideConnection(_Endpoint, Agent):
     _ROLE = ClientRole
     _METHODS = CLIENT_METHODS
     _TRAIT = Client
+    _INITIALIZE_FIRST = "all"
 
     def __init__(
         self,
@@ -562,7 +551,6 @@ class ClientSideConnection(_Endpoint, Agent):
         require_capabilities: bool = False,
         use_unstable_protocol: bool = False,
     ) -> None:
-        self._agent_features: AgentFeatures | None = None
         super().__init__(
             client,
             target,
@@ -579,40 +567,25 @@ class ClientSideConnection(_Endpoint, Agent):
     @property
     def agent_features(self) -> AgentFeatures | None:
         """What the agent advertised in its ``initialize`` response (``None`` before it)."""
-        return self._agent_features
+        return self.peer_state.agent_features if self._cx is not None else None
 
     async def initialize(self, params: InitializeRequest) -> InitializeResponse:
         """``initialize``: send it, check the agent's protocol version, record its capabilities.
 
         Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion` (after closing the
         connection, as the spec asks) when the agent answers with a version this side does not speak.
+        The answer is recorded in the connection's :attr:`~acpio.session.SessionConnection.peer_state`,
+        so typed requests sent on :attr:`connection` directly are checked against it too.
         """
-        response = await super().initialize(params)
-        try:
-            check_agent_version(response.protocol_version)
-        except UnsupportedProtocolVersion:
-            self._stop.set()
-            raise
-        self._agent_features = AgentFeatures.from_response(response)
-        cx = self.connection
-        if isinstance(cx, SessionConnection):  # typed requests sent on it directly see it too
-            cx._record_initialize(response)
+        response: InitializeResponse = await self.connection.send_request(params)
         return response
 
-    def _features(self) -> AgentFeatures | None:
-        return self._agent_features
+    @property
+    def peer_state(self) -> PeerState:
+        """What the agent said at ``initialize``: the :attr:`connection`'s own record.
 
-    def _check(self, method: str, params: AcpRequest | AcpNotification | None = None) -> None:
-        super()._check(method, params)
-        features = self._agent_features
-        if self._require_capabilities and features is not None:
-            features.require_params(method, params)
-
-    def _before_initialize(self, method: str) -> AgentFeatures:
-        if method != InitializeRequest.METHOD and method != "authenticate":
-            raise RuntimeError(
-                f"{method} was called before initialize: ACP requires the client to call "
-                "initialize (and read the agent's capabilities) first. Call "
-                "await conn.initialize(InitializeRequest(...)) before anything else."
-            )
-        return AgentFeatures({})
+        Raises ``RuntimeError`` before the connection is served.
+        """
+        cx = self.connection
+        assert isinstance(cx, SessionConnection), "Client.builder() makes session connections"
+        return cx.peer_state

@@ -1,0 +1,204 @@
+"""The counterpart as ``initialize`` described it, kept once per connection: :class:`PeerState`.
+
+ACP opens every connection with ``initialize``: the client sends its capabilities, the agent
+answers with the protocol version both will speak and its own capabilities. What a side may send
+afterwards depends on that exchange, so both APIs keep it in one :class:`PeerState` and check
+against it before sending:
+
+* the builder style: every :class:`~acpio.session.SessionConnection` has one for the agent
+  (:attr:`~acpio.session.SessionConnection.peer_state`), filled from the answer to a typed
+  ``initialize`` sent on it;
+* the trait style: :class:`~acpio.compat.ClientSideConnection` uses that same object of its
+  connection, and :class:`~acpio.compat.AgentSideConnection` keeps one for the client, filled from
+  the ``initialize`` request it receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
+
+from acpio.capabilities import (
+    AgentFeatures,
+    ClientFeatures,
+    UnsupportedProtocolVersion,
+    check_absolute_paths,
+    check_agent_version,
+    fill_required_fields,
+)
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc import SentRequest
+    from acpio.schema import InitializeRequest, InitializeResponse
+
+__all__ = ["InitializeFirst", "PeerState"]
+
+T = TypeVar("T")
+
+#: Which methods :meth:`PeerState.check` refuses before the agent answered ``initialize``:
+#: ``"session"`` the ``session/*`` methods (the builder style), ``"all"`` every method but
+#: ``initialize`` and ``authenticate`` (the trait style with ``require_capabilities=True``),
+#: ``None`` none.
+InitializeFirst: TypeAlias = Literal["session", "all"] | None
+
+_BEFORE_INITIALIZE = frozenset({"initialize", "authenticate"})
+
+
+class PeerState:
+    """What the counterpart said at ``initialize``, and the check of what is sent to it.
+
+    For an agent: :attr:`protocol_version` and :attr:`agent_features`, recorded from its answer
+    (:meth:`record_response`, or :meth:`follow` for an answer read by whoever awaits it). For a
+    client: :attr:`client_features`, recorded from its request (:meth:`record_request`); until
+    then the client counts as having advertised nothing. :meth:`check` is what every send to the
+    counterpart goes through.
+    """
+
+    __slots__ = ("_agent_features", "_client_features", "_initializing", "_protocol_version", "counterpart")
+
+    def __init__(self, counterpart: Literal["agent", "client"]) -> None:
+        #: Whose state this is: the ``"agent"`` (for a client, or a proxy's successor) or the ``"client"``.
+        self.counterpart = counterpart
+        self._protocol_version: int | None = None
+        self._agent_features: AgentFeatures | None = None
+        self._client_features: ClientFeatures | None = None
+        #: The ``initialize`` being answered (see :meth:`follow`), until its answer is read.
+        self._initializing: SentRequest[InitializeResponse] | None = None
+
+    def __repr__(self) -> str:
+        state = "initialized" if self._agent_features or self._client_features else "not initialized"
+        return f"<PeerState {self.counterpart} {state}>"
+
+    # --- what was said ----------------------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        self._read_answer()
+        return self._protocol_version
+
+    @property
+    def agent_features(self) -> AgentFeatures | None:
+        """What the agent advertised in its ``initialize`` answer; ``None`` before it was read."""
+        self._read_answer()
+        return self._agent_features
+
+    @property
+    def client_features(self) -> ClientFeatures | None:
+        """What the client advertised in its ``initialize`` request; ``None`` before it arrived."""
+        return self._client_features
+
+    def record_response(self, response: InitializeResponse) -> InitializeResponse:
+        """Record the agent's answer to ``initialize``; return it.
+
+        Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion`, recording nothing, when this
+        side does not speak the version the agent answered with (the spec then wants the connection
+        closed: the caller's part).
+        """
+        check_agent_version(response.protocol_version)
+        self._protocol_version = response.protocol_version
+        self._agent_features = AgentFeatures.from_response(response)
+        return response
+
+    def record_request(self, request: InitializeRequest) -> None:
+        """Record the client's ``initialize`` request (its capabilities)."""
+        self._client_features = ClientFeatures.from_request(request)
+
+    def follow(
+        self, sent: SentRequest[InitializeResponse], on_unsupported: Callable[[], object]
+    ) -> SentRequest[InitializeResponse]:
+        """The view of ``sent`` (an ``initialize`` to the agent) whose answer is recorded when read.
+
+        Whoever awaits the returned request reads the answer, and :meth:`record_response` records
+        it; an unsupported version calls ``on_unsupported()`` (close the connection) and raises. The
+        answer is read by whoever comes first: the awaiting task, or a check or a look at the state
+        after the response arrived (a handler reacting to the next message may run before the
+        awaiting task resumes).
+        """
+
+        def record(response: InitializeResponse) -> InitializeResponse:
+            try:
+                return self.record_response(response)
+            except UnsupportedProtocolVersion:
+                on_unsupported()
+                raise
+
+        initializing = self._initializing = sent.map(record)
+        return initializing
+
+    # --- the check before sending -----------------------------------------------------------------
+
+    def check(
+        self,
+        method: str,
+        params: T,
+        *,
+        require_capabilities: bool = True,
+        initialize_first: InitializeFirst = None,
+    ) -> T:
+        """``params`` (a typed request or notification) as they may be sent to the counterpart.
+
+        * Before the agent answered ``initialize``, a method ``initialize_first`` names raises
+          ``RuntimeError`` (ACP requires initialization first).
+        * What ACP's prose requires but the schema leaves optional is filled in (``mcpServers`` of
+          ``session/resume`` and ``session/fork``), and a relative ``cwd`` or
+          ``additionalDirectories`` entry raises ``ValueError``.
+        * With ``require_capabilities``, a method or content the counterpart did not advertise
+          raises :class:`~acpio.capabilities.CapabilityNotAdvertised`. The agent's advertisement
+          is checked once known; a client that did not send ``initialize`` yet advertised nothing.
+        """
+        if (
+            initialize_first is not None
+            and self.agent_features is None
+            and _needs_initialize(method, initialize_first)
+        ):
+            raise RuntimeError(
+                f"{method} was sent before initialize was answered: ACP requires the client to "
+                "initialize the connection (and read the agent's capabilities) first. Send "
+                "initialize and await its answer first: await conn.initialize(InitializeRequest(...)) "
+                "on a ClientSideConnection, await cx.send_request(InitializeRequest(protocol_version=1, "
+                "...)) on a builder's connection."
+            )
+        params = fill_required_fields(method, params)
+        check_absolute_paths(method, params)
+        if require_capabilities:
+            if self.counterpart == "agent":
+                features = self.agent_features
+                if features is not None:
+                    features.require_params(method, params)
+            else:
+                (self._client_features or ClientFeatures({})).require(method)
+        return params
+
+    def _read_answer(self) -> None:
+        """Record the answer to the followed ``initialize`` if it arrived and nobody read it yet."""
+        initializing = self._initializing
+        if initializing is None or not initializing.done:
+            return
+        self._initializing = None
+        try:
+            _settled_value(initializing)
+        except Exception:  # whoever awaits a failed initialize gets its error
+            return
+
+
+def _needs_initialize(method: str, initialize_first: InitializeFirst) -> bool:
+    if initialize_first == "session":
+        return method.startswith("session/")
+    return method not in _BEFORE_INITIALIZE
+
+
+def _settled_value(sent: SentRequest[T]) -> T:
+    """The value of an answered request, read now (its error raised).
+
+    Awaiting an answered request completes without suspending, so one step of its awaitable gives
+    the value. Replace with the engine's non-blocking accessor once ``SentRequest`` has one.
+    """
+    steps = sent.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as finished:
+        value: T = finished.value
+        return value
+    steps.close()
+    raise AssertionError(f"{sent!r} was answered, yet awaiting it suspended")

@@ -1,0 +1,133 @@
+"""The peer state (acpio.peer.PeerState): one record of initialize, one check, in both styles."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from acpio import MethodNotFound
+from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion
+from acpio.compat import Client as ClientTrait
+from acpio.compat import ClientSideConnection
+from acpio.peer import PeerState
+from acpio.schema import (
+    AgentCapabilities,
+    ForkSessionRequest,
+    InitializeRequest,
+    InitializeResponse,
+    LoadSessionRequest,
+    NewSessionRequest,
+    ReadTextFileRequest,
+)
+from acpio.testing import WirePeer
+from acpio.transports import Channel
+
+from ._support import TIMEOUT, ScriptAgent, builder_client, compat_pair
+
+INIT = InitializeRequest(protocol_version=1)
+
+
+def new() -> NewSessionRequest:
+    return NewSessionRequest(cwd="/work", mcp_servers=[])
+
+
+def load() -> LoadSessionRequest:
+    return LoadSessionRequest(session_id="old", cwd="/work", mcp_servers=[])
+
+
+async def test_a_session_request_before_initialize_is_refused_alike_in_both_styles() -> None:
+    async with builder_client(ScriptAgent()) as (cx, tap):
+        with pytest.raises(RuntimeError, match="session/new was sent before initialize") as builder:
+            cx.send_request(new())
+        assert tap.sent == []
+    async with compat_pair() as (_, client, tap):
+        with pytest.raises(RuntimeError, match="session/new was sent before initialize") as compat:
+            await client.new_session(new())
+        assert tap.sent == []
+    assert str(builder.value) == str(compat.value)
+
+
+async def test_an_unadvertised_method_is_refused_alike_in_both_styles() -> None:
+    async with builder_client(ScriptAgent()) as (cx, tap):
+        await cx.send_request(INIT)
+        with pytest.raises(CapabilityNotAdvertised, match=r"loadSession") as builder:
+            cx.send_request(load())
+        assert tap.sent_methods() == ["initialize"]
+    async with compat_pair() as (_, client, tap):
+        await client.initialize(INIT)
+        with pytest.raises(CapabilityNotAdvertised, match=r"loadSession") as compat:
+            await client.load_session(load())
+        assert tap.sent_methods() == ["initialize"]
+    assert str(builder.value) == str(compat.value)
+
+
+async def test_the_trait_style_client_records_initialize_in_its_connection_once() -> None:
+    async with compat_pair(require_capabilities=False) as (_, client, tap):
+        await client.initialize(INIT)
+        cx = client.connection
+        assert client.peer_state is cx.peer_state
+        assert client.agent_features is cx.agent_features is not None
+        assert cx.protocol_version == 1
+        # Typed requests sent on the connection directly are checked against the same record.
+        with pytest.raises(CapabilityNotAdvertised, match=r"loadSession"):
+            cx.send_request(load())
+        assert tap.sent_methods() == ["initialize"]
+
+
+async def test_an_answer_nobody_read_yet_is_recorded_when_the_state_is_read() -> None:
+    # A handler reacting to the message after the answer may run before the awaiting task resumes.
+    async with builder_client(ScriptAgent(AgentCapabilities(load_session=True))) as (cx, _):
+        sent = cx.send_request(INIT)
+        with pytest.raises(MethodNotFound):  # answered after initialize, which is settled by now
+            await cx.send_request("_vendor/ping", {})
+        assert sent.done
+        features = cx.agent_features
+        assert features is not None
+        assert features.load_session
+        assert (await sent).protocol_version == 1
+
+
+def test_an_unsupported_version_records_nothing() -> None:
+    state = PeerState("agent")
+    with pytest.raises(UnsupportedProtocolVersion):
+        state.record_response(InitializeResponse(protocol_version=9))
+    assert state.agent_features is None
+    assert state.protocol_version is None
+    state.record_response(InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities()))
+    assert state.protocol_version == 1
+    assert state.agent_features is not None
+
+
+def test_a_client_that_did_not_initialize_advertised_nothing() -> None:
+    state = PeerState("client")
+    read = ReadTextFileRequest(session_id="s", path="/a")
+    with pytest.raises(CapabilityNotAdvertised, match=r"fs\.readTextFile"):
+        state.check("fs/read_text_file", read)
+    assert state.check("fs/read_text_file", read, require_capabilities=False) is read
+    state.record_request(
+        InitializeRequest.model_validate(
+            {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}}
+        )
+    )
+    assert state.check("fs/read_text_file", read) is read
+
+
+def test_resume_and_fork_are_sent_with_mcp_servers() -> None:
+    state = PeerState("agent")
+    fork = ForkSessionRequest(session_id="s", cwd="/work")
+    checked = state.check("session/fork", fork)
+    assert checked.mcp_servers == []
+    assert fork.mcp_servers is None  # the caller's request is left as it was
+
+
+async def test_compat_fork_session_sends_an_empty_mcp_servers_list() -> None:
+    ours, theirs = Channel.duplex()
+    agent = WirePeer(theirs, timeout=TIMEOUT)
+    async with ClientSideConnection(ClientTrait(), ours, use_unstable_protocol=True) as conn:
+        call = asyncio.create_task(conn.fork_session(ForkSessionRequest(session_id="s1", cwd="/work")))
+        request = await agent.recv()
+        assert request["params"] == {"sessionId": "s1", "cwd": "/work", "mcpServers": []}
+        agent.send({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s2"}})
+        assert (await call).session_id == "s2"
+        await agent.close()
