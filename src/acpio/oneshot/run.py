@@ -200,8 +200,8 @@ async def run_prompt(
         files = ConfinedFiles(options.cwd)
     except ValueError as exc:
         raise PromptFailed(str(exc), ExitCode.USAGE) from exc
-    # The agent's commands run only once run.consent_to_command allowed them (run is made below).
-    terminals = Terminals(files, consent=lambda command: run.consent_to_command(command))
+    # The agent's commands run only once answering.consent_to_command allowed them (made below).
+    terminals = Terminals(files, consent=lambda command: answering.consent_to_command(command))
     json_renderer = JsonLinesRenderer(out) if options.output == "json" else None
     renderer: Renderer = json_renderer or _text_renderer(options.output, out, terminals)
     owned_answers = None
@@ -215,7 +215,8 @@ async def run_prompt(
     else:
         assert answers is not None
         policy = AskPolicy(answers, err)
-    run = _PromptRun(options, renderer, err, files, terminals, policy)
+    answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
+    run = _PromptRun(options, renderer, err, files, terminals, answering)
     # Until the very end: a Ctrl-C while commands are being ended kills them.
     handling = (
         handling_endings(run.on_ending_signal, run.on_parent_gone, on_sigint=run.on_sigint)
@@ -257,11 +258,8 @@ def _open_answers(from_terminal: bool) -> LineInput:
         ) from exc
 
 
-_Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
-
-
 class _PromptRun:
-    """One run: the connection's main function, the request answers and the Ctrl-C handling."""
+    """One run: start the agent, open the session, run the turn; end it all on a signal."""
 
     def __init__(
         self,
@@ -270,40 +268,24 @@ class _PromptRun:
         err: TextIO,
         files: ConfinedFiles,
         terminals: Terminals,
-        policy: PermissionPolicy,
+        answers: _RequestAnswers,
     ) -> None:
         self._options = options
         self._renderer = renderer
         self._err = err
         self._files = files
         self._terminals = terminals
-        self._policy = policy
-        self._grants = CommandGrants()
-        self._commands_asked = 0
+        self._answers = answers
         self._process: AgentProcess | None = None
         self._main: asyncio.Task[Any] | None = None
         self._session: ActiveSession | None = None
         self._turn_running = False
-        self._cancelled = asyncio.Event()
         self._aborted = False
         #: Why the ``--json`` output could not be written, once it could not.
         self._output_failure: OSError | None = None
         #: The signal ending the run in order (SIGTERM, SIGHUP), once one came.
         self._stopping: int | None = None
         self._ending_terminals: asyncio.Task[None] | None = None
-        # Requests answered inline (in the order they came) and in tasks (they may take long).
-        self._inline: dict[str, _Serve] = {
-            ReadTextFileRequest.METHOD: self._read_file,
-            WriteTextFileRequest.METHOD: self._write_file,
-            CreateTerminalRequest.METHOD: self._create_terminal,
-            TerminalOutputRequest.METHOD: self._terminal_output,
-            RequestPermissionRequest.METHOD: self._permission,
-        }
-        self._spawned: dict[str, _Serve] = {
-            WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
-            KillTerminalRequest.METHOD: self._kill_terminal,
-            ReleaseTerminalRequest.METHOD: self._release_terminal,
-        }
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -364,11 +346,7 @@ class _PromptRun:
         if self._ended:
             return self._ended_code()
         cx = cast(SessionConnection, connection)
-        initialized = await self._initialize(cx)
-        if self._options.session_id is None:
-            session = await self._new_session(cx, initialized)
-        else:
-            session = await self._continue_session(cx, self._options.session_id)
+        session = await _open_session(cx, self._options, self._files.root, self._renderer, self._process)
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
         features = cx.agent_features
@@ -377,83 +355,6 @@ class _PromptRun:
         else:  # the hint would lead to an error: the agent can neither load nor resume sessions
             self._note(f"session {session.session_id}")
         return await self._turn(session)
-
-    async def _initialize(self, cx: SessionConnection) -> InitializeResponse:
-        from acpio import __version__
-
-        request = InitializeRequest(
-            protocol_version=LATEST_PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
-            ),
-            client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
-        )
-        limit = self._options.init_timeout or None
-        try:
-            async with asyncio.timeout(limit):
-                response: InitializeResponse = await cx.send_request(request)
-        except TimeoutError as exc:
-            assert limit is not None
-            raise PromptFailed(_no_initialize_answer(self._process, limit), ExitCode.AGENT_FAILED) from exc
-        except UnsupportedProtocolVersion as exc:
-            raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
-        except RequestError as exc:
-            raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
-        return response
-
-    async def _new_session(self, cx: SessionConnection, initialized: InitializeResponse) -> ActiveSession:
-        try:
-            return await build_session(cx, self._files.root).start_session()
-        except AuthRequired as exc:
-            methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
-            raise PromptFailed(
-                f"The agent requires authentication before session/new ({exc.message}), which acpio "
-                f"prompt does not do; authenticate with the agent's own tools first (its methods: {methods})",
-                ExitCode.AGENT_ERROR,
-            ) from exc
-        except RequestError as exc:
-            raise PromptFailed(f"The agent refused session/new: {exc}", ExitCode.AGENT_ERROR) from exc
-
-    async def _continue_session(self, cx: SessionConnection, session_id: str) -> ActiveSession:
-        features = cx.agent_features
-        builder: SessionBuilder[Any]
-        if features is not None and features.load_session:
-            builder = cx.build_session_load(session_id, self._files.root)
-        elif features is not None and features.resume_session:
-            builder = cx.build_session_resume(session_id, self._files.root)
-        else:
-            raise PromptFailed(
-                f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
-                "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
-                "start a new session.",
-                ExitCode.USAGE,
-            )
-        try:
-            session = await builder.start_session()
-        except RequestError as exc:
-            raise PromptFailed(
-                f"The agent refused {builder.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
-            ) from exc
-        self._show_history(session)
-        return session
-
-    def _show_history(self, session: ActiveSession) -> None:
-        """Show, dimmed, the conversation ``session/load`` replayed (nothing for ``session/resume``)."""
-        shown = False
-        for message in session.history:
-            try:
-                update = message.update
-            except InvalidParams as exc:
-                _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
-                continue
-            if update is None:
-                continue
-            if not shown:
-                shown = True
-                self._renderer.begin_history(session.session_id)
-            self._renderer.update(update, history=True)
-        if shown:
-            self._renderer.end_history()
 
     async def _turn(self, session: ActiveSession) -> int:
         self._session = session
@@ -465,7 +366,7 @@ class _PromptRun:
                 if isinstance(item, TurnEnded):
                     break
                 if item.is_request:
-                    await self._answer(cast(RequestDispatch, item.dispatch))
+                    await self._answers.answer(cast(RequestDispatch, item.dispatch), session.connection)
                 else:
                     self._show(item)
         except RequestError as exc:
@@ -491,17 +392,116 @@ class _PromptRun:
         if update is not None:
             self._renderer.update(update)
 
-    # --- answering the agent's requests --------------------------------------------------------
+    # --- Ctrl-C --------------------------------------------------------------------------------
 
-    async def _answer(self, dispatch: RequestDispatch) -> None:
+    def on_sigint(self) -> None:
+        """Ctrl-C: cancel the turn if one runs (the first time); otherwise stop at once."""
+        session = self._session
+        if self._stopping is not None:
+            self._abort()
+            return
+        if session is not None and self._turn_running and not self._answers.cancelled.is_set():
+            self._answers.cancelled.set()
+            with contextlib.suppress(AcpError):
+                session.cancel()
+            self._note("cancelling the turn (press Ctrl-C again to stop at once)", fresh_line=True)
+            return
+        self._abort()
+
+    def on_ending_signal(self, number: int) -> None:
+        """SIGTERM or SIGHUP: end the agent and its commands in order (a second one: at once)."""
+        self._stop(number, f"stopping on {signal.Signals(number).name}")
+
+    def on_parent_gone(self) -> None:
+        """The process that started acpio exited: end as on SIGHUP."""
+        self._stop(signal.SIGHUP, "stopping: the process that started acpio exited")
+
+    def _stop(self, number: int, why: str) -> None:
+        if self._ended:
+            self._abort()
+            return
+        self._stopping = number
+        self._note(f"{why}; ending the agent and the commands it runs", fresh_line=True)
+        self._start_ending_terminals()
+        if self._main is not None:
+            self._main.cancel()  # the connection then closes the agent's stdin and ends its group
+
+    def _abort(self) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        self._note("stopped: the agent was killed", fresh_line=True)
+        if self._process is not None:
+            self._process.kill()
+        self._terminals.kill_now()
+        if self._main is not None:
+            self._main.cancel()
+
+    def _start_ending_terminals(self) -> None:
+        if self._ending_terminals is None:
+            self._ending_terminals = asyncio.get_running_loop().create_task(
+                self._terminals.aclose(), name="acpio prompt: ending the terminals"
+            )
+
+    async def end_terminals(self) -> None:
+        """End the commands still running (SIGTERM, then SIGKILL) and wait for them."""
+        self._start_ending_terminals()
+        assert self._ending_terminals is not None
+        await asyncio.shield(self._ending_terminals)
+
+    def _note(self, text: str, *, fresh_line: bool = False) -> None:
+        """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
+        self._renderer.settle()
+        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {sanitize(text, single_line=True)}\n")
+        self._err.flush()
+
+
+_Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
+
+
+class _RequestAnswers:
+    """What answers the agent's requests during the turn: files, terminals, permission questions."""
+
+    def __init__(
+        self,
+        permissions: PolicyName,
+        renderer: Renderer,
+        files: ConfinedFiles,
+        terminals: Terminals,
+        policy: PermissionPolicy,
+    ) -> None:
+        self._permissions = permissions
+        self._renderer = renderer
+        self._files = files
+        self._terminals = terminals
+        self._policy = policy
+        self._grants = CommandGrants()
+        self._commands_asked = 0
+        #: Set once the turn is being cancelled: permission questions, pending or later, get ``cancelled``.
+        self.cancelled = asyncio.Event()
+        # Requests answered inline (in the order they came) and in tasks (they may take long).
+        self._inline: dict[str, _Serve] = {
+            ReadTextFileRequest.METHOD: self._read_file,
+            WriteTextFileRequest.METHOD: self._write_file,
+            CreateTerminalRequest.METHOD: self._create_terminal,
+            TerminalOutputRequest.METHOD: self._terminal_output,
+            RequestPermissionRequest.METHOD: self._permission,
+        }
+        self._spawned: dict[str, _Serve] = {
+            WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
+            KillTerminalRequest.METHOD: self._kill_terminal,
+            ReleaseTerminalRequest.METHOD: self._release_terminal,
+        }
+
+    async def answer(self, dispatch: RequestDispatch, connection: Connection) -> None:
+        """Answer one request of the turn: inline, in order, or in a task of ``connection``'s."""
         serve = self._inline.get(dispatch.method)
         if serve is not None:
             await self._serve(dispatch, serve)
             return
         serve = self._spawned.get(dispatch.method)
         if serve is not None:
-            assert self._session is not None
-            self._session.connection.spawn(self._serve, dispatch, serve)
+            connection.spawn(self._serve, dispatch, serve)
             return
         self._fail(dispatch, MethodNotFound(dispatch.method))
 
@@ -562,7 +562,7 @@ class _PromptRun:
             return
         if isinstance(outcome, CancelledPermissionOutcome):
             why, refused = "the turn is being cancelled", "cancelled"
-        elif self._options.permissions == "deny":
+        elif self._permissions == "deny":
             why = (
                 "the user did not allow it (acpio prompt --deny refuses the agent's commands that no "
                 "permission the user granted covers; --ask asks the user, --allow runs them)"
@@ -578,82 +578,120 @@ class _PromptRun:
     async def _decide(self, request: RequestPermissionRequest) -> Outcome:
         """The policy's outcome for ``request``; ``cancelled`` once the turn is cancelled (even meanwhile)."""
         outcome: Outcome = CancelledPermissionOutcome()
-        if not self._cancelled.is_set():
+        if not self.cancelled.is_set():
             self._renderer.settle()
             deciding = asyncio.ensure_future(self._policy.decide(request))
-            cancelled = asyncio.ensure_future(self._cancelled.wait())
+            cancelled = asyncio.ensure_future(self.cancelled.wait())
             try:
                 await asyncio.wait((deciding, cancelled), return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for task in (deciding, cancelled):
                     task.cancel()
                 await asyncio.gather(deciding, cancelled, return_exceptions=True)
-            if not self._cancelled.is_set() and not deciding.cancelled():
+            if not self.cancelled.is_set() and not deciding.cancelled():
                 outcome = deciding.result()
         return outcome
 
-    # --- Ctrl-C --------------------------------------------------------------------------------
 
-    def on_sigint(self) -> None:
-        """Ctrl-C: cancel the turn if one runs (the first time); otherwise stop at once."""
-        session = self._session
-        if self._stopping is not None:
-            self._abort()
-            return
-        if session is not None and self._turn_running and not self._cancelled.is_set():
-            self._cancelled.set()
-            with contextlib.suppress(AcpError):
-                session.cancel()
-            self._note("cancelling the turn (press Ctrl-C again to stop at once)", fresh_line=True)
-            return
-        self._abort()
+async def _open_session(
+    cx: SessionConnection,
+    options: PromptOptions,
+    root: Path,
+    renderer: Renderer,
+    process: AgentProcess | None,
+) -> ActiveSession:
+    """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
+    initialized = await _initialize(cx, options.init_timeout, process)
+    if options.session_id is None:
+        return await _new_session(cx, root, initialized)
+    return await _continue_session(cx, options.session_id, root, renderer)
 
-    def on_ending_signal(self, number: int) -> None:
-        """SIGTERM or SIGHUP: end the agent and its commands in order (a second one: at once)."""
-        self._stop(number, f"stopping on {signal.Signals(number).name}")
 
-    def on_parent_gone(self) -> None:
-        """The process that started acpio exited: end as on SIGHUP."""
-        self._stop(signal.SIGHUP, "stopping: the process that started acpio exited")
+async def _initialize(
+    cx: SessionConnection, init_timeout: float | None, process: AgentProcess | None
+) -> InitializeResponse:
+    """``initialize``, advertising the files and terminals this client serves."""
+    from acpio import __version__
 
-    def _stop(self, number: int, why: str) -> None:
-        if self._ended:
-            self._abort()
-            return
-        self._stopping = number
-        self._note(f"{why}; ending the agent and the commands it runs", fresh_line=True)
-        self._start_ending_terminals()
-        if self._main is not None:
-            self._main.cancel()  # the connection then closes the agent's stdin and ends its group
+    request = InitializeRequest(
+        protocol_version=LATEST_PROTOCOL_VERSION,
+        client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+        ),
+        client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
+    )
+    limit = init_timeout or None
+    try:
+        async with asyncio.timeout(limit):
+            response: InitializeResponse = await cx.send_request(request)
+    except TimeoutError as exc:
+        assert limit is not None
+        raise PromptFailed(_no_initialize_answer(process, limit), ExitCode.AGENT_FAILED) from exc
+    except UnsupportedProtocolVersion as exc:
+        raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
+    except RequestError as exc:
+        raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
+    return response
 
-    def _abort(self) -> None:
-        if self._aborted:
-            return
-        self._aborted = True
-        self._note("stopped: the agent was killed", fresh_line=True)
-        if self._process is not None:
-            self._process.kill()
-        self._terminals.kill_now()
-        if self._main is not None:
-            self._main.cancel()
 
-    def _start_ending_terminals(self) -> None:
-        if self._ending_terminals is None:
-            self._ending_terminals = asyncio.get_running_loop().create_task(
-                self._terminals.aclose(), name="acpio prompt: ending the terminals"
-            )
+async def _new_session(cx: SessionConnection, root: Path, initialized: InitializeResponse) -> ActiveSession:
+    try:
+        return await build_session(cx, root).start_session()
+    except AuthRequired as exc:
+        methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
+        raise PromptFailed(
+            f"The agent requires authentication before session/new ({exc.message}), which acpio "
+            f"prompt does not do; authenticate with the agent's own tools first (its methods: {methods})",
+            ExitCode.AGENT_ERROR,
+        ) from exc
+    except RequestError as exc:
+        raise PromptFailed(f"The agent refused session/new: {exc}", ExitCode.AGENT_ERROR) from exc
 
-    async def end_terminals(self) -> None:
-        """End the commands still running (SIGTERM, then SIGKILL) and wait for them."""
-        self._start_ending_terminals()
-        assert self._ending_terminals is not None
-        await asyncio.shield(self._ending_terminals)
 
-    def _note(self, text: str, *, fresh_line: bool = False) -> None:
-        """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
-        self._renderer.settle()
-        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {sanitize(text, single_line=True)}\n")
-        self._err.flush()
+async def _continue_session(
+    cx: SessionConnection, session_id: str, root: Path, renderer: Renderer
+) -> ActiveSession:
+    """``session/load`` (showing the replayed history) or else ``session/resume``, as the agent can."""
+    features = cx.agent_features
+    builder: SessionBuilder[Any]
+    if features is not None and features.load_session:
+        builder = cx.build_session_load(session_id, root)
+    elif features is not None and features.resume_session:
+        builder = cx.build_session_resume(session_id, root)
+    else:
+        raise PromptFailed(
+            f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
+            "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
+            "start a new session.",
+            ExitCode.USAGE,
+        )
+    try:
+        session = await builder.start_session()
+    except RequestError as exc:
+        raise PromptFailed(
+            f"The agent refused {builder.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
+        ) from exc
+    _show_history(session, renderer)
+    return session
+
+
+def _show_history(session: ActiveSession, renderer: Renderer) -> None:
+    """Show, dimmed, the conversation ``session/load`` replayed (nothing for ``session/resume``)."""
+    shown = False
+    for message in session.history:
+        try:
+            update = message.update
+        except InvalidParams as exc:
+            _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
+            continue
+        if update is None:
+            continue
+        if not shown:
+            shown = True
+            renderer.begin_history(session.session_id)
+        renderer.update(update, history=True)
+    if shown:
+        renderer.end_history()
 
 
 class _OtherSessions:
