@@ -33,7 +33,6 @@ and tracing stops.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -43,6 +42,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import orjson
 
+from acpio.jsonrpc.messages import NestedTooDeeply, encode_value
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction, TapObserver
 
@@ -57,19 +57,17 @@ _MESSAGE_FIELDS = ("params", "payload")
 def encode_event(event: Mapping[str, Any]) -> bytes:
     """One trace line (without its newline) for ``event``, whatever the nesting of its message.
 
-    orjson writes at most 254 nested levels: deeper params (or a deeper payload), which a peer may
-    send (orjson reads up to 1024), are written by the standard library's encoder instead. What even
-    that cannot write (about 900 levels and more) is left out: the event is written with that field
-    ``null`` and an ``omitted`` field saying why, so that the trace stays readable and goes on.
+    Written as the engine writes frames (:func:`acpio.jsonrpc.messages.encode_value`: orjson, and
+    the standard library's encoder past orjson's 254 levels). What even that cannot write (about
+    900 levels and more) is left out: the event is written with that field ``null`` and an
+    ``omitted`` field saying why, so that the trace stays readable and goes on.
     """
     try:
-        return orjson.dumps(event)
-    except orjson.JSONEncodeError:
-        pass
-    try:
-        return json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    except (RecursionError, ValueError, TypeError) as exc:
-        reason = "nested too deeply to write" if isinstance(exc, RecursionError) else f"not writable: {exc}"
+        return encode_value(event)
+    except NestedTooDeeply:
+        reason = "nested too deeply to write"
+    except TypeError as exc:
+        reason = f"not writable ({exc})"
     kept = {key: value for key, value in event.items() if key not in _MESSAGE_FIELDS}
     omitted = [key for key in _MESSAGE_FIELDS if key in event]
     kept.update(dict.fromkeys(omitted))

@@ -33,6 +33,7 @@ __all__ = [
     "Invalid",
     "JsonValue",
     "Notification",
+    "NestedTooDeeply",
     "Request",
     "RequestId",
     "Response",
@@ -248,6 +249,10 @@ def cancel_target(params: JsonValue) -> tuple[bool, RequestId]:
 _SERIALIZERS: dict[type, Callable[[Any], Any]] = {}
 
 
+class NestedTooDeeply(TypeError):
+    """A value nested too deeply for any JSON encoder (about 900 levels and more)."""
+
+
 def _serializer_for(kind: type) -> Callable[[Any], Any]:
     """How to turn objects of ``kind`` into JSON values (looked up once per class)."""
     to_wire = getattr(kind, "to_wire", None)
@@ -285,7 +290,7 @@ def _dumps(value: Any) -> bytes:
     try:
         return json.dumps(value, default=_to_json, ensure_ascii=False, separators=(",", ":")).encode()
     except RecursionError:
-        raise TypeError("the message is nested too deeply to be written as JSON") from None
+        raise NestedTooDeeply("the message is nested too deeply to be written as JSON") from None
 
 
 def _typed_json(value: Any) -> bytes | None:
