@@ -60,7 +60,11 @@ async def test_request_helpers_number_requests_and_skip_to_the_frame_wanted() ->
         second = peer.request("pong", {"x": 1})
         assert (first, second) == (1, 2)
         seen: list[Any] = []
-        assert await peer.response_to(second, seen) == {"jsonrpc": "2.0", "id": 2, "result": {"method": "pong"}}
+        assert await peer.response_to(second, seen) == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {"method": "pong"},
+        }
         assert seen == [{"jsonrpc": "2.0", "id": 1, "result": {"method": "ping"}}]
 
 

@@ -177,7 +177,7 @@ class PeerState:
             return
         self._initializing = None
         try:
-            _settled_value(initializing)
+            initializing.result()  # the answer is mapped through recording it, once
         except Exception:  # whoever awaits a failed initialize gets its error
             return
 
@@ -186,19 +186,3 @@ def _needs_initialize(method: str, initialize_first: InitializeFirst) -> bool:
     if initialize_first == "session":
         return method.startswith("session/")
     return method not in _BEFORE_INITIALIZE
-
-
-def _settled_value(sent: SentRequest[T]) -> T:
-    """The value of an answered request, read now (its error raised).
-
-    Awaiting an answered request completes without suspending, so one step of its awaitable gives
-    the value. Replace with the engine's non-blocking accessor once ``SentRequest`` has one.
-    """
-    steps = sent.__await__()
-    try:
-        steps.send(None)
-    except StopIteration as finished:
-        value: T = finished.value
-        return value
-    steps.close()
-    raise AssertionError(f"{sent!r} was answered, yet awaiting it suspended")

@@ -120,6 +120,35 @@ async def test_map_converts_values_once_and_errors_bypass_it() -> None:
     assert len(calls) == 1
 
 
+async def test_result_reads_an_arrived_answer_without_waiting_even_in_a_handler() -> None:
+    results: list[Any] = []
+
+    async def main(cx: Connection) -> None:
+        sent = cx.send_request(Hello(name="now")).map(lambda r: r.greeting)
+        with pytest.raises(asyncio.InvalidStateError, match="No answer to 'hello'"):
+            sent.result()
+        await sent
+        results.append(sent.result())
+        missing = cx.send_request("missing", {})
+        with pytest.raises(MethodNotFound):
+            await missing
+        with pytest.raises(MethodNotFound):
+            missing.result()
+
+        called = asyncio.Event()
+
+        async def in_the_dispatch_loop(value: Any) -> None:
+            results.append(later.result())  # awaiting here would raise DeadlockError
+            called.set()
+
+        later = cx.send_request(Hello(name="callback"))
+        later.on_receiving_result(in_the_dispatch_loop)
+        await asyncio.wait_for(called.wait(), TIMEOUT)
+
+    await UntypedRole.builder().connect_with(echo_builder(), main)
+    assert results == ["hello, now", HelloResult(greeting="hello, callback")]
+
+
 async def test_empty_request_type_and_null_params_are_handled() -> None:
     server = echo_builder()
 

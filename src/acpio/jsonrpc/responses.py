@@ -204,6 +204,17 @@ class SentRequest(_OurRequest, Generic[T]):
     def __await__(self) -> Generator[Any, None, T]:
         return self._wait().__await__()
 
+    def result(self) -> T:
+        """The answer, read now without waiting: the value, or raise the error (as ``await`` would).
+
+        Raises ``asyncio.InvalidStateError`` while the answer has not arrived (see :attr:`done`).
+        Unlike ``await``, it may be called inside a handler.
+        """
+        reply = self._reply
+        if not reply.settled:
+            raise asyncio.InvalidStateError(f"No answer to {reply.method!r} (id {reply.id!r}) yet")
+        return self._value(reply.outcome)
+
     async def _wait(self) -> T:
         reply = self._reply
         if not reply.settled:
