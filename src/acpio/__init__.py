@@ -27,6 +27,7 @@ from acpio.errors import (
 
 if TYPE_CHECKING:
     from acpio import schema, testing
+    from acpio.app import AgentApp, StopReasonName, Turn
     from acpio.capabilities import (
         AgentFeatures,
         CapabilityNotAdvertised,
@@ -43,6 +44,9 @@ __version__ = "0.1.0"
 #: Public names loaded on first access, with the module that defines them.
 _LAZY: dict[str, str] = {
     "ActiveSession": "acpio.session",
+    "AgentApp": "acpio.app",
+    "StopReasonName": "acpio.app",
+    "Turn": "acpio.app",
     "AgentSideConnection": "acpio.compat",
     "ClientSideConnection": "acpio.compat",
     "SessionBuilder": "acpio.session",
@@ -68,6 +72,7 @@ __all__ = [
     "AcpError",
     "ActiveSession",
     "Agent",
+    "AgentApp",
     "AgentFeatures",
     "AgentSideConnection",
     "AuthRequired",
@@ -92,7 +97,9 @@ __all__ = [
     "ResourceNotFound",
     "SessionBuilder",
     "SessionConnection",
+    "StopReasonName",
     "TransportError",
+    "Turn",
     "UnstableMethodNotEnabled",
     "UnsupportedProtocolVersion",
     "UntypedRole",

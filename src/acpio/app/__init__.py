@@ -1,0 +1,29 @@
+"""The high-level agent API: an :class:`AgentApp`, a prompt function, a :class:`Turn`.
+
+A small agent in full::
+
+    from acpio.app import AgentApp, StopReasonName, Turn
+
+    app = AgentApp("wordcount", version="1.0")
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        await turn.say(f"Your prompt has {len(turn.text.split())} words.")
+        return "end_turn"
+
+    if __name__ == "__main__":
+        app.run()
+"""
+
+from acpio.app.agent_app import AgentApp, PromptFunction, StopReasonName
+from acpio.app.turn import ActiveToolCall, ToolKindName, ToolStatusName, Turn
+
+__all__ = [
+    "ActiveToolCall",
+    "AgentApp",
+    "PromptFunction",
+    "StopReasonName",
+    "ToolKindName",
+    "ToolStatusName",
+    "Turn",
+]

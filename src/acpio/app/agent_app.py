@@ -1,0 +1,237 @@
+"""The high-level agent: :class:`AgentApp`, a decorator and a typed function per prompt.
+
+The app answers what every agent must (``initialize``, ``session/new``, ``session/cancel``) and
+runs each ``session/prompt`` as a :class:`~acpio.app.Turn` in a task of its own. It is built on an
+``Agent`` builder, not beside it: :meth:`AgentApp.builder` gives that builder, to serve the app in
+any way a builder is served or to add handlers of one's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from acpio.app.turn import Turn
+from acpio.capabilities import ClientFeatures, negotiate_version
+from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
+from acpio.jsonrpc import Builder, Connection, Responder
+from acpio.roles import Agent
+from acpio.schema import (
+    AgentCapabilities,
+    CancelNotification,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    StopReason,
+)
+from acpio.transports.base import Transport
+from acpio.transports.listener import Listener
+from acpio.transports.stdio import Stdio
+
+__all__ = ["AgentApp", "PromptFunction", "StopReasonName"]
+
+_log = logging.getLogger("acpio.app")
+
+#: The stop reasons of a turn (``StopReason``), as strings.
+StopReasonName: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+#: A prompt function: takes the :class:`~acpio.app.Turn`, returns why the turn stopped (``None``:
+#: ``end_turn``).
+PromptFunction: TypeAlias = Callable[[Turn], Awaitable[StopReason | StopReasonName | None]]
+
+
+@dataclass
+class _Session:
+    cwd: Path
+    turn: asyncio.Task[None] | None = None
+    current: Turn | None = None
+
+
+@dataclass
+class _Client:
+    """What the app keeps per connection: the client's features and its sessions."""
+
+    features: ClientFeatures = field(default_factory=lambda: ClientFeatures({}))
+    sessions: dict[str, _Session] = field(default_factory=dict)
+
+
+class AgentApp:
+    """An ACP agent made of a prompt function.
+
+    For example::
+
+        app = AgentApp("wordcount", version="1.0")
+
+        @app.prompt
+        async def prompt(turn: Turn) -> StopReasonName:
+            await turn.say(f"Your prompt has {len(turn.text.split())} words.")
+            return "end_turn"
+
+        app.run()
+
+    ``initialize`` is answered with the app's name and version and what it supports; each
+    ``session/new`` gets a unique id; each ``session/prompt`` runs the prompt function in a task
+    of its own, and ``session/cancel`` cancels it (the turn ends ``cancelled``). A prompt function
+    that raises answers its ``session/prompt`` with ``-32603`` (the message in ``data`` unless
+    ``error_details=False``), is logged, and the agent goes on. ``prompt_capabilities`` says which
+    content the prompt may carry besides text (images, audio, embedded resources).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        version: str = "0.1.0",
+        title: str | None = None,
+        prompt_capabilities: PromptCapabilities | None = None,
+        error_details: bool = True,
+    ) -> None:
+        #: The ``agentInfo`` the app answers ``initialize`` with.
+        self.info = (
+            Implementation(name=name, version=version)
+            if title is None
+            else Implementation(name=name, version=version, title=title)
+        )
+        self._prompt_capabilities = prompt_capabilities or PromptCapabilities()
+        self._error_details = error_details
+        self._prompt: PromptFunction | None = None
+        self._clients: weakref.WeakKeyDictionary[Connection, _Client] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"<AgentApp {self.info.name!r}>"
+
+    def prompt(self, fn: PromptFunction) -> PromptFunction:
+        """Register the prompt function (a decorator on an ``async def`` taking a ``Turn``).
+
+        It returns why the turn stopped: a ``StopReasonName`` such as ``"end_turn"``, a
+        :class:`~acpio.schema.StopReason`, or ``None`` for ``end_turn``.
+        """
+        if not asyncio.iscoroutinefunction(fn):
+            raise TypeError(
+                f"@app.prompt takes an async function: 'async def {getattr(fn, '__name__', 'prompt')}"
+                "(turn: Turn) -> StopReasonName'"
+            )
+        if self._prompt is not None:
+            raise ValueError(f"{self!r} already has a prompt function: register one only")
+        self._prompt = fn
+        return fn
+
+    # --- serving ----------------------------------------------------------------------------------
+
+    def builder(self) -> Builder[Connection]:
+        """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself)."""
+        app = Agent.builder(name=self.info.name)
+        app.on_request(InitializeRequest, self._initialize)
+        app.on_request(NewSessionRequest, self._new_session)
+        app.on_request(PromptRequest, self._start_turn)
+        app.on_notification(CancelNotification, self._cancel)
+        return app
+
+    async def connect_to(self, target: object) -> None:
+        """Serve one client on ``target`` (a transport or component) until it closes the connection."""
+        await self.builder().connect_to(target)
+
+    async def serve(self, listener: Listener) -> None:
+        """Serve every client ``listener`` accepts, each on its own connection, until it closes."""
+        await self.builder().serve(listener)
+
+    async def open(self) -> Transport:
+        """Serve the app in-process; the transport talks to it (a client builder can connect to the app)."""
+        return await self.builder().open()
+
+    def run(self) -> None:
+        """Serve one client on this process's stdin and stdout (how editors start an agent)."""
+        asyncio.run(self.connect_to(Stdio()))
+
+    # --- the protocol -----------------------------------------------------------------------------
+
+    def _client(self, cx: Connection) -> _Client:
+        client = self._clients.get(cx)
+        if client is None:
+            client = self._clients[cx] = _Client()
+        return client
+
+    async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
+        self._client(cx).features = ClientFeatures.from_request(request)
+        return InitializeResponse(
+            protocol_version=negotiate_version(request.protocol_version),
+            agent_capabilities=AgentCapabilities(prompt_capabilities=self._prompt_capabilities),
+            agent_info=self.info,
+        )
+
+    async def _new_session(self, request: NewSessionRequest, cx: Connection) -> NewSessionResponse:
+        cwd = Path(request.cwd)
+        if not cwd.is_absolute():
+            raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
+        session_id = f"sess_{uuid.uuid4().hex}"
+        self._client(cx).sessions[session_id] = _Session(cwd)
+        return NewSessionResponse(session_id=session_id)
+
+    async def _start_turn(
+        self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
+    ) -> None:
+        client = self._client(cx)
+        session = client.sessions.get(request.session_id)
+        if session is None:
+            raise ResourceNotFound({"sessionId": request.session_id}, message="Unknown session")
+        if session.turn is not None:
+            raise InvalidRequest(
+                {"sessionId": request.session_id},
+                message="A turn is already running in this session: await its answer, or send session/cancel",
+            )
+        if self._prompt is None:
+            raise InternalError(
+                {"details": f"{self!r} has no prompt function: decorate one with @app.prompt"}
+            )
+        turn = Turn(cx, request.session_id, session.cwd, list(request.prompt), client.features)
+        session.current = turn
+        session.turn = cx.spawn(self._run_turn(self._prompt, turn, session, responder))
+
+    async def _run_turn(
+        self, fn: PromptFunction, turn: Turn, session: _Session, responder: Responder[PromptResponse]
+    ) -> None:
+        try:
+            stop = await fn(turn)
+        except asyncio.CancelledError:
+            if not turn.cancel_requested:
+                raise  # the connection is ending, not the turn
+            responder.respond(PromptResponse(stop_reason=StopReason.CANCELLED))
+        except RequestError as error:
+            responder.respond_with_error(error)
+        except Exception as error:
+            _log.exception("The prompt function of %r failed", self.info.name)
+            details = {"details": str(error), "type": type(error).__name__} if self._error_details else None
+            responder.respond_with_error(InternalError(details))
+        else:
+            responder.respond_with_result(self._stop_reason(stop, turn))
+        finally:
+            session.turn = session.current = None
+
+    def _stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
+        if turn.cancel_requested:
+            return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
+        try:
+            return PromptResponse(stop_reason=StopReason(stop or StopReason.END_TURN))
+        except ValueError:
+            known = ", ".join(repr(r.value) for r in StopReason)
+            _log.error(
+                "The prompt function of %r returned %r, not a stop reason (%s)", self.info.name, stop, known
+            )
+            return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
+
+    async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
+        session = self._client(cx).sessions.get(notification.session_id)
+        if session is None or session.turn is None or session.current is None:
+            return
+        session.current.cancel_requested = True
+        session.turn.cancel()

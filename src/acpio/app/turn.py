@@ -1,0 +1,257 @@
+"""One prompt turn of an :class:`~acpio.app.AgentApp`: what a prompt function uses to talk to the client.
+
+A :class:`Turn` is handed to the app's prompt function. It runs in a task of its own, never in the
+connection's dispatch loop, so awaiting the client (a permission, a file) is always allowed, and
+what it sends for its session goes out in the order it was sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+from acpio.capabilities import ClientFeatures
+from acpio.jsonrpc import Connection
+from acpio.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    Content,
+    ContentBlock,
+    Diff,
+    PermissionOption,
+    Plan,
+    PlanEntry,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
+    RequestPermissionRequest,
+    SelectedPermissionOutcome,
+    SessionNotification,
+    SessionUpdate,
+    TextContent,
+    ToolCall,
+    ToolCallContent,
+    ToolCallLocation,
+    ToolCallUpdate,
+    WriteTextFileRequest,
+)
+
+__all__ = ["ActiveToolCall", "ToolKindName", "ToolStatusName", "Turn"]
+
+#: The kinds of tool call ACP names (``ToolKind``), as strings.
+ToolKindName: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+#: The statuses of a tool call (``ToolCallStatus``), as strings.
+ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+_ALLOW = "allow"
+_DENY = "deny"
+
+
+class Turn:
+    """One ``session/prompt`` being answered: the prompt, and the ways to answer it.
+
+    Stream with :meth:`say` and :meth:`think`, show a :meth:`plan`, report work with
+    :meth:`tool_call`, ask with :meth:`ask_permission`, and use the client's files with
+    :meth:`read_file` and :meth:`write_file` (when the client offers them: :attr:`client`). When
+    the client cancels the turn (``session/cancel``), the prompt function is cancelled where it
+    waits and the turn ends with ``cancelled``.
+    """
+
+    def __init__(
+        self, cx: Connection, session_id: str, cwd: Path, prompt: list[ContentBlock], client: ClientFeatures
+    ) -> None:
+        #: The connection to the client.
+        self.cx = cx
+        #: The session this turn belongs to.
+        self.session_id = session_id
+        #: The session's working directory (relative paths given to the turn resolve against it).
+        self.cwd = cwd
+        #: The prompt's content blocks, as the client sent them.
+        self.prompt = prompt
+        #: What the client advertised at ``initialize``.
+        self.client = client
+        #: Whether the client asked to cancel this turn.
+        self.cancel_requested = False
+
+    def __repr__(self) -> str:
+        return f"<Turn session={self.session_id!r}>"
+
+    @property
+    def text(self) -> str:
+        """The prompt's text blocks, joined with newlines (other blocks are left out)."""
+        return "\n".join(block.text for block in self.prompt if isinstance(block, TextContent))
+
+    # --- streaming --------------------------------------------------------------------------------
+
+    async def update(self, update: SessionUpdate) -> None:
+        """Send one ``session/update`` for this session, then wait while the client is behind."""
+        self.cx.send_notification(SessionNotification(session_id=self.session_id, update=update))
+        await self.cx.drain()
+
+    async def say(self, text: str) -> None:
+        """Stream ``text`` to the user (an ``agent_message_chunk``)."""
+        await self.update(AgentMessageChunk(content=TextContent(text=text)))
+
+    async def think(self, text: str) -> None:
+        """Stream a thought (an ``agent_thought_chunk``)."""
+        await self.update(AgentThoughtChunk(content=TextContent(text=text)))
+
+    async def plan(self, entries: Sequence[str | PlanEntry]) -> None:
+        """Show the plan: each entry a :class:`~acpio.schema.PlanEntry`, or text (pending, medium priority).
+
+        Send the whole plan again to change it: the client replaces what it showed.
+        """
+        await self.update(
+            Plan(
+                entries=[
+                    PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
+                    for e in entries
+                ]
+            )
+        )
+
+    def tool_call(
+        self,
+        title: str,
+        *,
+        kind: ToolKindName | None = None,
+        locations: Sequence[str | Path] = (),
+        raw_input: Any = None,
+    ) -> ActiveToolCall:
+        """A tool call to report: ``async with turn.tool_call("Read notes.txt", kind="read") as call:``.
+
+        Entering it sends the ``tool_call`` (pending); leaving it marks it ``completed``, or
+        ``failed`` when the block raised (or was cancelled), unless :meth:`ActiveToolCall.update`
+        already set a final status. ``locations`` are the paths it touches (relative to
+        :attr:`cwd`); ``raw_input`` is shown as the call's input.
+        """
+        return ActiveToolCall(self, title, kind, [self._absolute(p) for p in locations], raw_input)
+
+    # --- asking the client ------------------------------------------------------------------------
+
+    async def ask_permission(
+        self, call: ActiveToolCall, *, allow: str = "Allow", deny: str = "Deny", always: bool = False
+    ) -> bool:
+        """Ask the user whether ``call`` may go on; ``True`` if they chose ``allow``.
+
+        ``allow`` and ``deny`` label the two options; with ``always`` they are offered as
+        ``allow_always`` and ``reject_always`` (the client may remember the choice). A cancelled
+        answer (the client cancelled the turn) is ``False``.
+        """
+        options = [
+            PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
+            PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
+        ]
+        request = RequestPermissionRequest(
+            session_id=self.session_id,
+            tool_call=ToolCallUpdate(tool_call_id=call.id, title=call.title),
+            options=options,
+        )
+        answer = await self.cx.send_request(request)
+        outcome = answer.outcome
+        return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
+
+    async def read_file(self, path: str | Path, *, line: int | None = None, limit: int | None = None) -> str:
+        """The text of ``path`` (relative to :attr:`cwd`) as the client has it, unsaved edits included.
+
+        ``line`` (1-based) and ``limit`` read a part. Raises
+        :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client does not offer
+        ``fs/read_text_file``, and the client's error (a :class:`~acpio.RequestError`) when it refuses.
+        """
+        self.client.require(ReadTextFileRequest.METHOD)
+        part = _given(line=line, limit=limit)  # an explicit None would be sent as null
+        request = ReadTextFileRequest(session_id=self.session_id, path=str(self._absolute(path)), **part)
+        answer: ReadTextFileResponse = await self.cx.send_request(request)
+        return answer.content
+
+    async def write_file(self, path: str | Path, content: str) -> None:
+        """Write ``content`` to ``path`` (relative to :attr:`cwd`) through the client.
+
+        Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client does not offer
+        ``fs/write_text_file``, and the client's error when it refuses.
+        """
+        self.client.require(WriteTextFileRequest.METHOD)
+        request = WriteTextFileRequest(
+            session_id=self.session_id, path=str(self._absolute(path)), content=content
+        )
+        await self.cx.send_request(request)
+
+    def _absolute(self, path: str | Path) -> Path:
+        # ACP wants absolute paths on the wire; a turn's paths are relative to the session's cwd
+        return self.cwd / path
+
+
+class ActiveToolCall:
+    """A tool call being reported (see :meth:`Turn.tool_call`): its :attr:`id`, and :meth:`update`."""
+
+    def __init__(
+        self, turn: Turn, title: str, kind: ToolKindName | None, locations: list[Path], raw_input: Any
+    ) -> None:
+        self._turn = turn
+        #: The tool call's id, unique in its session.
+        self.id = f"call_{uuid.uuid4().hex[:16]}"
+        #: The title the user sees.
+        self.title = title
+        self._kind = kind
+        self._locations = locations
+        self._raw_input = raw_input
+        self._final = False
+
+    def __repr__(self) -> str:
+        return f"<ActiveToolCall {self.id} {self.title!r}>"
+
+    async def __aenter__(self) -> ActiveToolCall:
+        locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
+        optional = _given(kind=self._kind, locations=locations, raw_input=self._raw_input)
+        await self._turn.update(
+            ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
+        )
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._final:
+            return
+        # sent without waiting: the turn may be being cancelled, and this must still go out
+        self._send(ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed"))
+
+    async def update(
+        self,
+        *,
+        status: ToolStatusName | None = None,
+        title: str | None = None,
+        text: str | None = None,
+        diff: tuple[str | Path, str | None, str] | None = None,
+        raw_output: Any = None,
+    ) -> None:
+        """Report progress: a new ``status``, ``title``, ``text`` shown as the call's content, a ``diff``.
+
+        ``diff`` is ``(path, old_text, new_text)`` (``old_text`` ``None`` for a new file). A final
+        status (``completed``, ``failed``) is kept when the ``async with`` block ends.
+        """
+        content: list[ToolCallContent] = []
+        if text is not None:
+            content.append(Content(content=TextContent(text=text)))
+        if diff is not None:
+            path, old, new = diff
+            content.append(Diff(path=str(self._turn._absolute(path)), old_text=old, new_text=new))
+        if title is not None:
+            self.title = title
+        self._final = self._final or status in ("completed", "failed")
+        changed = _given(status=status, title=title, content=content or None, raw_output=raw_output)
+        await self._turn.update(ToolCallUpdate(tool_call_id=self.id, **changed))
+
+    def _send(self, update: SessionUpdate) -> None:
+        turn = self._turn
+        if not turn.cx.closed:
+            turn.cx.send_notification(SessionNotification(session_id=turn.session_id, update=update))
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value: the others stay unset rather than null on the wire."""
+    return {name: value for name, value in fields.items() if value is not None}

@@ -1,0 +1,247 @@
+"""AgentApp on the wire: the defaults an agent gets, turns in their own tasks, errors, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.testing import WirePeer, serving
+
+TIMEOUT = 10
+CWD = str(Path.cwd())
+
+
+async def start(peer: WirePeer, **capabilities: Any) -> str:
+    """Initialize (with the client's ``capabilities``) and open a session; returns its id."""
+    peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+    await peer.response_to(1)
+    new = peer.request("session/new", {"cwd": CWD, "mcpServers": []})
+    return str((await peer.response_to(new))["result"]["sessionId"])
+
+
+def prompt(peer: WirePeer, session_id: str, text: str) -> Any:
+    return peer.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def counting_app() -> AgentApp:
+    app = AgentApp("counter", version="2.0", title="Counter")
+
+    @app.prompt
+    async def answer(turn: Turn) -> StopReasonName:
+        if turn.text == "fail":
+            raise ValueError("the model is unreachable")
+        await turn.think("counting")
+        await turn.say(str(len(turn.text.split())))
+        return "end_turn"
+
+    return app
+
+
+async def test_initialize_and_session_ids_come_for_free() -> None:
+    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
+        peer.request("initialize", {"protocolVersion": 1})
+        answer = (await peer.response_to(1))["result"]
+        assert answer["protocolVersion"] == 1
+        assert answer["agentInfo"] == {"name": "counter", "version": "2.0", "title": "Counter"}
+        assert answer["agentCapabilities"]["promptCapabilities"] == {}
+        ids = []
+        for _ in range(2):
+            new = peer.request("session/new", {"cwd": CWD, "mcpServers": []})
+            ids.append((await peer.response_to(new))["result"]["sessionId"])
+        assert ids[0] != ids[1]
+
+
+async def test_a_turn_streams_then_answers() -> None:
+    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        seen: list[Any] = []
+        answer = await peer.response_to(prompt(peer, session, "three small words"), seen)
+        assert answer["result"] == {"stopReason": "end_turn"}
+        assert [m["params"]["update"] for m in seen] == [
+            {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "counting"}},
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "3"}},
+        ]
+
+
+async def test_a_failing_turn_answers_with_its_message_and_the_agent_goes_on() -> None:
+    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        failed = await peer.response_to(prompt(peer, session, "fail"))
+        assert failed["error"]["code"] == -32603
+        assert failed["error"]["data"] == {"details": "the model is unreachable", "type": "ValueError"}
+        again = await peer.response_to(prompt(peer, session, "still here"))
+        assert again["result"] == {"stopReason": "end_turn"}
+
+
+async def test_error_details_can_be_kept_from_the_client() -> None:
+    app = AgentApp("quiet", error_details=False)
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        raise RuntimeError("secret internals")
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        failed = await peer.response_to(prompt(peer, await start(peer), "x"))
+        assert failed["error"] == {"code": -32603, "message": "Internal error"}
+
+
+async def test_cancel_ends_the_turn_cancelled_and_withdraws_its_permission_request() -> None:
+    app = AgentApp("asker")
+
+    @app.prompt
+    async def answer(turn: Turn) -> StopReasonName:
+        async with turn.tool_call("Delete everything", kind="delete") as call:
+            await turn.ask_permission(call)
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        turn = prompt(peer, session, "go")
+        asked = await peer.message_for("session/request_permission")
+        peer.notify("session/cancel", {"sessionId": session})
+        seen: list[Any] = []
+        answer = await peer.response_to(turn, seen)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        assert {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": asked["id"]}} in seen
+        final = [m["params"]["update"] for m in seen if m.get("method") == "session/update"][-1]
+        assert (final["sessionUpdate"], final["status"]) == ("tool_call_update", "failed")
+
+
+async def test_what_a_client_gets_wrong_is_answered_not_crashed_on() -> None:
+    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        unknown = await peer.response_to(prompt(peer, "no-such-session", "x"))
+        assert unknown["error"]["code"] == -32002
+        relative = peer.request("session/new", {"cwd": "relative/dir", "mcpServers": []})
+        assert (await peer.response_to(relative))["error"]["code"] == -32602
+        assert (await peer.response_to(prompt(peer, session, "ok")))["result"] == {"stopReason": "end_turn"}
+
+
+async def test_a_second_prompt_while_a_turn_runs_is_refused() -> None:
+    app = AgentApp("slow")
+    release = asyncio.Event()
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        await turn.say("working")
+        await release.wait()
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        first = prompt(peer, session, "one")
+        await peer.message_for("session/update")
+        refused = await peer.response_to(prompt(peer, session, "two"))
+        assert refused["error"]["code"] == -32600
+        assert "already running" in refused["error"]["message"]
+        release.set()
+        assert (await peer.response_to(first))["result"] == {"stopReason": "end_turn"}
+
+
+async def test_files_go_through_the_client_only_when_it_offers_them(tmp_path: Path) -> None:
+    app = AgentApp("files")
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        text = await turn.read_file("in.txt")
+        await turn.write_file("out.txt", text.upper())
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)  # advertises no fs
+        refused = await peer.response_to(prompt(peer, session, "x"))
+        assert "fs/read_text_file" in refused["error"]["data"]["details"]
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        peer.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+            },
+        )
+        await peer.response_to(1)
+        new = peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = (await peer.response_to(new))["result"]["sessionId"]
+        turn = prompt(peer, session, "x")
+        read = await peer.message_for("fs/read_text_file")
+        assert read["params"] == {"sessionId": session, "path": str(tmp_path / "in.txt")}
+        peer.respond(read, {"content": "shout"})
+        write = await peer.message_for("fs/write_text_file")
+        assert write["params"]["content"] == "SHOUT"
+        peer.respond(write, None)
+        assert (await peer.response_to(turn))["result"] == {"stopReason": "end_turn"}
+
+
+async def test_a_prompt_function_must_be_async_and_only_one() -> None:
+    app = AgentApp("strict")
+
+    def sync(turn: Turn) -> None: ...
+
+    with pytest.raises(TypeError, match="async function"):
+        app.prompt(sync)  # type: ignore[arg-type]
+
+    @app.prompt
+    async def first(turn: Turn) -> None: ...
+
+    with pytest.raises(ValueError, match="already has a prompt function"):
+
+        @app.prompt
+        async def second(turn: Turn) -> None: ...
+
+
+async def test_plans_and_tool_call_progress_on_the_wire(tmp_path: Path) -> None:
+    app = AgentApp("worker")
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        await turn.plan(["read", "edit"])
+        async with turn.tool_call("Edit a.py", kind="edit", locations=["a.py"], raw_input={"n": 1}) as call:
+            await call.update(status="in_progress", text="editing")
+            await call.update(diff=("a.py", "x = 1\n", "x = 2\n"), status="completed")
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        peer.request("initialize", {"protocolVersion": 1})
+        await peer.response_to(1)
+        new = peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = (await peer.response_to(new))["result"]["sessionId"]
+        seen: list[Any] = []
+        await peer.response_to(prompt(peer, session, "go"), seen)
+    updates = [m["params"]["update"] for m in seen]
+    assert updates[0] == {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "read", "priority": "medium", "status": "pending"},
+            {"content": "edit", "priority": "medium", "status": "pending"},
+        ],
+    }
+    call_id = updates[1]["toolCallId"]
+    assert updates[1] == {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "title": "Edit a.py",
+        "kind": "edit",
+        "status": "pending",
+        "locations": [{"path": str(tmp_path / "a.py")}],
+        "rawInput": {"n": 1},
+    }
+    assert updates[2:] == [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "in_progress",
+            "content": [{"type": "content", "content": {"type": "text", "text": "editing"}}],
+        },
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "completed",
+            "content": [
+                {"type": "diff", "path": str(tmp_path / "a.py"), "oldText": "x = 1\n", "newText": "x = 2\n"}
+            ],
+        },
+    ]  # and no further update: the block kept the final status
