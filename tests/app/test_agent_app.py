@@ -245,3 +245,104 @@ async def test_plans_and_tool_call_progress_on_the_wire(tmp_path: Path) -> None:
             ],
         },
     ]  # and no further update: the block kept the final status
+
+
+def menu_app() -> AgentApp:
+    app = AgentApp("menu")
+    app.command("review", "Review the changes", hint="what to focus on")
+    app.mode("ask", "Ask")
+    app.mode("code", "Code", description="Edits files")
+    app.select_option("model", "Model", {"fast": "Fast", "smart": "Smart"}, default="fast", category="model")
+    app.boolean_option("web", "Search the web", default=False)
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        command = turn.command
+        await turn.say(f"{turn.mode} {dict(turn.options)} {command}")
+        if turn.text == "switch":
+            await turn.set_mode("code")
+            await turn.set_option("model", "smart")
+
+    return app
+
+
+async def test_commands_modes_and_options_are_offered_and_followed() -> None:
+    async with serving(menu_app().builder(), timeout=TIMEOUT) as peer:
+        peer.request("initialize", {"protocolVersion": 1})
+        await peer.response_to(1)
+        new = peer.request("session/new", {"cwd": CWD, "mcpServers": []})
+        setup = (await peer.response_to(new))["result"]
+        session = setup["sessionId"]
+        assert setup["modes"] == {
+            "currentModeId": "ask",
+            "availableModes": [
+                {"id": "ask", "name": "Ask"},
+                {"id": "code", "name": "Code", "description": "Edits files"},
+            ],
+        }
+        assert setup["configOptions"] == [  # no boolean option: this client did not advertise them
+            {
+                "id": "model",
+                "name": "Model",
+                "category": "model",
+                "type": "select",
+                "currentValue": "fast",
+                "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}],
+            }
+        ]
+        commands = (await peer.message_for("session/update"))["params"]["update"]
+        assert commands == {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [
+                {"name": "review", "description": "Review the changes", "input": {"hint": "what to focus on"}}
+            ],
+        }
+        seen: list[Any] = []
+        await peer.response_to(prompt(peer, session, "/review  the tests "), seen)
+        said = seen[0]["params"]["update"]["content"]["text"]
+        assert said == "ask {'model': 'fast', 'web': False} CommandCall(name='review', input='the tests')"
+
+        changed = peer.request("session/set_mode", {"sessionId": session, "modeId": "code"})
+        assert (await peer.response_to(changed))["result"] == {}
+        chosen = peer.request(
+            "session/set_config_option", {"sessionId": session, "configId": "model", "value": "smart"}
+        )
+        assert (await peer.response_to(chosen))["result"]["configOptions"][0]["currentValue"] == "smart"
+        bad = peer.request(
+            "session/set_config_option", {"sessionId": session, "configId": "model", "value": "huge"}
+        )
+        assert (await peer.response_to(bad))["error"]["data"]["expected"] == "one of ['fast', 'smart']"
+        unknown = peer.request("session/set_mode", {"sessionId": session, "modeId": "fly"})
+        assert (await peer.response_to(unknown))["error"]["code"] == -32602
+        seen.clear()
+        await peer.response_to(prompt(peer, session, "plain"), seen)
+        assert seen[0]["params"]["update"]["content"]["text"] == "code {'model': 'smart', 'web': False} None"
+
+
+async def test_the_agent_switches_mode_and_options_and_says_so() -> None:
+    async with serving(menu_app().builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer, session={"configOptions": {"boolean": {}}})
+        seen: list[Any] = []
+        await peer.response_to(prompt(peer, session, "switch"), seen)
+        updates = [m["params"]["update"] for m in seen]
+        kinds = [u["sessionUpdate"] for u in updates]
+        assert kinds == [
+            "available_commands_update",
+            "agent_message_chunk",
+            "current_mode_update",
+            "config_option_update",
+        ]
+        assert updates[2] == {"sessionUpdate": "current_mode_update", "currentModeId": "code"}
+        values = {o["id"]: o["currentValue"] for o in updates[3]["configOptions"]}
+        assert values == {"model": "smart", "web": False}  # the boolean one too: this client takes them
+
+
+def test_declaring_twice_or_a_default_outside_the_choices_is_refused() -> None:
+    app = AgentApp("strict")
+    app.command("review", "Review")
+    with pytest.raises(ValueError, match="declared twice"):
+        app.command("/review", "Again")
+    with pytest.raises(ValueError, match="one word"):
+        app.command("two words", "No")
+    with pytest.raises(ValueError, match="not one of"):
+        app.select_option("model", "Model", {"a": "A"}, default="b")

@@ -12,11 +12,12 @@ import asyncio
 import logging
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from acpio.app.menu import Menu, SessionSettings
 from acpio.app.turn import Turn
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
@@ -33,6 +34,11 @@ from acpio.schema import (
     PromptCapabilities,
     PromptRequest,
     PromptResponse,
+    SessionNotification,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
+    SetSessionModeResponse,
     StopReason,
 )
 from acpio.transports.base import Transport
@@ -53,6 +59,7 @@ PromptFunction: TypeAlias = Callable[[Turn], Awaitable[StopReason | StopReasonNa
 @dataclass
 class _Session:
     cwd: Path
+    settings: SessionSettings
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
 
@@ -106,6 +113,7 @@ class AgentApp:
         self._error_details = error_details
         self._prompt: PromptFunction | None = None
         self._clients: weakref.WeakKeyDictionary[Connection, _Client] = weakref.WeakKeyDictionary()
+        self._menu = Menu()
 
     def __repr__(self) -> str:
         return f"<AgentApp {self.info.name!r}>"
@@ -126,6 +134,42 @@ class AgentApp:
         self._prompt = fn
         return fn
 
+    # --- what the user can choose -----------------------------------------------------------------
+
+    def command(self, name: str, description: str, *, hint: str | None = None) -> None:
+        """Offer the slash command ``/name`` (sent as ``available_commands_update`` after ``session/new``).
+
+        ``hint`` describes the text expected after the name. A prompt that starts with the command
+        gives the turn :attr:`~acpio.app.Turn.command`.
+        """
+        self._menu.add_command(name, description, hint)
+
+    def mode(self, mode_id: str, name: str, *, description: str | None = None) -> None:
+        """Offer the session mode ``mode_id`` (the first one offered is each session's starting mode)."""
+        self._menu.add_mode(mode_id, name, description)
+
+    def select_option(
+        self,
+        option_id: str,
+        name: str,
+        choices: Mapping[str, str],
+        *,
+        default: str,
+        description: str | None = None,
+        category: str | None = None,
+    ) -> None:
+        """Offer a config option whose value is one of ``choices`` (value -> label), ``default`` first.
+
+        ``category`` is a hint for the client's UI (``"model"``, ``"mode"``, ``"thought_level"``...).
+        """
+        self._menu.add_select(option_id, name, choices, default, description, category)
+
+    def boolean_option(
+        self, option_id: str, name: str, *, default: bool, description: str | None = None
+    ) -> None:
+        """Offer an on/off config option (only to clients that advertise boolean config options)."""
+        self._menu.add_boolean(option_id, name, default, description)
+
     # --- serving ----------------------------------------------------------------------------------
 
     def builder(self) -> Builder[Connection]:
@@ -135,6 +179,10 @@ class AgentApp:
         app.on_request(NewSessionRequest, self._new_session)
         app.on_request(PromptRequest, self._start_turn)
         app.on_notification(CancelNotification, self._cancel)
+        if self._menu.modes:
+            app.on_request(SetSessionModeRequest, self._set_mode)
+        if self._menu.options:
+            app.on_request(SetSessionConfigOptionRequest, self._set_option)
         return app
 
     async def connect_to(self, target: object) -> None:
@@ -169,21 +217,45 @@ class AgentApp:
             agent_info=self.info,
         )
 
-    async def _new_session(self, request: NewSessionRequest, cx: Connection) -> NewSessionResponse:
+    async def _new_session(
+        self, request: NewSessionRequest, responder: Responder[NewSessionResponse], cx: Connection
+    ) -> None:
         cwd = Path(request.cwd)
         if not cwd.is_absolute():
             raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
         session_id = f"sess_{uuid.uuid4().hex}"
-        self._client(cx).sessions[session_id] = _Session(cwd)
-        return NewSessionResponse(session_id=session_id)
+        client = self._client(cx)
+        settings = self._menu.settings(client.features)
+        client.sessions[session_id] = _Session(cwd, settings)
+        responder.respond(NewSessionResponse(session_id=session_id, **self._menu.setup(settings)))
+        if self._menu.commands:  # after the answer: the client knows the session by then
+            cx.send_notification(
+                SessionNotification(session_id=session_id, update=self._menu.commands_update())
+            )
+
+    def _session(self, cx: Connection, session_id: str) -> _Session:
+        session = self._client(cx).sessions.get(session_id)
+        if session is None:
+            raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
+        return session
+
+    async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
+        self._menu.check_mode(request.mode_id)
+        self._session(cx, request.session_id).settings.mode = request.mode_id
+        return SetSessionModeResponse()
+
+    async def _set_option(
+        self, request: SetSessionConfigOptionRequest, cx: Connection
+    ) -> SetSessionConfigOptionResponse:
+        settings = self._session(cx, request.session_id).settings
+        self._menu.set_option(settings, request.config_id, request.value)
+        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(settings))
 
     async def _start_turn(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
         client = self._client(cx)
-        session = client.sessions.get(request.session_id)
-        if session is None:
-            raise ResourceNotFound({"sessionId": request.session_id}, message="Unknown session")
+        session = self._session(cx, request.session_id)
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": request.session_id},
@@ -193,7 +265,15 @@ class AgentApp:
             raise InternalError(
                 {"details": f"{self!r} has no prompt function: decorate one with @app.prompt"}
             )
-        turn = Turn(cx, request.session_id, session.cwd, list(request.prompt), client.features)
+        turn = Turn(
+            cx,
+            request.session_id,
+            session.cwd,
+            list(request.prompt),
+            client.features,
+            session.settings,
+            self._menu,
+        )
         session.current = turn
         session.turn = cx.spawn(self._run_turn(self._prompt, turn, session, responder))
 

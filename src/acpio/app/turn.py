@@ -8,18 +8,21 @@ what it sends for its session goes out in the order it was sent.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypeAlias
 
+from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.capabilities import ClientFeatures
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    ConfigOptionUpdate,
     Content,
     ContentBlock,
+    CurrentModeUpdate,
     Diff,
     PermissionOption,
     Plan,
@@ -62,7 +65,14 @@ class Turn:
     """
 
     def __init__(
-        self, cx: Connection, session_id: str, cwd: Path, prompt: list[ContentBlock], client: ClientFeatures
+        self,
+        cx: Connection,
+        session_id: str,
+        cwd: Path,
+        prompt: list[ContentBlock],
+        client: ClientFeatures,
+        settings: SessionSettings,
+        menu: Menu,
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -76,6 +86,8 @@ class Turn:
         self.client = client
         #: Whether the client asked to cancel this turn.
         self.cancel_requested = False
+        self._settings = settings
+        self._menu = menu
 
     def __repr__(self) -> str:
         return f"<Turn session={self.session_id!r}>"
@@ -84,6 +96,32 @@ class Turn:
     def text(self) -> str:
         """The prompt's text blocks, joined with newlines (other blocks are left out)."""
         return "\n".join(block.text for block in self.prompt if isinstance(block, TextContent))
+
+    @property
+    def command(self) -> CommandCall | None:
+        """The slash command the prompt invoked (``/name input``), if it starts with a declared one."""
+        return self._menu.parse_command(self.text)
+
+    @property
+    def mode(self) -> str | None:
+        """The session's current mode (``None`` when the app declares no modes)."""
+        return self._settings.mode
+
+    @property
+    def options(self) -> Mapping[str, OptionValue]:
+        """The session's config option values, by option id."""
+        return MappingProxyType(self._settings.options)
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch the session to another declared mode, and tell the client (``current_mode_update``)."""
+        self._menu.check_mode(mode_id)
+        self._settings.mode = mode_id
+        await self.update(CurrentModeUpdate(current_mode_id=mode_id))
+
+    async def set_option(self, option_id: str, value: OptionValue) -> None:
+        """Change a config option, and tell the client (``config_option_update`` with every option)."""
+        self._menu.set_option(self._settings, option_id, value)
+        await self.update(ConfigOptionUpdate(config_options=self._menu.options_state(self._settings)))
 
     # --- streaming --------------------------------------------------------------------------------
 

@@ -1,0 +1,190 @@
+"""What an :class:`~acpio.app.AgentApp` lets the user choose: slash commands, modes, config options.
+
+:class:`Menu` holds what the app declared and turns it into the protocol's shapes (the setup
+answer's ``modes`` and ``configOptions``, ``available_commands_update``); :class:`SessionSettings`
+is one session's current choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from acpio.capabilities import ClientFeatures
+from acpio.errors import InvalidParams
+from acpio.schema import (
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    SessionConfigOption,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+    UnstructuredCommandInput,
+)
+
+__all__ = ["CommandCall", "Menu", "SessionSettings"]
+
+#: A config option's value: a select option's value, or a boolean.
+OptionValue = str | bool
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """A prompt that invoked a slash command: ``/name input``."""
+
+    #: The command's name, without the slash.
+    name: str
+    #: The text after the name (stripped; empty when there is none).
+    input: str
+
+
+@dataclass
+class SessionSettings:
+    """One session's current mode and config option values."""
+
+    #: The current mode's id (``None`` when the app offers no modes).
+    mode: str | None
+    #: The current value of every config option, by id.
+    options: dict[str, OptionValue] = field(default_factory=dict)
+    #: Whether the client takes boolean config options (else they are not offered to it).
+    booleans: bool = False
+
+
+@dataclass(frozen=True)
+class _Option:
+    id: str
+    name: str
+    default: OptionValue
+    description: str | None
+    category: str | None = None
+    choices: Mapping[str, str] | None = None  # None: a boolean option
+
+    def state(self, value: OptionValue) -> SessionConfigOption:
+        described: dict[str, Any] = {"description": self.description} if self.description else {}
+        if self.category:
+            described["category"] = self.category
+        if self.choices is None:
+            return SessionConfigOption(
+                id=self.id, name=self.name, type="boolean", current_value=value, **described
+            )
+        options = [SessionConfigSelectOption(value=v, name=label) for v, label in self.choices.items()]
+        return SessionConfigOption(
+            id=self.id, name=self.name, type="select", current_value=value, options=options, **described
+        )
+
+
+class Menu:
+    """The commands, modes and config options an app declared (see :class:`~acpio.app.AgentApp`)."""
+
+    def __init__(self) -> None:
+        self.commands: list[AvailableCommand] = []
+        self.modes: list[SessionMode] = []
+        self.options: list[_Option] = []
+
+    # --- declaring --------------------------------------------------------------------------------
+
+    def add_command(self, name: str, description: str, hint: str | None) -> None:
+        """Declare the slash command ``/name``."""
+        name = name.removeprefix("/")
+        if not name or any(c.isspace() for c in name):
+            raise ValueError(f"A command name is one word without spaces, like 'review'; not {name!r}")
+        if any(c.name == name for c in self.commands):
+            raise ValueError(f"The command /{name} is declared twice")
+        command_input = UnstructuredCommandInput(hint=hint) if hint is not None else None
+        self.commands.append(AvailableCommand(name=name, description=description, input=command_input))
+
+    def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
+        """Declare a session mode."""
+        if any(m.id == mode_id for m in self.modes):
+            raise ValueError(f"The mode {mode_id!r} is declared twice")
+        described = {"description": description} if description is not None else {}
+        self.modes.append(SessionMode(id=mode_id, name=name, **described))
+
+    def add_select(
+        self,
+        option_id: str,
+        name: str,
+        choices: Mapping[str, str],
+        default: str,
+        description: str | None,
+        category: str | None,
+    ) -> None:
+        """Declare a config option chosen among ``choices``."""
+        if default not in choices:
+            raise ValueError(f"The default {default!r} of option {option_id!r} is not one of {list(choices)}")
+        self._add(_Option(option_id, name, default, description, category, dict(choices)))
+
+    def add_boolean(self, option_id: str, name: str, default: bool, description: str | None) -> None:
+        """Declare an on/off config option."""
+        self._add(_Option(option_id, name, default, description))
+
+    def _add(self, option: _Option) -> None:
+        if any(o.id == option.id for o in self.options):
+            raise ValueError(f"The config option {option.id!r} is declared twice")
+        self.options.append(option)
+
+    # --- per session ------------------------------------------------------------------------------
+
+    def settings(self, client: ClientFeatures) -> SessionSettings:
+        """A new session's settings: the first mode, every option at its default."""
+        return SessionSettings(
+            mode=self.modes[0].id if self.modes else None,
+            options={o.id: o.default for o in self.options},
+            booleans=client.boolean_config_options,
+        )
+
+    def setup(self, settings: SessionSettings) -> dict[str, Any]:
+        """The ``modes`` and ``configOptions`` of a setup answer (only those the app declared)."""
+        fields: dict[str, Any] = {}
+        if self.modes and settings.mode is not None:
+            fields["modes"] = SessionModeState(
+                current_mode_id=settings.mode, available_modes=list(self.modes)
+            )
+        if self.options:
+            fields["config_options"] = self.options_state(settings)
+        return fields
+
+    def options_state(self, settings: SessionSettings) -> list[SessionConfigOption]:
+        """Every option the client may see, with its current value."""
+        return [
+            o.state(settings.options[o.id])
+            for o in self.options
+            if o.choices is not None or settings.booleans
+        ]
+
+    def commands_update(self) -> AvailableCommandsUpdate:
+        """The ``available_commands_update`` that lists the declared commands."""
+        return AvailableCommandsUpdate(available_commands=list(self.commands))
+
+    def check_mode(self, mode_id: str) -> None:
+        """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a declared mode."""
+        if all(m.id != mode_id for m in self.modes):
+            raise InvalidParams(
+                {"modeId": mode_id, "modes": [m.id for m in self.modes]}, message="Unknown mode"
+            )
+
+    def set_option(self, settings: SessionSettings, option_id: str, value: Any) -> None:
+        """Set an option; ``InvalidParams`` (-32602) for an unknown option or a value it cannot take."""
+        option = next((o for o in self.options if o.id == option_id), None)
+        if option is None:
+            raise InvalidParams(
+                {"configId": option_id, "options": [o.id for o in self.options]},
+                message="Unknown config option",
+            )
+        valid = isinstance(value, bool) if option.choices is None else value in option.choices
+        if not valid or (option.choices is not None and isinstance(value, bool)):
+            expected = "a boolean" if option.choices is None else f"one of {list(option.choices)}"
+            raise InvalidParams(
+                {"configId": option_id, "value": value, "expected": expected}, message="Invalid config value"
+            )
+        settings.options[option_id] = value
+
+    def parse_command(self, text: str) -> CommandCall | None:
+        """The declared command ``text`` invokes (``/name input``), or ``None``."""
+        if not text.startswith("/"):
+            return None
+        parts = text[1:].split(maxsplit=1)
+        if parts and any(c.name == parts[0] for c in self.commands):
+            return CommandCall(parts[0], parts[1].strip() if len(parts) > 1 else "")
+        return None
