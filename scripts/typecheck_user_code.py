@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Type-check code as a user writes it: ``examples/`` and the README's Python blocks.
+"""Type-check code as a user writes it: ``examples/`` and the Python blocks of README.md and docs/.
 
 Usage::
 
@@ -7,42 +7,50 @@ Usage::
 
 A user's editor may run pyright (VS Code's engine) and their CI mypy, with or without the
 pydantic plugin; acpio's models and API must satisfy all three. This script extracts every
-```` ```python ```` block of ``README.md`` into ``.cache/typecheck/`` (each block must be a whole
-program), then runs, on those files and on ``examples/``:
+```` ```python ```` block of ``README.md`` and ``docs/`` into ``.cache/typecheck/`` (each block is a
+whole program, or a file of the tutorial's project: see ``scripts/doc_blocks.py`` for the marks),
+then runs, on those files and on ``examples/``:
 
 * basedpyright in ``strict`` mode (the pyright engine);
 * ``mypy --strict`` without any plugin;
 * ``mypy --strict`` with ``pydantic.mypy``.
 
-It exits non-zero when any checker reports an error, naming the README block by its line.
+It exits non-zero when any checker reports an error, naming the block by its file and line
+(``docs_prompt_line_226.py`` is the block of ``docs/prompt.md`` whose fence is on line 226).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from doc_blocks import ROOT, python_blocks  # scripts/, beside this file
+
 OUT = ROOT / ".cache" / "typecheck"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
-def readme_blocks() -> list[Path]:
-    """Write each README Python block to its own module, named after the line it starts on."""
-    text = (ROOT / "README.md").read_text()
+def doc_blocks() -> list[Path]:
+    """Write each Python block to its own module, named after its page and line.
+
+    The blocks marked ``<!-- doc: file NAME -->`` are written as ``NAME`` in a directory of their
+    page, so that they import each other as in the reader's project.
+    """
+    if OUT.exists():
+        for old in [*OUT.glob("*_line_*.py"), *OUT.glob("project_*/*.py")]:
+            old.unlink()
     OUT.mkdir(parents=True, exist_ok=True)
-    for old in OUT.glob("readme_line_*.py"):
-        old.unlink()
     paths = []
-    for match in BLOCK.finditer(text):
-        line = text.count("\n", 0, match.start()) + 2
-        path = OUT / f"readme_line_{line}.py"
-        path.write_text(match.group(1))
+    for block in python_blocks():
+        if block.mark == "file":
+            path = OUT / f"project_{block.path.stem}" / block.arg
+            path.parent.mkdir(exist_ok=True)
+        else:
+            path = OUT / f"{block.module_name}.py"
+        path.write_text(block.code)
         paths.append(path)
-    if not paths:
+    if not any(p.name.startswith("readme_line_") for p in paths):
         raise SystemExit("typecheck_user_code: README.md has no ```python block")
     return paths
 
@@ -54,7 +62,7 @@ def run(title: str, command: list[str]) -> bool:
 
 
 def main() -> int:
-    files = [str(p.relative_to(ROOT)) for p in readme_blocks()]
+    files = [str(p.relative_to(ROOT)) for p in doc_blocks()]
     files.append("examples")
     python = sys.executable
     pyright_config = OUT / "pyrightconfig.json"
