@@ -346,3 +346,77 @@ def test_declaring_twice_or_a_default_outside_the_choices_is_refused() -> None:
         app.command("two words", "No")
     with pytest.raises(ValueError, match="not one of"):
         app.select_option("model", "Model", {"a": "A"}, default="b")
+
+
+async def test_a_command_runs_in_a_client_terminal_shown_in_its_tool_call(tmp_path: Path) -> None:
+    app = AgentApp("runner")
+    results: list[Any] = []
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        async with turn.tool_call("Run the tests", kind="execute") as call:
+            results.append(await turn.run_command("pytest", "-q", cwd="sub", output_limit=1000, call=call))
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {"terminal": True}})
+        await peer.response_to(1)
+        new = peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session = (await peer.response_to(new))["result"]["sessionId"]
+        turn = prompt(peer, session, "test")
+        created = await peer.message_for("terminal/create")
+        assert created["params"] == {
+            "sessionId": session,
+            "command": "pytest",
+            "args": ["-q"],
+            "cwd": str(tmp_path / "sub"),
+            "outputByteLimit": 1000,
+        }
+        peer.respond(created, {"terminalId": "t1"})
+        shown = await peer.message_for("session/update")
+        assert shown["params"]["update"]["content"] == [{"type": "terminal", "terminalId": "t1"}]
+        peer.respond(await peer.message_for("terminal/wait_for_exit"), {"exitCode": 1})
+        peer.respond(await peer.message_for("terminal/output"), {"output": "1 failed", "truncated": False})
+        released = await peer.message_for("terminal/release")
+        assert released["params"] == {"sessionId": session, "terminalId": "t1"}
+        peer.respond(released, None)
+        assert (await peer.response_to(turn))["result"] == {"stopReason": "end_turn"}
+    assert [(r.output, r.truncated, r.exit_code, r.signal) for r in results] == [("1 failed", False, 1, None)]
+
+
+async def test_a_cancelled_command_releases_its_terminal(tmp_path: Path) -> None:
+    app = AgentApp("runner")
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        await turn.run_command("sleep", "60")
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer, terminal=True)
+        turn = prompt(peer, session, "wait")
+        peer.respond(await peer.message_for("terminal/create"), {"terminalId": "t9"})
+        waiting = await peer.message_for("terminal/wait_for_exit")
+        peer.notify("session/cancel", {"sessionId": session})
+        seen: list[Any] = []
+        answer = await peer.response_to(turn, seen)
+        assert answer["result"] == {"stopReason": "cancelled"}
+        methods = [(m.get("method"), m.get("params")) for m in seen]
+        assert ("$/cancel_request", {"requestId": waiting["id"]}) in methods
+        assert ("terminal/release", {"sessionId": session, "terminalId": "t9"}) in methods
+
+
+async def test_each_turn_sees_the_sessions_earlier_turns() -> None:
+    app = AgentApp("memory")
+
+    @app.prompt
+    async def answer(turn: Turn) -> None:
+        await turn.say(f"turn {len(turn.history) + 1}: ")
+        await turn.say(" / ".join(f"{e.prompt[0].to_wire()['text']}->{e.reply}" for e in turn.history))
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        for text in ("a", "b"):
+            await peer.response_to(prompt(peer, session, text))
+        seen: list[Any] = []
+        await peer.response_to(prompt(peer, session, "c"), seen)
+        said = "".join(m["params"]["update"]["content"]["text"] for m in seen)
+        assert said == "turn 3: a->turn 1:  / b->turn 2: a->turn 1: "

@@ -17,12 +17,14 @@ A small agent in full::
 
 from acpio.app.agent_app import AgentApp, PromptFunction, StopReasonName
 from acpio.app.menu import CommandCall, OptionValue
-from acpio.app.turn import ActiveToolCall, ToolKindName, ToolStatusName, Turn
+from acpio.app.turn import ActiveToolCall, CommandResult, Exchange, ToolKindName, ToolStatusName, Turn
 
 __all__ = [
     "ActiveToolCall",
     "AgentApp",
     "CommandCall",
+    "CommandResult",
+    "Exchange",
     "OptionValue",
     "PromptFunction",
     "StopReasonName",

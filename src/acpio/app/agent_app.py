@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from acpio.app.menu import Menu, SessionSettings
-from acpio.app.turn import Turn
+from acpio.app.turn import Exchange, Turn
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
 from acpio.jsonrpc import Builder, Connection, Responder
@@ -62,6 +62,7 @@ class _Session:
     settings: SessionSettings
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
+    history: list[Exchange] = field(default_factory=list)
 
 
 @dataclass
@@ -273,6 +274,7 @@ class AgentApp:
             client.features,
             session.settings,
             self._menu,
+            session.history,
         )
         session.current = turn
         session.turn = cx.spawn(self._run_turn(self._prompt, turn, session, responder))
@@ -295,6 +297,7 @@ class AgentApp:
         else:
             responder.respond_with_result(self._stop_reason(stop, turn))
         finally:
+            session.history.append(turn.exchange())
             session.turn = session.current = None
 
     def _stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:

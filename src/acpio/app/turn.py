@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypeAlias
@@ -22,26 +23,35 @@ from acpio.schema import (
     ConfigOptionUpdate,
     Content,
     ContentBlock,
+    CreateTerminalRequest,
+    CreateTerminalResponse,
     CurrentModeUpdate,
     Diff,
+    EnvVariable,
     PermissionOption,
     Plan,
     PlanEntry,
     ReadTextFileRequest,
     ReadTextFileResponse,
+    ReleaseTerminalRequest,
     RequestPermissionRequest,
     SelectedPermissionOutcome,
     SessionNotification,
     SessionUpdate,
+    Terminal,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
     TextContent,
     ToolCall,
     ToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
 
-__all__ = ["ActiveToolCall", "ToolKindName", "ToolStatusName", "Turn"]
+__all__ = ["ActiveToolCall", "CommandResult", "Exchange", "ToolKindName", "ToolStatusName", "Turn"]
 
 #: The kinds of tool call ACP names (``ToolKind``), as strings.
 ToolKindName: TypeAlias = Literal[
@@ -52,6 +62,30 @@ ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "fail
 
 _ALLOW = "allow"
 _DENY = "deny"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One earlier turn of the session: what the user sent, and what the agent said back."""
+
+    #: The prompt's content blocks.
+    prompt: tuple[ContentBlock, ...]
+    #: The text the agent streamed with :meth:`Turn.say`, joined.
+    reply: str
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a command run with :meth:`Turn.run_command` ended, and what it printed."""
+
+    #: Its output (stdout and stderr, as the client captured them).
+    output: str
+    #: Whether the client cut the output to its byte limit (the start was dropped).
+    truncated: bool
+    #: The exit code (``None`` when a signal ended it).
+    exit_code: int | None
+    #: The signal that ended it, if any.
+    signal: str | None
 
 
 class Turn:
@@ -73,6 +107,7 @@ class Turn:
         client: ClientFeatures,
         settings: SessionSettings,
         menu: Menu,
+        history: Sequence[Exchange] = (),
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -88,6 +123,9 @@ class Turn:
         self.cancel_requested = False
         self._settings = settings
         self._menu = menu
+        #: The session's earlier turns, oldest first (kept while the agent runs).
+        self.history: tuple[Exchange, ...] = tuple(history)
+        self._said: list[str] = []
 
     def __repr__(self) -> str:
         return f"<Turn session={self.session_id!r}>"
@@ -132,7 +170,12 @@ class Turn:
 
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``)."""
+        self._said.append(text)
         await self.update(AgentMessageChunk(content=TextContent(text=text)))
+
+    def exchange(self) -> Exchange:
+        """The turn as the history keeps it: its prompt and what was said so far."""
+        return Exchange(tuple(self.prompt), "".join(self._said))
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
@@ -218,6 +261,48 @@ class Turn:
         )
         await self.cx.send_request(request)
 
+    async def run_command(
+        self,
+        command: str,
+        *args: str,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        output_limit: int | None = None,
+        call: ActiveToolCall | None = None,
+    ) -> CommandResult:
+        """Run ``command`` with ``args`` in a terminal of the client, wait for it, and return how it went.
+
+        ``cwd`` is relative to :attr:`cwd` (default: the session's directory); ``output_limit`` caps
+        the bytes the client keeps. With ``call``, the terminal is shown in that tool call while it
+        runs. The terminal is released at the end, also when the turn is cancelled (which kills the
+        command). Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers
+        no terminals.
+        """
+        self.client.require(CreateTerminalRequest.METHOD)
+        optional = _given(
+            args=list(args) or None,
+            cwd=str(self._absolute(cwd)) if cwd is not None else str(self.cwd),
+            env=[EnvVariable(name=k, value=v) for k, v in env.items()] if env else None,
+            output_byte_limit=output_limit,
+        )
+        created: CreateTerminalResponse = await self.cx.send_request(
+            CreateTerminalRequest(session_id=self.session_id, command=command, **optional)
+        )
+        terminal = created.terminal_id
+        try:
+            if call is not None:
+                await call.show_terminal(terminal)
+            ended: WaitForTerminalExitResponse = await self.cx.send_request(
+                WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal)
+            )
+            output: TerminalOutputResponse = await self.cx.send_request(
+                TerminalOutputRequest(session_id=self.session_id, terminal_id=terminal)
+            )
+        finally:
+            if not self.cx.closed:  # not awaited: a cancelled turn must still release it
+                self.cx.send_request(ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal))
+        return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal)
+
     def _absolute(self, path: str | Path) -> Path:
         # ACP wants absolute paths on the wire; a turn's paths are relative to the session's cwd
         return self.cwd / path
@@ -283,6 +368,12 @@ class ActiveToolCall:
         self._final = self._final or status in ("completed", "failed")
         changed = _given(status=status, title=title, content=content or None, raw_output=raw_output)
         await self._turn.update(ToolCallUpdate(tool_call_id=self.id, **changed))
+
+    async def show_terminal(self, terminal_id: str) -> None:
+        """Show the client's terminal ``terminal_id`` as this call's content (its output, live)."""
+        await self._turn.update(
+            ToolCallUpdate(tool_call_id=self.id, content=[Terminal(terminal_id=terminal_id)])
+        )
 
     def _send(self, update: SessionUpdate) -> None:
         turn = self._turn
