@@ -8,7 +8,7 @@ Every exception acpio raises derives from :class:`AcpError`::
     │   ├── InvalidRequest           -32600  the peer sent JSON that is not a JSON-RPC message
     │   ├── MethodNotFound           -32601  nobody handles that method
     │   ├── InvalidParams            -32602  the params do not match the method's schema
-    │   ├── InternalError            -32603  a handler failed; details are in the log, not on the wire
+    │   ├── InternalError            -32603  a handler failed; its message in ``data``, traceback logged
     │   ├── RequestCancelled         -32800  the request was cancelled with ``$/cancel_request``
     │   ├── AuthRequired             -32000  the agent wants ``authenticate`` first
     │   └── ResourceNotFound         -32002  a session, file or other resource does not exist
@@ -17,7 +17,8 @@ Every exception acpio raises derives from :class:`AcpError`::
     └── TransportError               the bytes could not be read or written (a broken pipe, a dead process)
 
 Raise a :class:`RequestError` (or one of its subclasses) from a handler to answer the request with
-that error; any other exception answers ``-32603 Internal error`` and is logged. Errors received from a
+that error; any other exception answers ``-32603 Internal error`` with its message in ``data``
+(:meth:`InternalError.for_exception`) and is logged with its traceback. Errors received from a
 peer are raised as the subclass matching their code (see :func:`error_from_wire`), so
 ``except MethodNotFound:`` works for both directions.
 """
@@ -141,10 +142,25 @@ class InvalidParams(_StandardError):
 
 
 class InternalError(_StandardError):
-    """-32603: the handler failed. The peer sees a safe message; the traceback is logged locally."""
+    """-32603: the handler failed. The traceback is logged locally; the peer sees at most its message."""
 
     CODE = -32603
     MESSAGE = "Internal error"
+
+    @classmethod
+    def for_exception(cls, exc: BaseException, *, details: bool = True) -> InternalError:
+        """The answer to a request whose handler raised ``exc`` (not a :class:`RequestError`).
+
+        With ``details`` the data is ``{"details": "ValueError: no such file"}``: the shape the
+        official TypeScript SDK sends (``{"details": message}``), with the exception's class in
+        front of its message so that the peer can tell a ``KeyError`` from a ``ValueError``.
+        Without it there is no data at all, for agents whose error messages may hold secrets.
+        """
+        if not details:
+            return cls()
+        name = type(exc).__qualname__
+        text = str(exc)
+        return cls({"details": f"{name}: {text}" if text else name})
 
 
 class RequestCancelled(_StandardError):

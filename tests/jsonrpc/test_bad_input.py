@@ -33,8 +33,9 @@ class Refuse(Echo):
     METHOD = "refuse"
 
 
-def _server() -> Builder:
+def _server(*, error_details: bool = True) -> Builder:
     app = echo_builder()
+    app.error_details = error_details
 
     @app.on_request
     async def boom(req: Boom) -> EchoResult:
@@ -159,10 +160,23 @@ async def test_parse_error_carries_the_start_of_the_line() -> None:
         assert len(reply["error"]["data"]["line"]) < 1000
 
 
-async def test_handler_crash_is_answered_with_a_safe_message_and_logged(
+async def test_handler_crash_is_answered_with_its_message_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with wire() as w:
+        reply = await w.request(1, "boom", {})
+    assert reply["error"] == {
+        "code": -32603,
+        "message": "Internal error",
+        "data": {"details": "KeyError: 'secret internal detail'"},
+    }
+    assert any("boom" in r.getMessage() and r.exc_info for r in caplog.records if r.name == "acpio.jsonrpc")
+
+
+async def test_error_details_false_answers_a_handler_crash_with_a_safe_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with wire(_server(error_details=False)) as w:
         reply = await w.request(1, "boom", {})
     assert reply["error"] == {"code": -32603, "message": "Internal error"}
     assert "secret internal detail" not in orjson.dumps(reply).decode()

@@ -54,9 +54,13 @@ class UntypedRole(Role):
     NAME = "untyped"
 
     @classmethod
-    def builder(cls, *, name: str | None = None) -> Builder[Connection]:
-        """A new :class:`Builder` for a connection playing this role."""
-        return Builder(cls(), name=name)
+    def builder(cls, *, name: str | None = None, error_details: bool = True) -> Builder[Connection]:
+        """A new :class:`Builder` for a connection playing this role.
+
+        ``error_details=False`` answers a handler's unexpected exception ``-32603`` without its
+        message (see :class:`Builder`).
+        """
+        return Builder(cls(), name=name, error_details=error_details)
 
 
 async def open_transport(target: Any) -> Transport:
@@ -82,13 +86,26 @@ class Builder(Generic[C]):
 
     ``C`` is the class of the connection handle the role makes (``Client.builder()`` is a
     ``Builder[SessionConnection]``), so ``connect_with(target, main)`` types ``main``'s ``cx``.
+
+    A request handler that raises a :class:`~acpio.RequestError` answers with it; any other
+    exception answers ``-32603`` with its message in ``data`` (``{"details": "ValueError: ..."}``,
+    the official TypeScript SDK's shape) and is logged with its traceback. ``error_details=False``
+    answers ``-32603`` with no data, for handlers whose messages may hold what the peer must not see.
     """
 
     def __init__(
-        self, role: Role | None = None, *, name: str | None = None, connection_class: type[C] | None = None
+        self,
+        role: Role | None = None,
+        *,
+        name: str | None = None,
+        connection_class: type[C] | None = None,
+        error_details: bool = True,
     ) -> None:
         self.role: Role = role if role is not None else UntypedRole()
         self.name: str = name if name is not None else type(self.role).NAME
+        #: Whether a handler's unexpected exception answers ``-32603`` with its message in ``data``
+        #: (``{"details": "ValueError: ..."}``) or with no data (see :attr:`Connection.error_details`).
+        self.error_details = error_details
         #: The class of the handle each connection gets (``Connection`` unless a subclass is given).
         self.connection_class: type[Connection] = (
             connection_class if connection_class is not None else Connection
@@ -207,7 +224,11 @@ class Builder(Generic[C]):
         return self
 
     def with_spawned(self, fn: Callable[[C], Awaitable[object]]) -> Builder[C]:
-        """Start ``fn(cx)`` as a task when the connection starts; its failure fails the connection."""
+        """Start ``fn(cx)`` as a task when the connection starts; its failure fails the connection.
+
+        (Unlike a task spawned by a request handler, which only fails its request: see
+        :meth:`Connection.spawn`.)
+        """
         self._spawned.append(fn)
         return self
 
@@ -244,7 +265,7 @@ class Builder(Generic[C]):
         """
         transport = await open_transport(target)
         role = self.role.for_connection()
-        return self.connection_class(  # type: ignore[return-value]  # connection_class is C's class
+        connection = self.connection_class(
             role,
             transport,
             name=self.name,
@@ -252,6 +273,8 @@ class Builder(Generic[C]):
             startup=self._spawned,
             close_callbacks=self._close,
         )
+        connection.error_details = self.error_details
+        return connection  # type: ignore[return-value]  # connection_class is C's class
 
     async def connect_to(self, target: Any) -> None:
         """Serve a connection to ``target`` (a transport or component) until the peer closes it.

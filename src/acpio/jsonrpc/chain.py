@@ -6,11 +6,18 @@ default handler. A message for a method the role disabled walks the role's disab
 What nobody claims falls back: ``-32601 Method not found`` for a request, delivery to the waiting
 caller for a response, nothing for a notification. A message declined with ``retry=True`` is
 parked (:mod:`~acpio.jsonrpc.parking`) and offered again to each dynamic handler added later.
+
+While a handler runs for a request, the chain records that request in a context variable: a task
+spawned then (``cx.spawn``; asyncio copies the context into each new task, so tasks those tasks
+spawn too) belongs to the request (:meth:`HandlerChain.request_in_context`). A handler or such a
+task that raises answers its request (:meth:`HandlerChain.error_for`) instead of failing the
+connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -29,8 +36,9 @@ from acpio.jsonrpc.role import Role
 
 if TYPE_CHECKING:
     from acpio.jsonrpc.connection import Connection
+    from acpio.jsonrpc.responses import Responder
 
-__all__ = ["DynamicHandlerRegistration", "HandlerChain", "fallback"]
+__all__ = ["DynamicHandlerRegistration", "HandlerChain", "fallback", "unowned_context"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 #: Sessions whose dropped or refused parked messages are logged, one line each; then one summary.
@@ -38,6 +46,24 @@ _PARKING_WARNINGS = 100
 
 #: A chain link: the handler's ``accepts`` (or ``None``: it sees everything) and its ``handle``.
 _Link = tuple[Callable[[Dispatch], bool] | None, Callable[[Dispatch, Any], Awaitable[Unhandled | None]]]
+
+#: The request a handler is running for, with the chain running it (tasks spawned in this context
+#: belong to that request). The chain is kept so that a connection served from inside another
+#: connection's handler does not take the outer request for one of its own.
+_running: contextvars.ContextVar[tuple[HandlerChain, Responder[Any]] | None] = contextvars.ContextVar(
+    "acpio_running_request", default=None
+)
+
+
+def unowned_context() -> contextvars.Context:
+    """A copy of the current context in which no request handler is running.
+
+    A task started in it (and every task it starts) belongs to no request, whatever was running
+    when it was made: its failure fails the connection.
+    """
+    context = contextvars.copy_context()
+    context.run(_running.set, None)
+    return context
 
 
 def _link(handler: Handler) -> _Link:
@@ -112,13 +138,20 @@ class HandlerChain:
         "_role",
         "_warned",
         "after_each",
+        "handler_methods",
         "intercepts_responses",
     )
 
     def __init__(self, role: Role, handlers: Iterable[Handler], cx: Connection) -> None:
         self._role = role
         self._cx = cx
+        handlers = tuple(handlers)
         self._builder_links = tuple(_link(h) for h in handlers)
+        #: The methods the builder's handlers say they take (a string ``method`` attribute, as
+        #: the typed handlers have); untyped handlers may take more.
+        self.handler_methods = frozenset(
+            method for h in handlers if isinstance(method := getattr(h, "method", None), str)
+        )
         default = role.default_handler()
         self._default_links = (_link(default),) if default is not None else ()
         #: Methods the role does not speak: kept from the handlers when received.
@@ -181,12 +214,19 @@ class HandlerChain:
         kept: list[Parked] = []
         for entry in self._parked.take_all():
             message = entry.message
+            token = None
+            if type(message) is RequestDispatch:
+                assert isinstance(message, RequestDispatch)
+                token = _running.set((self, message.responder))
             try:
                 result = await registration.handle(message, self._cx)
             except Exception as exc:
                 self._unpark(entry)
                 self.handler_failed(message, exc)
                 continue
+            finally:
+                if token is not None:
+                    _running.reset(token)
             if result is None:
                 self._unpark(entry)
             else:
@@ -206,35 +246,64 @@ class HandlerChain:
             links = self._disabled_links
         retry = False
         cx = self._cx
-        for accepts, handle in links:
-            if accepts is not None and not accepts(message):
-                continue
-            try:
-                result = await handle(message, cx)
-            except Exception as exc:
-                self.handler_failed(message, exc)
-                return
-            if result is None:
-                return
-            if result.retry:
-                retry = True
-            if result.message is not message:
-                message = passed_on(message, result)
+        token = None
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            token = _running.set((self, message.responder))
+        try:
+            for accepts, handle in links:
+                if accepts is not None and not accepts(message):
+                    continue
+                try:
+                    result = await handle(message, cx)
+                except Exception as exc:
+                    self.handler_failed(message, exc)
+                    return
+                if result is None:
+                    return
+                if result.retry:
+                    retry = True
+                if result.message is not message:
+                    message = passed_on(message, result)
+        finally:
+            if token is not None:
+                _running.reset(token)
         if retry:
             self._park(message)
             return
         fallback(message)
 
+    def request_in_context(self) -> Responder[Any] | None:
+        """The responder of the request one of this chain's handlers is running for, if any.
+
+        Read in the current context: inside a handler for a request, and inside the tasks spawned
+        from one (asyncio copies the context into a new task).
+        """
+        running = _running.get()
+        if running is None or running[0] is not self:
+            return None
+        return running[1]
+
+    def error_for(self, exc: Exception) -> RequestError:
+        """The answer to a request whose handler (or a task it spawned) raised ``exc``.
+
+        A :class:`~acpio.RequestError` as it is; anything else ``-32603`` with the exception's
+        message in ``data`` unless the connection hides it (``cx.error_details``; see
+        :meth:`~acpio.InternalError.for_exception`).
+        """
+        if isinstance(exc, RequestError):
+            return exc
+        return InternalError.for_exception(exc, details=self._cx.error_details)
+
     def handler_failed(self, message: Dispatch, exc: Exception) -> None:
-        """A handler raised: answer the request with the error (or -32603), or log."""
+        """A handler raised: answer the request with :meth:`error_for`, or log."""
         if type(message) is RequestDispatch:
             assert isinstance(message, RequestDispatch)
             if isinstance(exc, RequestError):
                 _log.debug("Handler for %r answered with %s", message.method, exc)
-                message.responder.respond_with_error(exc)
             else:
-                _log.exception("Handler for request %r failed", message.method, exc_info=exc)
-                message.responder.respond_with_error(InternalError())
+                _log.error("Handler for request %r failed", message.method, exc_info=exc)
+            message.responder.respond_with_error(self.error_for(exc))
         elif type(message) is ResponseDispatch:
             assert isinstance(message, ResponseDispatch)
             message.router.respond_with_error(exc)

@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Protocol, Self, TypeVar, overload
 
 from acpio.errors import ConnectionClosed, RequestError
-from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain
+from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain, unowned_context
 from acpio.jsonrpc.dispatch import Dispatch, Handler, as_handler
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.loop import DispatchLoop
 from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, encode_error
-from acpio.jsonrpc.responses import SentRequest
+from acpio.jsonrpc.responses import Responder, SentRequest
 from acpio.jsonrpc.role import Role
-from acpio.jsonrpc.typed import UNSET, outgoing
+from acpio.jsonrpc.typed import UNSET, TypedRequest, outgoing
 from acpio.transports.base import Transport
 
 __all__ = ["Connection", "ConnectionFactory"]
@@ -33,6 +33,7 @@ __all__ = ["Connection", "ConnectionFactory"]
 _log = logging.getLogger("acpio.jsonrpc")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class ConnectionFactory(Protocol):
@@ -55,6 +56,11 @@ class Connection:
 
     #: Bytes sent without waiting after which :meth:`drain` waits for the peer (256 KiB).
     HIGH_WATER: int = 256 * 1024
+    #: Whether a request whose handler (or a task it spawned) raised something other than a
+    #: :class:`~acpio.RequestError` is answered ``-32603`` with the exception's message in
+    #: ``data`` (``{"details": "ValueError: ..."}``), or with no data. Builders set it from their
+    #: ``error_details`` keyword (``Agent.builder(error_details=False)`` hides it).
+    error_details: bool = True
 
     def __init__(
         self,
@@ -79,7 +85,7 @@ class Connection:
             role,
             self._life,
             self._chain,
-            spawn=self.spawn,
+            spawn=self._spawn_unowned,
             on_end=self._end_of_input,
             on_error=self._fail,
         )
@@ -118,6 +124,16 @@ class Connection:
         """Wait until the input ended (after the ``on_close`` callbacks ran) or the connection closed."""
         await self._life.stopped.wait()
 
+    @property
+    def handler_methods(self) -> frozenset[str]:
+        """The methods the builder's typed handlers take (``on_request``, ``on_notification``).
+
+        A role's default handler reads it to tell what this side serves (the ``Agent`` role's
+        default ``initialize`` answer advertises capabilities from it). Untyped handlers
+        (``on_dispatch``, ``with_handler``) and dynamic handlers are not counted.
+        """
+        return self._chain.handler_methods
+
     def statistics(self) -> dict[str, int]:
         """Counts for introspection: requests waiting for an answer each way, parked messages, tasks."""
         return {**self._outbox.statistics(), **self._chain.statistics(), "tasks": len(self._tasks)}
@@ -126,6 +142,8 @@ class Connection:
 
     @overload
     def send_request(self, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    @overload
+    def send_request(self, message: TypedRequest[R]) -> SentRequest[R]: ...
     @overload
     def send_request(self, message: Any) -> SentRequest[Any]: ...
 
@@ -137,6 +155,13 @@ class Connection:
         Raises :class:`~acpio.ConnectionClosed` at once if the connection no longer takes requests.
         """
         return self.send_request_to(None, message, params)
+
+    @overload
+    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: TypedRequest[R]) -> SentRequest[R]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
 
     def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
         """Send a request to ``peer``, one of the role's peers (``None``: the counterpart)."""
@@ -198,36 +223,80 @@ class Connection:
     def spawn(self, work: Any, *args: Any) -> asyncio.Task[Any]:
         """Run ``work`` (a coroutine, or an async function called with ``*args``) beside the connection.
 
-        The task is cancelled when the connection ends. If it raises, the connection fails with that
-        error (``connect_to``/``connect_with`` raise it).
+        The task is cancelled when the connection ends. What happens if it raises depends on where
+        it was spawned:
+
+        * from a request handler (or from a task spawned there, at any depth), it belongs to that
+          request: the request is answered with the error if it has no answer yet (a
+          :class:`~acpio.RequestError` as it is, anything else ``-32603`` with the message in
+          ``data`` unless :attr:`error_details` is off), the exception is logged with its
+          traceback, and the connection goes on: one failed turn does not end every session;
+        * from anywhere else (``with_spawned``, ``connect_with``'s main, a response callback, a
+          notification handler), the connection fails with that error (``connect_to`` and
+          ``connect_with`` raise it).
         """
+        return self._spawn(work, args, self._chain.request_in_context())
+
+    def _spawn_unowned(self, work: Any, *args: Any) -> asyncio.Task[Any]:
+        """:meth:`spawn`, belonging to no request whatever runs now: its failure fails the connection."""
+        return self._spawn(work, args, None)
+
+    def _spawn(self, work: Any, args: tuple[Any, ...], request: Responder[Any] | None) -> asyncio.Task[Any]:
         coro = work(*args) if callable(work) else work
         if self._life.phase is Phase.FINISHED:
             if isinstance(coro, Coroutine):
                 coro.close()
             raise ConnectionClosed(f"Connection {self.name!r} has ended; cannot spawn a task on it")
-        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coro)
+        loop = asyncio.get_running_loop()
+        if request is None:
+            task: asyncio.Task[Any] = loop.create_task(coro, context=unowned_context())
+        else:
+            task = loop.create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(lambda done: self._task_done(done, request))
         return task
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
+    def _task_done(self, task: asyncio.Task[Any], request: Responder[Any] | None) -> None:
         self._tasks.discard(task)
         if task.cancelled():
             return
         error = task.exception()
-        if error is not None:
-            error.add_note(f"(raised by a task spawned on connection {self.name!r})")
-            self._fail(error)
+        if error is None:
+            return
+        if request is not None and isinstance(error, Exception):
+            self._request_task_failed(request, error)
+            return
+        error.add_note(f"(raised by a task spawned on connection {self.name!r})")
+        self._fail(error)
+
+    def _request_task_failed(self, request: Responder[Any], error: Exception) -> None:
+        """A task spawned for ``request`` raised: the request answers it, the connection goes on."""
+        answered = "already answered" if request.done else "answered with the error"
+        if isinstance(error, RequestError):
+            _log.debug(
+                "A task of request %r (%s) raised %s (%s)", request.id, request.method, error, answered
+            )
+        else:
+            _log.error(
+                "A task spawned by the handler of request %r (%s) failed; the request is %s and "
+                "connection %r goes on",
+                request.id,
+                request.method,
+                answered,
+                self.name,
+                exc_info=error,
+            )
+        request.respond_with_error(self._chain.error_for(error))
 
     async def spawn_connection(self, builder: ConnectionFactory, target: Any) -> Connection:
         """Start ``builder`` on ``target`` (a transport or component) beside this connection.
 
         Returns the new connection's handle; it is served by a task of this connection, whose
-        failure fails this one too.
+        failure fails this one too (even when started from a request handler: the new connection
+        outlives the request).
         """
         child = await builder.open_connection(target)
-        self.spawn(child.serve)
+        self._spawn_unowned(child.serve)
         return child
 
     # --- dynamic handlers -------------------------------------------------------------------------
@@ -306,7 +375,7 @@ class Connection:
         main_task: asyncio.Task[T] | None = None
         try:
             for start in self._startup:
-                self.spawn(start, self)
+                self._spawn_unowned(start, self)
             if main is None:
                 await self._life.stopped.wait()
                 return None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Dispatch",
+    "DISPATCH_SHAPES",
     "DispatchHandler",
     "Handler",
     "NotificationDispatch",
@@ -41,6 +42,7 @@ __all__ = [
     "passed_on",
     "peer_suffix",
     "positional_count",
+    "require_async",
 ]
 
 
@@ -215,6 +217,27 @@ def positional_count(fn: Callable[..., Any]) -> int:
     return count
 
 
+def require_async(fn: Callable[..., Any], shapes: str) -> None:
+    """Raise ``TypeError`` at registration unless ``fn`` is an async function (or async callable).
+
+    A plain ``def`` would be called and its return value awaited, failing only when the first
+    message arrives; ``shapes`` lists the signatures the handler may have, for the message.
+    """
+    call = type(fn).__call__ if callable(fn) else None  # an object with an async __call__
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call):
+        return
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    raise TypeError(
+        f"{name} is not an async function: handlers are awaited, so define it with 'async def'. "
+        f"Accepted shapes:\n{shapes}"
+    )
+
+
+#: The shapes an untyped handler (``on_dispatch``, a dynamic handler function) may have.
+DISPATCH_SHAPES = """    async def handler(message: Dispatch) -> Unhandled | None
+    async def handler(message: Dispatch, cx: Connection) -> Unhandled | None"""
+
+
 class DispatchHandler:
     """Sees every message, untyped: ``fn(message, cx)`` or ``fn(message)``.
 
@@ -225,6 +248,7 @@ class DispatchHandler:
     __slots__ = ("_with_cx", "fn", "peer")
 
     def __init__(self, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+        require_async(fn, DISPATCH_SHAPES)
         self.fn = fn
         self.peer = peer
         self._with_cx = positional_count(fn) >= 2

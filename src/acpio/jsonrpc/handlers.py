@@ -26,13 +26,20 @@ from acpio.jsonrpc.dispatch import (
     Unhandled,
     peer_suffix,
     positional_count,
+    require_async,
 )
 from acpio.jsonrpc.typed import fast_validator, message_method, validation_errors
 
 if TYPE_CHECKING:
     from acpio.jsonrpc.role import Role
 
-__all__ = ["NotificationHandler", "RequestHandler", "message_type_from"]
+__all__ = [
+    "NOTIFICATION_SHAPES",
+    "REQUEST_SHAPES",
+    "NotificationHandler",
+    "RequestHandler",
+    "message_type_from",
+]
 
 
 def _param_annotations(fn: Callable[..., Any]) -> list[Any]:
@@ -67,11 +74,32 @@ def message_type_from(fn: Callable[..., Any], what: str) -> Any:
     return cls
 
 
+#: The shapes a request handler may have (shown when a registration is refused).
+REQUEST_SHAPES = """    async def handler(req: MyRequest) -> MyResponse
+    async def handler(req: MyRequest, responder: Responder[MyResponse]) -> None
+    async def handler(req: MyRequest, cx: Connection) -> MyResponse
+    async def handler(req: MyRequest, responder: Responder[MyResponse], cx: Connection) -> MyResponse"""
+#: The shapes a notification handler may have.
+NOTIFICATION_SHAPES = """    async def handler(notification: MyNotification) -> None
+    async def handler(notification: MyNotification, cx: Connection) -> None"""
+
+
 def _second_is_connection(fn: Callable[..., Any]) -> bool:
+    """Whether the second parameter is the connection; ``TypeError`` when it is not annotated.
+
+    With two parameters the second may be the responder or the connection, and only its
+    annotation tells which: an unannotated one is refused at registration rather than guessed.
+    """
     annotations = _param_annotations(fn)
     if len(annotations) < 2:
         return False
     second = annotations[1]
+    if second is inspect.Parameter.empty:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        raise TypeError(
+            f"Cannot tell what the second parameter of {name} is, the responder or the connection: "
+            f"annotate it (responder: Responder[...], or cx: Connection). Accepted shapes:\n{REQUEST_SHAPES}"
+        )
     if isinstance(second, str):
         return second.rsplit(".", 1)[-1].split("[", 1)[0] == "Connection"
     return isinstance(second, type) and issubclass(second, Connection)
@@ -82,6 +110,8 @@ class RequestHandler:
 
     The function is called as ``fn(req, responder, cx)`` (or with fewer arguments: ``fn(req)``,
     ``fn(req, responder)``, ``fn(req, cx)`` when the second parameter is annotated ``Connection``).
+    A plain ``def``, or two parameters whose second is not annotated, is refused with ``TypeError``
+    at once (:data:`REQUEST_SHAPES` lists what is accepted).
     It may return the result, answer through the responder and return ``None``, or return
     :class:`Unhandled`. With ``peer`` (a role instance), only requests from that peer are taken.
     """
@@ -89,6 +119,7 @@ class RequestHandler:
     __slots__ = ("_arity", "_validate", "cls", "fn", "method", "peer")
 
     def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+        require_async(fn, REQUEST_SHAPES)
         self.cls = cls
         self.method = message_method(cls)
         self.fn = fn
@@ -154,6 +185,7 @@ class NotificationHandler:
     __slots__ = ("_validate", "_with_cx", "cls", "fn", "method", "peer")
 
     def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+        require_async(fn, NOTIFICATION_SHAPES)
         self.cls = cls
         self.method = message_method(cls)
         self.fn = fn
