@@ -1,10 +1,12 @@
-"""Answering ``session/request_permission``: always allow, always deny, or ask the person.
+"""Answering ``session/request_permission`` in ``acpio prompt``: always allow, always deny, or ask the person.
 
-A policy turns the agent's request into an outcome (an option it offered, or ``cancelled``):
+A policy turns the agent's request into an outcome (an option it offered, or ``cancelled``). The
+first two are the shared ones of :mod:`acpio.client.permissions` (importable from here too):
 
-* :class:`AllowPolicy` (``--allow``) picks the ``allow_once`` option (else ``allow_always``; a request
-  that offers no allow option gets its reject option);
-* :class:`DenyPolicy` (``--deny``) picks ``reject_once`` (else ``reject_always``, else ``cancelled``);
+* :class:`~acpio.client.permissions.AllowPolicy` (``--allow``) picks the ``allow_once`` option (else
+  ``allow_always``; a request that offers no allow option gets its reject option);
+* :class:`~acpio.client.permissions.DenyPolicy` (``--deny``) picks ``reject_once`` (else
+  ``reject_always``, else ``cancelled``);
 * :class:`AskPolicy` (``--ask``) shows the request and its options and reads the answer, a line
   from the terminal or stdin (:class:`LineInput`), without blocking the event loop: an option
   number, its id, its name, ``y``/``n``. End of input counts as a refusal.
@@ -26,8 +28,19 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Final, Protocol, TextIO, TypeAlias
+from typing import Final, TextIO
 
+from acpio.client.permissions import (
+    ALLOW_KINDS,
+    REJECT_KINDS,
+    AllowPolicy,
+    DenyPolicy,
+    Outcome,
+    PermissionPolicy,
+    allows,
+    describe_request,
+    pick_option,
+)
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand
 from acpio.schema import (
@@ -58,11 +71,6 @@ __all__ = [
     "pick_option",
 ]
 
-#: What a policy answers: one of the offered options, or ``cancelled``.
-Outcome: TypeAlias = SelectedPermissionOutcome | CancelledPermissionOutcome
-
-_ALLOW: Final = (PermissionOptionKind.ALLOW_ONCE, PermissionOptionKind.ALLOW_ALWAYS)
-_REJECT: Final = (PermissionOptionKind.REJECT_ONCE, PermissionOptionKind.REJECT_ALWAYS)
 _READ_SIZE: Final = 4096
 #: Lines of a tool call's text content shown with an ``--ask`` question.
 _DETAIL_LINES: Final = 20
@@ -74,41 +82,6 @@ RUN_OPTIONS: Final = (
     PermissionOption(option_id="run", name="Run it", kind=PermissionOptionKind.ALLOW_ONCE),
     PermissionOption(option_id="refuse", name="Refuse", kind=PermissionOptionKind.REJECT_ONCE),
 )
-
-
-class PermissionPolicy(Protocol):
-    """Decides a permission request: ``await policy.decide(request)`` gives the outcome to send."""
-
-    async def decide(self, request: RequestPermissionRequest) -> Outcome:
-        """The outcome for ``request``."""
-        ...
-
-
-def pick_option(options: Sequence[PermissionOption], kinds: Sequence[str]) -> PermissionOption | None:
-    """The first option whose kind is ``kinds[0]``, else ``kinds[1]``...; ``None`` if none matches."""
-    for kind in kinds:
-        for option in options:
-            if option.kind == kind:
-                return option
-    return None
-
-
-def _selected(option: PermissionOption) -> SelectedPermissionOutcome:
-    return SelectedPermissionOutcome(option_id=option.option_id)
-
-
-def describe_request(request: RequestPermissionRequest) -> str:
-    """A short description of what the agent asks to do: the tool call's title (or its id)."""
-    tool_call = request.tool_call
-    return tool_call.title or f"tool call {tool_call.tool_call_id}"
-
-
-def allows(request: RequestPermissionRequest, outcome: Outcome) -> PermissionOption | None:
-    """The allow option ``outcome`` selected among ``request``'s options; ``None`` for anything else."""
-    if not isinstance(outcome, SelectedPermissionOutcome):
-        return None
-    option = next((o for o in request.options if o.option_id == outcome.option_id), None)
-    return option if option is not None and option.kind in _ALLOW else None
 
 
 def command_request(command: TerminalCommand, tool_call_id: str) -> RequestPermissionRequest:
@@ -177,24 +150,6 @@ def _command_forms(command: TerminalCommand) -> set[str]:
     return forms
 
 
-class AllowPolicy:
-    """``--allow``: approve every request once (``allow_once``, else ``allow_always``)."""
-
-    async def decide(self, request: RequestPermissionRequest) -> Outcome:
-        """The allow option; the reject option when none is offered; else ``cancelled``."""
-        option = pick_option(request.options, _ALLOW) or pick_option(request.options, _REJECT)
-        return _selected(option) if option is not None else CancelledPermissionOutcome()
-
-
-class DenyPolicy:
-    """``--deny``: refuse every request (``reject_once``, else ``reject_always``)."""
-
-    async def decide(self, request: RequestPermissionRequest) -> Outcome:
-        """The reject option; ``cancelled`` when the agent offered none."""
-        option = pick_option(request.options, _REJECT)
-        return _selected(option) if option is not None else CancelledPermissionOutcome()
-
-
 def parse_answer(answer: str, options: Sequence[PermissionOption]) -> PermissionOption | None:
     """The option a typed answer names: its number (1-based), id, name or kind, or ``y``/``n``.
 
@@ -211,9 +166,9 @@ def parse_answer(answer: str, options: Sequence[PermissionOption]) -> Permission
         if text in (option.option_id.casefold(), option.name.strip().casefold(), str(option.kind)):
             return option
     if text in ("y", "yes"):
-        return pick_option(options, _ALLOW)
+        return pick_option(options, ALLOW_KINDS)
     if text in ("n", "no"):
-        return pick_option(options, _REJECT)
+        return pick_option(options, REJECT_KINDS)
     if text in ("a", "always"):
         return pick_option(options, (PermissionOptionKind.ALLOW_ALWAYS,))
     return None
@@ -321,11 +276,13 @@ class AskPolicy:
             if answer is None:
                 out.write(f"\nNo answer (end of {self._answers.name}): refusing.\n")
                 out.flush()
-                option = pick_option(options, _REJECT)
-                return _selected(option) if option is not None else CancelledPermissionOutcome()
+                option = pick_option(options, REJECT_KINDS)
+                if option is None:
+                    return CancelledPermissionOutcome()
+                return SelectedPermissionOutcome(option_id=option.option_id)
             option = parse_answer(answer, options)
             if option is not None:
-                return _selected(option)
+                return SelectedPermissionOutcome(option_id=option.option_id)
             out.write(f"{answer.strip()!r} is not one of the choices.\n")
 
 

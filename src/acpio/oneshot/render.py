@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Final, Literal, Protocol, TextIO, TypeAlias
 
 import orjson
 
-from acpio.oneshot.permissions import Outcome, describe_request
+from acpio.client.permissions import Outcome, describe_request
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalSnapshot
 from acpio.schema import (

@@ -8,7 +8,7 @@
 3. ``session/new`` in ``cwd`` or, with a session id, ``session/load`` (its replayed history is
    shown dimmed) when the agent advertises ``loadSession``, else ``session/resume``;
 4. ``session/prompt``, then every message of the turn in order: updates go to the renderer,
-   requests are answered for real (:class:`~acpio.oneshot.files.ConfinedFiles`,
+   requests are answered for real (:class:`~acpio.client.files.ConfinedFiles`,
    :class:`~acpio.oneshot.terminals.Terminals`, a permission policy), until the stop reason.
 
 The agent has ``init_timeout`` seconds to answer ``initialize`` (an agent waiting for input, or
@@ -45,6 +45,8 @@ from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 
 from acpio._lifecycle import handling_endings, signal_exit_code
 from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
+from acpio.client.files import ConfinedFiles
+from acpio.client.permissions import AllowPolicy, DenyPolicy, Outcome, PermissionPolicy, allows
 from acpio.errors import (
     AcpError,
     AuthRequired,
@@ -57,18 +59,7 @@ from acpio.errors import (
     TransportError,
 )
 from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, ResponseDispatch, Unhandled
-from acpio.oneshot.files import ConfinedFiles
-from acpio.oneshot.permissions import (
-    AllowPolicy,
-    AskPolicy,
-    CommandGrants,
-    DenyPolicy,
-    LineInput,
-    Outcome,
-    PermissionPolicy,
-    allows,
-    command_request,
-)
+from acpio.oneshot.permissions import AskPolicy, CommandGrants, LineInput, command_request
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand, Terminals
@@ -197,7 +188,7 @@ async def run_prompt(
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     try:
-        files = ConfinedFiles(options.cwd)
+        files = ConfinedFiles(options.cwd, set_by="acpio prompt --cwd")
     except ValueError as exc:
         raise PromptFailed(str(exc), ExitCode.USAGE) from exc
     # The agent's commands run only once answering.consent_to_command allowed them (made below).

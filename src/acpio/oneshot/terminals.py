@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Final, TypeAlias
 
 from acpio._lifecycle import spawn_in_new_group
+from acpio.client.files import ConfinedFiles
 from acpio.errors import InvalidParams, RequestError, ResourceNotFound
-from acpio.oneshot.files import ConfinedFiles
 from acpio.schema import (
     CreateTerminalRequest,
     CreateTerminalResponse,
