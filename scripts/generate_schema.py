@@ -779,7 +779,11 @@ class Generator:
 
     def emit_model(self, spec: ModelSpec, defined: set[str]) -> list[str]:
         """The class source; ``defined`` holds the names already emitted (the others are quoted)."""
-        out = ["", "", f"class {spec.name}({spec.base}):"]
+        base = spec.base
+        if base == "AcpRequest" and "x-method" in self.defs.get(spec.name, {}):
+            # the response type, for type checkers only: AcpRequest[...] is AcpRequest at run time
+            base = f'AcpRequest["{self.response_of(spec.name)}"]'
+        out = ["", "", f"class {spec.name}({base}):"]
         note = (
             "**Unstable**: only in the unstable schema; may change or disappear." if spec.unstable else None
         )

@@ -50,7 +50,7 @@ class ExtensionResponse(AcpResponse):
     """Base of an extension request's result. Subclass it and add fields."""
 
 
-class ExtensionRequest(AcpRequest):
+class ExtensionRequest(AcpRequest[Any]):
     """Base of an extension request: ``class Do(ExtensionRequest, method="_v/do", response=Done)``.
 
     ``response`` defaults to :class:`acpio.schema.AcpJson` (any JSON result, kept as it is).

@@ -77,6 +77,7 @@ from typing import (
     TypeAlias,
     TypeVar,
     cast,
+    overload,
     runtime_checkable,
 )
 
@@ -100,6 +101,7 @@ from acpio.jsonrpc import (
     NotificationDispatch,
     RequestDispatch,
     Role,
+    TypedRequest,
     Unhandled,
     UntypedMessage,
 )
@@ -177,6 +179,7 @@ SessionSetupResponse: TypeAlias = (
 RequestT = DefaultTypeVar("RequestT", bound=SessionSetupRequest, default=NewSessionRequest)
 #: The same, for functions generic over the request.
 _R = TypeVar("_R", bound=SessionSetupRequest)
+_Result = TypeVar("_Result")
 
 _UPDATE_METHOD = SessionNotification.METHOD
 _PERMISSION_METHOD = RequestPermissionRequest.METHOD
@@ -1416,6 +1419,13 @@ class SessionConnection(SessionMethods, Connection):
     def protocol_version(self) -> int | None:
         """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
         return self.peer_state.protocol_version
+
+    @overload
+    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: TypedRequest[_Result]) -> SentRequest[_Result]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
 
     def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
         """Send a request; typed requests to the agent are checked against what ACP allows.

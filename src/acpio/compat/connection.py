@@ -350,7 +350,7 @@ class _Endpoint:
         if self._cx is None:
             self._cx = cx
 
-    def _received(self, params: AcpRequest) -> None:
+    def _received(self, params: AcpRequest[Any]) -> None:
         """Hook: a request for the implementation arrived (the agent side records ``initialize``)."""
 
     async def listen(self) -> None:
@@ -436,7 +436,7 @@ class _Endpoint:
             initialize_first=self._INITIALIZE_FIRST if require else None,
         )
 
-    async def _request(self, params: AcpRequest, result: type[R]) -> R:
+    async def _request(self, params: AcpRequest[Any], result: type[R]) -> R:
         method = params.METHOD
         raw = await self.connection.send_request(method, self._checked(method, params))
         parsed: R = result_parser(result, method)(raw)
@@ -507,7 +507,7 @@ class AgentSideConnection(_Endpoint, Client):
         """What the client said at ``initialize`` (recorded when its request arrives)."""
         return self._peer
 
-    def _received(self, params: AcpRequest) -> None:
+    def _received(self, params: AcpRequest[Any]) -> None:
         if isinstance(params, InitializeRequest):
             self._peer.record_request(params)
 

@@ -111,7 +111,7 @@ class _Peer:
 
     __slots__ = ()
 
-    async def _request(self, params: AcpRequest, result: type[R]) -> R:
+    async def _request(self, params: AcpRequest[Any], result: type[R]) -> R:
         raise MethodNotFound(params.METHOD)
 
     async def _notify(self, params: AcpNotification) -> None:

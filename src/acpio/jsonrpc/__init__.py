@@ -38,7 +38,7 @@ from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, UntypedM
 from acpio.jsonrpc.parking import ParkingLimits
 from acpio.jsonrpc.responses import Responder, ResponseRouter, SentRequest
 from acpio.jsonrpc.role import PeerLike, Role
-from acpio.jsonrpc.typed import UNSET
+from acpio.jsonrpc.typed import UNSET, TypedRequest
 
 __all__ = [
     "CANCEL_METHOD",
@@ -63,6 +63,7 @@ __all__ = [
     "ResponseRouter",
     "Role",
     "SentRequest",
+    "TypedRequest",
     "UntypedMessage",
     "UntypedRole",
     "Unhandled",

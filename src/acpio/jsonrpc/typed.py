@@ -16,7 +16,7 @@ messages; so is any pydantic model given those two attributes. Nothing here does
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -26,6 +26,7 @@ from acpio.jsonrpc.messages import JsonValue, UntypedMessage, encode_value
 
 __all__ = [
     "UNSET",
+    "TypedRequest",
     "fast_validator",
     "identity",
     "message_method",
@@ -36,6 +37,22 @@ __all__ = [
     "typed_method",
     "validation_errors",
 ]
+
+
+_R = TypeVar("_R", covariant=True)
+
+
+class TypedRequest(Protocol[_R]):
+    """A request object whose class tells type checkers what its result parses into.
+
+    The generated ACP requests are (``PromptRequest`` is a ``TypedRequest[PromptResponse]``), so
+    ``await cx.send_request(PromptRequest(...))`` is a ``PromptResponse`` to pyright and mypy. Only
+    for type checkers: at run time the class's ``RESPONSE`` says the same.
+    """
+
+    def __acpio_response__(self) -> _R:
+        """Never called: names the result type."""
+        ...
 
 
 class _Unset:

@@ -439,7 +439,7 @@ class AgentRequest(AcpModel):
     params: Any = None
 
 
-class WriteTextFileRequest(AcpRequest):
+class WriteTextFileRequest(AcpRequest["WriteTextFileResponse"]):
     """Request to write content to a text file.
 
     Only available if the client supports the `fs.writeTextFile` capability.
@@ -460,7 +460,7 @@ class WriteTextFileRequest(AcpRequest):
     """
 
 
-class ReadTextFileRequest(AcpRequest):
+class ReadTextFileRequest(AcpRequest["ReadTextFileResponse"]):
     """Request to read content from a text file.
 
     Only available if the client supports the `fs.readTextFile` capability.
@@ -865,7 +865,7 @@ class PermissionOption(AcpModel):
     """
 
 
-class RequestPermissionRequest(AcpRequest):
+class RequestPermissionRequest(AcpRequest["RequestPermissionResponse"]):
     """Request for user permission to execute a tool call.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -903,7 +903,7 @@ class EnvVariable(AcpModel):
     """
 
 
-class CreateTerminalRequest(AcpRequest):
+class CreateTerminalRequest(AcpRequest["CreateTerminalResponse"]):
     """Request to create a new terminal and execute a command."""
     METHOD: ClassVar[str] = 'terminal/create'
     session_id: SessionId
@@ -935,7 +935,7 @@ class CreateTerminalRequest(AcpRequest):
     """
 
 
-class TerminalOutputRequest(AcpRequest):
+class TerminalOutputRequest(AcpRequest["TerminalOutputResponse"]):
     """Request to get the current output and status of a terminal."""
     METHOD: ClassVar[str] = 'terminal/output'
     session_id: SessionId
@@ -951,7 +951,7 @@ class TerminalOutputRequest(AcpRequest):
     """
 
 
-class ReleaseTerminalRequest(AcpRequest):
+class ReleaseTerminalRequest(AcpRequest["ReleaseTerminalResponse"]):
     """Request to release a terminal and free its resources."""
     METHOD: ClassVar[str] = 'terminal/release'
     session_id: SessionId
@@ -967,7 +967,7 @@ class ReleaseTerminalRequest(AcpRequest):
     """
 
 
-class WaitForTerminalExitRequest(AcpRequest):
+class WaitForTerminalExitRequest(AcpRequest["WaitForTerminalExitResponse"]):
     """Request to wait for a terminal command to exit."""
     METHOD: ClassVar[str] = 'terminal/wait_for_exit'
     session_id: SessionId
@@ -983,7 +983,7 @@ class WaitForTerminalExitRequest(AcpRequest):
     """
 
 
-class KillTerminalRequest(AcpRequest):
+class KillTerminalRequest(AcpRequest["KillTerminalResponse"]):
     """Request to kill a terminal without releasing it."""
     METHOD: ClassVar[str] = 'terminal/kill'
     session_id: SessionId
@@ -1372,7 +1372,7 @@ class ElicitationSchema(AcpModel):
     """
 
 
-class CreateElicitationRequest(AcpRequest):
+class CreateElicitationRequest(AcpRequest["CreateElicitationResponse"]):
     """Request from the agent to elicit structured user input.
 
     The agent sends this to the client to request information from the user,
@@ -1484,7 +1484,7 @@ class ElicitationUrlMode(AcpModel):
         return self
 
 
-class MessageMcpRequest(AcpRequest):
+class MessageMcpRequest(AcpRequest["MessageMcpResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4194,7 +4194,7 @@ class ClientCapabilities(AcpModel):
     """
 
 
-class InitializeRequest(AcpRequest):
+class InitializeRequest(AcpRequest["InitializeResponse"]):
     """Request parameters for the initialize method.
 
     Sent by the client to establish connection and negotiate capabilities.
@@ -4220,7 +4220,7 @@ class InitializeRequest(AcpRequest):
     """
 
 
-class AuthenticateRequest(AcpRequest):
+class AuthenticateRequest(AcpRequest["AuthenticateResponse"]):
     """Request parameters for the authenticate method.
 
     Specifies which authentication method to use.
@@ -4239,7 +4239,7 @@ class AuthenticateRequest(AcpRequest):
     """
 
 
-class ListProvidersRequest(AcpRequest):
+class ListProvidersRequest(AcpRequest["ListProvidersResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4258,7 +4258,7 @@ class ListProvidersRequest(AcpRequest):
     """
 
 
-class SetProviderRequest(AcpRequest):
+class SetProviderRequest(AcpRequest["SetProviderResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4289,7 +4289,7 @@ class SetProviderRequest(AcpRequest):
     """
 
 
-class DisableProviderRequest(AcpRequest):
+class DisableProviderRequest(AcpRequest["DisableProviderResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4310,7 +4310,7 @@ class DisableProviderRequest(AcpRequest):
     """
 
 
-class LogoutRequest(AcpRequest):
+class LogoutRequest(AcpRequest["LogoutResponse"]):
     """Request parameters for the logout method.
 
     Terminates the current authenticated session.
@@ -4325,7 +4325,7 @@ class LogoutRequest(AcpRequest):
     """
 
 
-class AuthStatusRequest(AcpRequest):
+class AuthStatusRequest(AcpRequest["AuthStatusResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4531,7 +4531,7 @@ class SystemPrompt(AcpModel):
     """
 
 
-class NewSessionRequest(AcpRequest):
+class NewSessionRequest(AcpRequest["NewSessionResponse"]):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
@@ -4568,7 +4568,7 @@ class NewSessionRequest(AcpRequest):
     """
 
 
-class LoadSessionRequest(AcpRequest):
+class LoadSessionRequest(AcpRequest["LoadSessionResponse"]):
     """Request parameters for loading an existing session.
 
     Only available if the Agent supports the `loadSession` capability.
@@ -4612,7 +4612,7 @@ class LoadSessionRequest(AcpRequest):
     """
 
 
-class ListSessionsRequest(AcpRequest):
+class ListSessionsRequest(AcpRequest["ListSessionsResponse"]):
     """Request parameters for listing existing sessions.
 
     Only available if the Agent supports the `sessionCapabilities.list` capability.
@@ -4642,7 +4642,7 @@ class ListSessionsRequest(AcpRequest):
     """
 
 
-class DeleteSessionRequest(AcpRequest):
+class DeleteSessionRequest(AcpRequest["DeleteSessionResponse"]):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `sessionCapabilities.delete` capability.
@@ -4659,7 +4659,7 @@ class DeleteSessionRequest(AcpRequest):
     """
 
 
-class ForkSessionRequest(AcpRequest):
+class ForkSessionRequest(AcpRequest["ForkSessionResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4709,7 +4709,7 @@ class ForkSessionRequest(AcpRequest):
     """
 
 
-class ArchiveSessionRequest(AcpRequest):
+class ArchiveSessionRequest(AcpRequest["ArchiveSessionResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4737,7 +4737,7 @@ class ArchiveSessionRequest(AcpRequest):
     """
 
 
-class UnarchiveSessionRequest(AcpRequest):
+class UnarchiveSessionRequest(AcpRequest["UnarchiveSessionResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4766,7 +4766,7 @@ class UnarchiveSessionRequest(AcpRequest):
     """
 
 
-class SessionStatusRequest(AcpRequest):
+class SessionStatusRequest(AcpRequest["SessionStatusResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4793,7 +4793,7 @@ class SessionStatusRequest(AcpRequest):
     """
 
 
-class SetSessionTitleRequest(AcpRequest):
+class SetSessionTitleRequest(AcpRequest["SetSessionTitleResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4830,7 +4830,7 @@ class SetSessionTitleRequest(AcpRequest):
     """
 
 
-class ResumeSessionRequest(AcpRequest):
+class ResumeSessionRequest(AcpRequest["ResumeSessionResponse"]):
     """Request parameters for resuming an existing session.
 
     Resumes an existing session without returning previous messages (unlike `session/load`).
@@ -4875,7 +4875,7 @@ class ResumeSessionRequest(AcpRequest):
     """
 
 
-class CloseSessionRequest(AcpRequest):
+class CloseSessionRequest(AcpRequest["CloseSessionResponse"]):
     """Request parameters for closing an active session.
 
     If supported, the agent **must** cancel any ongoing work related to the session
@@ -4896,7 +4896,7 @@ class CloseSessionRequest(AcpRequest):
     """
 
 
-class SetSessionModeRequest(AcpRequest):
+class SetSessionModeRequest(AcpRequest["SetSessionModeResponse"]):
     """Request parameters for setting a session mode."""
     METHOD: ClassVar[str] = 'session/set_mode'
     session_id: SessionId
@@ -4912,7 +4912,7 @@ class SetSessionModeRequest(AcpRequest):
     """
 
 
-class SetSessionConfigOptionRequest(AcpRequest):
+class SetSessionConfigOptionRequest(AcpRequest["SetSessionConfigOptionResponse"]):
     """Request parameters for setting a session configuration option."""
     METHOD: ClassVar[str] = 'session/set_config_option'
     session_id: SessionId
@@ -4936,7 +4936,7 @@ class SetSessionConfigOptionRequest(AcpRequest):
         return self
 
 
-class PromptRequest(AcpRequest):
+class PromptRequest(AcpRequest["PromptResponse"]):
     """Request parameters for sending a user prompt to the agent.
 
     Contains the user's message and any additional context.
@@ -5317,7 +5317,7 @@ class InitializeProxyRequest(InitializeRequest):
     METHOD: ClassVar[str] = 'proxy/initialize'
 
 
-class ProxySuccessorRequest(AcpRequest):
+class ProxySuccessorRequest(AcpRequest["ProxySuccessorResponse"]):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.

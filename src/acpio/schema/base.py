@@ -15,7 +15,7 @@ extension messages declared by users follow the same convention.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
@@ -108,11 +108,36 @@ class AcpJson(RootModel[Any]):
         return self.root
 
 
-class AcpRequest(AcpModel):
-    """Params of a request: ``METHOD`` is its wire method, ``RESPONSE`` the model of its result."""
+_R = TypeVar("_R", covariant=True)
 
-    METHOD: ClassVar[str]
-    RESPONSE: ClassVar[type[AcpModel] | type[AcpJson]]
+if TYPE_CHECKING:
+
+    class AcpRequest(AcpModel, Generic[_R]):
+        """Params of a request: ``METHOD`` is its wire method, ``RESPONSE`` the model of its result."""
+
+        METHOD: ClassVar[str]
+        RESPONSE: ClassVar[type[AcpModel] | type[AcpJson]]
+
+        def __acpio_response__(self) -> _R:
+            """Never called: tells type checkers what the request's result parses into."""
+            ...
+
+else:
+
+    class AcpRequest(AcpModel):
+        """Params of a request: ``METHOD`` is its wire method, ``RESPONSE`` the model of its result.
+
+        Type checkers see it generic in the type of its result (``PromptRequest`` is an
+        ``AcpRequest[PromptResponse]``), so ``await cx.send_request(PromptRequest(...))`` is a
+        ``PromptResponse`` to them; at run time ``AcpRequest[X]`` is ``AcpRequest`` itself, and
+        ``RESPONSE`` names the type.
+        """
+
+        METHOD: ClassVar[str]
+        RESPONSE: ClassVar[type[AcpModel] | type[AcpJson]]
+
+        def __class_getitem__(cls, response: Any) -> Any:
+            return cls
 
 
 class AcpNotification(AcpModel):
