@@ -15,7 +15,9 @@ The convention, for whoever writes documentation:
     project; it is type-checked beside the tutorial's other files and the tutorial's test runs it.
   - ``<!-- doc: run -->`` before a ```` ```sh ```` block (the tutorial): its commands are run for
     real, one per line, by ``tests/docs/test_tutorial.py``; ``<!-- doc: run-long REASON -->`` marks
-    one that serves until stopped (the test starts it, checks it, stops it).
+    one that serves until stopped (the test starts it, checks it, stops it), and
+    ``<!-- doc: output -->`` a ```` ```text ```` block that must equal the stdout of the ``run``
+    block before it.
 
 Keep ``no-run`` and ``skip`` rare: a reader copies blocks, and a block that is not run rots.
 """
@@ -35,7 +37,7 @@ _FENCE = re.compile(
     r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```$",  # the fenced block
     re.S | re.M,
 )
-MARKS = {"no-run", "skip", "file", "run", "run-long"}
+MARKS = {"no-run", "skip", "file", "run", "run-long", "output"}
 
 
 @dataclass(frozen=True)
