@@ -53,6 +53,13 @@ handler is installed *before* the request is sent and nothing needs parking; the
 stop reason is queued by the dispatch loop when the ``session/prompt`` response is read, so it
 always comes after the turn's updates.
 
+**The agent's requests.** A request the agent sends during the session is read as an
+:class:`AgentRequestMessage` subclass (:class:`RequestPermissionMessage`,
+:class:`ReadTextFileMessage`...): the typed request, answered in place with ``item.respond(...)``.
+:meth:`ActiveSession.read_to_string` answers them as told (``permissions="allow"``,
+``files=root``: the policies and :class:`~acpio.client.ConfinedFiles` of :mod:`acpio.client`),
+and only what the client advertised.
+
 **Proxy hand-off.** :meth:`ActiveSession.proxy_remaining_messages` switches a session from being
 read here to being forwarded to the client, losing and reordering nothing: see its docstring.
 """
@@ -70,6 +77,7 @@ from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Any,
+    ClassVar,
     Final,
     Generic,
     Literal,
@@ -83,7 +91,9 @@ from typing import (
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from acpio.capabilities import AgentFeatures, fill_required_fields
+from acpio.capabilities import AgentFeatures, ClientFeatures, fill_required_fields
+from acpio.client.files import ConfinedFiles
+from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.errors import (
     AcpError,
     ConnectionClosed,
@@ -91,6 +101,8 @@ from acpio.errors import (
     InternalError,
     InvalidParams,
     MethodNotFound,
+    RequestCancelled,
+    RequestError,
 )
 from acpio.jsonrpc import (
     UNSET,
@@ -111,15 +123,25 @@ from acpio.schema import (
     CancelledPermissionOutcome,
     CancelNotification,
     ContentBlock,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    CreateTerminalRequest,
+    CreateTerminalResponse,
     ForkSessionRequest,
     ForkSessionResponse,
     InitializeRequest,
+    KillTerminalRequest,
+    KillTerminalResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
+    ReleaseTerminalRequest,
+    ReleaseTerminalResponse,
     RequestPermissionRequest,
     RequestPermissionResponse,
     ResumeSessionRequest,
@@ -129,7 +151,13 @@ from acpio.schema import (
     SessionNotification,
     SessionUpdate,
     StopReason,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
     TextContent,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
+    WriteTextFileRequest,
+    WriteTextFileResponse,
 )
 
 if TYPE_CHECKING:
@@ -138,9 +166,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActiveSession",
+    "AgentRequestMessage",
+    "CreateElicitationMessage",
+    "CreateTerminalMessage",
+    "KillTerminalMessage",
     "McpServerList",
     "McpServerRegistry",
     "PromptContent",
+    "ReadTextFileMessage",
+    "ReleaseTerminalMessage",
+    "RequestPermissionMessage",
     "SessionBuilder",
     "SessionConnection",
     "SessionMessage",
@@ -149,7 +184,10 @@ __all__ = [
     "SessionSetupRequest",
     "SessionSetupResponse",
     "SessionStart",
+    "TerminalOutputMessage",
     "TurnEnded",
+    "WaitForTerminalExitMessage",
+    "WriteTextFileMessage",
     "attach_session",
     "build_session",
     "build_session_cwd",
@@ -294,10 +332,11 @@ class McpServerList:
 class SessionMessage:
     """A message from the agent for this session: a ``session/update`` notification, or a request.
 
-    :attr:`dispatch` is the message itself. A request (``session/request_permission``,
-    ``fs/read_text_file``...) that no builder handler claimed must be answered through
-    ``message.dispatch.responder``. :attr:`notification`, :attr:`update` and :attr:`text` parse a
-    ``session/update`` on first use.
+    :attr:`dispatch` is the message itself. A request that no builder handler claimed must be
+    answered: the ones ACP defines (``session/request_permission``, ``fs/read_text_file``...) come
+    as an :class:`AgentRequestMessage` subclass, typed and answerable in place
+    (``message.respond(...)``); others (extension methods) through ``message.dispatch.responder``.
+    :attr:`notification`, :attr:`update` and :attr:`text` parse a ``session/update`` on first use.
     """
 
     __slots__ = ("_notification", "_parsed", "dispatch")
@@ -345,6 +384,164 @@ class SessionMessage:
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
             return update.content.text
         return None
+
+
+_ReqT = TypeVar("_ReqT")
+_RespT = TypeVar("_RespT")
+
+
+class AgentRequestMessage(SessionMessage, Generic[_ReqT, _RespT]):
+    """A request the agent sent for this session, typed and answered in place.
+
+    :attr:`request` is the typed request (parsed on first use); :meth:`respond` takes the request's
+    response type, so a type checker checks the answer. One subclass per request ACP lets an agent
+    send a client; narrow with ``isinstance``::
+
+        item = await session.read_update()
+        if isinstance(item, ReadTextFileMessage):
+            item.respond(ReadTextFileResponse(content=read_the_file(item.request.path)))
+        elif isinstance(item, RequestPermissionMessage):
+            item.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
+
+    The agent waits for the answer, so every request read must be answered (an error will do).
+    The first answer wins; later ones are ignored, as is an answer to a permission request the
+    connection already answered ``cancelled`` (see :meth:`ActiveSession.cancel`).
+    """
+
+    __slots__ = ("_request",)
+
+    #: The typed request class (``ReadTextFileRequest``...).
+    REQUEST: ClassVar[type[Any]]
+
+    def __init__(self, dispatch: RequestDispatch) -> None:
+        super().__init__(dispatch)
+        self._request: _ReqT | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dispatch!r})"
+
+    @property
+    def request(self) -> _ReqT:
+        """The typed request; raises :class:`~acpio.InvalidParams` if the agent's params do not match it.
+
+        Answer such a request with that error: ``message.respond_with_error(exc)``.
+        """
+        if self._request is None:
+            self._request = cast(_ReqT, self.dispatch.parse(type(self).REQUEST))
+        return self._request
+
+    @property
+    def responder(self) -> Responder[_RespT]:
+        """The responder that answers the request (what :meth:`respond` uses)."""
+        return cast(RequestDispatch, self.dispatch).responder
+
+    @property
+    def answered(self) -> bool:
+        """Whether the request has been answered (by this message, or ``cancelled`` by the connection)."""
+        return self.responder.done
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the answer is no longer wanted: the agent cancelled the request, or the client the turn."""
+        return self.responder.cancelled
+
+    def respond(self, response: _RespT) -> None:
+        """Answer the agent with ``response`` (the request's response type)."""
+        self.responder.respond(response)
+
+    def respond_with_error(self, error: BaseException) -> None:
+        """Answer the agent with ``error``; anything but a :class:`~acpio.RequestError` goes as ``-32603``."""
+        self.responder.respond_with_error(error)
+
+
+class RequestPermissionMessage(AgentRequestMessage[RequestPermissionRequest, RequestPermissionResponse]):
+    """``session/request_permission``: answer with the option chosen, or the ``cancelled`` outcome."""
+
+    __slots__ = ()
+    REQUEST = RequestPermissionRequest
+
+
+class ReadTextFileMessage(AgentRequestMessage[ReadTextFileRequest, ReadTextFileResponse]):
+    """``fs/read_text_file`` (only if the client advertised ``fs.readTextFile``): answer with the text."""
+
+    __slots__ = ()
+    REQUEST = ReadTextFileRequest
+
+
+class WriteTextFileMessage(AgentRequestMessage[WriteTextFileRequest, WriteTextFileResponse]):
+    """``fs/write_text_file`` (only if the client advertised ``fs.writeTextFile``): write, then answer."""
+
+    __slots__ = ()
+    REQUEST = WriteTextFileRequest
+
+
+class CreateTerminalMessage(AgentRequestMessage[CreateTerminalRequest, CreateTerminalResponse]):
+    """``terminal/create`` (only if the client advertised ``terminal``): start a command, answer its id."""
+
+    __slots__ = ()
+    REQUEST = CreateTerminalRequest
+
+
+class TerminalOutputMessage(AgentRequestMessage[TerminalOutputRequest, TerminalOutputResponse]):
+    """``terminal/output``: answer with what the command wrote so far (and its exit status, if it ended)."""
+
+    __slots__ = ()
+    REQUEST = TerminalOutputRequest
+
+
+class WaitForTerminalExitMessage(
+    AgentRequestMessage[WaitForTerminalExitRequest, WaitForTerminalExitResponse]
+):
+    """``terminal/wait_for_exit``: answer once the command ended, with its exit status."""
+
+    __slots__ = ()
+    REQUEST = WaitForTerminalExitRequest
+
+
+class KillTerminalMessage(AgentRequestMessage[KillTerminalRequest, KillTerminalResponse]):
+    """``terminal/kill``: kill the command, keep the terminal."""
+
+    __slots__ = ()
+    REQUEST = KillTerminalRequest
+
+
+class ReleaseTerminalMessage(AgentRequestMessage[ReleaseTerminalRequest, ReleaseTerminalResponse]):
+    """``terminal/release``: kill the command if it still runs, forget the terminal."""
+
+    __slots__ = ()
+    REQUEST = ReleaseTerminalRequest
+
+
+class CreateElicitationMessage(AgentRequestMessage[CreateElicitationRequest, CreateElicitationResponse]):
+    """``elicitation/create`` (only if the client advertised ``elicitation``): ask the user, answer."""
+
+    __slots__ = ()
+    REQUEST = CreateElicitationRequest
+
+
+_REQUEST_MESSAGES: Final[dict[str, type[AgentRequestMessage[Any, Any]]]] = {
+    kind.REQUEST.METHOD: kind
+    for kind in (
+        RequestPermissionMessage,
+        ReadTextFileMessage,
+        WriteTextFileMessage,
+        CreateTerminalMessage,
+        TerminalOutputMessage,
+        WaitForTerminalExitMessage,
+        KillTerminalMessage,
+        ReleaseTerminalMessage,
+        CreateElicitationMessage,
+    )
+}
+
+
+def _session_message(dispatch: RequestDispatch | NotificationDispatch) -> SessionMessage:
+    """The item a session reads: typed for the requests ACP defines, plain for the rest."""
+    if type(dispatch) is RequestDispatch:
+        kind = _REQUEST_MESSAGES.get(dispatch.method)
+        if kind is not None:
+            return kind(dispatch)
+    return SessionMessage(dispatch)
 
 
 class TurnEnded:
@@ -445,7 +642,7 @@ class _SessionRouter:
         if history is not None and type(message) is NotificationDispatch:
             history.append(SessionMessage(message))
         else:
-            self.inbox.put(SessionMessage(message))
+            self.inbox.put(_session_message(message))
         return None
 
 
@@ -658,17 +855,39 @@ class ActiveSession:
                 return
             yield item
 
-    async def read_to_string(self) -> str:
+    async def read_to_string(
+        self,
+        *,
+        permissions: PermissionChoice | None = None,
+        files: str | os.PathLike[str] | ConfinedFiles | None = None,
+    ) -> str:
         """Read the current turn to its end; return the text of the agent's message chunks.
 
-        Other updates are skipped. A request the agent sends during the turn is answered
-        ``-32601``: to handle ``session/request_permission`` and the like, register a handler for
-        it on the builder, or read the turn with :meth:`read_update`.
+        Other updates are skipped. The agent's requests during the turn are answered as told:
+
+        * ``session/request_permission`` by ``permissions``: ``"allow"`` picks the ``allow_once``
+          option (else ``allow_always``, else a reject option), ``"deny"`` picks ``reject_once``
+          (else ``reject_always``, else the ``cancelled`` outcome); an async callback is given the
+          :class:`~acpio.schema.RequestPermissionRequest` and returns the chosen option's id or an
+          outcome; a :class:`~acpio.client.PermissionPolicy` decides as it likes.
+        * ``fs/read_text_file`` and ``fs/write_text_file`` by ``files``: the directory (or a
+          :class:`~acpio.client.ConfinedFiles`) the agent may read and write in, and nowhere else
+          (a path outside is refused ``-32602``, naming the path and the root). As ACP requires,
+          only what this client advertised in its ``initialize`` request is answered
+          (``fs.readTextFile``, ``fs.writeTextFile``); the rest is refused ``-32601``.
+        * Anything else (``terminal/*``...), and the above when not told how, is refused ``-32601``
+          with ``data`` saying how to answer it: read the turn with :meth:`read_update` and answer
+          the typed :class:`AgentRequestMessage` in place, or register a handler on the builder.
+
+        If the permission callback raises a :class:`~acpio.RequestError`, the agent gets that error;
+        any other exception (or an option the agent did not offer) answers the agent ``-32603`` and
+        is raised here.
         """
+        answers = _TurnAnswers(self._cx, permissions, files)
         parts: list[str] = []
         async for message in self:
             if message.is_request:
-                _decline(message)
+                await answers.answer(message)
                 continue
             try:
                 text = message.text
@@ -818,15 +1037,107 @@ def _answered_request(item: _Item) -> bool:
     return isinstance(dispatch, RequestDispatch) and dispatch.responder.done
 
 
-def _decline(message: SessionMessage) -> None:
+class _TurnAnswers:
+    """How :meth:`ActiveSession.read_to_string` answers the agent's requests: as told, else ``-32601``."""
+
+    __slots__ = ("advertised", "files", "policy")
+
+    def __init__(
+        self,
+        cx: Connection,
+        permissions: PermissionChoice | None,
+        files: str | os.PathLike[str] | ConfinedFiles | None,
+    ) -> None:
+        self.policy: PermissionPolicy | None = (
+            permission_policy(permissions) if permissions is not None else None
+        )
+        if files is not None and not isinstance(files, ConfinedFiles):
+            files = ConfinedFiles(files, set_by="read_to_string(files=...)")
+        self.files = files
+        #: What this client advertised at ``initialize``; ``None``: not known, so nothing was.
+        self.advertised: ClientFeatures | None = (
+            cx.peer_state.client_features if isinstance(cx, SessionConnection) else None
+        )
+
+    async def answer(self, message: SessionMessage) -> None:
+        """Answer one request of the turn."""
+        try:
+            if isinstance(message, RequestPermissionMessage) and self.policy is not None:
+                await self._permission(message, self.policy)
+                return
+            if isinstance(message, ReadTextFileMessage | WriteTextFileMessage) and self.files is not None:
+                self._file(message, self.files)
+                return
+        except RequestError as exc:  # the agent's params did not validate, or the file was refused
+            cast(RequestDispatch, message.dispatch).responder.respond_with_error(exc)
+            return
+        _decline(message, _how_to_answer(message))
+
+    async def _permission(self, message: RequestPermissionMessage, policy: PermissionPolicy) -> None:
+        if message.answered:  # answered cancelled: the client cancelled the turn
+            return
+        request = message.request
+        try:
+            outcome = await message.responder.run_until_cancelled(policy.decide(request))
+        except RequestCancelled as exc:  # the turn was cancelled (that answer stands), or the agent gave up
+            message.respond_with_error(exc)
+            return
+        except RequestError:  # the callback's answer to the agent: sent by answer()
+            raise
+        except Exception as exc:
+            message.respond_with_error(
+                InternalError(message=f"The client failed to decide the permission request: {exc}")
+            )
+            raise
+        message.respond(RequestPermissionResponse(outcome=outcome))
+
+    def _file(self, message: ReadTextFileMessage | WriteTextFileMessage, files: ConfinedFiles) -> None:
+        reading = isinstance(message, ReadTextFileMessage)
+        capability = "fs.readTextFile" if reading else "fs.writeTextFile"
+        advertised = self.advertised
+        if advertised is None or not (advertised.read_text_file if reading else advertised.write_text_file):
+            _decline(
+                message,
+                f"this client did not advertise {capability} in its initialize request, so the agent "
+                "must not call it; to let read_to_string(files=...) answer it, send InitializeRequest("
+                "client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, "
+                "write_text_file=True))) from this connection",
+            )
+            return
+        if isinstance(message, ReadTextFileMessage):
+            message.respond(files.read(message.request))
+        else:
+            message.respond(files.write(message.request))
+
+
+def _how_to_answer(message: SessionMessage) -> str:
+    """What to do for read_to_string() (or the reader) to answer ``message``'s request."""
+    method = message.method
+    item = type(message).__name__
+    read_it = (
+        f"or read the turn with read_update() and answer the {item} with item.respond(...)"
+        if isinstance(message, AgentRequestMessage)
+        else "or read the turn with read_update() and answer it through item.dispatch.responder"
+    )
+    if isinstance(message, RequestPermissionMessage):
+        return (
+            "read_to_string() answers it when given permissions='allow', 'deny' or an async callback; "
+            + read_it
+        )
+    if isinstance(message, ReadTextFileMessage | WriteTextFileMessage):
+        return (
+            "read_to_string() answers it when given files=ROOT, the directory the agent may read and "
+            f"write in; {read_it}"
+        )
+    return f"read_to_string() does not answer {method}: register a handler for it on the builder, {read_it}"
+
+
+def _decline(message: SessionMessage, how: str) -> None:
+    """Refuse the agent's request ``-32601``, saying in ``data`` how to have it answered."""
     dispatch = message.dispatch
     assert isinstance(dispatch, RequestDispatch)
-    _log.warning(
-        "read_to_string() answered %r with -32601: register a handler for it on the builder, "
-        "or read the turn with read_update()",
-        dispatch.method,
-    )
-    dispatch.responder.respond_with_error(MethodNotFound(dispatch.method))
+    _log.warning("read_to_string() answered %r with -32601: %s", dispatch.method, how)
+    dispatch.responder.respond_with_error(MethodNotFound(f"{dispatch.method}: {how}"))
 
 
 def _content_blocks(prompt: PromptContent) -> list[ContentBlock]:
@@ -1420,6 +1731,14 @@ class SessionConnection(SessionMethods, Connection):
         """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
         return self.peer_state.protocol_version
 
+    @property
+    def client_features(self) -> ClientFeatures | None:
+        """What this client advertised in the typed ``initialize`` it sent; ``None`` before that.
+
+        :meth:`ActiveSession.read_to_string` answers only the requests advertised here.
+        """
+        return self.peer_state.client_features
+
     @overload
     def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
     @overload
@@ -1454,6 +1773,7 @@ class SessionConnection(SessionMethods, Connection):
             message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
         if to_agent and isinstance(message, InitializeRequest):
+            self.peer_state.record_request(message)  # what this client advertised, for its own answers
             return self.peer_state.follow(sent, self.close)
         return sent
 
