@@ -16,7 +16,8 @@ import pytest
 
 from acpio import Client
 from acpio.agents.testy import testy_agent
-from acpio.client import ConfinedFiles
+from acpio.client import AllowPolicy, CallbackPolicy, ConfinedFiles, DenyPolicy, permission_policy
+from acpio.errors import InvalidParams
 from acpio.schema import (
     CancelledPermissionOutcome,
     ClientCapabilities,
@@ -357,3 +358,84 @@ async def test_cancelling_the_turn_wins_over_a_callback_still_deciding(tmp_path:
         async with asyncio.timeout(TIMEOUT):
             assert await reading == ""
         assert session.stop_reason == "cancelled"
+
+
+PERMISSION = {
+    "toolCall": {"toolCallId": "t1"},
+    "options": [{"optionId": "once", "name": "Once", "kind": "allow_once"}],
+}
+
+
+async def test_a_callback_raising_a_request_error_answers_the_agent_with_it(tmp_path: Path) -> None:
+    async def ask(request: RequestPermissionRequest) -> str:
+        raise InvalidParams({"why": "no"}, message="Not this one")
+
+    async with wire_session(tmp_path) as (session, peer):
+        [answer] = await answers(session, peer, [("session/request_permission", PERMISSION)], permissions=ask)
+    assert answer["error"] == {"code": -32602, "message": "Not this one", "data": {"why": "no"}}
+
+
+async def test_a_callback_failing_answers_internal_error_and_raises(tmp_path: Path) -> None:
+    async def ask(request: RequestPermissionRequest) -> str:
+        raise KeyError("bug")
+
+    async with wire_session(tmp_path) as (session, peer):
+        reading = asyncio.ensure_future(session.read_to_string(permissions=ask))
+        answer = await peer.response_to(
+            peer.request("session/request_permission", {"sessionId": "s1", **PERMISSION})
+        )
+        with pytest.raises(KeyError, match="bug"):
+            await reading
+    assert answer["error"]["code"] == -32603
+    assert "failed to decide the permission request" in answer["error"]["message"]
+
+
+async def test_the_agent_cancelling_the_request_stops_the_callback(tmp_path: Path) -> None:
+    deciding = asyncio.Event()
+    stopped = asyncio.Event()
+
+    async def ask(request: RequestPermissionRequest) -> str:
+        deciding.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            stopped.set()
+        return "once"
+
+    async with wire_session(tmp_path) as (session, peer):
+        reading = asyncio.ensure_future(session.read_to_string(permissions=ask))
+        request_id = peer.request("session/request_permission", {"sessionId": "s1", **PERMISSION})
+        async with asyncio.timeout(TIMEOUT):
+            await deciding.wait()
+        peer.notify("$/cancel_request", {"requestId": request_id})
+        answer = await peer.response_to(request_id)
+        assert answer["error"]["code"] == -32800
+        assert stopped.is_set()
+        peer.respond(prompt_of(peer), {"stopReason": "end_turn"})
+        async with asyncio.timeout(TIMEOUT):
+            assert await reading == ""
+
+
+def test_permission_policy_names_what_it_takes() -> None:
+    assert isinstance(permission_policy("allow"), AllowPolicy)
+    assert isinstance(permission_policy("deny"), DenyPolicy)
+    policy = DenyPolicy()
+    assert permission_policy(policy) is policy
+
+    async def ask(request: RequestPermissionRequest) -> str:
+        return "once"
+
+    assert isinstance(permission_policy(ask), CallbackPolicy)
+    with pytest.raises(ValueError, match=r"permissions='ask': use 'allow', 'deny', an async callback"):
+        permission_policy("ask")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="an object with async decide"):
+        permission_policy(42)  # type: ignore[arg-type]
+
+
+async def test_a_callback_returning_neither_an_id_nor_an_outcome_is_refused() -> None:
+    async def ask(request: RequestPermissionRequest) -> Any:
+        return True
+
+    request = RequestPermissionRequest.model_validate({"sessionId": "s1", **PERMISSION})
+    with pytest.raises(ValueError, match=r"returned True: return the id of one of request\.options"):
+        await CallbackPolicy(ask).decide(request)
