@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, Self, TypeVar, overload
 
-from acpio.errors import ConnectionClosed, RequestError
-from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain, unowned_context
+from acpio.errors import RequestError
+from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain
 from acpio.jsonrpc.dispatch import Dispatch, Handler, as_handler
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.loop import DispatchLoop
 from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, encode_error
-from acpio.jsonrpc.responses import Responder, SentRequest
+from acpio.jsonrpc.responses import SentRequest
 from acpio.jsonrpc.role import Role
+from acpio.jsonrpc.tasks import ConnectionTasks
 from acpio.jsonrpc.typed import UNSET, TypedRequest, outgoing
 from acpio.transports.base import Transport
 
@@ -77,9 +78,9 @@ class Connection:
         self._transport = transport
         self._startup = list(startup)
         self._close_callbacks = list(close_callbacks)
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._chain = HandlerChain(role, handlers, self)
         self._life = Lifecycle(name, self._fail_pending)
+        self._tasks = ConnectionTasks(self._life, self._chain, self._fail)
         self._loop = DispatchLoop(
             transport,
             role,
@@ -235,58 +236,11 @@ class Connection:
           notification handler), the connection fails with that error (``connect_to`` and
           ``connect_with`` raise it).
         """
-        return self._spawn(work, args, self._chain.request_in_context())
+        return self._tasks.spawn(work, args, owned=True)
 
     def _spawn_unowned(self, work: Any, *args: Any) -> asyncio.Task[Any]:
         """:meth:`spawn`, belonging to no request whatever runs now: its failure fails the connection."""
-        return self._spawn(work, args, None)
-
-    def _spawn(self, work: Any, args: tuple[Any, ...], request: Responder[Any] | None) -> asyncio.Task[Any]:
-        coro = work(*args) if callable(work) else work
-        if self._life.phase is Phase.FINISHED:
-            if isinstance(coro, Coroutine):
-                coro.close()
-            raise ConnectionClosed(f"Connection {self.name!r} has ended; cannot spawn a task on it")
-        loop = asyncio.get_running_loop()
-        if request is None:
-            task: asyncio.Task[Any] = loop.create_task(coro, context=unowned_context())
-        else:
-            task = loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(lambda done: self._task_done(done, request))
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any], request: Responder[Any] | None) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        error = task.exception()
-        if error is None:
-            return
-        if request is not None and isinstance(error, Exception):
-            self._request_task_failed(request, error)
-            return
-        error.add_note(f"(raised by a task spawned on connection {self.name!r})")
-        self._fail(error)
-
-    def _request_task_failed(self, request: Responder[Any], error: Exception) -> None:
-        """A task spawned for ``request`` raised: the request answers it, the connection goes on."""
-        answered = "already answered" if request.done else "answered with the error"
-        if isinstance(error, RequestError):
-            _log.debug(
-                "A task of request %r (%s) raised %s (%s)", request.id, request.method, error, answered
-            )
-        else:
-            _log.error(
-                "A task spawned by the handler of request %r (%s) failed; the request is %s and "
-                "connection %r goes on",
-                request.id,
-                request.method,
-                answered,
-                self.name,
-                exc_info=error,
-            )
-        request.respond_with_error(self._chain.error_for(error))
+        return self._tasks.spawn(work, args, owned=False)
 
     async def spawn_connection(self, builder: ConnectionFactory, target: Any) -> Connection:
         """Start ``builder`` on ``target`` (a transport or component) beside this connection.
@@ -397,7 +351,7 @@ class Connection:
             await self._run_close_callbacks()
         life.enter(Phase.FINISHED)
         pending: list[asyncio.Task[Any]] = [t for t in (main_task, self._loop.reader) if t is not None]
-        pending.extend(self._tasks)
+        pending.extend(self._tasks.take_all())
         for task in pending:
             task.cancel()
         if pending:
