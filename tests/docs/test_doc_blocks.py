@@ -54,7 +54,7 @@ def test_some_blocks_run_and_few_are_exempt() -> None:
 
 
 def test_what_the_blocks_print() -> None:
-    """Two blocks whose output the page states: checked, so that the page stays true."""
+    """A block whose output the page states: checked, so that the page stays true."""
     testy = next(b for b in RUNNABLE if b.path.name == "testy.md")
     done = subprocess.run(
         [sys.executable, "-c", testy.code], capture_output=True, text=True, timeout=TIMEOUT, check=True
@@ -71,3 +71,20 @@ def test_docs_do_not_point_into_the_development_machine() -> None:
         if "../shared" in line or "/work/" in line
     ]
     assert found == []
+
+
+def test_the_readme_proxy_shouts_behind_a_conductor(tmp_path: Path) -> None:
+    proxy = next(b for b in RUNNABLE if 'Proxy.builder(name="shout")' in b.code)
+    (tmp_path / "shout_proxy.py").write_text(proxy.code)
+    conductor = "acpio conductor agent 'python shout_proxy.py' 'acpio testy'"
+    done = subprocess.run(
+        ["acpio", "prompt", "--agent", conductor, "echo hello there"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=run_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "HELLO THERE\n" in done.stdout
