@@ -6,6 +6,7 @@ Run by ``examples/compat_client.py``, or by any ACP client: ``python examples/co
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from acpio import schema as acp
 from acpio.capabilities import negotiate_version
@@ -18,10 +19,12 @@ class EchoAgent(Agent):
         self.client = client  # the connection, with the client's methods: session_update...
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
-        return acp.InitializeResponse(protocol_version=negotiate_version(params.protocol_version))
+        info = acp.Implementation(name="compat-echo", version="1.0")
+        version = negotiate_version(params.protocol_version)
+        return acp.InitializeResponse(protocol_version=version, agent_info=info)
 
     async def new_session(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:
-        return acp.NewSessionResponse(session_id="echo-1")
+        return acp.NewSessionResponse(session_id=f"echo-{uuid.uuid4().hex[:8]}")
 
     async def prompt(self, params: acp.PromptRequest) -> acp.PromptResponse:
         for block in params.prompt:

@@ -1,31 +1,30 @@
-"""An echo agent in the builder style over stdio; ``examples/client.py`` runs it."""
+"""An echo agent in the builder style over stdio; ``examples/client.py`` runs it.
+
+``initialize`` needs no handler: the Agent builder answers it (the protocol version, ``agentInfo``
+from ``name`` and ``version``, the capabilities its handlers serve).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import itertools
 
 from acpio import Agent
 from acpio import schema as acp
-from acpio.capabilities import negotiate_version
 from acpio.jsonrpc import Connection
 from acpio.transports import Stdio
 
-app = Agent.builder(name="echo")
+app = Agent.builder(name="echo", version="1.0")
+session_numbers = itertools.count(1)
 
 
 @app.on_request
-async def initialize(req: acp.InitializeRequest, responder: Any, cx: Connection) -> acp.InitializeResponse:
-    return acp.InitializeResponse(protocol_version=negotiate_version(req.protocol_version))
+async def new_session(req: acp.NewSessionRequest) -> acp.NewSessionResponse:
+    return acp.NewSessionResponse(session_id=f"echo-{next(session_numbers)}")
 
 
 @app.on_request
-async def new_session(req: acp.NewSessionRequest, responder: Any, cx: Connection) -> acp.NewSessionResponse:
-    return acp.NewSessionResponse(session_id="echo-1")
-
-
-@app.on_request
-async def prompt(req: acp.PromptRequest, responder: Any, cx: Connection) -> acp.PromptResponse:
+async def prompt(req: acp.PromptRequest, cx: Connection) -> acp.PromptResponse:
     for block in req.prompt:
         if isinstance(block, acp.TextContent):
             chunk = acp.AgentMessageChunk(content=acp.TextContent(text=block.text))

@@ -11,6 +11,7 @@ Run it: ``python examples/unstable_fork.py``
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 
 from acpio import Agent, Client, MethodNotFound, SessionConnection, UnstableMethodNotEnabled
@@ -19,15 +20,26 @@ from acpio.jsonrpc import Builder
 
 
 def forking_agent(*, unstable: bool) -> Builder:
-    """An agent that advertises ``session/fork``; it handles it only when built with ``unstable``."""
-    app = Agent.builder(name="forking agent", unstable=unstable)
+    """An agent that advertises ``session/fork``; it handles it only when built with ``unstable``.
+
+    (The Agent builder's own ``initialize`` answer would advertise ``fork`` only where it has a
+    handler; this one advertises it either way, to show what the agent answers without the flag.)
+    """
+    app = Agent.builder(name="forking-agent", version="1.0", unstable=unstable)
+    session_numbers = itertools.count(1)
 
     @app.on_request
     async def initialize(req: acp.InitializeRequest) -> acp.InitializeResponse:
         fork = acp.SessionCapabilities(fork=acp.SessionForkCapabilities())
         return acp.InitializeResponse(
-            protocol_version=1, agent_capabilities=acp.AgentCapabilities(session_capabilities=fork)
+            protocol_version=1,
+            agent_capabilities=acp.AgentCapabilities(session_capabilities=fork),
+            agent_info=acp.Implementation(name="forking-agent", version="1.0"),
         )
+
+    @app.on_request
+    async def new_session(req: acp.NewSessionRequest) -> acp.NewSessionResponse:
+        return acp.NewSessionResponse(session_id=f"s{next(session_numbers)}")
 
     if unstable:  # without the flag, registering this handler would raise UnstableMethodNotEnabled
 

@@ -44,7 +44,17 @@ either way: ``_proxy/initialize`` reaches them as ``proxy/initialize``.
   included); a plain ``initialize`` is refused (a proxy is initialized by its conductor); a
   forwarded ``session/new`` installs :class:`ProxySessionMessages` for the new session before the
   next message is read.
-* :class:`Agent`, :class:`Conductor`: none (unclaimed requests get ``-32601``).
+* :class:`Agent`: answers ``initialize`` when no handler of the builder does (one registered with
+  ``@app.on_request`` comes earlier in the chain and wins). The answer: ``protocolVersion``
+  negotiated as the spec says (the client's version when acpio speaks it, else the latest it
+  speaks), ``agentInfo`` from the builder (``Agent.builder(name="echo", version="1.0",
+  title="Echo")``) and ``agentCapabilities`` that promise only what the builder's typed handlers
+  serve: ``loadSession`` when ``session/load`` has a handler, ``sessionCapabilities.list`` when
+  ``session/list`` has one, and so on for every capability of the method table whose methods
+  all have handlers; prompt and MCP capabilities stay off (false). Handlers added with
+  ``on_dispatch``, ``with_handler`` or at run time are not seen: an agent that serves methods
+  that way answers ``initialize`` itself. Other unclaimed requests get ``-32601``.
+* :class:`Conductor`: none (unclaimed requests get ``-32601``).
 
 **Unstable methods are opt-in.** The methods the schema marks unstable (:func:`unstable_methods`:
 ``session/fork``, ``providers/*``, ``mcp/message``...) are off unless the builder turns them on:
@@ -277,9 +287,16 @@ class _AcpRole(Role):
         return f"{type(self).__name__}(unstable=True)" if self.unstable else f"{type(self).__name__}()"
 
     @classmethod
-    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[Connection]:
-        """A new :class:`~acpio.jsonrpc.Builder` for this role (``unstable=True``: unstable methods on)."""
-        return Builder(cls(unstable=unstable), name=name)
+    def builder(
+        cls, *, name: str | None = None, unstable: bool = False, error_details: bool = True
+    ) -> Builder[Connection]:
+        """A new :class:`~acpio.jsonrpc.Builder` for this role.
+
+        ``unstable=True`` turns the unstable methods on; ``error_details=False`` answers a
+        handler's unexpected exception ``-32603`` without its message (see
+        :class:`~acpio.jsonrpc.Builder`).
+        """
+        return Builder(cls(unstable=unstable), name=name, error_details=error_details)
 
     def disabled_methods(self) -> frozenset[str]:
         """The unstable methods (but this role's own machinery) while they are off; else none."""
@@ -313,9 +330,16 @@ class Client(_AcpRole):
     NAME = "client"
 
     @classmethod
-    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
+    def builder(
+        cls, *, name: str | None = None, unstable: bool = False, error_details: bool = True
+    ) -> Builder[SessionConnection]:
         """A new builder for a client; its connections are :class:`~acpio.session.SessionConnection`."""
-        return Builder(cls(unstable=unstable), name=name, connection_class=_session_connection())
+        return Builder(
+            cls(unstable=unstable),
+            name=name,
+            connection_class=_session_connection(),
+            error_details=error_details,
+        )
 
     def default_handler(self) -> _ParkSessionMessages:
         """The handler that parks unclaimed session messages until their session's handler exists."""
@@ -338,9 +362,56 @@ class Client(_AcpRole):
 
 
 class Agent(_AcpRole):
-    """An ACP agent: its counterpart is the :class:`Client`. It has no default handler."""
+    """An ACP agent: its counterpart is the :class:`Client`.
+
+    Its default handler answers ``initialize`` when no handler of the builder does, with
+    :attr:`name`, :attr:`version` and :attr:`title` as ``agentInfo`` and the capabilities the
+    builder's typed handlers serve (see the module docstring).
+    """
 
     NAME = "agent"
+
+    def __init__(
+        self,
+        *,
+        unstable: bool = False,
+        name: str = NAME,
+        version: str = "0.0.0",
+        title: str | None = None,
+    ) -> None:
+        super().__init__(unstable=unstable)
+        #: ``agentInfo.name`` in the default ``initialize`` answer.
+        self.name = name
+        #: ``agentInfo.version`` in the default ``initialize`` answer.
+        self.version = version
+        #: ``agentInfo.title`` in the default ``initialize`` answer (left out when ``None``).
+        self.title = title
+
+    @classmethod
+    def builder(
+        cls,
+        *,
+        name: str | None = None,
+        version: str = "0.0.0",
+        title: str | None = None,
+        unstable: bool = False,
+        error_details: bool = True,
+    ) -> Builder[Connection]:
+        """A new builder for an agent that answers ``initialize`` unless a handler of its own does.
+
+        ``name`` (default ``"agent"``), ``version`` and ``title`` are the ``agentInfo`` of that
+        answer: give ``version`` so that clients can tell releases apart. ``unstable=True`` turns
+        the unstable methods on; ``error_details=False`` answers a handler's unexpected exception
+        ``-32603`` without its message (see :class:`~acpio.jsonrpc.Builder`).
+        """
+        role = cls(
+            unstable=unstable, name=name if name is not None else cls.NAME, version=version, title=title
+        )
+        return Builder(role, name=name, error_details=error_details)
+
+    def default_handler(self) -> _AnswerInitialize:
+        """The handler that answers ``initialize`` when no handler of the builder claimed it."""
+        return _AnswerInitialize(self)
 
     def agent_peer(self) -> None:
         """An agent has no agent to talk to (:class:`~acpio.session.SessionPeers`)."""
@@ -376,9 +447,16 @@ class Proxy(_AcpRole):
         return copy(self)
 
     @classmethod
-    def builder(cls, *, name: str | None = None, unstable: bool = False) -> Builder[SessionConnection]:
+    def builder(
+        cls, *, name: str | None = None, unstable: bool = False, error_details: bool = True
+    ) -> Builder[SessionConnection]:
         """A new builder for a proxy; its connections are :class:`~acpio.session.SessionConnection`."""
-        return Builder(cls(unstable=unstable), name=name, connection_class=_session_connection())
+        return Builder(
+            cls(unstable=unstable),
+            name=name,
+            connection_class=_session_connection(),
+            error_details=error_details,
+        )
 
     def peers(self) -> tuple[Role, ...]:
         """The predecessor (``Client()``) and the successor (``Agent()``)."""
@@ -502,6 +580,77 @@ def _needs_session_id(method: str) -> bool:
         return False
     field = spec.params.model_fields.get("session_id")
     return field is not None and field.is_required()
+
+
+class _AnswerInitialize:
+    """An Agent's default handler: the ``initialize`` answer of an agent whose builder gave none."""
+
+    __slots__ = ("agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def __repr__(self) -> str:
+        return f"AnswerInitialize({self.agent.name!r}, {self.agent.version!r})"
+
+    def accepts(self, message: Dispatch) -> bool:
+        """``initialize`` requests."""
+        return message.method == _INITIALIZE and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """Answer with the negotiated version, ``agentInfo`` and the capabilities ``cx``'s handlers serve.
+
+        Params that are not an ``InitializeRequest`` answer ``-32602`` (raised, the chain answers).
+        """
+        from acpio.capabilities import negotiate_version
+        from acpio.schema import Implementation, InitializeRequest, InitializeResponse
+
+        assert isinstance(message, RequestDispatch)
+        request: InitializeRequest = message.parse(InitializeRequest)
+        agent = self.agent
+        titled = {} if agent.title is None else {"title": agent.title}
+        info = Implementation(name=agent.name, version=agent.version, **titled)
+        message.responder.respond(
+            InitializeResponse(
+                protocol_version=negotiate_version(request.protocol_version),
+                agent_info=info,
+                agent_capabilities=_agent_capabilities(cx.handler_methods),
+            )
+        )
+        return None
+
+
+def _agent_capabilities(handled: frozenset[str]) -> Any:
+    """The ``agentCapabilities`` of an agent whose handlers take ``handled``: nothing more.
+
+    A capability of the method table (``acpio.schema.METHODS``) is on when every client-to-agent
+    method that needs it has a handler (``sessionCapabilities.archive`` needs both
+    ``session/archive`` and ``session/unarchive``). Leaves are ``{}`` (present: on), or ``true``
+    where the schema wants a boolean (``loadSession``).
+    """
+    from acpio.schema import METHODS, AgentCapabilities
+
+    needs: dict[str, set[str]] = {}
+    for row in METHODS:
+        capability = row.capability
+        if capability is not None and capability.startswith("A.") and row.direction == "client_to_agent":
+            needs.setdefault(capability[2:], set()).add(row.method)
+    wire: dict[str, Any] = {}
+    for path, methods in sorted(needs.items()):
+        if not methods <= handled:
+            continue
+        *parents, leaf = path.split(".")
+        node = wire
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = {}
+        # An invalid value is read leniently (as the default, off): see whether ``{}`` survived.
+        kept: Any = AgentCapabilities.model_validate(wire).to_wire()
+        for part in path.split("."):
+            kept = kept.get(part) if isinstance(kept, dict) else None
+        if kept != {}:
+            node[leaf] = True
+    return AgentCapabilities.model_validate(wire)
 
 
 class _ForwardUnclaimed:

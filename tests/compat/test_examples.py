@@ -44,7 +44,7 @@ def test_the_compat_echo_agent_speaks_acp_on_its_stdio() -> None:
     assert done.returncode == 0, done.stderr
     answers = {m["id"]: m for m in map(orjson.loads, done.stdout.splitlines())}
     assert answers[1]["result"]["protocolVersion"] == 1
-    assert answers[2]["result"]["sessionId"] == "echo-1"
+    assert answers[2]["result"]["sessionId"].startswith("echo-")
     assert answers[3]["error"]["code"] == -32601  # not implemented by the echo agent
 
 

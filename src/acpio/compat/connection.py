@@ -28,6 +28,9 @@ How messages run (the engine's dispatch loop reads one message at a time):
   message is read: on a client, every ``session_update`` of a turn has been handled when
   ``prompt()`` returns. Keep them short; they must not await a response from the peer
   (:class:`~acpio.DeadlockError`) nor wait for a request handler that does;
+* a request method that raises answers that request (``-32603`` with the message in ``data``
+  unless ``error_details=False``, or the :class:`~acpio.RequestError` raised); the connection and
+  its other sessions go on;
 * a request the implementation does not define answers ``-32601``; an unknown ``_vendor/x``
   request goes to ``ext_method("vendor/x", params)``; unknown notifications are ignored;
 * unstable methods (``fork_session``, ``list_providers``, ``mcp_message``...) are off unless the
@@ -233,15 +236,21 @@ class _Dispatcher:
         # The implementation runs in its own task; the connection's task answers with its outcome
         # (and cancels it on $/cancel_request, or when the connection ends).
         work = asyncio.get_running_loop().create_task(_call(fn, *args), name=f"acpio compat {method}")
-        answering = cx.spawn(self._answer(message.responder, entry, work))
+        answering = cx.spawn(self._answer(message.responder, entry, work, details=cx.error_details))
         answering.add_done_callback(lambda _: _stop_work(work))
         # Let the work start before the next message is dispatched: a session/cancel that follows
         # a session/prompt then finds the prompt turn already running.
         await asyncio.sleep(0)
 
     async def _answer(
-        self, responder: Responder[Any], entry: TraitMethod | None, work: asyncio.Task[Any]
+        self, responder: Responder[Any], entry: TraitMethod | None, work: asyncio.Task[Any], *, details: bool
     ) -> None:
+        """Answer with what ``work`` returns or raises; the connection goes on either way.
+
+        An exception other than a :class:`~acpio.RequestError` answers ``-32603`` with its message
+        in ``data`` (``{"details": "ValueError: ..."}``) unless ``details`` is off
+        (``error_details=False`` on the connection).
+        """
         name = entry.name if entry is not None else "ext_method"
         try:
             result = await responder.run_until_cancelled(work)
@@ -250,10 +259,10 @@ class _Dispatcher:
             responder.respond_with_error(exc)
         except AcpError as exc:  # ConnectionClosed and the like: the peer is probably gone
             _log.debug("%s() failed: %s", name, exc)
-            responder.respond_with_error(InternalError({"reason": str(exc)}))
+            responder.respond_with_error(InternalError.for_exception(exc, details=details))
         except Exception as exc:
             _log.exception("%s() failed", name, exc_info=exc)
-            responder.respond_with_error(InternalError())
+            responder.respond_with_error(InternalError.for_exception(exc, details=details))
 
     async def _on_notification(self, message: NotificationDispatch) -> None:
         method = message.method
@@ -296,6 +305,7 @@ class _Endpoint:
         name: str,
         require_capabilities: bool,
         use_unstable_protocol: bool,
+        error_details: bool,
     ) -> None:
         self._target = target
         self._require_capabilities = require_capabilities
@@ -306,7 +316,9 @@ class _Endpoint:
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._done = asyncio.Event()
-        self._builder: Builder = self._ROLE.builder(name=name, unstable=use_unstable_protocol)
+        self._builder: Builder = self._ROLE.builder(
+            name=name, unstable=use_unstable_protocol, error_details=error_details
+        )
         # A factory is called with the connection once its state exists (it may subscribe...).
         if isinstance(impl_or_factory, self._TRAIT) or not callable(impl_or_factory):
             impl = impl_or_factory
@@ -467,6 +479,9 @@ class AgentSideConnection(_Endpoint, Client):
     ``terminal/...``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.
     ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``, ``mcp_message``...):
     without it they answer ``-32601`` and cannot be called (see the module docstring).
+    A method of ``agent`` that raises answers its request only: a :class:`~acpio.RequestError` as it
+    is, anything else ``-32603`` with its message in ``data`` (``{"details": "ValueError: ..."}``,
+    the official TypeScript SDK's shape); ``error_details=False`` leaves the message out.
     """
 
     _ROLE = AgentRole
@@ -482,6 +497,7 @@ class AgentSideConnection(_Endpoint, Client):
         name: str | None = None,
         require_capabilities: bool = False,
         use_unstable_protocol: bool = False,
+        error_details: bool = True,
     ) -> None:
         self._peer = PeerState("client")
         super().__init__(
@@ -490,6 +506,7 @@ class AgentSideConnection(_Endpoint, Client):
             name=name or "agent",
             require_capabilities=require_capabilities,
             use_unstable_protocol=use_unstable_protocol,
+            error_details=error_details,
         )
 
     @property
@@ -535,6 +552,7 @@ class ClientSideConnection(_Endpoint, Agent):
     ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``,
     ``list_providers``...): without it calling one raises
     :class:`~acpio.roles.UnstableMethodNotEnabled` and the agent's unstable requests answer ``-32601``.
+    ``error_details`` is as for :class:`AgentSideConnection`.
     """
 
     _ROLE = ClientRole
@@ -550,6 +568,7 @@ class ClientSideConnection(_Endpoint, Agent):
         name: str | None = None,
         require_capabilities: bool = False,
         use_unstable_protocol: bool = False,
+        error_details: bool = True,
     ) -> None:
         super().__init__(
             client,
@@ -557,6 +576,7 @@ class ClientSideConnection(_Endpoint, Agent):
             name=name or "client",
             require_capabilities=require_capabilities,
             use_unstable_protocol=use_unstable_protocol,
+            error_details=error_details,
         )
 
     @property
