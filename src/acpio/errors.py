@@ -151,16 +151,15 @@ class InternalError(_StandardError):
     def for_exception(cls, exc: BaseException, *, details: bool = True) -> InternalError:
         """The answer to a request whose handler raised ``exc`` (not a :class:`RequestError`).
 
-        With ``details`` the data is ``{"details": "ValueError: no such file"}``: the shape the
-        official TypeScript SDK sends (``{"details": message}``), with the exception's class in
-        front of its message so that the peer can tell a ``KeyError`` from a ``ValueError``.
-        Without it there is no data at all, for agents whose error messages may hold secrets.
+        With ``details`` the data is ``{"details": "no such file", "type": "ValueError"}``: the
+        official TypeScript SDK sends ``{"details": message}``, and ``type`` (the exception's
+        class, as :class:`acpio.app.AgentApp` sends it too) lets the peer tell a ``KeyError`` from
+        a ``ValueError``. Without it there is no data at all, for agents whose error messages may
+        hold secrets.
         """
         if not details:
             return cls()
-        name = type(exc).__qualname__
-        text = str(exc)
-        return cls({"details": f"{name}: {text}" if text else name})
+        return cls({"details": str(exc), "type": type(exc).__name__})
 
 
 class RequestCancelled(_StandardError):

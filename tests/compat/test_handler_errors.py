@@ -31,7 +31,7 @@ async def test_a_prompt_that_raises_answers_internal_error_with_its_message_and_
         assert failed["error"] == {
             "code": -32603,
             "message": "Internal error",
-            "data": {"details": "RuntimeError: the model went away"},
+            "data": {"details": "the model went away", "type": "RuntimeError"},
         }
         second = await peer.request("session/prompt", PROMPT)
         assert second["result"] == {"stopReason": "end_turn"}

@@ -168,7 +168,7 @@ async def test_handler_crash_is_answered_with_its_message_and_logged(
     assert reply["error"] == {
         "code": -32603,
         "message": "Internal error",
-        "data": {"details": "KeyError: 'secret internal detail'"},
+        "data": {"details": "'secret internal detail'", "type": "KeyError"},
     }
     assert any("boom" in r.getMessage() and r.exc_info for r in caplog.records if r.name == "acpio.jsonrpc")
 

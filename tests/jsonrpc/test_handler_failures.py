@@ -50,12 +50,12 @@ async def test_a_spawned_task_that_fails_answers_its_request_and_the_connection_
         assert failed["error"] == {
             "code": -32603,
             "message": "Internal error",
-            "data": {"details": "ValueError: the turn broke"},
+            "data": {"details": "the turn broke", "type": "ValueError"},
         }
         refused = await peer.request("echo", {"value": "refuse"})
         assert refused["error"] == {"code": -32042, "message": "Refused", "data": {"why": "policy"}}
         nested = await peer.request("echo", {"value": "nested"})
-        assert nested["error"]["data"] == {"details": "KeyError: 'deep'"}
+        assert nested["error"]["data"] == {"details": "'deep'", "type": "KeyError"}
         again = await peer.request("echo", {"value": "fine"})
         assert again["result"] == {"value": "fine"}
         assert (await peer.request("hello", {"name": "Ada"}))["result"] == {"greeting": "hello, Ada"}

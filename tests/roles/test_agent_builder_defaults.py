@@ -119,7 +119,7 @@ async def test_a_prompt_that_raises_answers_internal_error_with_its_message_and_
         assert failed["error"] == {
             "code": -32603,
             "message": "Internal error",
-            "data": {"details": "RuntimeError: the model went away"},
+            "data": {"details": "the model went away", "type": "RuntimeError"},
         }
         second = await ask(peer, "session/prompt", PROMPT)
         assert second["result"] == {"stopReason": "end_turn"}
@@ -150,5 +150,5 @@ async def test_a_prompt_turn_spawned_by_its_handler_fails_only_its_request() -> 
 
     async with serving(app) as peer:
         failed = await ask(peer, "session/prompt", PROMPT)
-        assert failed["error"]["data"] == {"details": "RuntimeError: turn one broke"}  # type: ignore[index]
+        assert failed["error"]["data"] == {"details": "turn one broke", "type": "RuntimeError"}  # type: ignore[index]
         assert (await ask(peer, "session/prompt", PROMPT))["result"] == {"stopReason": "end_turn"}

@@ -248,7 +248,7 @@ class _Dispatcher:
         """Answer with what ``work`` returns or raises; the connection goes on either way.
 
         An exception other than a :class:`~acpio.RequestError` answers ``-32603`` with its message
-        in ``data`` (``{"details": "ValueError: ..."}``) unless ``details`` is off
+        in ``data`` (``{"details": "...", "type": "ValueError"}``) unless ``details`` is off
         (``error_details=False`` on the connection).
         """
         name = entry.name if entry is not None else "ext_method"
@@ -480,7 +480,7 @@ class AgentSideConnection(_Endpoint, Client):
     ``use_unstable_protocol=True`` turns the unstable methods on (``fork_session``, ``mcp_message``...):
     without it they answer ``-32601`` and cannot be called (see the module docstring).
     A method of ``agent`` that raises answers its request only: a :class:`~acpio.RequestError` as it
-    is, anything else ``-32603`` with its message in ``data`` (``{"details": "ValueError: ..."}``,
+    is, anything else ``-32603`` with its message in ``data`` (``{"details": "...", "type": "ValueError"}``,
     the official TypeScript SDK's shape); ``error_details=False`` leaves the message out.
     """
 

@@ -88,7 +88,7 @@ class Builder(Generic[C]):
     ``Builder[SessionConnection]``), so ``connect_with(target, main)`` types ``main``'s ``cx``.
 
     A request handler that raises a :class:`~acpio.RequestError` answers with it; any other
-    exception answers ``-32603`` with its message in ``data`` (``{"details": "ValueError: ..."}``,
+    exception answers ``-32603`` with its message in ``data`` (``{"details": "...", "type": "ValueError"}``,
     the official TypeScript SDK's shape) and is logged with its traceback. ``error_details=False``
     answers ``-32603`` with no data, for handlers whose messages may hold what the peer must not see.
     """
@@ -104,7 +104,8 @@ class Builder(Generic[C]):
         self.role: Role = role if role is not None else UntypedRole()
         self.name: str = name if name is not None else type(self.role).NAME
         #: Whether a handler's unexpected exception answers ``-32603`` with its message in ``data``
-        #: (``{"details": "ValueError: ..."}``) or with no data (see :attr:`Connection.error_details`).
+        #: (``{"details": "...", "type": "ValueError"}``) or with no data
+        #: (see :attr:`Connection.error_details`).
         self.error_details = error_details
         #: The class of the handle each connection gets (``Connection`` unless a subclass is given).
         self.connection_class: type[Connection] = (

@@ -59,7 +59,7 @@ class Connection:
     HIGH_WATER: int = 256 * 1024
     #: Whether a request whose handler (or a task it spawned) raised something other than a
     #: :class:`~acpio.RequestError` is answered ``-32603`` with the exception's message in
-    #: ``data`` (``{"details": "ValueError: ..."}``), or with no data. Builders set it from their
+    #: ``data`` (``{"details": "...", "type": "ValueError"}``), or with no data. Builders set it from their
     #: ``error_details`` keyword (``Agent.builder(error_details=False)`` hides it).
     error_details: bool = True
 
