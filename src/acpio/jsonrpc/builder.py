@@ -281,7 +281,8 @@ class Builder(Generic[C]):
         """Serve a connection to ``target`` (a transport or component) until the peer closes it.
 
         Returns once the input ended, the close callbacks ran and queued output was written.
-        Raises the error that failed the connection (a read error, a failed spawned task).
+        Raises the error that failed the connection (a read error, a failed ``with_spawned`` task:
+        see :meth:`Connection.spawn` for the tasks whose failure only fails their request).
         """
         await (await self.open_connection(target)).serve()
 

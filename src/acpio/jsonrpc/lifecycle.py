@@ -8,7 +8,8 @@ phase                     entered when
                           ``on_close`` callbacks run, then serving stops (``connect_with``'s
                           main may go on)
 ``CLOSING``               :meth:`~acpio.jsonrpc.Connection.close` was called
-``FAILED``                a read error, a failed spawned task, callback or close callback
+``FAILED``                a read error; a task spawned outside any request handler, a response
+                          callback or a close callback raised
 ``FINISHED``              the connection shut down: tasks cancelled, transport closed
 ========================  =====================================================================
 
