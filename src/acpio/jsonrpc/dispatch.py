@@ -228,7 +228,8 @@ def require_async(fn: Callable[..., Any], shapes: str) -> None:
         return
     name = getattr(fn, "__qualname__", None) or repr(fn)
     raise TypeError(
-        f"{name} is not an async function: handlers are awaited, so define it with 'async def'. "
+        f"{name} is not an async function: handlers are awaited, so define it with 'async def' "
+        "(a decorator's wrapper too: 'async def wrapper(...): return await fn(...)'). "
         f"Accepted shapes:\n{shapes}"
     )
 
