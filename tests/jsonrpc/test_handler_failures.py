@@ -189,3 +189,28 @@ async def test_async_callables_and_annotated_two_parameter_handlers_are_accepted
     async with serving(app) as peer:
         assert (await peer.request("hello", {"name": "Ada"}))["result"] == {"greeting": "hi, Ada"}
         assert (await peer.request("echo", {}))["result"] == {"value": "untyped"}
+
+
+async def test_a_failing_response_callback_registered_by_a_request_handler_fails_the_connection() -> None:
+    app = UntypedRole.builder()
+
+    @app.on_request
+    async def echo(req: Echo, cx: Connection) -> EchoResult:
+        async def broken(result: object) -> None:
+            raise ValueError("callback broke")
+
+        cx.send_request(Hello(name="peer")).on_receiving_result(broken)
+        return EchoResult(value=1)
+
+    ours, theirs = Channel.duplex()
+    peer = testing.WirePeer(theirs)
+    serving_task = asyncio.create_task(app.connect_to(ours))
+    peer.request("echo", {}, request_id="e1")
+    frames = [await peer.recv(), await peer.recv()]
+    hello = next(f for f in frames if f.get("method") == "hello")
+    assert any(f.get("id") == "e1" and f.get("result") == {"value": 1} for f in frames)
+    peer.send({"jsonrpc": "2.0", "id": hello["id"], "result": {"greeting": "hi"}})
+    with pytest.raises(ValueError, match="callback broke"):
+        async with asyncio.timeout(TIMEOUT):
+            await serving_task
+    await theirs.aclose()
