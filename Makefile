@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINT_DIRS := $(wildcard src tests scripts examples benchmarks peers)
 
-.PHONY: demo test lint typecheck unit docs browser schema bench clean
+.PHONY: demo test lint typecheck unit docs browser postgres schema bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,7 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 	$(PY) scripts/typecheck_user_code.py
 
-unit: $(STAMP) browser
+unit: $(STAMP) browser postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## docs: the documentation site (docs/ and the API reference from the docstrings) into site/, about 20 s
@@ -46,6 +46,10 @@ docs: $(STAMP)
 # Debian's chromium and chromedriver for the trace viewer's browser test (skipped without them).
 browser:
 	sh scripts/install_browser.sh
+
+# Debian's PostgreSQL server for the PostgreSQL session store's tests (skipped without it).
+postgres:
+	sh scripts/install_postgres.sh
 
 ## schema: regenerate src/acpio/schema from ../shared/spec
 schema: $(STAMP)

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from acpio.jsonrpc.connection import Connection
+from acpio.jsonrpc.connection import Connection, SendObserver
 from acpio.jsonrpc.dispatch import DispatchHandler, Handler, as_handler
 from acpio.jsonrpc.handlers import NotificationHandler, RequestHandler, message_type_from
 from acpio.jsonrpc.role import PeerLike, Role
@@ -114,6 +114,7 @@ class Builder(Generic[C]):
         self._handlers: list[Handler] = []
         self._spawned: list[Callable[[Any], Awaitable[object]]] = []
         self._close: list[Callable[[Any], Awaitable[object]]] = []
+        self._send_observers: list[SendObserver] = []
         #: Connections served in-process by :meth:`open`, until they end.
         self._opened: set[asyncio.Task[None]] = set()
 
@@ -242,6 +243,18 @@ class Builder(Generic[C]):
         self._close.append(_with_cx(callback))
         return callback
 
+    def on_send_notification(self, observer: SendObserver) -> SendObserver:
+        """Call ``observer(cx, method, params)`` for each notification a connection of this builder sends.
+
+        It is called once the notification is queued (not for one that could not be sent), with the
+        params as the sender gave them: a typed object, a dict or ``None``
+        (:func:`acpio.jsonrpc.messages.encode_value` gives their JSON). It runs on the sender's path,
+        so it must be quick and must not raise; a session store records ``session/update`` this way
+        (:func:`acpio.store.serve_sessions`). Usable as a decorator; returns ``observer``.
+        """
+        self._send_observers.append(observer)
+        return observer
+
     def merge(self, other: Builder[Connection]) -> Builder[C]:
         """Append ``other``'s handlers, tasks and close callbacks after this builder's; returns ``self``.
 
@@ -254,6 +267,7 @@ class Builder(Generic[C]):
         self._handlers.extend(other._handlers)
         self._spawned.extend(other._spawned)
         self._close.extend(other._close)
+        self._send_observers.extend(other._send_observers)
         return self
 
     # --- connecting -------------------------------------------------------------------------------
@@ -275,6 +289,8 @@ class Builder(Generic[C]):
             close_callbacks=self._close,
         )
         connection.error_details = self.error_details
+        for observer in self._send_observers:
+            connection.add_send_observer(observer)
         return connection  # type: ignore[return-value]  # connection_class is C's class
 
     async def connect_to(self, target: Any) -> None:

@@ -29,12 +29,17 @@ from acpio.jsonrpc.tasks import ConnectionTasks
 from acpio.jsonrpc.typed import UNSET, TypedRequest, outgoing
 from acpio.transports.base import Transport
 
-__all__ = ["Connection", "ConnectionFactory"]
+__all__ = ["Connection", "ConnectionFactory", "SendObserver"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: ``observer(cx, method, params)``, called for each notification ``cx`` sends, once it is queued:
+#: ``params`` as the sender gave them (a typed object, a dict, ``None``). It runs on the sender's
+#: path: keep it quick (see ``Builder.on_send_notification``).
+SendObserver = Callable[["Connection", str, Any], None]
 
 
 class ConnectionFactory(Protocol):
@@ -93,6 +98,7 @@ class Connection:
         self._outbox = self._loop.outbox
         #: Methods the role does not speak: never sent.
         self._disabled = role.disabled_methods()
+        self._send_observers: tuple[SendObserver, ...] = ()
 
     def __repr__(self) -> str:
         return f"<Connection {self.name!r} {type(self.role).__name__} {self._life.phase.name.lower()}>"
@@ -134,6 +140,13 @@ class Connection:
         (``on_dispatch``, ``with_handler``) and dynamic handlers are not counted.
         """
         return self._chain.handler_methods
+
+    def add_send_observer(self, observer: SendObserver) -> None:
+        """Call ``observer(cx, method, params)`` for each notification sent from now on.
+
+        See :meth:`Builder.on_send_notification <acpio.jsonrpc.Builder.on_send_notification>`.
+        """
+        self._send_observers = (*self._send_observers, observer)
 
     def statistics(self) -> dict[str, int]:
         """Counts for introspection: requests waiting for an answer each way, parked messages, tasks."""
@@ -181,6 +194,8 @@ class Connection:
         if method in self._disabled:
             raise self.role.disabled_error(method, "send")
         self._outbox.notify(peer, method, params)
+        for observe in self._send_observers:
+            observe(self, method, params)
 
     async def drain(self) -> None:
         """Backpressure: wait while the peer has not yet read much of what this connection sent.

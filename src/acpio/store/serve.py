@@ -1,0 +1,379 @@
+"""Serving the session methods of an Agent builder from a :class:`~acpio.store.SessionStore`.
+
+One call, :func:`serve_sessions`, registers ``session/new``, ``session/load``, ``session/resume``,
+``session/list``, ``session/close`` and ``session/delete`` (and, on a builder with the unstable
+methods on, ``session/fork``, ``session/archive``, ``session/unarchive``, ``session/status`` and
+``session/set_title``), so the Agent role's default ``initialize`` answer advertises exactly those
+capabilities (:meth:`StoredSessions.agent_capabilities` gives them to an agent that answers
+``initialize`` itself). Every ``session/update`` the agent then sends for a session it has open is
+recorded in the store, as sent.
+
+* ``session/load`` replays the stored history as ``session/update`` notifications, then answers;
+  ``session/resume`` replays nothing. Both take the client's MCP servers and additional
+  directories as the new full lists, and refuse a ``cwd`` other than the session's (``-32602``).
+* An unknown id gets ``-32002`` with ``{"sessionId": ...}`` in ``data`` (``session/delete`` of an
+  unknown id succeeds, as the spec asks).
+* A session is *open* on the connection that set it up until ``session/close``,
+  ``session/delete``, ``session/archive`` or the end of that connection; ``session/status``
+  answers ``open`` for it (``saved`` for any other stored session).
+
+The agent keeps its own per-session work (a running turn, MCP connections) and hears of each
+session opened and closed through ``on_open`` and ``on_close``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+from acpio.errors import InvalidParams
+from acpio.jsonrpc import Builder, Connection
+from acpio.jsonrpc.messages import encode_value
+from acpio.schema import (
+    AgentCapabilities,
+    ArchiveSessionRequest,
+    ArchiveSessionResponse,
+    CloseSessionRequest,
+    CloseSessionResponse,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    ForkSessionRequest,
+    ForkSessionResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SessionArchiveCapabilities,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionConfigOption,
+    SessionDeleteCapabilities,
+    SessionForkCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionModeState,
+    SessionResumeCapabilities,
+    SessionStatusCapabilities,
+    SessionStatusRequest,
+    SessionStatusResponse,
+    SessionTitleCapabilities,
+    SetSessionTitleRequest,
+    SetSessionTitleResponse,
+    UnarchiveSessionRequest,
+    UnarchiveSessionResponse,
+)
+from acpio.store.base import ArchiveFilter, SessionRecord, SessionStore, StoreError, session_id_of
+
+__all__ = ["CloseHook", "OpenHook", "SessionSetup", "StoredSessions", "serve_sessions"]
+
+_log = logging.getLogger("acpio.store")
+
+_UPDATE: Final = "session/update"
+#: Replayed updates sent between two waits for the client to read (``cx.drain()``).
+_DRAIN_EVERY: Final = 256
+
+
+@dataclass(slots=True)
+class SessionSetup:
+    """What a session-setup answer carries beside the id: the session's modes and config options."""
+
+    modes: SessionModeState | None = None
+    config_options: list[SessionConfigOption] | None = field(default=None)
+
+    def fields(self) -> dict[str, Any]:
+        """The fields to put in an answer: those set (an unset one is left out, not sent as ``null``)."""
+        found: dict[str, Any] = {}
+        if self.modes is not None:
+            found["modes"] = self.modes
+        if self.config_options is not None:
+            found["config_options"] = self.config_options
+        return found
+
+
+#: ``await on_open(record, method, cx)``: a session was opened (``method``: ``session/new``,
+#: ``session/load``, ``session/resume`` or ``session/fork``), before the answer is sent; what it
+#: returns goes into the answer.
+OpenHook: TypeAlias = Callable[[SessionRecord, str, Connection], Awaitable[SessionSetup | None]]
+#: ``await on_close(session_id)``: an open session is being closed, deleted or archived (or its
+#: connection ended); cancel its work (a running turn answers ``cancelled``) before this returns.
+CloseHook: TypeAlias = Callable[[str], Awaitable[None]]
+
+
+class StoredSessions:
+    """The session methods of an agent, served from ``store``: what :func:`serve_sessions` registers.
+
+    Its handler methods may also be registered one by one (``builder.on_request(sessions.load)``),
+    for an agent that serves only some of them.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        on_open: OpenHook | None = None,
+        on_close: CloseHook | None = None,
+        unstable: bool = False,
+    ) -> None:
+        #: Where the sessions are kept.
+        self.store = store
+        #: Whether the unstable methods (fork, archive, unarchive, status, set_title) are served.
+        self.unstable = unstable
+        self._on_open = on_open
+        self._on_close = on_close
+        #: The open sessions and the connection each is open on.
+        self._live: dict[str, Connection] = {}
+        self._replaying: set[str] = set()
+        self._record_failed = False
+
+    def __repr__(self) -> str:
+        return f"<StoredSessions {self.store!r} open={len(self._live)}>"
+
+    def is_open(self, session_id: str) -> bool:
+        """Whether the session is open on one of this agent's connections (its updates are recorded)."""
+        return session_id in self._live
+
+    # --- registering --------------------------------------------------------------------------------
+
+    def register(self, builder: Builder[Any]) -> None:
+        """Register the session handlers, the recorder and the end-of-connection cleanup on ``builder``."""
+        for handler in self._handlers():
+            builder.on_request(handler)
+        builder.on_send_notification(self.record)
+        builder.on_close(self.connection_closed)
+
+    def _handlers(self) -> list[Callable[..., Awaitable[Any]]]:
+        handlers: list[Callable[..., Awaitable[Any]]] = [
+            self.new,
+            self.load,
+            self.resume,
+            self.list,
+            self.close,
+            self.delete,
+        ]
+        if self.unstable:
+            handlers += [self.fork, self.archive, self.unarchive, self.status, self.set_title]
+        return handlers
+
+    def agent_capabilities(self, base: AgentCapabilities | None = None) -> AgentCapabilities:
+        """``base`` (default: none) with the capabilities of the methods served here turned on."""
+        capabilities = base.model_copy(deep=True) if base is not None else AgentCapabilities()
+        session = capabilities.session_capabilities or SessionCapabilities()
+        session.list = SessionListCapabilities()
+        session.resume = SessionResumeCapabilities()
+        session.close = SessionCloseCapabilities()
+        session.delete = SessionDeleteCapabilities()
+        if self.unstable:
+            session.fork = SessionForkCapabilities()
+            session.archive = SessionArchiveCapabilities()
+            session.status = SessionStatusCapabilities()
+            session.title = SessionTitleCapabilities()
+        capabilities.session_capabilities = session
+        capabilities.load_session = True
+        return capabilities
+
+    # --- recording ----------------------------------------------------------------------------------
+
+    def record(self, cx: Connection, method: str, params: Any) -> None:
+        """The send observer: store a ``session/update`` for an open session, as sent."""
+        if method != _UPDATE:
+            return
+        session_id = session_id_of(params)
+        if session_id is None or session_id not in self._live or session_id in self._replaying:
+            return
+        try:
+            self.store.append_soon(session_id, encode_value(params))
+        except StoreError as exc:
+            if not self._record_failed:  # once: a broken database would fill the log
+                _log.error("Session updates are not being recorded: %s", exc)
+                self._record_failed = True
+
+    # --- setup --------------------------------------------------------------------------------------
+
+    async def new(self, req: NewSessionRequest, cx: Connection) -> NewSessionResponse:
+        """``session/new``: a new stored session, open on this connection."""
+        _check_cwd("session/new", req.cwd)
+        record = await self.store.create(
+            req.cwd,
+            additional_directories=req.additional_directories or (),
+            mcp_servers=_wire(req.mcp_servers),
+        )
+        setup = await self._opened(record, "session/new", cx)
+        return NewSessionResponse(session_id=record.session_id, **setup.fields())
+
+    async def load(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
+        """``session/load``: replay the history as ``session/update`` notifications, then answer."""
+        record = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers, req)
+        session_id = record.session_id
+        self._replaying.add(session_id)
+        try:
+            sent = 0
+            async for body in self.store.history(session_id):
+                params = orjson.loads(body)
+                if isinstance(params, dict) and params.get("sessionId") != session_id:
+                    params["sessionId"] = session_id  # a fork's copy of its parent's history
+                cx.send_notification(_UPDATE, params)
+                sent += 1
+                if sent % _DRAIN_EVERY == 0:
+                    await cx.drain()
+        finally:
+            self._replaying.discard(session_id)
+        setup = await self._opened(record, "session/load", cx)
+        return LoadSessionResponse(**setup.fields())
+
+    async def resume(self, req: ResumeSessionRequest, cx: Connection) -> ResumeSessionResponse:
+        """``session/resume``: open the session again without replaying anything."""
+        record = await self._reopen("session/resume", req.session_id, req.cwd, req.mcp_servers, req)
+        setup = await self._opened(record, "session/resume", cx)
+        return ResumeSessionResponse(**setup.fields())
+
+    async def fork(self, req: ForkSessionRequest, cx: Connection) -> ForkSessionResponse:
+        """``session/fork`` (unstable): a new open session with a copy of the history."""
+        _check_cwd("session/fork", req.cwd)
+        await self.store.flush()
+        record = await self.store.fork(
+            req.session_id,
+            req.cwd,
+            additional_directories=req.additional_directories or (),
+            mcp_servers=None if req.mcp_servers is None else _wire(req.mcp_servers),
+        )
+        setup = await self._opened(record, "session/fork", cx)
+        return ForkSessionResponse(session_id=record.session_id, **setup.fields())
+
+    async def _reopen(
+        self, method: str, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None, req: Any
+    ) -> SessionRecord:
+        _check_cwd(method, cwd)
+        record = await self.store.require(session_id)
+        if cwd != record.cwd:
+            raise InvalidParams(
+                {"sessionId": session_id, "cwd": cwd, "sessionCwd": record.cwd},
+                message=f"{method}: session {session_id!r} was set up in {record.cwd!r}, not {cwd!r}; "
+                "send its own cwd",
+            )
+        await self._shut(session_id)
+        await self.store.flush()
+        return await self.store.update(
+            session_id,
+            mcp_servers=_wire(mcp_servers or ()),
+            additional_directories=req.additional_directories or (),
+        )
+
+    async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
+        await self.store.open(record.session_id)
+        self._live[record.session_id] = cx
+        setup = await self._on_open(record, method, cx) if self._on_open is not None else None
+        return setup if setup is not None else SessionSetup()
+
+    # --- the rest -----------------------------------------------------------------------------------
+
+    async def list(self, req: ListSessionsRequest) -> ListSessionsResponse:
+        """``session/list``: a page of stored sessions, most recently updated first."""
+        if req.cwd is not None:
+            _check_cwd("session/list", req.cwd)
+        archived: ArchiveFilter = "exclude"
+        if self.unstable and req.archived in ("include", "only"):
+            archived = "include" if req.archived == "include" else "only"
+        page = await self.store.list(cwd=req.cwd, cursor=req.cursor, archived=archived)
+        answer = ListSessionsResponse(sessions=[self._info(record) for record in page.sessions])
+        if page.next_cursor is not None:
+            answer.next_cursor = page.next_cursor
+        return answer
+
+    def _info(self, record: SessionRecord) -> SessionInfo:
+        info = SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
+        if record.title is not None:
+            info.title = record.title
+        if self.unstable:
+            info.archived = record.archived
+        return info
+
+    async def close(self, req: CloseSessionRequest) -> CloseSessionResponse:
+        """``session/close``: stop the session's work and give it up; it stays stored (unknown: -32002)."""
+        await self.store.require(req.session_id)
+        await self._shut(req.session_id)
+        return CloseSessionResponse()
+
+    async def delete(self, req: DeleteSessionRequest) -> DeleteSessionResponse:
+        """``session/delete``: stop the session's work and forget it (an unknown id succeeds)."""
+        await self._shut(req.session_id)
+        await self.store.delete(req.session_id)
+        return DeleteSessionResponse()
+
+    async def archive(self, req: ArchiveSessionRequest) -> ArchiveSessionResponse:
+        """``session/archive`` (unstable): close the session if open, hide it from default listings."""
+        await self.store.require(req.session_id)
+        await self._shut(req.session_id)
+        await self.store.archive(req.session_id)
+        return ArchiveSessionResponse()
+
+    async def unarchive(self, req: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
+        """``session/unarchive`` (unstable): list the session again (it is not opened)."""
+        await self.store.unarchive(req.session_id)
+        return UnarchiveSessionResponse()
+
+    async def status(self, req: SessionStatusRequest) -> SessionStatusResponse:
+        """``session/status`` (unstable): ``open`` or ``saved``, with no side effect."""
+        status = await self.store.status(req.session_id)
+        if status is None:
+            await self.store.require(req.session_id)  # raises -32002
+        return SessionStatusResponse(status=status or "saved")
+
+    async def set_title(self, req: SetSessionTitleRequest) -> SetSessionTitleResponse:
+        """``session/set_title`` (unstable): store the title, trimmed (``-32602`` if that leaves nothing)."""
+        title = " ".join(req.title.split())
+        if not title:
+            raise InvalidParams({"title": req.title}, message="session/set_title: the title is empty")
+        await self.store.set_title(req.session_id, title)
+        return SetSessionTitleResponse(title=title)
+
+    async def _shut(self, session_id: str) -> None:
+        """End the session's life on its connection, if it is open: the agent's hook, then the store."""
+        if self._live.pop(session_id, None) is None:
+            return
+        if self._on_close is not None:
+            await self._on_close(session_id)
+        await self.store.close(session_id)
+
+    async def connection_closed(self, cx: Connection) -> None:
+        """The end of a connection closes the sessions open on it."""
+        for session_id in [sid for sid, owner in self._live.items() if owner is cx]:
+            await self._shut(session_id)
+        await self.store.flush()
+
+
+def serve_sessions(
+    builder: Builder[Any],
+    store: SessionStore,
+    *,
+    on_open: OpenHook | None = None,
+    on_close: CloseHook | None = None,
+) -> StoredSessions:
+    """Serve the session methods of ``builder`` (an Agent builder) from ``store``; see the module docstring.
+
+    The unstable methods are served when the builder's role has them on
+    (``Agent.builder(unstable=True)``). Returns the :class:`StoredSessions` that serves them.
+    """
+    sessions = StoredSessions(
+        store, on_open=on_open, on_close=on_close, unstable=bool(getattr(builder.role, "unstable", False))
+    )
+    sessions.register(builder)
+    return sessions
+
+
+def _check_cwd(method: str, cwd: str) -> None:
+    if not os.path.isabs(cwd):
+        raise InvalidParams({"cwd": cwd}, message=f"{method}: cwd must be an absolute path, not {cwd!r}")
+
+
+def _wire(servers: Sequence[Any]) -> list[dict[str, Any]]:
+    """MCP server declarations as JSON objects (typed models as on the wire, dicts as they are)."""
+    return [server.to_wire() if hasattr(server, "to_wire") else dict(server) for server in servers]

@@ -1,0 +1,352 @@
+""":class:`SqliteStore`: sessions in one SQLite file, the embedded default (``sqlite:///path``).
+
+The file is opened in WAL mode with a busy timeout, so two processes can share it (each write is
+one short transaction); ``synchronous=NORMAL`` keeps every committed write through a crash of the
+process (a SIGKILL loses at most the update being written). The schema is versioned with
+``PRAGMA user_version`` and migrated forward when the store opens a file written by an older
+acpio; a file from a newer acpio is refused. Calls run on the event loop's thread: each is one
+short statement or transaction, and histories are read a chunk at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import orjson
+
+from acpio.store.base import (
+    DEFAULT_PAGE,
+    ArchiveFilter,
+    SessionPage,
+    SessionRecord,
+    SessionStore,
+    StoreError,
+    decode_cursor,
+    encode_cursor,
+    now_us,
+    page_size,
+)
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore", "default_sqlite_path"]
+
+T = TypeVar("T")
+
+_CHUNK: Final = 1000
+
+#: The migrations, in order: applying ``MIGRATIONS[:n]`` makes schema version ``n``.
+MIGRATIONS: Final[tuple[str, ...]] = (
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        cwd TEXT NOT NULL,
+        additional_directories TEXT NOT NULL DEFAULT '[]',
+        mcp_servers TEXT NOT NULL DEFAULT '[]',
+        config TEXT NOT NULL DEFAULT '{}',
+        mode TEXT,
+        title TEXT,
+        archived INTEGER NOT NULL DEFAULT 0,
+        parent_id TEXT,
+        created INTEGER NOT NULL,
+        updated INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_recent ON sessions (archived, updated DESC, id DESC);
+    CREATE INDEX sessions_cwd ON sessions (cwd, updated DESC, id DESC);
+    CREATE TABLE updates (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        body BLOB NOT NULL
+    );
+    CREATE INDEX updates_session ON updates (session_id, id);
+    """,
+)
+#: The schema version this acpio writes.
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+_COLUMNS: Final = (
+    "id, cwd, additional_directories, mcp_servers, config, mode, title, archived, parent_id, created, updated"
+)
+
+
+def default_sqlite_path() -> Path:
+    """Where ``sqlite:`` without a path keeps sessions: ``sessions.db`` in acpio's user data directory.
+
+    ``$XDG_DATA_HOME/acpio`` (default ``~/.local/share/acpio``); on macOS
+    ``~/Library/Application Support/acpio``; on Windows ``acpio`` in ``%LOCALAPPDATA%``.
+    """
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "acpio" / "sessions.db"
+
+
+class SqliteStore(SessionStore):
+    """A :class:`~acpio.store.SessionStore` in one SQLite file (created, with its directory, if missing).
+
+    The file is opened on first use; a file that is not a SQLite database, is corrupt or cannot be
+    read makes each call raise :class:`~acpio.store.StoreError` naming it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        super().__init__()
+        #: The database file.
+        self.path = Path(path) if path is not None else default_sqlite_path()
+        self._connection: sqlite3.Connection | None = None
+        self._touched: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<SqliteStore {str(self.path)!r}>"
+
+    # --- the connection -----------------------------------------------------------------------------
+
+    def _fail(self, exc: Exception) -> StoreError:
+        return StoreError(
+            f"The session database {str(self.path)!r} cannot be used: {exc}. If the file is corrupt or "
+            "not a database, move it aside (acpio then starts a new one) or give another path "
+            "(sqlite:///path/to/sessions.db)."
+        )
+
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is not None:
+            return self._connection
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise self._fail(exc) from exc
+        try:
+            db.execute("PRAGMA busy_timeout = 10000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(db)
+        except sqlite3.Error as exc:
+            db.close()
+            raise self._fail(exc) from exc
+        self._connection = db
+        return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"The session database {str(self.path)!r} has schema version {version}, newer than this "
+                f"acpio's ({SCHEMA_VERSION}): upgrade acpio, or give another path."
+            )
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while this one waited for the lock.
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for script in MIGRATIONS[version:]:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db()
+        try:
+            return work(db)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise self._fail(exc) from exc
+
+    def _transaction(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        def run(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, args in statements:
+                    db.execute(sql, args)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        self._run(run)
+
+    # --- records ----------------------------------------------------------------------------------
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        """The session with this id, or ``None``."""
+        row = self._run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        )
+        return None if row is None else _record(row)
+
+    async def list(
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE,
+        archived: ArchiveFilter = "exclude",
+    ) -> SessionPage:
+        """A page of sessions, most recently updated first (see :meth:`SessionStore.list`)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if archived != "include":
+            where.append("archived = ?")
+            args.append(1 if archived == "only" else 0)
+        if cwd is not None:
+            where.append("cwd = ?")
+            args.append(cwd)
+        if cursor is not None:
+            updated, session_id = decode_cursor(cursor)
+            where.append("(updated < ? OR (updated = ? AND id < ?))")
+            args += [updated, updated, session_id]
+        size = page_size(limit)
+        sql = f"SELECT {_COLUMNS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated DESC, id DESC LIMIT ?"
+        rows = self._run(lambda db: db.execute(sql, (*args, size + 1)).fetchall())
+        records = [_record(row) for row in rows[:size]]
+        return SessionPage(records, encode_cursor(records[-1]) if len(rows) > size else None)
+
+    async def delete(self, session_id: str) -> bool:
+        """Forget the session and its history; whether there was one."""
+        self.claimed.discard(session_id)
+        self._touched.pop(session_id, None)
+
+        def run(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                found = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+                db.execute("DELETE FROM updates WHERE session_id = ?", (session_id,))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return found
+
+        return self._run(run)
+
+    # --- history ----------------------------------------------------------------------------------
+
+    async def append(self, session_id: str, update: bytes) -> None:
+        """Add one update to the session's history, committed before this returns."""
+        self.append_soon(session_id, update)
+
+    def append_soon(self, session_id: str, update: bytes) -> None:
+        """Append and commit at once (SQLite writes are local and short): nothing sent is left unwritten."""
+        now = now_us()
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("INSERT INTO updates (session_id, body) VALUES (?, ?)", (session_id, update))
+        ]
+        # The session's updated time moves at most every 100 ms: one row write less per update.
+        if now - self._touched.get(session_id, 0) > 100_000:
+            self._touched[session_id] = now
+            statements.append(
+                ("UPDATE sessions SET updated = max(updated + 1, ?) WHERE id = ?", (now, session_id))
+            )
+        self._transaction(statements)
+
+    async def history(self, session_id: str) -> AsyncIterator[bytes]:
+        """The session's updates in order, read :data:`_CHUNK` rows at a time."""
+        last = -1
+        while True:
+            rows = self._run(partial(_chunk, session_id=session_id, after=last))
+            for _, body in rows:
+                yield body
+            if len(rows) < _CHUNK:
+                return
+            last = rows[-1][0]
+
+    # --- the rest -----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Give up this process's sessions and close the file."""
+        await super().aclose()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _insert(self, record: SessionRecord) -> None:
+        try:
+            self._transaction([_insert_row(record)])
+        except sqlite3.IntegrityError:
+            raise ValueError(f"A session with id {record.session_id!r} exists already") from None
+
+    async def _replace(self, record: SessionRecord) -> None:
+        self._transaction(
+            [
+                (
+                    "UPDATE sessions SET cwd = ?, additional_directories = ?, mcp_servers = ?, config = ?, "
+                    "mode = ?, title = ?, archived = ?, updated = ? WHERE id = ?",
+                    (*_row(record)[1:8], record.updated, record.session_id),
+                )
+            ]
+        )
+
+    async def _copy(self, source_id: str, record: SessionRecord) -> None:
+        try:
+            self._transaction(
+                [
+                    _insert_row(record),
+                    (
+                        "INSERT INTO updates (session_id, body) "
+                        "SELECT ?, body FROM updates WHERE session_id = ? ORDER BY id",
+                        (record.session_id, source_id),
+                    ),
+                ]
+            )
+        except sqlite3.IntegrityError:
+            raise ValueError(f"A session with id {record.session_id!r} exists already") from None
+
+
+def _chunk(db: sqlite3.Connection, *, session_id: str, after: int) -> list[Any]:
+    """The next rows of a session's history after update ``after``."""
+    sql = "SELECT id, body FROM updates WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return db.execute(sql, (session_id, after, _CHUNK)).fetchall()
+
+
+def _row(record: SessionRecord) -> tuple[Any, ...]:
+    return (
+        record.session_id,
+        record.cwd,
+        orjson.dumps(list(record.additional_directories)).decode(),
+        orjson.dumps(list(record.mcp_servers)).decode(),
+        orjson.dumps(dict(record.config)).decode(),
+        record.mode,
+        record.title,
+        int(record.archived),
+        record.parent_id,
+        record.created,
+        record.updated,
+    )
+
+
+def _insert_row(record: SessionRecord) -> tuple[str, Sequence[Any]]:
+    return (f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(record))
+
+
+def _record(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        session_id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(orjson.loads(row[2])),
+        mcp_servers=tuple(orjson.loads(row[3])),
+        config=orjson.loads(row[4]),
+        mode=row[5],
+        title=row[6],
+        archived=bool(row[7]),
+        parent_id=row[8],
+        created=row[9],
+        updated=row[10],
+    )
