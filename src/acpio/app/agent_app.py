@@ -292,8 +292,7 @@ class AgentApp:
             responder.respond_with_error(error)
         except Exception as error:
             _log.exception("The prompt function of %r failed", self.info.name)
-            details = {"details": str(error), "type": type(error).__name__} if self._error_details else None
-            responder.respond_with_error(InternalError(details))
+            responder.respond_with_error(InternalError.for_exception(error, details=self._error_details))
         else:
             responder.respond_with_result(self._stop_reason(stop, turn))
         finally:
