@@ -1,7 +1,7 @@
 """Unstable ACP methods are opt-in: ``session/fork`` between a client and an agent in one process.
 
 A builder turns the unstable methods on with ``unstable=True`` (``use_unstable_protocol=True`` on
-the ``acpio.compat`` connections). Without it a client cannot send ``session/fork``
+the ``acpio.traits`` connections). Without it a client cannot send ``session/fork``
 (``UnstableMethodNotEnabled``, nothing is written), and an agent answers it ``-32601 Method not
 found`` as if it did not exist.
 

@@ -15,7 +15,7 @@ from acpio.testing import serving
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The example agents that speak ACP on their stdio.
-STDIO_AGENTS = ["echo_agent.py", "compat_echo_agent.py", "wordcount_agent.py"]
+STDIO_AGENTS = ["echo_agent.py", "trait_echo_agent.py", "wordcount_agent.py"]
 
 
 def setup_messages(cwd: str) -> list[dict[str, Any]]:

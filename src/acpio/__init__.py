@@ -34,10 +34,10 @@ if TYPE_CHECKING:
         ClientFeatures,
         UnsupportedProtocolVersion,
     )
-    from acpio.compat import AgentSideConnection, ClientSideConnection
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
     from acpio.session import ActiveSession, SessionBuilder, SessionConnection
+    from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
 
 __version__ = "0.1.0"
 
@@ -47,8 +47,10 @@ _LAZY: dict[str, str] = {
     "AgentApp": "acpio.app",
     "StopReasonName": "acpio.app",
     "Turn": "acpio.app",
-    "AgentSideConnection": "acpio.compat",
-    "ClientSideConnection": "acpio.compat",
+    "AgentSideConnection": "acpio.traits",
+    "AgentTrait": "acpio.traits",
+    "ClientSideConnection": "acpio.traits",
+    "ClientTrait": "acpio.traits",
     "SessionBuilder": "acpio.session",
     "SessionConnection": "acpio.session",
     "Agent": "acpio.roles",
@@ -75,11 +77,13 @@ __all__ = [
     "AgentApp",
     "AgentFeatures",
     "AgentSideConnection",
+    "AgentTrait",
     "AuthRequired",
     "CapabilityNotAdvertised",
     "Client",
     "ClientFeatures",
     "ClientSideConnection",
+    "ClientTrait",
     "Conductor",
     "ConnectionClosed",
     "DeadlockError",

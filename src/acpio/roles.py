@@ -59,7 +59,7 @@ either way: ``_proxy/initialize`` reaches them as ``proxy/initialize``.
 **Unstable methods are opt-in.** The methods the schema marks unstable (:func:`unstable_methods`:
 ``session/fork``, ``providers/*``, ``mcp/message``...) are off unless the builder turns them on:
 ``Agent.builder(unstable=True)`` (``Client``, ``Proxy`` likewise; ``use_unstable_protocol=True`` on
-the :mod:`acpio.compat` connections). While they are off:
+the :mod:`acpio.traits` connections). While they are off:
 
 * sending one raises :class:`UnstableMethodNotEnabled` and writes nothing;
 * registering a typed handler for one raises :class:`UnstableMethodNotEnabled` at once;

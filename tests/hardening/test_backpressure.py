@@ -10,10 +10,9 @@ import pytest
 
 from acpio import Agent, Proxy
 from acpio import schema as acp
-from acpio.compat import Agent as AgentTrait
-from acpio.compat import AgentSideConnection
 from acpio.jsonrpc import Connection, UntypedRole
 from acpio.testing import WirePeer
+from acpio.traits import AgentSideConnection, AgentTrait
 from acpio.transports import Channel
 
 TIMEOUT = 10

@@ -45,7 +45,7 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
     36: (I + "test_agent_answers_the_requested_version_or_its_latest_as_a_result",),
     37: (
         I + "test_builder_client_closes_on_a_version_it_does_not_speak",
-        I + "test_compat_client_closes_on_a_version_it_does_not_speak",
+        I + "test_trait_client_closes_on_a_version_it_does_not_speak",
     ),
     38: (I + "test_builder_initialize_on_the_wire_and_the_agreed_version",),
     39: (I + "test_builder_initialize_on_the_wire_and_the_agreed_version",),
@@ -194,7 +194,7 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
     ),
     134: "OUT: internal cancellation (timeouts, an IDE closing) is the application's decision",
     135: ("jsonrpc/test_cancellation.py::test_unknown_and_malformed_cancels_are_ignored_without_reply",),
-    136: ("compat/test_turn.py::test_cancel_request_cancels_the_handler_task",),
+    136: ("traits/test_turn.py::test_cancel_request_cancels_the_handler_task",),
     137: (P + "test_cancel_request_for_a_pending_prompt_gets_exactly_one_answer",),
     # --- P. conflicts on these pages
     227: (S + "test_a_null_load_result_is_read_as_empty_and_modes_are_read",),

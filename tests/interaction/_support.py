@@ -12,9 +12,6 @@ from typing import Any
 import orjson
 
 from acpio.capabilities import negotiate_version
-from acpio.compat import Agent as CompatAgent
-from acpio.compat import AgentSideConnection, ClientSideConnection
-from acpio.compat import Client as CompatClient
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.roles import Agent, Client
 from acpio.schema import (
@@ -40,6 +37,9 @@ from acpio.schema import (
     UserMessageChunk,
 )
 from acpio.session import SessionConnection
+from acpio.traits import AgentSideConnection, ClientSideConnection
+from acpio.traits import AgentTrait as CompatAgent
+from acpio.traits import ClientTrait as CompatClient
 from acpio.transports import Channel
 from acpio.transports.base import OversizedFrame
 

@@ -84,7 +84,7 @@ async def test_builder_client_closes_on_a_version_it_does_not_speak() -> None:
         assert tap.sent_methods() == ["initialize"]
 
 
-async def test_compat_client_closes_on_a_version_it_does_not_speak() -> None:
+async def test_trait_client_closes_on_a_version_it_does_not_speak() -> None:
     async with compat_pair(compat_agent(version=3)) as (_, client, tap):
         with pytest.raises(UnsupportedProtocolVersion):
             await client.initialize(init())

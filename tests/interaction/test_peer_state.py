@@ -8,8 +8,6 @@ import pytest
 
 from acpio import MethodNotFound
 from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion
-from acpio.compat import Client as ClientTrait
-from acpio.compat import ClientSideConnection
 from acpio.peer import PeerState
 from acpio.schema import (
     AgentCapabilities,
@@ -21,6 +19,7 @@ from acpio.schema import (
     ReadTextFileRequest,
 )
 from acpio.testing import WirePeer
+from acpio.traits import ClientSideConnection, ClientTrait
 from acpio.transports import Channel
 
 from ._support import TIMEOUT, ScriptAgent, builder_client, compat_pair

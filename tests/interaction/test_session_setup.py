@@ -10,7 +10,6 @@ import pytest
 from pydantic import ValidationError
 
 from acpio.capabilities import CapabilityNotAdvertised
-from acpio.compat import ClientSideConnection
 from acpio.schema import (
     AgentCapabilities,
     AgentMessageChunk,
@@ -33,6 +32,7 @@ from acpio.schema import (
     UserMessageChunk,
 )
 from acpio.session import McpServerList
+from acpio.traits import ClientSideConnection
 from acpio.transports import Channel
 
 from ._support import (

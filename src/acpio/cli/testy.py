@@ -38,7 +38,7 @@ _DESCRIPTION = """\
 A deterministic ACP v1 agent for testing clients, proxies and conductors. It speaks ACP on stdin and
 stdout (nothing else is ever written to stdout; logs go to stderr) and does exactly what its prompts
 say, written in the small command language below. Sessions live in memory for the life of the
-process."""
+process, or with --store in a session store that outlives it."""
 
 
 def _language() -> str:
@@ -75,10 +75,10 @@ sessions:
   session/new gives ids testy-1, testy-2...; modes chat (current) and plan; a select config option
   verbosity (brief: help lists only the words; normal; verbose: a thought chunk announces each
   command). session/load replays the history (user and agent message chunks) before answering;
-  session/list (cwd filter, one page), session/resume, session/close (the session stays listed
-  and can be loaded again), session/delete, session/set_mode and session/set_config_option work
-  on the in-memory sessions. An unknown session id gets -32602 (session/delete of an unknown id
-  succeeds, as the spec asks).
+  session/list (cwd filter, newest first, one page), session/resume, session/close (the session
+  stays listed and can be loaded again), session/delete, session/set_mode and
+  session/set_config_option work on the sessions of the store (--store; in memory by default).
+  An unknown session id gets -32602 (session/delete of an unknown id succeeds, as the spec asks).
 
 a script (one prompt):
   # comments and blank lines are skipped
@@ -92,7 +92,8 @@ a script (one prompt):
 
 usage examples:
   acpio testy
-  acpio testy --auth --no-load-session"""
+  acpio testy --auth --no-load-session
+  acpio testy --store sqlite:///tmp/testy.db   # then: acpio prompt --session testy-1 ..."""
 
 
 def register(subparsers: Any) -> None:
@@ -115,6 +116,15 @@ def register(subparsers: Any) -> None:
         help="advertise the auth method testy-login (and auth.logout), and answer session/new, session/load "
         "and session/resume with -32000 until the client calls authenticate with it",
     )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default="memory:",
+        help="where sessions are kept: memory: (the default: they end with the process), "
+        "sqlite:///path/to/sessions.db (sqlite: alone: in the user data directory) or "
+        "postgresql://user@host/dbname (needs acpio[postgres]); a stored session can be loaded "
+        "by a later testy process",
+    )
     parser.set_defaults(run=run)
 
 
@@ -125,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
     from acpio.agents.testy import TestyOptions, testy_agent
     from acpio.errors import AcpError
+    from acpio.store import SessionStore, open_store
     from acpio.transports import Stdio
 
     options = TestyOptions(
@@ -140,7 +151,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        asyncio.run(testy_agent(options).connect_to(Stdio()))
+        store = open_store(args.store)
+    except ValueError as error:
+        raise CliError(f"--store: {error}", code=2) from None
+
+    async def serve(store: SessionStore) -> None:
+        async with store:
+            await testy_agent(options, store).connect_to(Stdio())
+
+    try:
+        asyncio.run(serve(store))
     except AcpError as error:
         raise CliError(f"the connection to the client failed: {error}", code=1) from None
     return 0

@@ -110,6 +110,9 @@ PolicyName: TypeAlias = Literal["allow", "deny", "ask"]
 
 #: Lines of the agent's stderr shown when it fails.
 _STDERR_LINES: Final = 12
+#: The capability an agent whose sessions end with its process sets (``acpio testy`` with its store
+#: in memory): then no ``--session`` hint is printed, since a later run could not continue the session.
+SESSIONS_END_WITH_PROCESS: Final = "_meta.acpio.sessionsEndWithProcess"
 
 #: Seconds the agent has to answer ``initialize`` unless :attr:`PromptOptions.init_timeout` says otherwise.
 DEFAULT_INIT_TIMEOUT: Final = 30.0
@@ -341,7 +344,10 @@ class _PromptRun:
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
         features = cx.agent_features
-        if features is not None and (features.load_session or features.resume_session):
+        if features is not None and features.has(SESSIONS_END_WITH_PROCESS):
+            # acpio testy with its sessions in memory: a later process would not find this one
+            self._note(f"session {session.session_id} (it ends with the agent's process)")
+        elif features is not None and (features.load_session or features.resume_session):
             self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
         else:  # the hint would lead to an error: the agent can neither load nor resume sessions
             self._note(f"session {session.session_id}")

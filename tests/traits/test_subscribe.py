@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from acpio.compat import StreamDirection, StreamMessage, Subscription
 from acpio.schema import InitializeRequest, NewSessionRequest, PromptRequest, TextContent
+from acpio.traits import StreamDirection, StreamMessage, Subscription
 
 from ._support import connected
 

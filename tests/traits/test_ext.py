@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from acpio import MethodNotFound
-from acpio.compat import StreamDirection
 from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
 from acpio.schema import ReadTextFileRequest
+from acpio.traits import StreamDirection
 
 from ._support import TurnAgent, TurnClient, connected
 

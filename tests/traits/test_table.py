@@ -6,17 +6,17 @@ import inspect
 
 import pytest
 
-import acpio.compat
-from acpio.compat import (
+import acpio.traits
+from acpio.schema import METHODS, MethodSpec, PromptRequest
+from acpio.traits import (
     AGENT_METHODS,
     CLIENT_METHODS,
-    Agent,
     AgentSideConnection,
-    Client,
+    AgentTrait,
     ClientSideConnection,
+    ClientTrait,
 )
-from acpio.compat.table import TraitMethod, trait_methods
-from acpio.schema import METHODS, MethodSpec, PromptRequest
+from acpio.traits.table import TraitMethod, trait_methods
 
 #: Handled by the engine on every connection, not by the traits.
 ENGINE = {"$/cancel_request"}
@@ -55,8 +55,8 @@ def test_client_has_every_agent_to_client_method_with_its_types() -> None:
 
 def test_python_names_are_unique_and_official_where_the_official_sdk_has_one() -> None:
     for methods, official, trait in (
-        (AGENT_METHODS, OFFICIAL_AGENT, Agent),
-        (CLIENT_METHODS, OFFICIAL_CLIENT, Client),
+        (AGENT_METHODS, OFFICIAL_AGENT, AgentTrait),
+        (CLIENT_METHODS, OFFICIAL_CLIENT, ClientTrait),
     ):
         names = [m.name for m in methods]
         assert len(names) == len(set(names))
@@ -66,12 +66,12 @@ def test_python_names_are_unique_and_official_where_the_official_sdk_has_one() -
 
 
 def test_each_connection_is_the_other_trait() -> None:
-    assert issubclass(ClientSideConnection, Agent)
-    assert issubclass(AgentSideConnection, Client)
+    assert issubclass(ClientSideConnection, AgentTrait)
+    assert issubclass(AgentSideConnection, ClientTrait)
 
 
 def test_a_trait_method_without_a_params_model_is_refused_at_definition() -> None:
-    class Broken(Agent):
+    class Broken(AgentTrait):
         async def prompt(self, params: PromptRequest) -> None:  # type: ignore[override]
             pass
 
@@ -82,9 +82,9 @@ def test_a_trait_method_without_a_params_model_is_refused_at_definition() -> Non
         trait_methods(Broken)
 
 
-@pytest.mark.parametrize("name", acpio.compat.__all__)
+@pytest.mark.parametrize("name", acpio.traits.__all__)
 def test_every_public_name_is_documented(name: str) -> None:
-    value = getattr(acpio.compat, name)
+    value = getattr(acpio.traits, name)
     if isinstance(value, tuple):
         return  # the tables are documented in the module docstring
     assert inspect.getdoc(value), name

@@ -1,6 +1,6 @@
-"""An echo agent in the trait style (``acpio.compat``) over stdio: each prompt's text comes back.
+"""An echo agent in the trait style (``acpio.traits``) over stdio: each prompt's text comes back.
 
-Run by ``examples/compat_client.py``, or by any ACP client: ``python examples/compat_echo_agent.py``
+Run by ``examples/trait_client.py``, or by any ACP client: ``python examples/trait_echo_agent.py``
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import uuid
 
 from acpio import schema as acp
 from acpio.capabilities import negotiate_version
-from acpio.compat import Agent, AgentSideConnection
+from acpio.traits import AgentSideConnection, AgentTrait
 from acpio.transports import Stdio
 
 
-class EchoAgent(Agent):
+class EchoAgent(AgentTrait):
     def __init__(self, client: AgentSideConnection) -> None:
         self.client = client  # the connection, with the client's methods: session_update...
 

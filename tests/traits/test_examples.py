@@ -11,9 +11,9 @@ import orjson
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_the_compat_client_prints_what_the_compat_echo_agent_echoes() -> None:
+def test_the_trait_client_prints_what_the_trait_echo_agent_echoes() -> None:
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "compat_client.py")],
+        [sys.executable, str(EXAMPLES / "trait_client.py")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -23,7 +23,7 @@ def test_the_compat_client_prints_what_the_compat_echo_agent_echoes() -> None:
     assert done.stdout == "Hello, agent!\nend_turn\n"
 
 
-def test_the_compat_echo_agent_speaks_acp_on_its_stdio() -> None:
+def test_the_trait_echo_agent_speaks_acp_on_its_stdio() -> None:
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
         {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
@@ -35,7 +35,7 @@ def test_the_compat_echo_agent_speaks_acp_on_its_stdio() -> None:
         },
     ]
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "compat_echo_agent.py")],
+        [sys.executable, str(EXAMPLES / "trait_echo_agent.py")],
         input=b"".join(orjson.dumps(line) + b"\n" for line in lines),
         capture_output=True,
         timeout=60,
@@ -49,5 +49,5 @@ def test_the_compat_echo_agent_speaks_acp_on_its_stdio() -> None:
 
 
 def test_the_examples_are_short() -> None:
-    for name in ("compat_echo_agent.py", "compat_client.py"):
+    for name in ("trait_echo_agent.py", "trait_client.py"):
         assert len((EXAMPLES / name).read_text().splitlines()) < 40, name

@@ -17,10 +17,8 @@ import pytest
 
 from acpio import MethodNotFound, UnstableMethodNotEnabled
 from acpio import schema as acp
-from acpio.compat import Agent as AgentTrait
-from acpio.compat import AgentSideConnection, ClientSideConnection
-from acpio.compat import Client as ClientTrait
 from acpio.testing import WirePeer
+from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
 from acpio.transports.channel import Channel
 
 TIMEOUT = 5
@@ -51,7 +49,7 @@ async def _compat_agent(**options: Any) -> AsyncIterator[WirePeer]:
 async def test_compat_an_implemented_unstable_method_answers_method_not_found_without_the_flag(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="acpio.compat"):
+    with caplog.at_level(logging.WARNING, logger="acpio.traits"):
         async with _compat_agent() as client:
             client.request("session/fork", FORK, request_id=1)
             _method_not_found(await client.recv(), 1, "session/fork")

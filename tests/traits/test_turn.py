@@ -8,7 +8,6 @@ import pytest
 
 from acpio import InternalError, RequestCancelled
 from acpio.capabilities import UnsupportedProtocolVersion
-from acpio.compat import AgentSideConnection, ClientSideConnection
 from acpio.schema import (
     AuthenticateRequest,
     AuthenticateResponse,
@@ -26,6 +25,7 @@ from acpio.schema import (
     StopReason,
     TextContent,
 )
+from acpio.traits import AgentSideConnection, ClientSideConnection
 from acpio.transports import Channel
 
 from ._support import TIMEOUT, TurnAgent, TurnClient, connected

@@ -7,15 +7,6 @@ from typing import Any
 import pytest
 
 from acpio import MethodNotFound
-from acpio.compat import (
-    AGENT_METHODS,
-    CLIENT_METHODS,
-    Agent,
-    AgentSideConnection,
-    Client,
-    ClientSideConnection,
-)
-from acpio.compat.table import TraitMethod
 from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
@@ -24,12 +15,21 @@ from acpio.schema import (
     SessionNotification,
     ToolCallUpdate,
 )
+from acpio.traits import (
+    AGENT_METHODS,
+    CLIENT_METHODS,
+    AgentSideConnection,
+    AgentTrait,
+    ClientSideConnection,
+    ClientTrait,
+)
+from acpio.traits.table import TraitMethod
 
 from ._support import connected, raw_peer_of
 
 SIDES = [
-    pytest.param(lambda end: AgentSideConnection(Agent(), end), AGENT_METHODS, id="agent"),
-    pytest.param(lambda end: ClientSideConnection(Client(), end), CLIENT_METHODS, id="client"),
+    pytest.param(lambda end: AgentSideConnection(AgentTrait(), end), AGENT_METHODS, id="agent"),
+    pytest.param(lambda end: ClientSideConnection(ClientTrait(), end), CLIENT_METHODS, id="client"),
 ]
 
 
@@ -68,7 +68,7 @@ async def test_notifications_the_implementation_does_not_define_are_ignored(
 
 
 async def test_a_partial_implementation_answers_what_it_defines_and_refuses_the_rest() -> None:
-    class OnlyInitialize(Agent):
+    class OnlyInitialize(AgentTrait):
         async def initialize(self, params: InitializeRequest) -> InitializeResponse:
             return InitializeResponse(protocol_version=1)
 
@@ -82,7 +82,7 @@ async def test_a_partial_implementation_answers_what_it_defines_and_refuses_the_
 async def test_the_agent_calling_an_unimplemented_client_method_gets_method_not_found() -> None:
     seen: list[BaseException] = []
 
-    class Asker(Agent):
+    class Asker(AgentTrait):
         def __init__(self, client: AgentSideConnection) -> None:
             self.client = client
 
@@ -96,7 +96,7 @@ async def test_the_agent_calling_an_unimplemented_client_method_gets_method_not_
                 seen.append(exc)
             raise MethodNotFound("session/list")
 
-    class Silent(Client):
+    class Silent(ClientTrait):
         async def session_update(self, params: SessionNotification) -> None:
             pass
 
@@ -108,7 +108,7 @@ async def test_the_agent_calling_an_unimplemented_client_method_gets_method_not_
 
 
 async def test_invalid_params_of_an_implemented_request_answer_invalid_params() -> None:
-    class OnlyInitialize(Agent):
+    class OnlyInitialize(AgentTrait):
         async def initialize(self, params: InitializeRequest) -> InitializeResponse:
             return InitializeResponse(protocol_version=1)
 
@@ -118,7 +118,7 @@ async def test_invalid_params_of_an_implemented_request_answer_invalid_params() 
 
 
 def test_a_class_that_cannot_take_the_connection_is_a_clear_error() -> None:
-    class NoArgs(Agent):
+    class NoArgs(AgentTrait):
         pass
 
     with pytest.raises(TypeError, match=r"pass an instance \(NoArgs\(\)\)"):

@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from acpio.capabilities import CapabilityNotAdvertised
-from acpio.compat import AgentSideConnection, ClientSideConnection
 from acpio.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
@@ -20,6 +19,7 @@ from acpio.schema import (
     TextContent,
     WriteTextFileRequest,
 )
+from acpio.traits import AgentSideConnection, ClientSideConnection
 from acpio.transports import Channel
 
 from ._support import TIMEOUT, TurnAgent, TurnClient

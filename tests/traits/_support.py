@@ -9,7 +9,6 @@ from typing import Any
 
 from acpio import testing
 from acpio.capabilities import negotiate_version
-from acpio.compat import Agent, AgentSideConnection, Client, ClientSideConnection
 from acpio.schema import (
     AgentCapabilities,
     AgentMessageChunk,
@@ -43,6 +42,7 @@ from acpio.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
+from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
 from acpio.transports import Channel
 
 TIMEOUT = 5
@@ -58,7 +58,7 @@ def chunk(session_id: str, text: str) -> SessionNotification:
     )
 
 
-class TurnAgent(Agent):
+class TurnAgent(AgentTrait):
     """Answers prompts by script: ``echo <words>``, ``tools <path>``, ``wait`` (until cancelled)."""
 
     #: The protocol version ``initialize`` answers; ``None`` negotiates.
@@ -144,7 +144,7 @@ class TurnAgent(Agent):
         self.ext_notes.append((method, params))
 
 
-class TurnClient(Client):
+class TurnClient(ClientTrait):
     """Records updates, allows every tool call, serves files from a dict, fakes one terminal."""
 
     def __init__(self) -> None:
@@ -201,7 +201,7 @@ class TurnClient(Client):
 
 @asynccontextmanager
 async def connected(
-    agent: Any = TurnAgent, client: Client | None = None
+    agent: Any = TurnAgent, client: ClientTrait | None = None
 ) -> AsyncIterator[tuple[AgentSideConnection, ClientSideConnection]]:
     """An agent-side and a client-side connection joined by an in-process channel, both served."""
     ours, theirs = Channel.duplex()

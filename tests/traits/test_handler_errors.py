@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from acpio import schema as acp
-from acpio.compat import Agent, AgentSideConnection
+from acpio.traits import AgentSideConnection, AgentTrait
 
 from ._support import raw_peer_of
 
 PROMPT = {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}
 
 
-class Fragile(Agent):
+class Fragile(AgentTrait):
     """Its first prompt raises; the next ones end their turn."""
 
     def __init__(self) -> None:

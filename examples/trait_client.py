@@ -1,6 +1,6 @@
-"""A client in the trait style (``acpio.compat``): spawns the echo agent and prints what it echoes.
+"""A client in the trait style (``acpio.traits``): spawns the echo agent and prints what it echoes.
 
-Run it: ``python examples/compat_client.py`` (prints ``Hello, agent!`` then ``end_turn``)
+Run it: ``python examples/trait_client.py`` (prints ``Hello, agent!`` then ``end_turn``)
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from acpio import schema as acp
-from acpio.compat import Client, ClientSideConnection
+from acpio.traits import ClientSideConnection, ClientTrait
 from acpio.transports import AcpAgent
 
-AGENT = [sys.executable, str(Path(__file__).with_name("compat_echo_agent.py"))]
+AGENT = [sys.executable, str(Path(__file__).with_name("trait_echo_agent.py"))]
 
 
-class Printer(Client):
+class Printer(ClientTrait):
     async def session_update(self, params: acp.SessionNotification) -> None:
         update = params.update
         if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
