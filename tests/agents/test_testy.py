@@ -115,6 +115,8 @@ async def test_initialize_advertises_every_capability_by_default(t: Testy) -> No
         "promptCapabilities": {"image": True, "audio": True, "embeddedContext": True},
         "mcpCapabilities": {"http": True, "sse": False},
         "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+        # its sessions are in memory: acpio prompt offers no --session hint
+        "_meta": {"acpio": {"sessionsEndWithProcess": True}},
     }
     assert init["result"]["authMethods"] == []
     assert init["result"]["agentInfo"]["name"] == "acpio-testy"
@@ -623,7 +625,8 @@ async def test_list_filters_by_cwd_and_refuses_cursors(t: Testy, project: Path) 
     here = [await t.new_session(project), await t.new_session(project)]
     there = await t.new_session(other)
     listed = await t.request(ListSessionsRequest(cwd=str(project)))
-    assert [(s.session_id, s.cwd) for s in listed.sessions] == [(sid, str(project)) for sid in here]
+    # newest first, as the session store lists them
+    assert [(s.session_id, s.cwd) for s in listed.sessions] == [(sid, str(project)) for sid in here[::-1]]
     everything = await t.request(ListSessionsRequest())
     assert {*here, there} <= {s.session_id for s in everything.sessions}
     error = await t.error(ListSessionsRequest(cursor="page-2"))
@@ -746,6 +749,7 @@ async def test_the_flags_turn_capabilities_off(root: Path) -> None:
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
             "mcpCapabilities": {"http": False, "sse": False},
             "sessionCapabilities": {},
+            "_meta": {"acpio": {"sessionsEndWithProcess": True}},
         }
         sid = await testy.new_session()
         for method, params in [

@@ -115,7 +115,7 @@ def test_a_full_turn_rendered_as_plain_text(project: Path) -> None:
         "All done\n"
         "[stop reason: end_turn]\n"
     )
-    assert done.stderr == "acpio: session testy-1 (continue it with --session testy-1)\n"
+    assert done.stderr == "acpio: session testy-1 (it ends with the agent's process)\n"  # testy in memory
 
 
 def test_json_prints_every_message_both_ways_in_order(project: Path) -> None:

@@ -62,6 +62,15 @@ async def test_a_turn_ends_with_end_turn_and_names_the_session(tmp_path: Path) -
     done = await run(testy.testy_agent(), "hello there", tmp_path)
     assert done.code == ExitCode.OK
     assert done.out == "hello there\n[stop reason: end_turn]\n"
+    # testy keeps its sessions in memory: no --session hint (a later process would not find the session)
+    assert "session testy-1 (it ends with the agent's process)" in done.err
+
+
+async def test_the_session_hint_names_a_session_the_agent_keeps(tmp_path: Path) -> None:
+    from acpio.store import SqliteStore
+
+    done = await run(testy.testy_agent(store=SqliteStore(tmp_path / "s.db")), "hello there", tmp_path)
+    assert done.code == ExitCode.OK
     assert "session testy-1 (continue it with --session testy-1)" in done.err
 
 

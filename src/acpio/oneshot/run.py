@@ -344,13 +344,14 @@ class _PromptRun:
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
         features = cx.agent_features
-        if features is not None and features.has(SESSIONS_END_WITH_PROCESS):
+        if features is None or not (features.load_session or features.resume_session):
+            # the hint would lead to an error: the agent can neither load nor resume sessions
+            self._note(f"session {session.session_id}")
+        elif features.has(SESSIONS_END_WITH_PROCESS):
             # acpio testy with its sessions in memory: a later process would not find this one
             self._note(f"session {session.session_id} (it ends with the agent's process)")
-        elif features is not None and (features.load_session or features.resume_session):
+        else:
             self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
-        else:  # the hint would lead to an error: the agent can neither load nor resume sessions
-            self._note(f"session {session.session_id}")
         return await self._turn(session)
 
     async def _turn(self, session: ActiveSession) -> int:

@@ -1,8 +1,10 @@
-"""testy as an acpio Agent builder: one handler per ACP method, on in-memory sessions.
+"""testy as an acpio Agent builder: one handler per ACP method, on sessions kept in a session store.
 
 ``testy_agent(options)`` returns an :class:`~acpio.jsonrpc.Builder` for the :class:`~acpio.Agent`
 role; serve it with ``await testy_agent().connect_to(Stdio())`` (what ``acpio testy`` does) or
-connect a client to it in-process. Each call makes a separate agent with its own sessions.
+connect a client to it in-process. Each call makes a separate agent with its own sessions, in
+memory unless a store is given (``testy_agent(options, store=open_store("sqlite:///..."))``, what
+``acpio testy --store URL`` does).
 
 How the handlers are written (the pattern to copy for an agent of your own):
 
@@ -28,7 +30,7 @@ from typing import Any, Final, TypeVar
 
 from acpio import __version__
 from acpio.agents.testy.commands import run_prompt
-from acpio.agents.testy.sessions import SessionStore, TestySession
+from acpio.agents.testy.sessions import TestySession, TestySessions
 from acpio.agents.testy.turn import Turn, TurnCancelled
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import (
@@ -88,12 +90,17 @@ from acpio.schema import (
     StopReason,
     TextContent,
 )
+from acpio.store import MemoryStore, SessionStore
 
 __all__ = ["AUTH_METHOD_ID", "TestyAgent", "TestyOptions", "prompt_text", "testy_agent"]
 
 _log = logging.getLogger("acpio.testy")
 
 R = TypeVar("R")
+
+#: Where testy says its sessions end with its process (a store in memory):
+#: ``agentCapabilities._meta["acpio"]["sessionsEndWithProcess"]``.
+SESSIONS_END_WITH_PROCESS: Final = ("acpio", "sessionsEndWithProcess")
 
 #: The id of the one auth method testy advertises with ``--auth``.
 AUTH_METHOD_ID: Final = "testy-login"
@@ -178,9 +185,9 @@ class TestyAgent:
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(self, options: TestyOptions) -> None:
+    def __init__(self, options: TestyOptions, store: SessionStore | None = None) -> None:
         self.options = options
-        self.sessions = SessionStore()
+        self.sessions = TestySessions(store)
         self._clients: weakref.WeakKeyDictionary[Connection, _ClientState] = weakref.WeakKeyDictionary()
 
     def _client(self, cx: Connection) -> _ClientState:
@@ -192,7 +199,12 @@ class TestyAgent:
     # --- initialization and authentication --------------------------------------------------------
 
     async def initialize(self, req: InitializeRequest, cx: Connection) -> InitializeResponse:
-        """Remember what the client can do; say what testy can do."""
+        """Remember what the client can do; say what testy can do.
+
+        With a store in memory, ``agentCapabilities._meta.acpio.sessionsEndWithProcess`` is ``true``:
+        its sessions can be loaded only while this process runs (``acpio prompt`` then offers no
+        ``--session`` hint).
+        """
         self._client(cx).features = ClientFeatures.from_request(req)
         auth_methods: list[Any] = []
         if self.options.auth:
@@ -203,9 +215,12 @@ class TestyAgent:
                     description="testy's test login: authenticate with this method always succeeds",
                 )
             )
+        capabilities = self.options.agent_capabilities()
+        if isinstance(self.sessions.store, MemoryStore):
+            capabilities.meta = {SESSIONS_END_WITH_PROCESS[0]: {SESSIONS_END_WITH_PROCESS[1]: True}}
         return InitializeResponse(
             protocol_version=negotiate_version(req.protocol_version),
-            agent_capabilities=self.options.agent_capabilities(),
+            agent_capabilities=capabilities,
             auth_methods=auth_methods,
             agent_info=Implementation(name="acpio-testy", title="acpio testy", version=__version__),
         )
@@ -263,27 +278,28 @@ class TestyAgent:
         """A new session ``testy-N`` in ``cwd``, in mode ``chat``, verbosity ``normal``."""
         self._require_auth(cx, "session/new")
         self._check_setup("session/new", req.cwd, req.mcp_servers, req.additional_directories)
-        session = self.sessions.create(req.cwd)
+        session = await self.sessions.create(req.cwd, _wire(req.mcp_servers))
         return NewSessionResponse(
             session_id=session.session_id, modes=session.modes(), config_options=session.config_options()
         )
 
-    def _reopen(self, method: str, session_id: str, cwd: str) -> TestySession:
-        session = self.sessions.get(session_id)
+    async def _reopen(
+        self, method: str, session_id: str, cwd: str, mcp_servers: list[Any] | None
+    ) -> TestySession:
+        session = await self.sessions.get(session_id)
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": session_id},
                 message=f"{method}: session {session_id!r} is running a prompt turn; cancel it first",
             )
-        session.cwd = cwd
-        session.active = True
+        await self.sessions.reopen(session, cwd, _wire(mcp_servers or []))
         return session
 
     async def load_session(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
         """Replay the session's history (user and agent message chunks), then answer."""
         self._require_auth(cx, "session/load")
         self._check_setup("session/load", req.cwd, req.mcp_servers, req.additional_directories)
-        session = self._reopen("session/load", req.session_id, req.cwd)
+        session = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers)
         for notification in session.replay():
             cx.send_notification(notification)
         return LoadSessionResponse(modes=session.modes(), config_options=session.config_options())
@@ -292,25 +308,25 @@ class TestyAgent:
         """Make the session active again, without replaying anything."""
         self._require_auth(cx, "session/resume")
         self._check_setup("session/resume", req.cwd, req.mcp_servers, req.additional_directories)
-        session = self._reopen("session/resume", req.session_id, req.cwd)
+        session = await self._reopen("session/resume", req.session_id, req.cwd, req.mcp_servers)
         return ResumeSessionResponse(modes=session.modes(), config_options=session.config_options())
 
     async def list_sessions(self, req: ListSessionsRequest) -> ListSessionsResponse:
-        """Every session (open or closed), or those in ``cwd``; all in one page."""
+        """Every stored session (open or closed), or those in ``cwd``, newest first; all in one page."""
         if req.cursor is not None:
             raise InvalidParams(
                 {"cursor": req.cursor},
                 message="Invalid cursor: testy lists every session in one page and never gives out a "
                 "cursor; call session/list without one",
             )
-        return ListSessionsResponse(sessions=[session.info() for session in self.sessions.listed(req.cwd)])
+        return ListSessionsResponse(sessions=await self.sessions.listed(req.cwd))
 
     async def close_session(
         self, req: CloseSessionRequest, responder: Responder[CloseSessionResponse], cx: Connection
     ) -> None:
         """Close the session: its running turn is cancelled and answered first; it stays listed."""
-        session = self.sessions.get(req.session_id)
-        session.active = False
+        session = await self.sessions.get(req.session_id)
+        await self.sessions.close(session)
         self._answer_after_turn(session, responder, cx, CloseSessionResponse())
 
     async def delete_session(
@@ -318,11 +334,11 @@ class TestyAgent:
     ) -> None:
         """Forget the session (an unknown id succeeds, as the spec asks); cancel its running turn first."""
         session = self.sessions.find(req.session_id)
+        await self.sessions.delete(req.session_id)
         if session is None:
             responder.respond(DeleteSessionResponse())
             return
         session.active = False
-        self.sessions.delete(req.session_id)
         self._answer_after_turn(session, responder, cx, DeleteSessionResponse())
 
     def _answer_after_turn(
@@ -345,12 +361,12 @@ class TestyAgent:
 
     async def set_mode(self, req: SetSessionModeRequest) -> SetSessionModeResponse:
         """Switch the session to mode ``chat`` or ``plan``."""
-        self.sessions.get_active(req.session_id, "session/set_mode").set_mode(req.mode_id)
+        (await self.sessions.get_active(req.session_id, "session/set_mode")).set_mode(req.mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(self, req: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
         """Set ``verbosity`` (a select option); answers with every option and its value."""
-        session = self.sessions.get_active(req.session_id, "session/set_config_option")
+        session = await self.sessions.get_active(req.session_id, "session/set_config_option")
         if req.type not in (None, "select"):
             raise InvalidParams(
                 {"type": req.type},
@@ -379,7 +395,7 @@ class TestyAgent:
 
     async def prompt(self, req: PromptRequest, responder: Responder[PromptResponse], cx: Connection) -> None:
         """Start the turn in a task and return; the turn answers when it ends."""
-        session = self.sessions.get_active(req.session_id, "session/prompt")
+        session = await self.sessions.get_active(req.session_id, "session/prompt")
         self._check_prompt(req.prompt)
         if session.turn is not None:
             raise InvalidRequest(
@@ -431,9 +447,15 @@ class TestyAgent:
             _log.debug("session/cancel for %s: no prompt turn is running", note.session_id)
 
 
-def testy_agent(options: TestyOptions | None = None) -> Builder:  # noqa: PT028 - not a test
-    """A new testy agent as an Agent builder (see the module docstring); ``options`` default to all on."""
-    testy = TestyAgent(options if options is not None else TestyOptions())
+def testy_agent(
+    options: TestyOptions | None = None,  # noqa: PT028 - not a test
+    store: SessionStore | None = None,  # noqa: PT028
+) -> Builder:
+    """A new testy agent as an Agent builder (see the module docstring); ``options`` default to all on.
+
+    Its sessions are kept in ``store`` (default: a new :class:`~acpio.store.MemoryStore`).
+    """
+    testy = TestyAgent(options if options is not None else TestyOptions(), store)
     opts = testy.options
     app = Agent.builder(name="testy")
     app.on_request(testy.initialize)
@@ -456,6 +478,11 @@ def testy_agent(options: TestyOptions | None = None) -> Builder:  # noqa: PT028 
     app.on_request(testy.prompt)
     app.on_notification(testy.cancel)
     return app
+
+
+def _wire(servers: list[Any]) -> list[dict[str, Any]]:
+    """MCP server declarations as the client sent them (JSON objects), for the store."""
+    return [server.to_wire() for server in servers]
 
 
 testy_agent.__test__ = False  # type: ignore[attr-defined]  # a name pytest would otherwise collect

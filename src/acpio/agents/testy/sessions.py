@@ -1,9 +1,12 @@
-"""testy's sessions: in memory, for the life of the process.
+"""testy's sessions, kept in a session store (:mod:`acpio.store`): in memory by default.
 
-A :class:`SessionStore` hands out ids ``testy-1``, ``testy-2``... and finds sessions again for
-every session method. A :class:`TestySession` keeps what the protocol lets a client see or change:
-its working directory, mode (``chat`` or ``plan``), the ``verbosity`` config option, title, plan,
-and the conversation history that ``session/load`` replays.
+:class:`TestySessions` hands out ids ``testy-1``, ``testy-2``... (the first free one in the
+store) and finds sessions again for every session method, from the store when this process has
+not seen them (``acpio testy --store sqlite:///...``: a session outlives the process). A
+:class:`TestySession` keeps what the protocol lets a client see or change: its working
+directory, mode (``chat`` or ``plan``), the ``verbosity`` config option, title, plan, and the
+conversation history that ``session/load`` replays. Each change and each history entry is
+written to the store as it happens, so a killed testy loses at most the entry being written.
 
 A session is *active* from ``session/new``, ``session/load`` or ``session/resume`` until
 ``session/close``; prompts and settings need an active session. A closed session is still listed
@@ -12,10 +15,11 @@ and can be loaded or resumed; ``session/delete`` forgets it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final, TypeAlias
+from collections.abc import Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from acpio.agents.testy.script import MODES
 from acpio.errors import InvalidParams
@@ -34,8 +38,9 @@ from acpio.schema import (
 
 if TYPE_CHECKING:
     from acpio.agents.testy.turn import Turn
+    from acpio.store import SessionRecord, SessionStore
 
-__all__ = ["VERBOSITY", "VERBOSITY_OPTION", "AgentText", "HistoryEntry", "SessionStore", "TestySession"]
+__all__ = ["VERBOSITY", "VERBOSITY_OPTION", "AgentText", "HistoryEntry", "TestySession", "TestySessions"]
 
 #: The config option testy offers, and its values (``normal`` is the default).
 VERBOSITY_OPTION: Final = "verbosity"
@@ -74,12 +79,15 @@ class TestySession:
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(self, session_id: str, cwd: str) -> None:
+    def __init__(self, session_id: str, cwd: str, store: SessionStore | None = None) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.mode_id = MODES[0]
         self.verbosity = "normal"
-        self.title: str | None = None
+        self._title: str | None = None
+        #: Where the session's changes and history entries are written (``None``: nowhere).
+        self.store = store
+        self._writes: set[asyncio.Task[Any]] = set()
         #: The steps of the last ``plan`` command, for ``progress``.
         self.plan: tuple[str, ...] = ()
         self.history: list[HistoryEntry] = []
@@ -91,6 +99,52 @@ class TestySession:
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
         return f"<TestySession {self.session_id!r} {state} cwd={self.cwd!r}>"
+
+    @classmethod
+    def restore(cls, record: SessionRecord, entries: list[bytes], store: SessionStore) -> TestySession:
+        """The session as the store kept it: its settings, and its history from the stored entries."""
+        session = cls(record.session_id, record.cwd)
+        if record.mode in MODES:
+            session.mode_id = record.mode
+        verbosity = record.config.get(VERBOSITY_OPTION)
+        if verbosity in VERBOSITY:
+            session.verbosity = verbosity
+        session.title = record.title
+        for entry in entries:
+            update = SessionNotification.model_validate_json(entry).update
+            if isinstance(update, UserMessageChunk):
+                session.remember_user([update.content])
+            elif isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
+                session.remember_agent(update.content.text)
+        session.store = store
+        return session
+
+    @property
+    def title(self) -> str | None:
+        """The session's title (``None``: none); setting it writes it to the store."""
+        return self._title
+
+    @title.setter
+    def title(self, title: str | None) -> None:
+        self._title = title
+        if self.store is not None:
+            self._write(self.store.set_title(self.session_id, title))
+
+    def _write(self, change: Coroutine[Any, Any, object]) -> None:
+        """Write a change to the store in a task of its own (the caller may not await)."""
+        task = asyncio.get_running_loop().create_task(change)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def flush(self) -> None:
+        """Wait for the changes still being written to the store."""
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
+    def _record(self, update: UserMessageChunk | AgentMessageChunk) -> None:
+        if self.store is not None:
+            entry = SessionNotification(session_id=self.session_id, update=update)
+            self.store.append_soon(self.session_id, entry.to_wire_json())
 
     def resolve(self, path: str) -> str:
         """``path`` as an absolute path: relative paths are taken from the session's cwd."""
@@ -105,6 +159,8 @@ class TestySession:
     def remember_user(self, blocks: list[ContentBlock]) -> None:
         """Add the blocks of a prompt to the history."""
         self.history.extend(blocks)
+        for block in blocks:
+            self._record(UserMessageChunk(content=block))
 
     def remember_agent(self, text: str) -> None:
         """Add agent message text to the history, joined to the agent text right before it."""
@@ -113,6 +169,7 @@ class TestySession:
             last.parts.append(text)
         else:
             self.history.append(AgentText(text))
+        self._record(AgentMessageChunk(content=TextContent(text=text)))
 
     def replay(self) -> Iterator[SessionNotification]:
         """The history as ``session/update`` notifications, in order.
@@ -160,13 +217,6 @@ class TestySession:
         )
         return [verbosity]
 
-    def info(self) -> SessionInfo:
-        """The session as ``session/list`` shows it."""
-        info = SessionInfo(session_id=self.session_id, cwd=self.cwd)
-        if self.title is not None:
-            info.title = self.title
-        return info
-
     # --- what the client may change ---------------------------------------------------------------
 
     def set_mode(self, mode_id: str) -> None:
@@ -177,6 +227,8 @@ class TestySession:
                 message=f"Unknown mode {mode_id!r}: testy's modes are {', '.join(MODES)}",
             )
         self.mode_id = mode_id
+        if self.store is not None:
+            self._write(self.store.set_mode(self.session_id, mode_id))
 
     def set_config_option(self, config_id: str, value: object) -> None:
         """Set a config option; raises ``InvalidParams`` (-32602) for an unknown option or value."""
@@ -191,43 +243,70 @@ class TestySession:
                 message=f"{VERBOSITY_OPTION} takes one of {', '.join(VERBOSITY)}, not {value!r}",
             )
         self.verbosity = value
+        if self.store is not None:
+            self._write(self.store.set_config(self.session_id, VERBOSITY_OPTION, value))
 
 
-class SessionStore:
-    """All of testy's sessions, by id."""
+class TestySessions:
+    """All of testy's sessions: those live in this process, backed by a session store."""
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, TestySession] = {}
+    def __init__(self, store: SessionStore | None = None) -> None:
+        if store is None:
+            from acpio.store import MemoryStore
+
+            store = MemoryStore()
+        #: Where the sessions are kept (a :class:`~acpio.store.MemoryStore` unless given).
+        self.store = store
+        self._live: dict[str, TestySession] = {}
         self._ids = itertools.count(1)
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return len(self._live)
 
-    def create(self, cwd: str) -> TestySession:
-        """A new active session in ``cwd``, with the next free id."""
-        session_id = f"testy-{next(self._ids)}"
-        session = self._sessions[session_id] = TestySession(session_id, cwd)
+    async def create(self, cwd: str, mcp_servers: list[dict[str, Any]]) -> TestySession:
+        """A new active session in ``cwd``, with the next id free in the store."""
+        while True:
+            session_id = f"testy-{next(self._ids)}"
+            try:
+                await self.store.create(
+                    cwd,
+                    session_id=session_id,
+                    mcp_servers=mcp_servers,
+                    mode=MODES[0],
+                    config={VERBOSITY_OPTION: "normal"},
+                )
+            except ValueError:  # taken: by an earlier process on the same store
+                continue
+            break
+        await self.store.open(session_id)
+        session = self._live[session_id] = TestySession(session_id, cwd, self.store)
         return session
 
     def find(self, session_id: str) -> TestySession | None:
-        """The session with this id, or ``None``."""
-        return self._sessions.get(session_id)
+        """The session with this id if this process has it, or ``None``."""
+        return self._live.get(session_id)
 
-    def get(self, session_id: str) -> TestySession:
-        """The session with this id; raises ``InvalidParams`` (-32602) naming the id if there is none."""
-        session = self._sessions.get(session_id)
-        if session is None:
+    async def get(self, session_id: str) -> TestySession:
+        """The session with this id, from the store if needed; ``InvalidParams`` (-32602) if there is none."""
+        session = self._live.get(session_id)
+        if session is not None:
+            return session
+        record = await self.store.get(session_id)
+        if record is None:
             raise InvalidParams(
                 {"sessionId": session_id},
-                message=f"Unknown session {session_id!r}: testy keeps sessions in memory for the life of "
-                "its process, and has none with this id. Create one with session/new, or pick one from "
-                "session/list.",
+                message=f"Unknown session {session_id!r}: testy has none with this id in its session store "
+                f"({type(self.store).__name__}). Create one with session/new, or pick one from session/list.",
             )
+        entries = [entry async for entry in self.store.history(session_id)]
+        session = TestySession.restore(record, entries, self.store)
+        session.active = False
+        self._live[session_id] = session
         return session
 
-    def get_active(self, session_id: str, method: str) -> TestySession:
+    async def get_active(self, session_id: str, method: str) -> TestySession:
         """:meth:`get`, and the session must be active (not closed) for ``method``."""
-        session = self.get(session_id)
+        session = await self.get(session_id)
         if not session.active:
             raise InvalidParams(
                 {"sessionId": session_id},
@@ -236,14 +315,42 @@ class SessionStore:
             )
         return session
 
-    def delete(self, session_id: str) -> None:
-        """Forget the session (nothing happens if there is none)."""
-        self._sessions.pop(session_id, None)
+    async def reopen(self, session: TestySession, cwd: str, mcp_servers: list[dict[str, Any]]) -> None:
+        """Make the session active again in ``cwd``, with the client's MCP servers."""
+        session.cwd = cwd
+        session.active = True
+        await session.flush()
+        await self.store.update(session.session_id, cwd=cwd, mcp_servers=mcp_servers)
+        await self.store.open(session.session_id)
 
-    def listed(self, cwd: str | None = None) -> list[TestySession]:
-        """The sessions in creation order; with ``cwd``, only those whose cwd is that directory."""
-        sessions = list(self._sessions.values())
-        if cwd is None:
-            return sessions
-        wanted = os.path.normpath(cwd)
-        return [s for s in sessions if os.path.normpath(s.cwd) == wanted]
+    async def close(self, session: TestySession) -> None:
+        """Close the session: it stays stored (and listed)."""
+        session.active = False
+        await session.flush()
+        await self.store.close(session.session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """Forget the session (nothing happens if there is none)."""
+        session = self._live.pop(session_id, None)
+        if session is not None:
+            await session.flush()
+        await self.store.delete(session_id)
+
+    async def exists(self, session_id: str) -> bool:
+        """Whether the store has a session with this id."""
+        return session_id in self._live or await self.store.get(session_id) is not None
+
+    async def listed(self, cwd: str | None = None) -> list[SessionInfo]:
+        """Every stored session, most recently updated first; with ``cwd``, those whose cwd is exactly it."""
+        infos: list[SessionInfo] = []
+        cursor: str | None = None
+        while True:
+            page = await self.store.list(cwd=cwd, cursor=cursor, limit=500)
+            for record in page.sessions:
+                info = SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
+                if record.title is not None:
+                    info.title = record.title
+                infos.append(info)
+            if page.next_cursor is None:
+                return infos
+            cursor = page.next_cursor
