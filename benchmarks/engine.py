@@ -41,7 +41,7 @@ def serve(sock: socket.socket, notifications: int) -> None:
                     cx.send_notification(note)
             return {}
 
-        await app.connect_to(await _streams(sock))
+        await app.serve(await _streams(sock))
 
     asyncio.run(run())
 

@@ -47,4 +47,4 @@ async def arrow(notification: acp.SessionNotification, cx: Connection) -> Unhand
 
 
 if __name__ == "__main__":
-    asyncio.run(app.connect_to(Stdio()))
+    asyncio.run(app.serve(Stdio()))

@@ -33,4 +33,4 @@ async def prompt(req: acp.PromptRequest, cx: Connection) -> acp.PromptResponse:
 
 
 if __name__ == "__main__":
-    asyncio.run(app.connect_to(Stdio()))
+    asyncio.run(app.serve(Stdio()))

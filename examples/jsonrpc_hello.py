@@ -34,7 +34,7 @@ async def hello(request: Hello, responder: object, cx: Connection) -> HelloResul
 
 async def main() -> None:
     ours, theirs = Channel.duplex()
-    serving = asyncio.create_task(server.connect_to(theirs))
+    serving = asyncio.create_task(server.serve(theirs))
 
     async def talk(cx: Connection) -> str:
         result: HelloResult = await cx.send_request(Hello(name="Ada"))

@@ -34,4 +34,4 @@ async def log_message(message: Dispatch, cx: Connection) -> Unhandled:
 
 
 if __name__ == "__main__":
-    asyncio.run(app.connect_to(Stdio()))
+    asyncio.run(app.serve(Stdio()))

@@ -36,4 +36,4 @@ class EchoAgent(AgentTrait):
 
 
 if __name__ == "__main__":
-    asyncio.run(AgentSideConnection(EchoAgent, Stdio()).listen())
+    asyncio.run(AgentSideConnection(EchoAgent, Stdio()).serve())

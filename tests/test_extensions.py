@@ -69,7 +69,7 @@ async def test_typed_extension_request_and_notification_over_a_connection() -> N
         got_note.set()
 
     ours, theirs = Channel.duplex()
-    serving = asyncio.create_task(agent.connect_to(theirs))
+    serving = asyncio.create_task(agent.serve(theirs))
 
     async def main(cx: Connection) -> BufferList:
         cx.send_notification(FileOpened(path="/src/main.rs"))
@@ -95,7 +95,7 @@ async def test_any_json_result_is_kept_as_it_came() -> None:
         return [1, "two", {"three": None}]
 
     ours, theirs = Channel.duplex()
-    serving = asyncio.create_task(agent.connect_to(theirs))
+    serving = asyncio.create_task(agent.serve(theirs))
 
     async def main(cx: Connection) -> Any:
         return await cx.send_request(Anything())

@@ -56,4 +56,4 @@ def requested_updates(req: acp.PromptRequest) -> int:
 
 
 if __name__ == "__main__":
-    asyncio.run(app.connect_to(Stdio()))
+    asyncio.run(app.serve(Stdio()))

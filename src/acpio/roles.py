@@ -7,7 +7,7 @@ Four roles, in two pairs of counterparts, plus the engine's protocol-neutral one
     UntypedRole                  its own counterpart; no ACP behaviour
 
 Each has ``builder()``: ``app = Agent.builder(name="echo")``, then ``@app.on_request`` and
-``await app.connect_to(transport)``.
+``await app.serve(transport)``.
 
 **Peers.** A connection addresses its counterpart, except a proxy's: a proxy talks to the
 conductor only, but through it to two peers, its predecessor (:class:`Client`) and its successor

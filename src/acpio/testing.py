@@ -151,7 +151,7 @@ def serving(
 @asynccontextmanager
 async def _serving(builder: Builder, peer_class: type[WirePeer], limit: float) -> AsyncIterator[WirePeer]:
     ours, theirs = Channel.duplex()
-    task = asyncio.create_task(builder.connect_to(ours))
+    task = asyncio.create_task(builder.serve(ours))
     peer = peer_class(theirs, timeout=limit)
     try:
         yield peer

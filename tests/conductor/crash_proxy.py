@@ -26,4 +26,4 @@ async def crash_on_update(message: Dispatch, cx: Connection) -> Unhandled:
 
 
 if __name__ == "__main__":
-    asyncio.run(app.connect_to(Stdio()))
+    asyncio.run(app.serve(Stdio()))

@@ -140,4 +140,4 @@ class ScriptedAgent:
 
 
 if __name__ == "__main__":
-    asyncio.run(ScriptedAgent().builder().connect_to(Stdio()))
+    asyncio.run(ScriptedAgent().builder().serve(Stdio()))

@@ -87,7 +87,7 @@ async def test_a_proxy_stops_reading_while_its_client_does_not_read() -> None:
     """What a proxy forwards waits for the reader: its own backlog stays under the mark."""
     ours, theirs = Channel.duplex()
     conductor = WirePeer(theirs, timeout=TIMEOUT)
-    served = asyncio.create_task(Proxy.builder().connect_to(ours))
+    served = asyncio.create_task(Proxy.builder().serve(ours))
     conductor.send(
         {"jsonrpc": "2.0", "id": 0, "method": "proxy/initialize", "params": {"protocolVersion": 1}}
     )

@@ -44,7 +44,7 @@ async def test_a_proxy_forwards_params_nested_300_levels() -> None:
     """An in-process acpio Proxy re-encoded forwarded params and failed on deep ones."""
     ours, theirs = Channel.duplex()
     conductor = WirePeer(theirs, timeout=TIMEOUT)
-    served = asyncio.create_task(Proxy.builder().connect_to(ours))
+    served = asyncio.create_task(Proxy.builder().serve(ours))
     params = {"sessionId": "s", "deep": nested(300)}
     conductor.send(_json({"jsonrpc": "2.0", "id": 5, "method": "_vendor/deep", "params": params}))
     forwarded = await conductor.recv()  # wrapped for the successor

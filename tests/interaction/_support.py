@@ -210,7 +210,7 @@ async def builder_client(
     ours, theirs = Channel.duplex()
     tap = Tap(ours)
     agent_builder = agent.builder() if isinstance(agent, ScriptAgent) else agent
-    agent_task = asyncio.create_task(agent_builder.connect_to(theirs))
+    agent_task = asyncio.create_task(agent_builder.serve(theirs))
     started: asyncio.Future[SessionConnection] = asyncio.get_running_loop().create_future()
     finished = asyncio.Event()
 

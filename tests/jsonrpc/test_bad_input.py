@@ -82,7 +82,7 @@ class ByteWire:
 @asynccontextmanager
 async def wire(builder: Builder | None = None) -> AsyncIterator[ByteWire]:
     w = ByteWire()
-    task = asyncio.create_task((builder or _server()).connect_to(w.transport))
+    task = asyncio.create_task((builder or _server()).serve(w.transport))
     try:
         yield w
     finally:

@@ -248,7 +248,7 @@ async def test_forwarded_request_cancellation_is_reissued_downstream_with_the_do
     proxy = _forwarding_proxy(_recording_backend(cancels, observed), ready)
     ours, theirs = Channel.duplex()
     peer = WirePeer(theirs)
-    task = asyncio.create_task(proxy.connect_to(ours))
+    task = asyncio.create_task(proxy.serve(ours))
     async with asyncio.timeout(TIMEOUT):
         await ready.wait()
     peer.send({"jsonrpc": "2.0", "id": "upstream-1", "method": "slow"})

@@ -17,7 +17,7 @@ from acpio.transports.streams import ByteStreams, Lines
 from ._support import TIMEOUT, Echo, Hello, WirePeer, echo_builder
 
 
-async def test_connect_to_returns_on_eof_even_with_unfinished_spawned_work() -> None:
+async def test_serve_returns_on_eof_even_with_unfinished_spawned_work() -> None:
     app = echo_builder()
     started = asyncio.Event()
     cancelled = asyncio.Event()
@@ -31,7 +31,7 @@ async def test_connect_to_returns_on_eof_even_with_unfinished_spawned_work() -> 
 
     app.with_spawned(forever)
     ours, theirs = Channel.duplex()
-    task = asyncio.create_task(app.connect_to(ours))
+    task = asyncio.create_task(app.serve(ours))
     async with asyncio.timeout(TIMEOUT):
         await started.wait()
         await theirs.aclose()
@@ -42,7 +42,7 @@ async def test_connect_to_returns_on_eof_even_with_unfinished_spawned_work() -> 
 async def test_response_queued_before_the_peer_half_closes_is_written_over_a_socket() -> None:
     left, right = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=left)
-    server = asyncio.create_task(echo_builder().connect_to(ByteStreams(reader, writer)))
+    server = asyncio.create_task(echo_builder().serve(ByteStreams(reader, writer)))
     peer_reader, peer_writer = await asyncio.open_connection(sock=right, limit=1 << 20)
     big = "x" * 200_000  # more than one socket buffer
     peer_writer.write(
@@ -236,7 +236,7 @@ async def test_read_error_fails_the_connection_and_is_not_a_clean_close() -> Non
     assert closed == []  # not a clean close
 
 
-async def test_peer_that_ends_mid_line_lets_connect_to_finish_cleanly() -> None:
+async def test_peer_that_ends_mid_line_lets_serve_finish_cleanly() -> None:
     chunks: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def write(data: bytes) -> None:
@@ -245,7 +245,7 @@ async def test_peer_that_ends_mid_line_lets_connect_to_finish_cleanly() -> None:
     chunks.put_nowait(b'{"jsonrpc":"2.0","id":1,"method":"echo","par')
     chunks.put_nowait(b"")
     async with asyncio.timeout(TIMEOUT):
-        await echo_builder().connect_to(Lines(chunks.get, write))
+        await echo_builder().serve(Lines(chunks.get, write))
 
 
 async def test_server_going_away_does_not_hang_a_client_request() -> None:
@@ -257,7 +257,7 @@ async def test_server_going_away_does_not_hang_a_client_request() -> None:
     async def hold(req: Echo, cx: Connection) -> None:
         arrived.set()
 
-    server_task = asyncio.create_task(server.connect_to(theirs))
+    server_task = asyncio.create_task(server.serve(theirs))
 
     async def main(cx: Connection) -> None:
         sent = cx.send_request(Echo(value=1))
@@ -280,7 +280,7 @@ async def test_failing_spawned_task_fails_the_connection_with_its_error() -> Non
     ours, _theirs = Channel.duplex()
     with pytest.raises(LookupError, match="background job broke") as info:
         async with asyncio.timeout(TIMEOUT):
-            await app.connect_to(ours)
+            await app.serve(ours)
     assert any("spawned on connection 'echo'" in note for note in info.value.__notes__)
 
 
@@ -296,7 +296,7 @@ async def test_close_stops_serving_fails_pending_and_refuses_new_requests() -> N
         started.set()
 
     app.with_spawned(keep)
-    task = asyncio.create_task(app.connect_to(ours))
+    task = asyncio.create_task(app.serve(ours))
     async with asyncio.timeout(TIMEOUT):
         await started.wait()
     cx = connections[0]

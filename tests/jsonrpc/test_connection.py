@@ -272,9 +272,9 @@ async def test_spawned_connection_failure_fails_the_parent() -> None:
             await parent.connect_with(echo_builder(), main)
 
 
-async def test_connect_to_rejects_what_is_neither_transport_nor_component() -> None:
+async def test_serve_rejects_what_is_neither_transport_nor_component() -> None:
     with pytest.raises(TypeError, match="Transport"):
-        await UntypedRole.builder().connect_to(object())
+        await UntypedRole.builder().serve(object())
 
 
 async def test_main_exception_propagates_after_shutdown() -> None:

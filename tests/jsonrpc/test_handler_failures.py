@@ -104,7 +104,7 @@ async def test_a_with_spawned_task_that_fails_still_fails_the_connection() -> No
     ours, theirs = Channel.duplex()
     with pytest.raises(ValueError, match="background broke"):
         async with asyncio.timeout(TIMEOUT):
-            await app.connect_to(ours)
+            await app.serve(ours)
     await theirs.aclose()
 
 
@@ -120,7 +120,7 @@ async def test_a_task_spawned_by_a_notification_handler_fails_the_connection() -
 
     ours, theirs = Channel.duplex()
     peer = testing.WirePeer(theirs)
-    serving_task = asyncio.create_task(app.connect_to(ours))
+    serving_task = asyncio.create_task(app.serve(ours))
     peer.notify("note", {"text": "hi"})
     with pytest.raises(ValueError, match="no request to answer"):
         async with asyncio.timeout(TIMEOUT):
@@ -204,7 +204,7 @@ async def test_a_failing_response_callback_registered_by_a_request_handler_fails
 
     ours, theirs = Channel.duplex()
     peer = testing.WirePeer(theirs)
-    serving_task = asyncio.create_task(app.connect_to(ours))
+    serving_task = asyncio.create_task(app.serve(ours))
     peer.request("echo", {}, request_id="e1")
     frames = [await peer.recv(), await peer.recv()]
     hello = next(f for f in frames if f.get("method") == "hello")

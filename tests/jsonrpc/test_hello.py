@@ -226,7 +226,7 @@ async def test_hello_over_real_byte_streams() -> None:
     left, right = socket.socketpair()
     server_streams = await asyncio.open_connection(sock=left)
     client_streams = await asyncio.open_connection(sock=right)
-    server = asyncio.create_task(echo_builder().connect_to(ByteStreams(*server_streams)))
+    server = asyncio.create_task(echo_builder().serve(ByteStreams(*server_streams)))
 
     async def main(cx: Connection) -> list[Any]:
         results: list[Any] = [(await cx.send_request(Hello(name="bytes"))).greeting]

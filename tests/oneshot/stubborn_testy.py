@@ -32,7 +32,7 @@ def main() -> None:
     note(f"agent {os.getpid()}")
     note(f"grandchild {grandchild.pid}")
     try:
-        asyncio.run(testy_agent().connect_to(Stdio()))
+        asyncio.run(testy_agent().serve(Stdio()))
     except Exception as exc:  # the connection may break when the client is killed: stay anyway
         note(f"connection failed: {exc!r}")
     note("stdin closed")

@@ -381,7 +381,7 @@ def note(text):
 
 signal.signal(signal.SIGTERM, lambda *_: note("SIGTERM ignored"))
 note(str(os.getpid()))
-asyncio.run(app.connect_to(Stdio()))
+asyncio.run(app.serve(Stdio()))
 note("stdin closed, staying")
 while True:
     time.sleep(1)

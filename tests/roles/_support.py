@@ -128,11 +128,11 @@ class MiniConductor:
 
     async def open(self) -> Transport:
         ours, theirs = Channel.duplex()
-        self._tasks.append(asyncio.create_task(self.proxy.connect_to(theirs)))
+        self._tasks.append(asyncio.create_task(self.proxy.serve(theirs)))
         recorded = Recorder(ours, self.proxy_wire, "from proxy", "to proxy")
         self.to_proxy = await self._serve(self._proxy_side(), recorded)
         ours, theirs = Channel.duplex()
-        self._tasks.append(asyncio.create_task(self.agent.connect_to(theirs)))
+        self._tasks.append(asyncio.create_task(self.agent.serve(theirs)))
         recorded = Recorder(ours, self.agent_wire, "from agent", "to agent")
         self.to_agent = await self._serve(self._agent_side(), recorded)
         ours, theirs = Channel.duplex()

@@ -292,7 +292,7 @@ class _Pipes:
 
 async def test_parked_requests_are_answered_when_the_agent_ends_the_input() -> None:
     pipes = _Pipes()
-    task = asyncio.create_task(Client.builder().connect_to(pipes))
+    task = asyncio.create_task(Client.builder().serve(pipes))
     agent_out, agent_in = WirePeer(pipes.peer_out), WirePeer(pipes.peer_in)
     agent_out.request("session/request_permission", {"sessionId": "nobody"}, request_id=3)
     agent_out.request("test/barrier", {}, request_id=4)

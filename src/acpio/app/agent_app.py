@@ -41,7 +41,7 @@ from acpio.schema import (
     SetSessionModeResponse,
     StopReason,
 )
-from acpio.transports.base import Transport
+from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
 from acpio.transports.stdio import Stdio
 
@@ -186,13 +186,13 @@ class AgentApp:
             app.on_request(SetSessionConfigOptionRequest, self._set_option)
         return app
 
-    async def connect_to(self, target: object) -> None:
-        """Serve one client on ``target`` (a transport or component) until it closes the connection."""
-        await self.builder().connect_to(target)
+    async def serve(self, target: Transport | Listener | Component) -> None:
+        """Serve one client on ``target`` until it closes the connection; or every client of a listener.
 
-    async def serve(self, listener: Listener) -> None:
-        """Serve every client ``listener`` accepts, each on its own connection, until it closes."""
-        await self.builder().serve(listener)
+        ``target`` is a transport or component (one client), or a
+        :class:`~acpio.transports.listener.Listener` (each client it accepts, until it closes).
+        """
+        await self.builder().serve(target)
 
     async def open(self) -> Transport:
         """Serve the app in-process; the transport talks to it (a client builder can connect to the app)."""
@@ -200,7 +200,7 @@ class AgentApp:
 
     def run(self) -> None:
         """Serve one client on this process's stdin and stdout (how editors start an agent)."""
-        asyncio.run(self.connect_to(Stdio()))
+        asyncio.run(self.serve(Stdio()))
 
     # --- the protocol -----------------------------------------------------------------------------
 

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def serve(store: SessionStore) -> None:
         async with store:
-            await testy_agent(options, store).connect_to(Stdio())
+            await testy_agent(options, store).serve(Stdio())
 
     try:
         asyncio.run(serve(store))

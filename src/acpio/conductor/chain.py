@@ -189,7 +189,7 @@ class Chain:
             builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
             # Responses from upstream are picked out of its frames for the trace.
             upstream = transport if run.trace is None else Tap(transport, run.trace.watch(_UPSTREAM))
-            await builder.connect_to(upstream)
+            await builder.serve(upstream)
         finally:
             await run.close()
         if run.failure is not None:

@@ -1,6 +1,6 @@
 """Builders: declare the handlers of a connection, then connect it; the engine's own role.
 
-A :class:`Builder` collects handlers and tasks, then serves one connection per ``connect_to`` or
+A :class:`Builder` collects handlers and tasks, then serves one connection per ``serve`` or
 ``connect_with`` call::
 
     app = UntypedRole.builder(name="echo")
@@ -9,7 +9,7 @@ A :class:`Builder` collects handlers and tasks, then serves one connection per `
     async def hello(req: Hello, responder: Responder[HelloResult], cx: Connection) -> HelloResult:
         return HelloResult(greeting=f"hello, {req.name}")
 
-    await app.connect_to(transport)
+    await app.serve(transport)
 
 A builder is itself a :class:`~acpio.transports.base.Component`: another builder can connect to it
 in-process. :class:`UntypedRole` is the engine's protocol-neutral role; a role of your own (a
@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar, overload
 
@@ -82,7 +83,8 @@ class Builder(Generic[C]):
 
     Handlers are offered each message in registration order. Register with the decorators
     :meth:`on_request`, :meth:`on_notification`, :meth:`on_dispatch`, or add any handler object
-    with :meth:`with_handler`. Serve with :meth:`connect_to` or :meth:`connect_with`.
+    with :meth:`with_handler`. Serve with :meth:`serve` (one connection, or every one a listener
+    accepts), or drive one with :meth:`connect_with`.
 
     ``C`` is the class of the connection handle the role makes (``Client.builder()`` is a
     ``Builder[SessionConnection]``), so ``connect_with(target, main)`` types ``main``'s ``cx``.
@@ -275,7 +277,7 @@ class Builder(Generic[C]):
     async def open_connection(self, target: Any) -> C:
         """A connection to ``target`` (a transport or component), made but not served yet.
 
-        Serve it with :meth:`Connection.serve` or :meth:`Connection.run`; :meth:`connect_to` and
+        Serve it with :meth:`Connection.serve` or :meth:`Connection.run`; :meth:`serve` and
         :meth:`connect_with` do both steps.
         """
         transport = await open_transport(target)
@@ -294,12 +296,16 @@ class Builder(Generic[C]):
         return connection  # type: ignore[return-value]  # connection_class is C's class
 
     async def connect_to(self, target: Any) -> None:
-        """Serve a connection to ``target`` (a transport or component) until the peer closes it.
+        """Deprecated name of :meth:`serve` for one connection (it warns; use ``serve(target)``)."""
+        warnings.warn(
+            "Builder.connect_to(target) is now Builder.serve(target): one verb serves one connection or "
+            "every connection of a listener (connect_to goes away in the release after next)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._serve_one(target)
 
-        Returns once the input ended, the close callbacks ran and queued output was written.
-        Raises the error that failed the connection (a read error, a failed ``with_spawned`` task:
-        see :meth:`Connection.spawn` for the tasks whose failure only fails their request).
-        """
+    async def _serve_one(self, target: Any) -> None:
         await (await self.open_connection(target)).serve()
 
     async def connect_with(self, target: Any, main: Callable[[C], Awaitable[T]]) -> T:
@@ -312,17 +318,35 @@ class Builder(Generic[C]):
         result = await connection.run(main)
         return result  # type: ignore[return-value]  # None only when main is None
 
-    async def serve(
-        self, listener: Listener, *, on_error: Callable[[BaseException], object] | None = None
-    ) -> None:
-        """Serve each transport ``listener`` accepts as its own connection, until the listener closes.
+    async def serve(self, target: Any, *, on_error: Callable[[BaseException], object] | None = None) -> None:
+        """Serve ``target``: one connection (a transport or component), or every connection of a listener.
 
-        The connections run side by side in tasks this call owns. One that fails is reported
-        (``on_error(exc)``; by default logged with its traceback) and the others go on. An error
-        from ``listener.accept()`` is reported too, and accepting resumes after a pause (0.1 s,
-        doubling up to 2 s). When the listener closes, or this call is cancelled, the connections
-        still open are ended (their tasks cancelled, their transports closed) before it returns.
+        *One connection* (a :class:`~acpio.transports.base.Transport`, or a component such as
+        another builder or ``AcpAgent``): until the peer closes it. Returns once the input ended,
+        the close callbacks ran and queued output was written; raises the error that failed the
+        connection (a read error, a failed ``with_spawned`` task: see :meth:`Connection.spawn`
+        for the tasks whose failure only fails their request).
+
+        *A* :class:`~acpio.transports.listener.Listener`: each transport it accepts becomes a
+        connection of its own, until the listener closes. The connections run side by side in
+        tasks this call owns. One that fails is reported (``on_error(exc)``; by default logged
+        with its traceback) and the others go on. An error from ``listener.accept()`` is reported
+        too, and accepting resumes after a pause (0.1 s, doubling up to 2 s). When the listener
+        closes, or this call is cancelled, the connections still open are ended (their tasks
+        cancelled, their transports closed) before it returns.
+
+        To drive the connection from code of your own instead (a client), use :meth:`connect_with`.
         """
+        if not isinstance(target, Listener):
+            if on_error is not None:
+                raise TypeError("on_error= is for serving a listener; one connection raises its failure")
+            await self._serve_one(target)
+            return
+        await self._serve_listener(target, on_error)
+
+    async def _serve_listener(
+        self, listener: Listener, on_error: Callable[[BaseException], object] | None
+    ) -> None:
         report = on_error if on_error is not None else _log_failed_connection
         running: dict[asyncio.Task[None], Transport] = {}
 
@@ -346,7 +370,7 @@ class Builder(Generic[C]):
                 if transport is None:
                     break
                 pause = _ACCEPT_RETRY
-                task = loop.create_task(self.connect_to(transport), name=f"acpio {self.name} connection")
+                task = loop.create_task(self._serve_one(transport), name=f"acpio {self.name} connection")
                 running[task] = transport
                 task.add_done_callback(finished)
         finally:
@@ -363,7 +387,7 @@ class Builder(Generic[C]):
         """Serve this builder in-process and return the transport that talks to it (Component protocol)."""
         ours, theirs = Channel.duplex()
         task = asyncio.get_running_loop().create_task(
-            self.connect_to(ours), name=f"acpio builder {self.name}"
+            self._serve_one(ours), name=f"acpio builder {self.name}"
         )
         # the builder keeps the task referenced while it runs, even if the transport is dropped
         self._opened.add(task)

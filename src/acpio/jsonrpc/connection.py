@@ -56,7 +56,7 @@ class Connection:
     Send with :meth:`send_request`, :meth:`send_notification` and :meth:`send_error_notification`;
     run background work with :meth:`spawn`; add handlers at run time with
     :meth:`add_dynamic_handler`; forward messages with :meth:`send_proxied_message`. Connections are
-    made by a :class:`~acpio.jsonrpc.Builder` (``connect_to`` / ``connect_with``), not directly.
+    made by a :class:`~acpio.jsonrpc.Builder` (``serve`` / ``connect_with``), not directly.
     Await :meth:`drain` after sending in a loop to slow down to the peer's pace.
     """
 
@@ -248,7 +248,7 @@ class Connection:
           ``data`` unless :attr:`error_details` is off), the exception is logged with its
           traceback, and the connection goes on: one failed turn does not end every session;
         * from anywhere else (``with_spawned``, ``connect_with``'s main, a response callback, a
-          notification handler), the connection fails with that error (``connect_to`` and
+          notification handler), the connection fails with that error (``serve`` and
           ``connect_with`` raise it).
         """
         return self._tasks.spawn(work, args, owned=True)
@@ -317,7 +317,7 @@ class Connection:
     def close(self) -> None:
         """Stop the connection: pending requests fail with ``ConnectionClosed``, reading stops.
 
-        ``connect_to`` then returns (after draining output); in ``connect_with``, the main function
+        ``serve`` then returns (after draining output); in ``connect_with``, the main function
         keeps running, but its requests fail at once. Calling it again does nothing.
         """
         if not self._life.enter(Phase.CLOSING):
@@ -329,7 +329,7 @@ class Connection:
     async def serve(self) -> None:
         """Serve until the input ends, :meth:`close` is called or the connection fails; then shut down.
 
-        Raises the error that failed the connection. Builders call this (``connect_to``).
+        Raises the error that failed the connection. Builders call this (``serve``).
         """
         await self.run(None)
 

@@ -18,7 +18,7 @@ any step may be skipped). Entering any phase after ``OPEN`` fails the requests s
 an answer with :class:`~acpio.ConnectionClosed`, saying why (this is the only place that does);
 what is specific to a phase (cancelling the reader, running callbacks) is done by the connection
 after entering it. A connection that failed keeps its error in :attr:`Lifecycle.failure` when it
-finishes, and ``connect_to``/``connect_with`` raise it.
+finishes, and ``serve``/``connect_with`` raise it.
 """
 
 from __future__ import annotations

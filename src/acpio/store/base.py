@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, Self, TypeAlias
 
 import orjson
 
@@ -192,7 +192,7 @@ class SessionStore(abc.ABC):
         self._writer: asyncio.Task[None] | None = None
         self._written = asyncio.Event()
 
-    async def __aenter__(self) -> SessionStore:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

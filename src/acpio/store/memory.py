@@ -13,6 +13,7 @@ from acpio.store.base import (
     SessionStore,
     decode_cursor,
     encode_cursor,
+    now_us,
     page_size,
 )
 
@@ -77,7 +78,9 @@ class MemoryStore(SessionStore):
         if history is not None:
             history.append(bytes(update))
             record = self._records[session_id]
-            self._records[session_id] = record.changed()
+            # The updated time moves at most every 100 ms: a new record per update would cost more.
+            if now_us() - record.updated > 100_000:
+                self._records[session_id] = record.changed()
 
     async def history(self, session_id: str) -> AsyncIterator[bytes]:
         """The session's updates in order (a snapshot of those appended so far)."""

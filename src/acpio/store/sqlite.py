@@ -2,7 +2,8 @@
 
 The file is opened in WAL mode with a busy timeout, so two processes can share it (each write is
 one short transaction); ``synchronous=NORMAL`` keeps every committed write through a crash of the
-process (a SIGKILL loses at most the update being written). The schema is versioned with
+process. The updates an agent sends in one burst (without yielding to the event loop) are
+committed together as soon as it yields, so a SIGKILL loses at most the burst being written. The schema is versioned with
 ``PRAGMA user_version`` and migrated forward when the store opens a file written by an older
 acpio; a file from a newer acpio is refused. Calls run on the event loop's thread: each is one
 short statement or transaction, and histories are read a chunk at a time.
@@ -10,6 +11,8 @@ short statement or transaction, and histories are read a chunk at a time.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import sqlite3
 import sys
@@ -38,6 +41,10 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore", "default_sqlite_path"]
 T = TypeVar("T")
 
 _CHUNK: Final = 1000
+#: Updates committed in one transaction at most.
+_BURST: Final = 256
+
+_log = logging.getLogger("acpio.store")
 
 #: The migrations, in order: applying ``MIGRATIONS[:n]`` makes schema version ``n``.
 MIGRATIONS: Final[tuple[str, ...]] = (
@@ -101,6 +108,8 @@ class SqliteStore(SessionStore):
         self.path = Path(path) if path is not None else default_sqlite_path()
         self._connection: sqlite3.Connection | None = None
         self._touched: dict[str, int] = {}
+        self._pending: list[tuple[str, bytes]] = []
+        self._commit_scheduled = False
 
     def __repr__(self) -> str:
         return f"<SqliteStore {str(self.path)!r}>"
@@ -223,6 +232,7 @@ class SqliteStore(SessionStore):
         """Forget the session and its history; whether there was one."""
         self.claimed.discard(session_id)
         self._touched.pop(session_id, None)
+        self._commit_pending()
 
         def run(db: sqlite3.Connection) -> bool:
             db.execute("BEGIN IMMEDIATE")
@@ -241,24 +251,55 @@ class SqliteStore(SessionStore):
 
     async def append(self, session_id: str, update: bytes) -> None:
         """Add one update to the session's history, committed before this returns."""
-        self.append_soon(session_id, update)
+        self._pending.append((session_id, update))
+        self._commit_pending()
 
     def append_soon(self, session_id: str, update: bytes) -> None:
-        """Append and commit at once (SQLite writes are local and short): nothing sent is left unwritten."""
+        """Append in the transaction that commits the updates of this burst.
+
+        The updates an agent sends without yielding to the event loop are committed together
+        right after (:data:`_BURST` at most per transaction): a commit per update would cost a
+        streaming agent several times its sending time.
+        """
+        self._pending.append((session_id, update))
+        if len(self._pending) >= _BURST:
+            self._commit_pending()
+        elif not self._commit_scheduled:
+            self._commit_scheduled = True
+            asyncio.get_running_loop().call_soon(self._commit_soon)
+
+    def _commit_soon(self) -> None:
+        self._commit_scheduled = False
+        try:
+            self._commit_pending()
+        except StoreError as exc:
+            _log.error("Session updates were not recorded: %s", exc)
+
+    def _commit_pending(self) -> None:
+        """Write the updates given to :meth:`append_soon` so far, in one transaction."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
         now = now_us()
         statements: list[tuple[str, Sequence[Any]]] = [
-            ("INSERT INTO updates (session_id, body) VALUES (?, ?)", (session_id, update))
+            ("INSERT INTO updates (session_id, body) VALUES (?, ?)", update) for update in pending
         ]
-        # The session's updated time moves at most every 100 ms: one row write less per update.
-        if now - self._touched.get(session_id, 0) > 100_000:
-            self._touched[session_id] = now
-            statements.append(
-                ("UPDATE sessions SET updated = max(updated + 1, ?) WHERE id = ?", (now, session_id))
-            )
+        # A session's updated time moves at most every 100 ms: one row write less per update.
+        for session_id in dict.fromkeys(session_id for session_id, _ in pending):
+            if now - self._touched.get(session_id, 0) > 100_000:
+                self._touched[session_id] = now
+                statements.append(
+                    ("UPDATE sessions SET updated = max(updated + 1, ?) WHERE id = ?", (now, session_id))
+                )
         self._transaction(statements)
+
+    async def flush(self) -> None:
+        """Commit the updates given to :meth:`append_soon` that are not yet."""
+        self._commit_pending()
 
     async def history(self, session_id: str) -> AsyncIterator[bytes]:
         """The session's updates in order, read :data:`_CHUNK` rows at a time."""
+        self._commit_pending()
         last = -1
         while True:
             rows = self._run(partial(_chunk, session_id=session_id, after=last))

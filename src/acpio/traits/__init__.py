@@ -15,7 +15,7 @@ model and returning the typed result::
         async def prompt(self, params: PromptRequest) -> PromptResponse:
             return PromptResponse(stop_reason=StopReason.END_TURN)
 
-    await AgentSideConnection(Echo, Stdio()).listen()
+    await AgentSideConnection(Echo, Stdio()).serve()
 
 * :class:`AgentTrait` / :class:`ClientTrait`: the classes to subclass (a method you do not
   override answers ``-32601``);

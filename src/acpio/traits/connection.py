@@ -10,7 +10,7 @@ Each serves an implementation of one trait and *is* the other trait, whose metho
             await self.client.session_update(SessionNotification(...))
             return PromptResponse(stop_reason=StopReason.END_TURN)
 
-    await AgentSideConnection(Echo, Stdio()).listen()
+    await AgentSideConnection(Echo, Stdio()).serve()
 
 The implementation gets the connection in one of two ways: pass a *factory* (a class or function
 taking the connection, as above), or pass an instance, whose ``on_connect(conn)`` is called before
@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar, cast
@@ -343,12 +344,12 @@ class _Endpoint:
     def connection(self) -> Connection:
         """The engine connection underneath (to send typed extension messages, spawn tasks...).
 
-        Raises ``RuntimeError`` before the connection is served (:meth:`listen` or ``async with``).
+        Raises ``RuntimeError`` before the connection is served (:meth:`serve` or ``async with``).
         """
         cx = self._cx
         if cx is None:
             raise RuntimeError(
-                f"{type(self).__name__} is not connected yet: serve it with 'await conn.listen()' "
+                f"{type(self).__name__} is not connected yet: serve it with 'await conn.serve()' "
                 f"or 'async with conn:' before calling the peer"
             )
         return cx
@@ -366,6 +367,16 @@ class _Endpoint:
         """Hook: a request for the implementation arrived (the agent side records ``initialize``)."""
 
     async def listen(self) -> None:
+        """Deprecated name of :meth:`serve` (it warns)."""
+        warnings.warn(
+            f"{type(self).__name__}.listen() is now serve(), the verb every acpio connection serves with "
+            "(listen goes away in the release after next)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self.serve()
+
+    async def serve(self) -> None:
         """Serve the connection until the peer closes it or :meth:`close` is called.
 
         Raises what failed the connection (a :class:`~acpio.TransportError`, for example).
@@ -391,7 +402,7 @@ class _Endpoint:
                 wait.cancel()
 
     async def __aenter__(self) -> Self:
-        task = asyncio.get_running_loop().create_task(self.listen(), name=f"acpio compat {self!r}")
+        task = asyncio.get_running_loop().create_task(self.serve(), name=f"acpio compat {self!r}")
         self._task = task
         ready = asyncio.ensure_future(self._ready.wait())
         try:
@@ -473,7 +484,7 @@ class AgentSideConnection(_Endpoint, ClientTrait):
     ``agent`` is an ``AgentTrait`` instance (its ``on_connect(conn)`` receives this connection) or a
     factory called with this connection (a class whose ``__init__`` takes it, or a function).
     ``target`` is a transport (``Stdio()`` for an agent started by an editor, one end of
-    ``Channel.duplex()``) or a component. Serve with :meth:`listen` (until the client closes) or
+    ``Channel.duplex()``) or a component. Serve with :meth:`serve` (until the client closes) or
     ``async with``. ``client_features`` tells what the client advertised at ``initialize``; with
     ``require_capabilities=True`` calling a method the client did not advertise (``fs/...``,
     ``terminal/...``) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of sending it.

@@ -8,7 +8,7 @@ is documented in ``docs/testy.md`` and by ``acpio testy --help``.
 
     from acpio.agents.testy import TestyOptions, testy_agent
 
-    await testy_agent(TestyOptions(auth=True)).connect_to(transport)
+    await testy_agent(TestyOptions(auth=True)).serve(transport)
 
 Modules: :mod:`~acpio.agents.testy.script` (the language, pure),
 :mod:`~acpio.agents.testy.sessions` (in-memory sessions), :mod:`~acpio.agents.testy.turn`
