@@ -14,7 +14,7 @@ from typing import Any
 
 from acpio import Agent, Client, Proxy
 from acpio import schema as acp
-from acpio.jsonrpc import Connection, Unhandled
+from acpio.jsonrpc import Connection, Forward
 from acpio.transports import Stdio
 
 app = Proxy.builder(name="arrow")
@@ -31,19 +31,18 @@ def quote(text: str, at_start: bool) -> tuple[str, bool]:
 
 
 @app.on_request(peer=Client)
-async def new_turn(prompt: acp.PromptRequest, responder: Any, cx: Connection) -> Unhandled:
+async def new_turn(prompt: acp.PromptRequest, responder: Any, cx: Connection) -> Forward:
     at_line_start[prompt.session_id] = True
-    return Unhandled(prompt)  # the default handler forwards it to the agent
+    return Forward(prompt)  # on to the agent, unchanged
 
 
 @app.on_notification(peer=Agent)
-async def arrow(notification: acp.SessionNotification, cx: Connection) -> Unhandled | None:
+async def arrow(notification: acp.SessionNotification, cx: Connection) -> Forward:
     update, session = notification.update, notification.session_id
-    if not (isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent)):
-        return Unhandled(notification)
-    update.content.text, at_line_start[session] = quote(update.content.text, at_line_start.get(session, True))
-    cx.send_notification_to(Client, notification)
-    return None
+    if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
+        text, at_line_start[session] = quote(update.content.text, at_line_start.get(session, True))
+        update.content.text = text
+    return Forward(notification)  # on to the client, changed or not
 
 
 if __name__ == "__main__":

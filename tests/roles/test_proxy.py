@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 
 from acpio.errors import InvalidRequest, RequestCancelled, RequestError
-from acpio.jsonrpc import Builder, Connection, Dispatch, RequestDispatch, Responder, Unhandled, UntypedMessage
+from acpio.jsonrpc import (
+    Builder,
+    Connection,
+    Dispatch,
+    Forward,
+    RequestDispatch,
+    Responder,
+    ResponseDispatch,
+    Unhandled,
+    UntypedMessage,
+)
 from acpio.roles import Agent, Client, InitializeProxyRequest, Proxy
 from acpio.schema import (
     InitializeRequest,
@@ -437,6 +447,75 @@ async def test_a_proxy_with_peer_handlers_rewrites_prompts_and_updates() -> None
         result = await _client(end, main, client)
     assert result.stop_reason == "end_turn"
     assert texts == [">Hello"]
+
+
+async def test_forward_sends_a_changed_message_on_skipping_the_other_handlers() -> None:
+    app = Proxy.builder(name="rewriter")
+    later: list[str] = []
+
+    @app.on_request(peer=Client)
+    async def shout(req: PromptRequest) -> Forward:
+        wire = req.to_wire()
+        wire["prompt"] = [{"type": "text", "text": "LOUD"}]
+        return Forward(PromptRequest.model_validate(wire))
+
+    @app.on_notification(peer=Agent)
+    async def mark(note: SessionNotification) -> Forward:
+        wire = note.to_wire()
+        wire["update"]["content"]["text"] += "!"
+        return Forward(SessionNotification.model_validate(wire))
+
+    @app.on_dispatch
+    async def never(message: Dispatch) -> Unhandled:
+        if not isinstance(message, ResponseDispatch):  # responses to forwarded requests do pass
+            later.append(message.method)  # Forward skips this one
+        return Unhandled(message)
+
+    agent = Agent.builder()
+    prompts: list[Any] = []
+
+    @agent.on_request
+    async def initialize(req: InitializeRequest) -> InitializeResponse:
+        return InitializeResponse(protocol_version=1)
+
+    @agent.on_request
+    async def answer(req: PromptRequest, cx: Connection) -> PromptResponse:
+        prompts.append(req.to_wire()["prompt"])
+        cx.send_notification(SessionNotification.model_validate(_update(req.session_id, "ok")))
+        return PromptResponse.model_validate({"stopReason": "end_turn"})
+
+    client = Client.builder()
+    texts: list[str] = []
+
+    @client.on_notification
+    async def shown(note: SessionNotification) -> None:
+        texts.append(note.to_wire()["update"]["content"]["text"])
+
+    async def main(cx: Connection) -> Any:
+        await cx.send_request(INIT)
+        return await cx.send_request(PromptRequest.model_validate({"sessionId": "s1", "prompt": []}))
+
+    async with chain(app, agent) as (_, end):
+        result = await _client(end, main, client)
+    assert result.stop_reason == "end_turn"
+    assert prompts == [[{"type": "text", "text": "LOUD"}]]
+    assert texts == ["ok!"]
+    assert "session/prompt" not in later
+    assert "session/update" not in later
+
+
+async def test_forward_where_nothing_forwards_answers_with_the_reason() -> None:
+    app = Agent.builder(name="not-a-proxy")
+
+    @app.on_request
+    async def prompt(req: PromptRequest) -> Forward:
+        return Forward(req)
+
+    async with serving(app) as peer:
+        request_id = peer.request("session/prompt", {"sessionId": "s", "prompt": []})
+        answer = await peer.response_to(request_id)
+    assert answer["error"]["code"] == -32603
+    assert "Forward is for proxies" in answer["error"]["data"]["details"]
 
 
 async def test_the_mini_conductor_is_a_component() -> None:

@@ -27,6 +27,7 @@ from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.dispatch import (
     Dispatch,
     DispatchHandler,
+    Forward,
     Handler,
     NotificationDispatch,
     RequestDispatch,
@@ -49,6 +50,7 @@ __all__ = [
     "Dispatch",
     "DispatchHandler",
     "DynamicHandlerRegistration",
+    "Forward",
     "Handler",
     "JsonValue",
     "NotificationDispatch",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from acpio.errors import InternalError, MethodNotFound, RequestError
 from acpio.jsonrpc.dispatch import (
     Dispatch,
+    Forward,
     Handler,
     RequestDispatch,
     ResponseDispatch,
@@ -265,6 +266,9 @@ class HandlerChain:
                     retry = True
                 if result.message is not message:
                     message = passed_on(message, result)
+                if type(result) is Forward:
+                    await self._forward(message)
+                    return
         finally:
             if token is not None:
                 _running.reset(token)
@@ -294,6 +298,25 @@ class HandlerChain:
         if isinstance(exc, RequestError):
             return exc
         return InternalError.for_exception(exc, details=self._cx.error_details)
+
+    async def _forward(self, message: Dispatch) -> None:
+        """A handler returned :class:`Forward`: the role's default handler takes ``message`` now."""
+        cx = self._cx
+        for accepts, handle in self._default_links:
+            if accepts is None or accepts(message):
+                try:
+                    if await handle(message, cx) is None:
+                        return
+                except Exception as exc:
+                    self.handler_failed(message, exc)
+                    return
+        role = type(self._role).__name__
+        error = TypeError(
+            f"A handler returned Forward({message.method!r}), but a {role} connection has no default "
+            "handler that forwards: Forward is for proxies (Proxy.builder()); return Unhandled(...) "
+            "to pass the message to the next handler instead"
+        )
+        self.handler_failed(message, error)
 
     def handler_failed(self, message: Dispatch, exc: Exception) -> None:
         """A handler raised: answer the request with :meth:`error_for`, or log."""

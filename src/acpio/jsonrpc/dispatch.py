@@ -33,6 +33,7 @@ __all__ = [
     "Dispatch",
     "DISPATCH_SHAPES",
     "DispatchHandler",
+    "Forward",
     "Handler",
     "NotificationDispatch",
     "RequestDispatch",
@@ -188,6 +189,25 @@ class Unhandled:
         return f"Unhandled({self.message!r}, retry={self.retry!r})"
 
 
+class Forward(Unhandled):
+    """Returned by a proxy's handler: send ``message`` (changed or not) on to the other side, now.
+
+    The rest of the chain is skipped: the message goes straight to the role's default handler,
+    which for a :class:`~acpio.Proxy` forwards what came from the client to the agent and what
+    came from the agent to the client. ``message`` may be the dispatch, a changed typed message
+    or an :class:`~acpio.jsonrpc.UntypedMessage`, as for :class:`Unhandled`. A role without a
+    default handler answers a forwarded request with ``-32603`` saying so.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, message: Any) -> None:
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"Forward({self.message!r})"
+
+
 @runtime_checkable
 class Handler(Protocol):
     """Anything with ``async handle(message, cx)``: returns ``None`` to claim, :class:`Unhandled` to decline.
@@ -265,7 +285,7 @@ class DispatchHandler:
             result = await self.fn(message, cx)
         else:
             result = await self.fn(message)
-        return result if type(result) is Unhandled else None
+        return result if isinstance(result, Unhandled) else None
 
 
 def peer_suffix(peer: Role | None) -> str:

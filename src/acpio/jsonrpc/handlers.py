@@ -170,7 +170,7 @@ class RequestHandler:
             result = await self.fn(request, cx)
         if result is None:
             return None
-        if type(result) is Unhandled:
+        if isinstance(result, Unhandled):
             return result
         responder.respond(result)
         return None
@@ -218,4 +218,4 @@ class NotificationHandler:
             result = await self.fn(notification, cx)
         else:
             result = await self.fn(notification)
-        return result if type(result) is Unhandled else None
+        return result if isinstance(result, Unhandled) else None
