@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from acpio import Agent, Client, Proxy
+from acpio import Agent, Client, Connection, Forward, Proxy, Stdio
 from acpio import schema as acp
-from acpio.jsonrpc import Connection, Forward
-from acpio.transports import Stdio
 
 app = Proxy.builder(name="arrow")
 at_line_start: dict[str, bool] = {}  # per session: does the agent's next text start a line?

@@ -9,9 +9,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from acpio import Client, SessionConnection
+from acpio import AcpAgent, Client, SessionConnection
 from acpio import schema as acp
-from acpio.transports import AcpAgent
 
 AGENT = [sys.executable, str(Path(__file__).with_name("echo_agent.py"))]
 

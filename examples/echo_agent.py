@@ -9,10 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from acpio import Agent
+from acpio import Agent, Connection, Stdio
 from acpio import schema as acp
-from acpio.jsonrpc import Connection
-from acpio.transports import Stdio
 
 app = Agent.builder(name="echo", version="1.0")
 session_numbers = itertools.count(1)

@@ -10,8 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from acpio.jsonrpc import Connection, UntypedRole
-from acpio.transports import Channel
+from acpio import Channel, Connection, UntypedRole
 
 
 class HelloResult(BaseModel):

@@ -13,9 +13,7 @@ import json
 import sys
 from typing import TextIO
 
-from acpio import Agent, Proxy
-from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, ResponseDispatch, Unhandled
-from acpio.transports import Stdio
+from acpio import Agent, Connection, Dispatch, Proxy, RequestDispatch, ResponseDispatch, Stdio, Unhandled
 
 app = Proxy.builder(name="logging")
 log: TextIO = open(sys.argv[1], "a", buffering=1) if len(sys.argv) > 1 else sys.stderr  # noqa: SIM115

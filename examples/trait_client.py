@@ -9,9 +9,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from acpio import AcpAgent, ClientSideConnection, ClientTrait
 from acpio import schema as acp
-from acpio.traits import ClientSideConnection, ClientTrait
-from acpio.transports import AcpAgent
 
 AGENT = [sys.executable, str(Path(__file__).with_name("trait_echo_agent.py"))]
 

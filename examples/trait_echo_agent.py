@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from acpio import AgentSideConnection, AgentTrait, Stdio, negotiate_version
 from acpio import schema as acp
-from acpio.capabilities import negotiate_version
-from acpio.traits import AgentSideConnection, AgentTrait
-from acpio.transports import Stdio
 
 
 class EchoAgent(AgentTrait):

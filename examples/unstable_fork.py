@@ -14,9 +14,8 @@ import asyncio
 import itertools
 from pathlib import Path
 
-from acpio import Agent, Client, MethodNotFound, SessionConnection, UnstableMethodNotEnabled
+from acpio import Agent, Builder, Client, MethodNotFound, SessionConnection, UnstableMethodNotEnabled
 from acpio import schema as acp
-from acpio.jsonrpc import Builder
 
 
 def forking_agent(*, unstable: bool) -> Builder:

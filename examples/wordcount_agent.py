@@ -3,7 +3,7 @@
 Run it with `acpio prompt --allow python examples/wordcount_agent.py "count these words"`.
 """
 
-from acpio.app import AgentApp, StopReasonName, Turn
+from acpio import AgentApp, StopReasonName, Turn
 
 app = AgentApp("wordcount", version="1.0")
 
