@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from acpio import Agent, Connection, Stdio
+from acpio import Agent, Connection, Stdio, text_update
 from acpio import schema as acp
 
 app = Agent.builder(name="echo", version="1.0")
@@ -25,8 +25,7 @@ async def new_session(req: acp.NewSessionRequest) -> acp.NewSessionResponse:
 async def prompt(req: acp.PromptRequest, cx: Connection) -> acp.PromptResponse:
     for block in req.prompt:
         if isinstance(block, acp.TextContent):
-            chunk = acp.AgentMessageChunk(content=acp.TextContent(text=block.text))
-            cx.send_notification(acp.SessionNotification(session_id=req.session_id, update=chunk))
+            cx.send_notification(text_update(req.session_id, block.text))
     return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
 
 

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     )
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
     from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio
+    from acpio.updates import text_update, thought_update, user_text_update
 
 __version__ = "0.1.0"
 
@@ -128,6 +129,9 @@ _LAZY: dict[str, str] = {
     "TurnEnded": "acpio.session",
     "WaitForTerminalExitMessage": "acpio.session",
     "WriteTextFileMessage": "acpio.session",
+    "text_update": "acpio.updates",
+    "thought_update": "acpio.updates",
+    "user_text_update": "acpio.updates",
     "schema": "acpio.schema",
     "testing": "acpio.testing",
 }
@@ -201,6 +205,9 @@ __all__ = [
     "negotiate_version",
     "schema",
     "testing",
+    "text_update",
+    "thought_update",
+    "user_text_update",
 ]
 
 
