@@ -248,11 +248,12 @@ class Builder(Generic[C]):
     def on_send_notification(self, observer: SendObserver) -> SendObserver:
         """Call ``observer(cx, method, params)`` for each notification a connection of this builder sends.
 
-        It is called once the notification is queued (not for one that could not be sent), with the
-        params as the sender gave them: a typed object, a dict or ``None``
-        (:func:`acpio.jsonrpc.messages.encode_value` gives their JSON). It runs on the sender's path,
-        so it must be quick and must not raise; a session store records ``session/update`` this way
-        (:func:`acpio.store.serve_sessions`). Usable as a decorator; returns ``observer``.
+        It is called right before the notification is queued (so what it schedules with
+        ``call_soon`` runs before the frame is written), with the params as the sender gave them: a
+        typed object, a dict or ``None`` (:func:`acpio.jsonrpc.messages.encode_value` gives their
+        JSON). It runs on the sender's path, so it must be quick and must not raise; a session store
+        records ``session/update`` this way (:func:`acpio.store.serve_sessions`). Usable as a
+        decorator; returns ``observer``.
         """
         self._send_observers.append(observer)
         return observer

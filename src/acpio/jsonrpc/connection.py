@@ -36,7 +36,7 @@ _log = logging.getLogger("acpio.jsonrpc")
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: ``observer(cx, method, params)``, called for each notification ``cx`` sends, once it is queued:
+#: ``observer(cx, method, params)``, called for each notification ``cx`` sends, right before it is queued:
 #: ``params`` as the sender gave them (a typed object, a dict, ``None``). It runs on the sender's
 #: path: keep it quick (see ``Builder.on_send_notification``).
 SendObserver = Callable[["Connection", str, Any], None]
@@ -193,9 +193,11 @@ class Connection:
         method, params, _ = outgoing(message, params, request=False)
         if method in self._disabled:
             raise self.role.disabled_error(method, "send")
-        self._outbox.notify(peer, method, params)
+        # Observed before it is queued: what an observer schedules runs before the frame is written
+        # (a session store commits an update before the client can have it).
         for observe in self._send_observers:
             observe(self, method, params)
+        self._outbox.notify(peer, method, params)
 
     async def drain(self) -> None:
         """Backpressure: wait while the peer has not yet read much of what this connection sent.

@@ -3,10 +3,12 @@
 The file is opened in WAL mode with a busy timeout, so two processes can share it (each write is
 one short transaction); ``synchronous=NORMAL`` keeps every committed write through a crash of the
 process. The updates an agent sends in one burst (without yielding to the event loop) are
-committed together as soon as it yields, so a SIGKILL loses at most the burst being written. The schema is versioned with
-``PRAGMA user_version`` and migrated forward when the store opens a file written by an older
-acpio; a file from a newer acpio is refused. Calls run on the event loop's thread: each is one
-short statement or transaction, and histories are read a chunk at a time.
+committed together as soon as it yields, before the transport writes them (the recorder sees
+each update before it is queued), so a SIGKILL loses at most the burst being written, none of
+which the client has.
+The schema is versioned with ``PRAGMA user_version`` and migrated forward when the store opens a
+file written by an older acpio; a file from a newer acpio is refused. Calls run on the event loop's
+thread: each is one short statement or transaction, and histories are read a chunk at a time.
 """
 
 from __future__ import annotations
@@ -281,17 +283,26 @@ class SqliteStore(SessionStore):
             return
         pending, self._pending = self._pending, []
         now = now_us()
-        statements: list[tuple[str, Sequence[Any]]] = [
-            ("INSERT INTO updates (session_id, body) VALUES (?, ?)", update) for update in pending
-        ]
         # A session's updated time moves at most every 100 ms: one row write less per update.
-        for session_id in dict.fromkeys(session_id for session_id, _ in pending):
-            if now - self._touched.get(session_id, 0) > 100_000:
-                self._touched[session_id] = now
-                statements.append(
-                    ("UPDATE sessions SET updated = max(updated + 1, ?) WHERE id = ?", (now, session_id))
-                )
-        self._transaction(statements)
+        touched = [
+            (now, session_id)
+            for session_id in dict.fromkeys(session_id for session_id, _ in pending)
+            if now - self._touched.get(session_id, 0) > 100_000
+        ]
+        for _, session_id in touched:
+            self._touched[session_id] = now
+
+        def run(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("INSERT INTO updates (session_id, body) VALUES (?, ?)", pending)
+                db.executemany("UPDATE sessions SET updated = max(updated + 1, ?) WHERE id = ?", touched)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        self._run(run)
 
     async def flush(self) -> None:
         """Commit the updates given to :meth:`append_soon` that are not yet."""

@@ -135,9 +135,12 @@ class Turn:
         self.cx.send_notification(SessionNotification(session_id=self.session.session_id, update=update))
 
     def say(self, text: str) -> None:
-        """One agent message chunk (kept in the session's history for ``session/load``)."""
-        self.send_update(AgentMessageChunk(content=TextContent(text=text)))
+        """One agent message chunk (kept in the session's history for ``session/load``).
+
+        Remembered first: the session's store then commits it before the transport writes it.
+        """
         self.session.remember_agent(text)
+        self.send_update(AgentMessageChunk(content=TextContent(text=text)))
 
     def think(self, text: str) -> None:
         """One agent thought chunk."""
