@@ -93,11 +93,18 @@ class DynamicHandlerRegistration:
         return self._active
 
     def remove(self) -> None:
-        """Take the handler out of the chain; it declines every message from now on."""
+        """Take the handler out of the chain; it declines every message from now on.
+
+        A handler with a ``removed()`` method is told, so it can stop the work it started (an MCP
+        server over ACP cancels the calls it is still serving).
+        """
         if self._kept or not self._active:
             return
         self._active = False
         self._chain.remove(self)
+        removed: Callable[[], object] | None = getattr(self.handler, "removed", None)
+        if removed is not None:
+            removed()
 
     def run_indefinitely(self) -> None:
         """Keep the handler for the connection's lifetime: later :meth:`remove` calls do nothing."""
