@@ -1,8 +1,8 @@
 """Requirements manifest: spec-conformance.md items on initialization, session setup and the prompt turn.
 
-Scope (:data:`SCOPE`): every item of §C (initialization), §E (session setup), §G (prompt turn) and
-§H (cancellation), plus the items of other sections whose source is one of those pages: A.11 and
-A.12 (prompt-turn.mdx) and the §P conflicts 227, 230, 232, 233.
+Scope (:data:`SCOPE`): every item of §C (initialization), §E (session setup), §F (session list and
+delete), §G (prompt turn) and §H (cancellation), plus the items of other sections whose source is
+one of those pages: A.11 and A.12 (prompt-turn.mdx) and the §P conflicts 227, 230, 232, 233.
 
 Each ID maps to the tests that show acpio enforces it or makes it easy (``module::test``, relative
 to ``tests/``), or to ``OUT: reason`` when an SDK cannot enforce it. ``test_manifest.py`` checks that
@@ -12,13 +12,23 @@ the mapping covers the scope, that every named test exists, and that none is an 
 
 from __future__ import annotations
 
-SECTIONS = {"C": range(30, 49), "E": range(63, 94), "G": range(109, 122), "H": range(122, 138)}
+SECTIONS = {
+    "C": range(30, 49),
+    "E": range(63, 94),
+    "F": range(94, 109),
+    "G": range(109, 122),
+    "H": range(122, 138),
+}
 EXTRA = (11, 12, 227, 230, 232, 233)
 SCOPE: frozenset[int] = frozenset({n for r in SECTIONS.values() for n in r} | set(EXTRA))
 
 I = "interaction/test_initialization.py::"  # noqa: E741
 S = "interaction/test_session_setup.py::"
 P = "interaction/test_prompt_turn.py::"
+L = "interaction/test_session_list.py::"
+# The agent side of the session methods, served from a session store (acpio.store), every store.
+ST = "store/test_serve.py::"
+STORE = "store/test_store.py::"
 
 BIZ = "OUT: the agent's business logic"
 UI = "OUT: the client application's user interface"
@@ -71,7 +81,7 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
         S + "test_compat_session_new_sends_mcp_servers_even_when_empty",
         S + "test_session_setup_requests_require_their_fields",
     ),
-    65: BIZ + " (choosing unique session ids)",
+    65: (STORE + "test_ids_are_unique_and_a_taken_id_is_refused",),
     66: (
         S + "test_builder_refuses_load_resume_close_the_agent_did_not_advertise",
         S + "test_compat_refuses_load_resume_close_the_agent_did_not_advertise",
@@ -82,10 +92,14 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
         S + "test_compat_refuses_load_resume_close_the_agent_did_not_advertise",
     ),
     68: (S + "test_session_setup_requests_require_their_fields",),
-    69: BIZ + " (storing and replaying the conversation)",
+    69: (
+        ST + "test_load_replays_every_update_as_sent_then_answers",
+        "store/test_processes.py::test_sigkill_mid_turn_loses_nothing_already_sent",
+    ),
     70: (
         S + "test_builder_load_replay_reaches_the_session_in_order_before_the_answer",
         S + "test_compat_load_replay_is_handled_before_load_session_returns",
+        ST + "test_load_replays_every_update_as_sent_then_answers",
     ),
     71: (
         S + "test_builder_load_replay_reaches_the_session_in_order_before_the_answer",
@@ -101,7 +115,7 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
         S + "test_builder_sends_load_resume_close_when_advertised",
     ),
     75: (S + "test_resume_sends_mcp_servers_even_when_not_given",),
-    76: BIZ + " (what to do, and not replay, on resume)",
+    76: (ST + "test_resume_replays_nothing",),
     77: (S + "test_a_null_load_result_is_read_as_empty_and_modes_are_read",),
     78: (
         S + "test_builder_refuses_load_resume_close_the_agent_did_not_advertise",
@@ -111,8 +125,8 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
         S + "test_builder_refuses_load_resume_close_the_agent_did_not_advertise",
         S + "test_builder_sends_load_resume_close_when_advertised",
     ),
-    80: BIZ + " (cancelling the session's work and freeing it on close)",
-    81: BIZ + " (whether to refuse closing an unknown session)",
+    80: (ST + "test_close_calls_the_hook_and_keeps_the_session",),
+    81: (ST + "test_unknown_ids_get_the_spec_errors",),
     82: (S + "test_mcp_transports_and_additional_directories_need_their_capabilities",),
     83: (S + "test_relative_paths_are_refused_before_anything_is_sent",),
     84: "OUT: root-set semantics are agent and client-application state; acpio sends what it is given",
@@ -130,6 +144,31 @@ REQUIREMENTS: dict[int, str | tuple[str, ...]] = {
     93: (
         S + "test_relative_paths_are_refused_before_anything_is_sent",
         S + "test_mcp_transports_and_additional_directories_need_their_capabilities",
+    ),
+    # --- F. session list and delete
+    94: (L + "test_builder_refuses_list_and_delete_the_agent_did_not_advertise",),
+    95: (L + "test_stored_sessions_list_as_the_spec_says",),
+    96: (
+        L + "test_stored_sessions_list_as_the_spec_says",
+        ST + "test_list_pages_filters_and_omits_deleted_sessions",
+    ),
+    97: (L + "test_stored_sessions_list_as_the_spec_says", ST + "test_list_pages_with_a_cursor"),
+    98: (L + "test_stored_sessions_list_as_the_spec_says",),
+    99: "OUT: the client application's paging loop (acpio hands over nextCursor as the agent sent it)",
+    100: "OUT: the client application's use of cursors (acpio neither parses nor rewrites them)",
+    101: (L + "test_stored_sessions_list_as_the_spec_says", ST + "test_list_pages_with_a_cursor"),
+    102: (L + "test_stored_sessions_list_as_the_spec_says",),
+    103: "OUT: the client application's state (acpio keeps no roots of its own)",
+    104: (L + "test_session_info_update_fields_are_partial_and_null_clears",),
+    105: (L + "test_stored_sessions_list_as_the_spec_says",),
+    106: (
+        L + "test_builder_refuses_list_and_delete_the_agent_did_not_advertise",
+        L + "test_builder_sends_list_and_delete_when_advertised",
+    ),
+    107: (L + "test_a_deleted_session_is_gone_and_deleting_again_succeeds",),
+    108: (
+        L + "test_a_deleted_session_is_gone_and_deleting_again_succeeds",
+        ST + "test_unknown_ids_get_the_spec_errors",
     ),
     # --- G. prompt turn
     109: (

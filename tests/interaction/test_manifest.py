@@ -67,7 +67,13 @@ def test_the_scope_matches_the_checklist(shared_dir: Path) -> None:
     text = (shared_dir / "reference" / "spec-conformance.md").read_text()
     numbered = {int(m) for m in re.findall(r"^(\d+)\. \[", text, re.MULTILINE)}
     assert numbered >= SCOPE
-    headings = {"C": "Initialization", "E": "Session setup", "G": "Prompt turn", "H": "Cancellation"}
+    headings = {
+        "C": "Initialization",
+        "E": "Session setup",
+        "F": "Session list",
+        "G": "Prompt turn",
+        "H": "Cancellation",
+    }
     for section, title in headings.items():
         body = text.split(f"## {section}. {title}", 1)[1].split("\n## ", 1)[0]
         in_section = {int(m) for m in re.findall(r"^(\d+)\. \[", body, re.MULTILINE)}
