@@ -232,19 +232,22 @@ class PostgresStore(SessionStore):
         await self._append_many([(session_id, update)])
 
     async def _append_many(self, updates: Sequence[tuple[str, bytes]]) -> None:
+        import psycopg
+
         now = now_us()
-        statements: list[tuple[str, Sequence[Any]]] = [
-            ("INSERT INTO acpio_updates (session_id, body) VALUES (%s, %s)", (session_id, update))
-            for session_id, update in updates
-        ]
-        for session_id in dict.fromkeys(session_id for session_id, _ in updates):
-            statements.append(
-                (
-                    "UPDATE acpio_sessions SET updated = GREATEST(updated + 1, %s) WHERE id = %s",
-                    (now, session_id),
+        touched = [(now, session_id) for session_id in dict.fromkeys(sid for sid, _ in updates)]
+        db = await self._db()
+        try:
+            async with self._using, db.transaction(), db.cursor() as cursor:
+                # executemany pipelines the rows: one round trip for the burst, not one per update.
+                await cursor.executemany(
+                    "INSERT INTO acpio_updates (session_id, body) VALUES (%s, %s)", list(updates)
                 )
-            )
-        await self._transaction(statements)
+                await cursor.executemany(
+                    "UPDATE acpio_sessions SET updated = GREATEST(updated + 1, %s) WHERE id = %s", touched
+                )
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
 
     async def history(self, session_id: str) -> AsyncIterator[bytes]:
         """The session's updates in order, read :data:`_CHUNK` rows at a time."""

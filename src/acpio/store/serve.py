@@ -214,13 +214,17 @@ class StoredSessions:
         record = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers, req)
         session_id = record.session_id
         self._replaying.add(session_id)
+        own = b'"sessionId":' + orjson.dumps(session_id)
         try:
             sent = 0
             async for body in self.store.history(session_id):
-                params = orjson.loads(body)
-                if isinstance(params, dict) and params.get("sessionId") != session_id:
-                    params["sessionId"] = session_id  # a fork's copy of its parent's history
-                cx.send_notification(_UPDATE, params)
+                if own in body:  # sent as stored, without parsing it again
+                    cx.send_notification(_UPDATE, _StoredJson(body))
+                else:  # a fork's copy of its parent's history: it names the parent
+                    params = orjson.loads(body)
+                    if isinstance(params, dict):
+                        params["sessionId"] = session_id
+                    cx.send_notification(_UPDATE, params)
                 sent += 1
                 if sent % _DRAIN_EVERY == 0:
                     await cx.drain()
@@ -367,6 +371,19 @@ def serve_sessions(
     )
     sessions.register(builder)
     return sessions
+
+
+class _StoredJson:
+    """Params already JSON: the engine's encoder writes :meth:`to_wire_json` into the frame as it is."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def to_wire_json(self) -> bytes:
+        """The stored JSON text."""
+        return self.body
 
 
 def _check_cwd(method: str, cwd: str) -> None:
