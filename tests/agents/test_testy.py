@@ -445,7 +445,7 @@ async def test_commands_usage_and_help(t: Testy, project: Path) -> None:
     commands = {c["name"]: c for c in advertised["availableCommands"]}
     assert list(commands) == [
         "echo", "stream", "think", "plan", "progress", "tool", "read", "write", "permission",
-        "run", "notify", "sleep", "fail", "stop", "mode", "title", "commands", "usage", "help",
+        "run", "notify", "mcp", "sleep", "fail", "stop", "mode", "title", "commands", "usage", "help",
     ]  # fmt: skip
     assert commands["read"]["input"] == {"hint": "PATH"}
     assert "input" not in commands["help"]

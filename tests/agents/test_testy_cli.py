@@ -21,6 +21,7 @@ ALL_FLAGS = [
     "--no-audio",
     "--no-embedded-context",
     "--no-mcp-http",
+    "--mcp-acp",
     "--auth",
 ]
 

@@ -11,6 +11,7 @@ from acpio.agents.testy.script import (
     Echo,
     Fail,
     Help,
+    Mcp,
     Mode,
     Notify,
     Permission,
@@ -71,7 +72,7 @@ def test_any_other_prompt_is_echoed(text: str) -> None:
 
 def test_every_command_word_has_a_parser_and_help() -> None:
     assert {spec.name for spec in COMMANDS} == COMMAND_WORDS
-    assert len(COMMAND_WORDS) == 19
+    assert len(COMMAND_WORDS) == 20
     for spec in COMMANDS:
         assert spec.summary
         assert spec.usage.startswith(spec.name)
@@ -100,6 +101,8 @@ def test_each_command_parses_into_its_arguments() -> None:
             'notify _x/ping {"n": 1}',
             "notify _x/ping",
             "notify _x/list [1, 2]",
+            'mcp notes add {"a": 1}',
+            "mcp notes list",
             "sleep 0.5",
             "fail -32042",
             "fail 7 custom message here",
@@ -129,6 +132,8 @@ def test_each_command_parses_into_its_arguments() -> None:
         Notify("_x/ping", {"n": 1}),
         Notify("_x/ping", {}),
         Notify("_x/list", [1, 2]),
+        Mcp("notes", "add", {"a": 1}),
+        Mcp("notes", "list", {}),
         Sleep(0.5),
         Fail(-32042, "testy failure"),
         Fail(7, "custom message here"),
@@ -164,6 +169,8 @@ def test_echo_without_text_and_write_without_text_are_allowed() -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
+        ("mcp notes", "mcp needs a TOOL after the SERVER name"),
+        ("mcp notes add [1]", "mcp the tool arguments must be a JSON object"),
         ("progress x", "progress N must be a whole number (0 or more), not 'x' (usage: progress N)"),
         ("progress -1", "progress N must be a whole number"),
         ("progress", "progress needs a count N"),

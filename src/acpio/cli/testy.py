@@ -111,6 +111,12 @@ def register(subparsers: Any) -> None:
     for flag, field, what in _CAPABILITY_FLAGS:
         capabilities.add_argument(flag, dest=field, action="store_false", help=f"do not advertise {what}")
     parser.add_argument(
+        "--mcp-acp",
+        action="store_true",
+        help="advertise mcpCapabilities.acp (unstable): sessions may declare MCP servers the client or a "
+        "proxy serves over mcp/message, which the mcp command calls",
+    )
+    parser.add_argument(
         "--auth",
         action="store_true",
         help="advertise the auth method testy-login (and auth.logout), and answer session/new, session/load "
@@ -139,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
     from acpio.transports import Stdio
 
     options = TestyOptions(
-        auth=args.auth, **{field: getattr(args, field) for _, field, _ in _CAPABILITY_FLAGS}
+        auth=args.auth,
+        mcp_acp=args.mcp_acp,
+        **{field: getattr(args, field) for _, field, _ in _CAPABILITY_FLAGS},
     )
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="acpio testy: %(levelname)s: %(message)s"

@@ -9,7 +9,14 @@ See ``docs/mcp.md``.
 
 from __future__ import annotations
 
-from acpio.mcp.consumer import AcpTransport, acp_servers, connect
+from acpio.mcp.consumer import AcpTransport, acp_servers, connect, connect_declared
 from acpio.mcp.provider import DEFAULT_MAX_ACTIVE_REQUESTS, McpServer
 
-__all__ = ["DEFAULT_MAX_ACTIVE_REQUESTS", "AcpTransport", "McpServer", "acp_servers", "connect"]
+__all__ = [
+    "DEFAULT_MAX_ACTIVE_REQUESTS",
+    "AcpTransport",
+    "McpServer",
+    "acp_servers",
+    "connect",
+    "connect_declared",
+]

@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import math
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ from acpio.schema import McpServerAcp
 if TYPE_CHECKING:
     from acpio.jsonrpc import Connection, DynamicHandlerRegistration, SentRequest
 
-__all__ = ["AcpTransport", "acp_servers", "connect"]
+__all__ = ["AcpTransport", "acp_servers", "connect", "connect_declared"]
 
 _transports = itertools.count(1)
 
@@ -70,6 +70,39 @@ async def connect(
     transport = AcpTransport(cx, server, peer=peer)
     async with Client(transport, mode=MCP_PROTOCOL_VERSION, client_info=client_info, cache=None) as client:
         yield client
+
+
+@asynccontextmanager
+async def connect_declared(
+    cx: Connection, declaration: Mapping[str, Any], *, client_info: Implementation | None = None
+) -> AsyncIterator[Client]:
+    """An ``mcp.Client`` for a server as a setup request declared it (its JSON object).
+
+    ``acp`` servers are reached over ``cx`` (see :func:`connect`); ``http`` servers over Streamable
+    HTTP at their ``url``, with their ``headers`` on every request. Other kinds raise ``ValueError``:
+    stdio servers are started by the agent itself, and acpio does not start programs for it.
+    """
+    kind = declaration.get("type")
+    if kind == "acp":
+        async with connect(cx, str(declaration["serverId"]), client_info=client_info) as client:
+            yield client
+        return
+    if kind == "http":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {str(h["name"]): str(h["value"]) for h in declaration.get("headers") or ()}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+            Client(
+                streamable_http_client(str(declaration["url"]), http_client=http), client_info=client_info
+            ) as client,
+        ):
+            yield client
+        return
+    raise ValueError(
+        f"acpio connects to acp and http MCP servers; {declaration.get('name')!r} is a {kind} server"
+    )
 
 
 class AcpTransport:

@@ -69,6 +69,7 @@ from acpio.schema import (
     LogoutRequest,
     LogoutResponse,
     McpCapabilities,
+    McpServerAcp,
     McpServerHttp,
     McpServerStdio,
     NewSessionRequest,
@@ -137,6 +138,9 @@ class TestyOptions:
     prompt_embedded_context: bool = True
     #: ``mcpCapabilities.http``: sessions may be given HTTP MCP servers.
     mcp_http: bool = True
+    #: ``mcpCapabilities.acp`` (unstable, so off unless asked): sessions may be given servers the
+    #: client or a proxy serves over ``mcp/message``, which the ``mcp`` command calls.
+    mcp_acp: bool = False
     #: Advertise an auth method and require ``authenticate`` before sessions are set up.
     auth: bool = False
 
@@ -161,7 +165,9 @@ class TestyOptions:
                 audio=self.prompt_audio,
                 embedded_context=self.prompt_embedded_context,
             ),
-            mcp_capabilities=McpCapabilities(http=self.mcp_http, sse=False),
+            mcp_capabilities=McpCapabilities(
+                http=self.mcp_http, sse=False, **({"acp": True} if self.mcp_acp else {})
+            ),
             session_capabilities=SessionCapabilities(**session),
             **extra,
         )
@@ -257,8 +263,10 @@ class TestyAgent:
         if not os.path.isabs(cwd):
             raise InvalidParams({"cwd": cwd}, message=f"{method}: cwd must be an absolute path, not {cwd!r}")
         for server in mcp_servers or ():
-            if isinstance(server, McpServerStdio) or (
-                isinstance(server, McpServerHttp) and self.options.mcp_http
+            if (
+                isinstance(server, McpServerStdio)
+                or (isinstance(server, McpServerHttp) and self.options.mcp_http)
+                or (isinstance(server, McpServerAcp) and self.options.mcp_acp)
             ):
                 continue
             kind = getattr(server, "type", "unknown")
@@ -457,7 +465,8 @@ def testy_agent(
     """
     testy = TestyAgent(options if options is not None else TestyOptions(), store)
     opts = testy.options
-    app = Agent.builder(name="testy")
+    # mcp/message is unstable: the mcp command sends it only when acp servers are advertised
+    app = Agent.builder(name="testy", unstable=opts.mcp_acp)
     app.on_request(testy.initialize)
     app.on_request(testy.authenticate)
     if opts.auth:

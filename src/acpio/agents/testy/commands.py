@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from acpio.agents.testy.script import (
     COMMANDS,
@@ -21,6 +21,7 @@ from acpio.agents.testy.script import (
     Echo,
     Fail,
     Help,
+    Mcp,
     Mode,
     Notify,
     Permission,
@@ -68,6 +69,7 @@ from acpio.schema import (
     TerminalOutputRequest,
     TerminalOutputResponse,
     TextContent,
+    ToolCallContent,
     ToolCallStatus,
     ToolCallUpdate,
     ToolKind,
@@ -154,6 +156,8 @@ async def run_command(turn: Turn, command: Command) -> Outcome:
             return await run(turn, command)
         case Notify():
             return notify(turn, command)
+        case Mcp():
+            return await mcp(turn, command)
         case Sleep():
             return await sleep(turn, command)
         case Fail():
@@ -444,6 +448,57 @@ def _run_report(output: TerminalOutputResponse, exited: WaitForTerminalExitRespo
 def notify(turn: Turn, command: Notify) -> Outcome:
     """``notify METHOD [JSON]``: the extension notification, params as written."""
     turn.cx.send_notification(command.method, command.params)
+    return None
+
+
+async def mcp(turn: Turn, command: Mcp) -> Outcome:
+    """``mcp SERVER TOOL [JSON]``: a tool call that lists SERVER's tools and calls TOOL with JSON.
+
+    SERVER is the name of an MCP server the session was set up with: an ``acp`` one (reached with
+    ``mcp/message`` over this connection) or an ``http`` one. The tool call's content is the list
+    of tools, then the text the tool returned; it ends failed if the tool reports an error, or the
+    server cannot be reached.
+    """
+    tool_call_id = turn.start_tool_call(
+        f"mcp {command.server} {command.tool}", ToolKind.OTHER, raw_input=command.arguments
+    )
+    store = turn.session.store
+    record = await store.get(turn.session.session_id) if store is not None else None
+    servers = [dict(server) for server in (record.mcp_servers if record is not None else ())]
+    declared = next((server for server in servers if server.get("name") == command.server), None)
+    if declared is None:
+        known = ", ".join(str(server.get("name")) for server in servers) or "none"
+        turn.fail_tool_call(
+            tool_call_id, f"No MCP server named {command.server!r} in this session (it has: {known})"
+        )
+        return None
+    try:
+        from acpio.mcp import connect_declared
+    except ImportError as exc:  # the mcp package is an optional extra
+        turn.fail_tool_call(tool_call_id, f"The mcp command needs acpio[mcp] installed ({exc})")
+        return None
+
+    async def call() -> tuple[list[str], Any]:
+        async with connect_declared(turn.cx, declared) as client:
+            listed = await client.list_tools()
+            return [tool.name for tool in listed.tools], await client.call_tool(
+                command.tool, command.arguments
+            )
+
+    try:
+        names, result = await turn.until_cancelled(call())
+    except TurnCancelled:
+        raise
+    except Exception as exc:  # an MCPError, a refused connection...: reported, and the script goes on
+        turn.fail_tool_call(tool_call_id, f"MCP server {command.server!r} failed: {exc}")
+        return None
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    report: list[ToolCallContent] = [
+        text_content(f"tools: {', '.join(names)}"),
+        *(text_content(text) for text in texts),
+    ]
+    status = ToolCallStatus.FAILED if result.is_error else ToolCallStatus.COMPLETED
+    turn.update_tool_call(tool_call_id, status, report)
     return None
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "Help",
     "Line",
     "Mode",
+    "Mcp",
     "Notify",
     "Permission",
     "Plan",
@@ -159,6 +160,15 @@ class Notify:
 
 
 @dataclass(frozen=True, slots=True)
+class Mcp:
+    """``mcp SERVER TOOL [JSON]``: list the tools of a declared MCP server and call one."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Sleep:
     """``sleep SECONDS``: wait; a ``session/cancel`` ends the wait and the turn."""
 
@@ -222,6 +232,7 @@ Command: TypeAlias = (
     | Permission
     | Run
     | Notify
+    | Mcp
     | Sleep
     | Fail
     | Stop
@@ -396,6 +407,20 @@ def _parse_notify(args: str) -> Command:
     return Notify(method, params)
 
 
+def _parse_mcp(args: str) -> Command:
+    server, rest = _first_word(_required(args, "a SERVER name and a TOOL"))
+    tool, payload = _first_word(_required(rest, "a TOOL after the SERVER name"))
+    if not payload:
+        return Mcp(server, tool, {})
+    try:
+        arguments = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise _BadArguments(f"the tool arguments are not valid JSON ({exc})") from None
+    if not isinstance(arguments, dict):
+        raise _BadArguments("the tool arguments must be a JSON object")
+    return Mcp(server, tool, arguments)
+
+
 def _parse_sleep(args: str) -> Command:
     text = _required(args, "a number of SECONDS")
     try:
@@ -483,6 +508,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "notify", "METHOD [JSON]", "send extension notification METHOD (starts with _)", _parse_notify
+    ),
+    CommandSpec(
+        "mcp",
+        "SERVER TOOL [JSON]",
+        "list the tools of MCP server SERVER (acp or http, by name) and call TOOL in a tool call",
+        _parse_mcp,
     ),
     CommandSpec("sleep", "SECONDS", "wait; session/cancel ends the turn at once", _parse_sleep),
     CommandSpec("fail", "CODE [MESSAGE]", "answer the prompt with JSON-RPC error CODE", _parse_fail),

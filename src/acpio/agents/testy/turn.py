@@ -106,6 +106,10 @@ class Turn:
         self.checkpoint()
         return await self._until_cancelled(self.cx.send_request(message))
 
+    async def until_cancelled(self, awaitable: Awaitable[T]) -> T:
+        """Wait for ``awaitable``; a cancel of the turn stops it and raises :class:`TurnCancelled`."""
+        return await self._until_cancelled(awaitable)
+
     def send_and_forget(self, message: Any) -> None:
         """Send a request to the client without waiting for its answer (cleanup after a cancel).
 
