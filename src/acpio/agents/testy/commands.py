@@ -490,6 +490,8 @@ async def mcp(turn: Turn, command: Mcp) -> Outcome:
     except TurnCancelled:
         raise
     except Exception as exc:  # an MCPError, a refused connection...: reported, and the script goes on
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the mcp client's task groups
+            exc = exc.exceptions[0]
         turn.fail_tool_call(tool_call_id, f"MCP server {command.server!r} failed: {exc}")
         return None
     texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
