@@ -490,9 +490,10 @@ async def mcp(turn: Turn, command: Mcp) -> Outcome:
     except TurnCancelled:
         raise
     except Exception as exc:  # an MCPError, a refused connection...: reported, and the script goes on
-        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the mcp client's task groups
-            exc = exc.exceptions[0]
-        turn.fail_tool_call(tool_call_id, f"MCP server {command.server!r} failed: {exc}")
+        cause: BaseException = exc
+        while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # the mcp client's task groups
+            cause = cause.exceptions[0]
+        turn.fail_tool_call(tool_call_id, f"MCP server {command.server!r} failed: {cause}")
         return None
     texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
     report: list[ToolCallContent] = [
