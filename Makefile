@@ -55,9 +55,11 @@ postgres:
 schema: $(STAMP)
 	$(PY) scripts/generate_schema.py
 
-## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test)
+## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test);
+## then MCP tool calls through acpio's MCP-over-ACP binding against a direct mcp client
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/mcp_over_acp.py
 
 clean:
 	rm -rf $(VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
