@@ -1,0 +1,58 @@
+"""ACP over the network: agents served over HTTP and WebSocket, and clients that connect to them.
+
+Needs the ``remote`` extra (``pip install 'acpio[remote]'``: uvicorn, httpx, websockets).
+
+Serving (see ``docs/remote.md``):
+
+* :class:`RemoteServer` serves an acpio builder or agent app with uvicorn, in this process;
+* :class:`RemoteListener` is the ASGI application behind it, for any ASGI server, and the
+  :class:`~acpio.transports.Listener` of its connections (``builder.serve(listener)``);
+* :class:`Limits` bounds what clients may hold and how long the server waits for them.
+
+Connecting: :class:`RemoteAgent` (a component, like :class:`~acpio.transports.AcpAgent`) picks
+:class:`WebSocketTransport` for ``ws://`` and ``wss://`` URLs, :class:`HttpTransport` for
+``http://`` and ``https://``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpio.remote.client import HttpTransport, RemoteAgent, WebSocketTransport, is_remote_url
+    from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
+
+#: Names loaded on first use: the server needs uvicorn, the clients httpx and websockets.
+_LAZY = {
+    "HttpTransport": "client",
+    "RemoteAgent": "client",
+    "WebSocketTransport": "client",
+    "is_remote_url": "client",
+    "Limits": "server",
+    "RemoteListener": "server",
+    "RemoteServer": "server",
+    "is_loopback": "server",
+    "serve_remote": "server",
+}
+
+__all__ = [
+    "HttpTransport",
+    "Limits",
+    "RemoteAgent",
+    "RemoteListener",
+    "RemoteServer",
+    "WebSocketTransport",
+    "is_loopback",
+    "is_remote_url",
+    "serve_remote",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acpio.remote' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"acpio.remote.{module}"), name)
+    globals()[name] = value
+    return value
