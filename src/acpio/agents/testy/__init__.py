@@ -11,7 +11,7 @@ is documented in ``docs/testy.md`` and by ``acpio testy --help``.
     await testy_agent(TestyOptions(auth=True)).serve(transport)
 
 Modules: :mod:`~acpio.agents.testy.script` (the language, pure),
-:mod:`~acpio.agents.testy.sessions` (in-memory sessions), :mod:`~acpio.agents.testy.turn`
+:mod:`~acpio.agents.testy.sessions` (sessions, kept in a session store), :mod:`~acpio.agents.testy.turn`
 (a prompt turn and its cancellation), :mod:`~acpio.agents.testy.commands` (one function per
 command) and :mod:`~acpio.agents.testy.agent` (the builder and its handlers). The names below load
 the protocol models on first use only, so importing the script module stays cheap.
