@@ -1,6 +1,8 @@
 // An ACP agent written with the official TypeScript SDK, for acpio's interoperability tests.
 //
 // Run: node peers/ts/agent.mjs   (speaks ACP v1 on stdin/stdout; see peers/README.md for its turn)
+//      node peers/ts/agent.mjs --listen PORT   (the SDK's experimental AcpServer: Streamable HTTP and
+//      WebSocket on 127.0.0.1:PORT, 0 for any; prints `listening on http://127.0.0.1:N` once ready)
 //
 // A prompt whose text is "wait" streams one chunk, then waits for session/cancel (at most 30 s) and
 // ends the turn with `cancelled`. Any other prompt runs the full turn:
@@ -194,5 +196,31 @@ const app = acp
     sessions.get(params.sessionId)?.turn?.abort();
   });
 
-const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
-await connection.closed;
+const listenAt = process.argv.indexOf("--listen");
+if (listenAt >= 0) {
+  const port = Number(process.argv[listenAt + 1] ?? "0");
+  const { createServer } = await import("node:http");
+  const { pathToFileURL } = await import("node:url");
+  const { nodeModules } = await import("./sdk.mjs");
+  const sdkRoot = join(nodeModules(), "@agentclientprotocol", "sdk", "dist", "transports");
+  const { AcpServer } = await import(pathToFileURL(join(sdkRoot, "server.js")).href);
+  const adapter = await import(pathToFileURL(join(sdkRoot, "node-adapter.js")).href);
+  const { WebSocketServer } = (await import(pathToFileURL(join(nodeModules(), "ws", "wrapper.mjs")).href));
+  const server = new AcpServer({ agent: app });
+  const http = createServer(adapter.createNodeHttpHandler(server));
+  const sockets = new WebSocketServer({ noServer: true });
+  http.on("upgrade", adapter.createNodeWebSocketUpgradeHandler(server, sockets));
+  http.listen(port, "127.0.0.1", () => {
+    process.stdout.write(`listening on http://127.0.0.1:${http.address().port}\n`);
+  });
+  const stop = async () => {
+    await server.close();
+    http.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+} else {
+  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+  await connection.closed;
+}

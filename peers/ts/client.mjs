@@ -3,8 +3,10 @@
 // Run: node peers/ts/client.mjs --cwd DIR [--prompt TEXT]... [--cancel-prompt TEXT]
 //                               [--permission allow|reject|cancel] [--cancel-with session|request]
 //                               [--timeout SECONDS] -- AGENT [ARGS...]
+//      node peers/ts/client.mjs --cwd DIR --url http://HOST:PORT|ws://HOST:PORT [--token TOKEN] [...]
 //
-// It spawns AGENT, sends initialize (fs read/write and terminal advertised), session/new with cwd DIR, each
+// It spawns AGENT (or connects to the remote agent at --url with the SDK's experimental HTTP or
+// WebSocket client, sending --token as a bearer token), sends initialize (fs read/write and terminal advertised), session/new with cwd DIR, each
 // --prompt as one turn, then --cancel-prompt as a turn it cancels once the turn's first session/update
 // arrives: with session/cancel, or with --cancel-with request, with $/cancel_request for the session/prompt
 // request (the SDK's cancellationSignal). It answers the agent's requests: the file system is confined to DIR, terminals
@@ -32,6 +34,8 @@ function parseArgs(argv) {
     cancelWith: "session",
     timeout: 30,
     agent: [],
+    url: null,
+    token: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -48,9 +52,11 @@ function parseArgs(argv) {
     else if (arg === "--permission") options.permission = value();
     else if (arg === "--cancel-with") options.cancelWith = value();
     else if (arg === "--timeout") options.timeout = Number(value());
+    else if (arg === "--url") options.url = value();
+    else if (arg === "--token") options.token = value();
     else throw new Error(`unknown argument ${arg}\n${USAGE}`);
   }
-  if (!options.cwd || options.agent.length === 0) throw new Error(USAGE);
+  if (!options.cwd || (options.agent.length === 0 && options.url === null)) throw new Error(USAGE);
   if (!["allow", "reject", "cancel"].includes(options.permission)) {
     throw new Error(`--permission must be allow, reject or cancel\n${USAGE}`);
   }
@@ -283,22 +289,41 @@ async function runTurn(agent, sessionId, text, cancel) {
   }
 }
 
-const child = spawn(options.agent[0], options.agent.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
-child.stderr.on("data", (data) => {
-  summary.agentStderr = (summary.agentStderr + data.toString("utf8")).slice(-16_384);
-});
-const exited = new Promise((resolveExit) => {
-  child.on("error", (error) => {
-    summary.fatal ??= `cannot start the agent ${options.agent[0]}: ${error.message}`;
-    resolveExit();
+let child = null;
+let exited = Promise.resolve();
+let stream;
+if (options.url !== null) {
+  const { pathToFileURL } = await import("node:url");
+  const { nodeModules } = await import("./sdk.mjs");
+  const transports = resolve(nodeModules(), "@agentclientprotocol", "sdk", "dist", "transports");
+  const headers = options.token === null ? {} : { Authorization: `Bearer ${options.token}` };
+  if (options.url.startsWith("ws")) {
+    const { createWebSocketStream } = await import(pathToFileURL(resolve(transports, "ws-stream.js")).href);
+    const { default: WebSocket } = await import(pathToFileURL(resolve(nodeModules(), "ws", "wrapper.mjs")).href);
+    stream = createWebSocketStream(options.url, { headers, WebSocket });
+  } else {
+    const { createHttpStream } = await import(pathToFileURL(resolve(transports, "http-stream.js")).href);
+    stream = createHttpStream(options.url, { headers });
+  }
+} else {
+  child = spawn(options.agent[0], options.agent.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+  child.stderr.on("data", (data) => {
+    summary.agentStderr = (summary.agentStderr + data.toString("utf8")).slice(-16_384);
   });
-  child.on("exit", (code, signal) => {
-    summary.agentExit = { code, signal };
-    resolveExit();
+  exited = new Promise((resolveExit) => {
+    child.on("error", (error) => {
+      summary.fatal ??= `cannot start the agent ${options.agent[0]}: ${error.message}`;
+      resolveExit();
+    });
+    child.on("exit", (code, signal) => {
+      summary.agentExit = { code, signal };
+      resolveExit();
+    });
   });
-});
 
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+}
+
 try {
   await app.connectWith(stream, async (agent) => {
     summary.initialize = await withTimeout(
@@ -322,8 +347,8 @@ try {
 }
 
 // End the agent: close its stdin, give it 3 s to exit, then SIGTERM.
-child.stdin.end();
-const grace = setTimeout(() => child.kill("SIGTERM"), 3000);
+child?.stdin.end();
+const grace = setTimeout(() => child?.kill("SIGTERM"), 3000);
 await exited;
 clearTimeout(grace);
 for (const terminal of terminals.values()) {

@@ -27,7 +27,7 @@ from acpio import schema as acp
 from acpio.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch, Responder
 from acpio.session import ActiveSession, TurnEnded
-from acpio.transports import AcpAgent
+from acpio.transports import AcpAgent, Component
 
 NAME = "acpio-recording-client"
 
@@ -244,10 +244,10 @@ class RecordingClient:
             self.summary["agentStderr"] = (self.summary["agentStderr"] + line + "\n")[-16384:]
 
     async def run(
-        self, agent: list[str], prompts: list[str], cancel_prompt: str | None = None
+        self, agent: list[str] | Component, prompts: list[str], cancel_prompt: str | None = None
     ) -> dict[str, Any]:
-        """Spawn ``agent``, run the turns, end the agent; return the summary."""
-        process = AcpAgent(agent, debug=self._debug)
+        """Spawn ``agent`` (or connect to a component: a remote agent), run the turns; return the summary."""
+        process = AcpAgent(agent, debug=self._debug) if isinstance(agent, list) else agent
 
         async def main(cx: SessionConnection) -> None:
             capabilities = acp.ClientCapabilities(
@@ -277,7 +277,7 @@ class RecordingClient:
         finally:
             for terminal in self._terminals.values():
                 await terminal.end()
-        returncode = process.returncode
+        returncode = process.returncode if isinstance(process, AcpAgent) else None
         if returncode is not None:
             self.summary["agentExit"] = (
                 {"code": returncode, "signal": None}
