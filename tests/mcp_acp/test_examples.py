@@ -58,3 +58,27 @@ async def test_the_notes_proxy_gives_testy_its_tool_under_the_conductor() -> Non
     async with asyncio.timeout(TIMEOUT * 3):
         ended = await Client.builder().connect_with(conductor, main)
     assert ended == [["tools: add_note", "ship it"], ["tools: add_note", "ship it\nthen rest"]]
+
+
+async def test_the_bridge_as_a_process_gives_an_http_only_testy_the_notes_tool() -> None:
+    proxy = shlex.join([PYTHON, str(EXAMPLES / "mcp_notes_proxy.py")])
+    bridge = shlex.join([PYTHON, "-m", "acpio.mcp.bridge"])
+    testy = shlex.join([PYTHON, "-m", "acpio", "testy"])  # HTTP MCP servers only
+    conductor = AcpAgent(
+        [PYTHON, "-m", "acpio", "conductor", "agent", proxy, bridge, testy], cwd=ROOT, env=ENV
+    )
+
+    async def main(cx: SessionConnection) -> list[Any]:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        ended: list[Any] = []
+        async with await cx.build_session(ROOT).start_session() as session:
+            session.send_prompt('mcp notes add_note {"text": "over http"}')
+            while isinstance(message := await session.read_update(), SessionMessage):
+                update = message.update
+                if isinstance(update, acp.ToolCallUpdate) and update.status in ("completed", "failed"):
+                    ended.append([c.to_wire()["content"]["text"] for c in update.content or ()])
+        return ended
+
+    async with asyncio.timeout(TIMEOUT * 3):
+        ended = await Client.builder().connect_with(conductor, main)
+    assert ended == [["tools: add_note", "over http"]]
