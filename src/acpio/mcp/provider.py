@@ -5,6 +5,9 @@ it is attached to gets a fresh ``serverId`` (declared as ``{"type": "acp", ...}`
 request) and one handler that serves that id's ``mcp/message`` requests; the handler is removed,
 and the calls in flight cancelled, when the session ends.
 
+The older wire (``mcp/connect``, ``mcp/message`` with a ``connectionId``, ``mcp/disconnect``) is
+served too, to peers that send it (:mod:`acpio.mcp.legacy`).
+
 Each inner request goes through the ``mcp`` package's own stateless (2026-07-28) pipeline, as its
 Streamable HTTP entry does: the envelope in ``params._meta`` is classified, a per-request MCP
 connection is made from it, and ``serve_one`` runs the server's handlers and middleware.
@@ -35,6 +38,7 @@ from mcp_types import ProgressToken
 from acpio.errors import RequestCancelled, RequestError
 from acpio.jsonrpc.chain import unowned_context
 from acpio.jsonrpc.dispatch import Dispatch, RequestDispatch, Unhandled
+from acpio.mcp.legacy import CONNECT, DISCONNECT, LegacyConnection
 from acpio.mcp.wire import (
     BACKEND_FAILED,
     INVALID_PARAMS,
@@ -141,8 +145,21 @@ def _server_id_of(message: Dispatch) -> Any:
     return params.get("serverId") if type(params) is dict else None
 
 
+def _connection_id_of(message: Dispatch) -> Any:
+    params = message.params
+    return params.get("connectionId") if type(params) is dict else None
+
+
+async def _close_then_answer(connection: LegacyConnection, responder: Responder[Any]) -> None:
+    await connection.close()
+    responder.respond({})
+
+
 class _Unavailable:
-    """Answers ``-33001`` to requests for a server this connection does not serve (any more)."""
+    """Answers ``-33001`` to requests for a server this connection does not serve (any more).
+
+    On the older wire, a request for an MCP connection that is not open is answered ``-32602``.
+    """
 
     __slots__ = ("passes_on", "servers")
 
@@ -151,8 +168,12 @@ class _Unavailable:
         self.passes_on = passes_on
 
     def accepts(self, message: Dispatch) -> bool:
-        if message.method != MCP_MESSAGE or type(message) is not RequestDispatch:
+        if message.method not in (MCP_MESSAGE, CONNECT) or type(message) is not RequestDispatch:
             return False
+        connection_id = _connection_id_of(message)
+        if connection_id is not None:
+            live = any(connection_id in served.connections for served in self.servers.live.values())
+            return not live and not self.passes_on
         server_id = _server_id_of(message)
         if server_id in self.servers.live:
             return False
@@ -160,6 +181,17 @@ class _Unavailable:
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         assert isinstance(message, RequestDispatch)
+        connection_id = _connection_id_of(message)
+        if connection_id is not None:
+            message.responder.respond_with_error(
+                RequestError(
+                    INVALID_PARAMS,
+                    f"No MCP connection {connection_id!r} is open on this connection: it was disconnected, "
+                    "or its session ended. Open one with mcp/connect.",
+                    {"connectionId": connection_id},
+                )
+            )
+            return None
         server_id = _server_id_of(message)
         message.responder.respond_with_error(
             RequestError(
@@ -178,13 +210,15 @@ class _Unavailable:
 class _Served:
     """The handler of one attachment: one ``serverId``, its requests in flight, its lifespan."""
 
-    __slots__ = ("active", "closed", "lifespan", "owner", "server_id", "servers", "stopped")
+    __slots__ = ("active", "closed", "connections", "lifespan", "owner", "server_id", "servers", "stopped")
 
     def __init__(self, owner: McpServer, server_id: str, servers: _ConnectionServers) -> None:
         self.owner = owner
         self.server_id = server_id
         self.servers = servers
         self.active: dict[str, _Call] = {}
+        #: The connections peers opened with ``mcp/connect`` (the older wire).
+        self.connections: dict[str, LegacyConnection] = {}
         self.closed = False
         self.lifespan: asyncio.Future[Any] | None = None
         self.stopped = asyncio.Event()
@@ -194,9 +228,19 @@ class _Served:
         return f"<McpServer {self.server_id!r}>"
 
     def accepts(self, message: Dispatch) -> bool:
-        return message.method == MCP_MESSAGE and _server_id_of(message) == self.server_id
+        method = message.method
+        if method == MCP_MESSAGE:
+            params = message.params
+            if type(params) is dict and "connectionId" in params:
+                return params["connectionId"] in self.connections
+            return bool(_server_id_of(message) == self.server_id)
+        if method == CONNECT:
+            return bool(_server_id_of(message) == self.server_id)
+        return method == DISCONNECT and _connection_id_of(message) in self.connections
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        if message.method != MCP_MESSAGE or _connection_id_of(message) is not None:
+            return await self._handle_older_wire(message, cx)
         if type(message) is not RequestDispatch:
             return Unhandled(message)  # notifications go from provider to consumer, never here
         assert isinstance(message, RequestDispatch)
@@ -231,6 +275,36 @@ class _Served:
         cx.spawn(self._serve, call)
         return None
 
+    async def _handle_older_wire(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        """``mcp/connect``, ``mcp/message`` with a ``connectionId``, ``mcp/disconnect``."""
+        responder = message.responder if isinstance(message, RequestDispatch) else None
+        if message.method == CONNECT:
+            if responder is not None:
+                connection = LegacyConnection(self.owner.server, cx, message.peer)
+                self.connections[connection.connection_id] = connection
+                responder.respond({"connectionId": connection.connection_id})
+            return None
+        connection = self.connections[_connection_id_of(message)]
+        if message.method == DISCONNECT:
+            del self.connections[connection.connection_id]
+            if responder is not None:
+                cx.spawn(_close_then_answer, connection, responder)
+            return None
+        params = message.params
+        assert isinstance(params, dict)  # accepts() saw a connectionId in it
+        method, inner = params.get("method"), params.get("params")
+        if type(method) is not str or (inner is not None and type(inner) is not dict):
+            if responder is not None:
+                responder.respond_with_error(
+                    RequestError(INVALID_PARAMS, "mcp/message needs a string method and object params")
+                )
+            return None
+        if responder is None:
+            connection.notify(method, inner)
+        else:
+            connection.request(method, inner, responder)
+        return None
+
     def removed(self) -> None:
         """The session ended: refuse new requests, cancel those in flight, end the lifespan."""
         self.closed = True
@@ -239,6 +313,9 @@ class _Served:
         self.stopped.set()
         for call in list(self.active.values()):
             call.responder.mark_cancelled()
+        for connection in self.connections.values():
+            asyncio.get_running_loop().create_task(connection.close(), context=unowned_context())
+        self.connections.clear()
 
     async def _serve(self, call: _Call) -> None:
         envelope = call.envelope
