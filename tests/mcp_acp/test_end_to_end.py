@@ -98,3 +98,34 @@ async def test_a_proxy_gives_testy_a_tool_through_the_conductor(tmp_path: Path) 
         return await _tool_call_texts(cx, tmp_path)
 
     _check(await _run(chain, main))
+
+
+async def test_a_proxy_attaches_one_server_to_every_session_of_its_connection(tmp_path: Path) -> None:
+    proxy = Proxy.builder(name="notes-everywhere", unstable=True)
+    McpServer(notes_server()).attach_to_proxy(proxy)
+    chain = Chain.agent("conductor", [proxy, testy_agent(TestyOptions(mcp_acp=True))])
+
+    async def main(cx: Connection) -> Any:
+        first = await _tool_call_texts(cx, tmp_path)
+        return first, await _tool_call_texts_again(cx, tmp_path)
+
+    first, second = await _run(chain, main)
+    _check(first)
+    _check(second)
+
+
+async def _tool_call_texts_again(cx: Connection, cwd: Path) -> list[tuple[str, list[str]]]:
+    """SCRIPT in a second session of the same connection (no second initialize)."""
+    ended: list[tuple[str, list[str]]] = []
+    async with await build_session(cx, cwd).start_session() as session:
+        session.send_prompt(SCRIPT)
+        while isinstance(message := await session.read_update(), SessionMessage):
+            update = message.dispatch.params["update"]  # type: ignore[index,call-overload]
+            if update["sessionUpdate"] == "tool_call_update" and update.get("status") in (
+                "completed",
+                "failed",
+            ):
+                ended.append(
+                    (update["status"], [block["content"]["text"] for block in update.get("content", [])])
+                )
+    return ended

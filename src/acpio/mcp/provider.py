@@ -38,6 +38,7 @@ from mcp_types import ProgressToken
 from acpio.errors import RequestCancelled, RequestError
 from acpio.jsonrpc.chain import unowned_context
 from acpio.jsonrpc.dispatch import Dispatch, RequestDispatch, Unhandled
+from acpio.jsonrpc.messages import UntypedMessage
 from acpio.mcp.legacy import CONNECT, DISCONNECT, LegacyConnection
 from acpio.mcp.wire import (
     BACKEND_FAILED,
@@ -48,17 +49,19 @@ from acpio.mcp.wire import (
     Envelope,
     parse_envelope,
 )
-from acpio.roles import Conductor
-from acpio.schema import McpServerAcp
+from acpio.roles import Client, Conductor
+from acpio.schema import McpServerAcp, NewSessionRequest
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import Connection, DynamicHandlerRegistration, Responder
-    from acpio.schema import NewSessionRequest
+    from acpio.jsonrpc import Builder, Connection, DynamicHandlerRegistration, Responder
 
 __all__ = ["DEFAULT_MAX_ACTIVE_REQUESTS", "McpServer"]
 
 #: Requests one served server answers at a time unless told otherwise (as the TypeScript SDK).
 DEFAULT_MAX_ACTIVE_REQUESTS = 64
+
+#: The session setup requests a proxy adds its servers to (:meth:`McpServer.attach_to_proxy`).
+_SETUP_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
 #: What a served request's MCP handlers see as their transport.
 _TRANSPORT = TransportContext(kind="acp", can_send_request=False)
@@ -109,6 +112,36 @@ class McpServer:
         served = _Served(self, f"{self.name}:{uuid.uuid4()}", _servers_of(cx))
         request.mcp_servers.append(McpServerAcp(name=self.name, server_id=served.server_id))
         return [cx.add_dynamic_handler(served)]
+
+    def attach_to_proxy(self, app: Builder[Any]) -> None:
+        """Declare this server in every session set up through the proxy ``app``.
+
+        Each connection of ``app`` serves one instance of the server, for the connection's
+        lifetime, under one ``serverId`` declared in each ``session/new``, ``/load``, ``/resume``
+        and ``/fork`` the client sends through it (the other handlers of ``app`` then see the
+        request with the declaration added).
+        """
+        declared: weakref.WeakKeyDictionary[Connection, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+        async def declare(message: Dispatch, cx: Connection) -> Unhandled:
+            params = message.params
+            if (
+                message.method not in _SETUP_METHODS
+                or not message.is_from(Client)
+                or type(params) is not dict
+            ):
+                return Unhandled(message)
+            declaration = declared.get(cx)
+            if declaration is None:
+                holder = NewSessionRequest(cwd="/", mcp_servers=[])
+                for registration in self.attach(holder, cx):
+                    registration.run_indefinitely()
+                declaration = declared[cx] = holder.mcp_servers[0].to_wire()
+            servers = params.get("mcpServers")
+            servers = [*servers, declaration] if isinstance(servers, list) else [declaration]
+            return Unhandled(UntypedMessage(message.method, {**params, "mcpServers": servers}))
+
+        app.on_dispatch(declare)
 
 
 # --- per connection -------------------------------------------------------------------------------
