@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
@@ -196,3 +198,22 @@ def test_a_record_is_frozen() -> None:
     record = SessionRecord(session_id="s", cwd="/w")
     with pytest.raises(AttributeError):
         record.title = "x"  # type: ignore[misc]
+
+
+async def test_sqlite_keeps_a_burst_in_one_row_and_reads_each_update_back(tmp_path: Path) -> None:
+    import sqlite3
+
+    from acpio.store import SqliteStore
+
+    async with SqliteStore(tmp_path / "s.db") as store:
+        one, two = await store.create("/w"), await store.create("/w")
+        for n in range(300):  # more than a burst: two transactions
+            store.append_soon(one.session_id if n % 100 < 90 else two.session_id, b'{"n":%d}' % n)
+        await store.flush()
+        expected_one = [b'{"n":%d}' % n for n in range(300) if n % 100 < 90]
+        assert [u async for u in store.history(one.session_id)] == expected_one
+        assert len([u async for u in store.history(two.session_id)]) == 30
+        with pytest.raises(ValueError, match="NUL"):
+            store.append_soon(one.session_id, b'{"a":1}\x00')
+    rows = sqlite3.connect(tmp_path / "s.db").execute("SELECT count(*) FROM updates").fetchone()[0]
+    assert rows < 20  # runs of one session's updates share a row
