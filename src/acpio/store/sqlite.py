@@ -4,9 +4,9 @@ The file is opened in WAL mode with a busy timeout, so two processes can share i
 one short transaction); ``synchronous=NORMAL`` keeps every committed write through a crash of the
 process. The updates an agent sends in one burst (without yielding to the event loop) are
 committed together as soon as it yields, a session's run of them in one row, before the
-transport writes them (the recorder sees
-each update before it is queued), so a SIGKILL loses at most the burst being written, none of
-which the client has.
+transport writes them (the recorder sees each update before it is queued): a SIGKILL loses at
+most the burst being written, none of which the client has.
+
 The schema is versioned with ``PRAGMA user_version`` and migrated forward when the store opens a
 file written by an older acpio; a file from a newer acpio is refused. Calls run on the event loop's
 thread: each is one short statement or transaction, and histories are read a chunk at a time.
