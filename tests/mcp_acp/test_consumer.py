@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from acpio.jsonrpc import Connection
+from acpio.jsonrpc import Connection, Dispatch, Unhandled
 from acpio.mcp import McpServer, acp_servers, connect
 from acpio.roles import Agent, Client
 from acpio.schema import (
@@ -29,13 +29,16 @@ from acpio.schema import (
 from acpio.session import build_session
 from acpio.transports import Channel
 
-from ._support import TIMEOUT, Gate, notes_server
+from ._support import TIMEOUT, Gate, check, notes_server
 
 Work = Callable[[Connection, McpServerAcp], Awaitable[Any]]
 
 
-async def _agent_uses(server: McpServer, work: Work) -> Any:
-    """Serve ``server`` from a client to an agent; run ``work`` on the agent with the declaration."""
+async def _agent_uses(server: McpServer, work: Work, seen: list[Any] | None = None) -> Any:
+    """Serve ``server`` from a client to an agent; run ``work`` on the agent with the declaration.
+
+    ``seen`` gets the params of each ``mcp/message`` the client receives.
+    """
     declared: asyncio.Future[McpServerAcp] = asyncio.get_running_loop().create_future()
     agent = Agent.builder(name="consumer", unstable=True)
 
@@ -59,7 +62,15 @@ async def _agent_uses(server: McpServer, work: Work) -> Any:
 
     agent_done = asyncio.Event()
     ours, theirs = Channel.duplex()
-    client = asyncio.create_task(Client.builder(unstable=True).connect_with(theirs, client_main))
+    client_builder = Client.builder(unstable=True)
+
+    @client_builder.on_dispatch
+    async def record(message: Dispatch) -> Unhandled:
+        if seen is not None and message.method == "mcp/message":
+            seen.append(message.params)
+        return Unhandled(message)
+
+    client = asyncio.create_task(client_builder.connect_with(theirs, client_main))
     try:
         async with asyncio.timeout(TIMEOUT):
             return await agent.connect_with(ours, agent_main)
@@ -70,18 +81,28 @@ async def _agent_uses(server: McpServer, work: Work) -> Any:
 
 
 async def test_the_agent_lists_and_calls_tools_with_an_mcp_client() -> None:
+    sent: list[Any] = []
+
     async def work(cx: Connection, server: McpServerAcp) -> Any:
+        cx.add_send_observer(
+            lambda _cx, method, params: sent.append(params) if method == "mcp/message" else None
+        )
         async with connect(cx, server) as client:
             tools = await client.list_tools()
             added = await client.call_tool("add", {"a": 20, "b": 22})
             failed = await client.call_tool("fail", {})
         return [tool.name for tool in tools.tools], added, failed
 
-    names, added, failed = await _agent_uses(McpServer(notes_server()), work)
+    names, added, failed = await _agent_uses(McpServer(notes_server()), work, seen=sent)
     assert names == ["add", "fail", "slow"]
     assert added.is_error is False
     assert added.structured_content == {"result": 42}
     assert failed.is_error is True
+    assert len(sent) == 3  # no initialize: stateless 2026-07-28 from the first request
+    for params in sent:
+        check("MessageMcpRequest", params)
+        assert params["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert len({params["requestId"] for params in sent}) == 3
 
 
 async def test_cancelling_a_call_cancels_the_tool_at_the_provider() -> None:
