@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
-_CHUNK: Final = 1000
+#: Rows of a history read per query (a row holds the updates of one batch for one session).
+_CHUNK: Final = 64
+#: Updates in one row at most (so a chunk of rows read back stays small).
+_RUN: Final = 256
+#: Between the updates of one row: NUL never occurs in JSON text.
+_SEPARATOR: Final = b"\x00"
 
 #: The migrations, in order: applying ``MIGRATIONS[:n]`` makes schema version ``n``.
 MIGRATIONS: Final[tuple[str, ...]] = (
@@ -60,7 +65,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     CREATE TABLE acpio_updates (
         id BIGSERIAL PRIMARY KEY,
         session_id TEXT NOT NULL,
-        body BYTEA NOT NULL
+        body BYTEA NOT NULL  -- the JSON texts of one or more updates, in order, separated by NUL
     );
     CREATE INDEX acpio_updates_session ON acpio_updates (session_id, id);
     CREATE TABLE acpio_session_leases (
@@ -229,7 +234,13 @@ class PostgresStore(SessionStore):
 
     async def append(self, session_id: str, update: bytes) -> None:
         """Add one update to the session's history, committed before this returns."""
+        _check(update)
         await self._append_many([(session_id, update)])
+
+    def append_soon(self, session_id: str, update: bytes) -> None:
+        """Queue the update for the writer task, which commits what is queued in one transaction."""
+        _check(update)
+        super().append_soon(session_id, update)
 
     async def _append_many(self, updates: Sequence[tuple[str, bytes]]) -> None:
         import psycopg
@@ -241,7 +252,7 @@ class PostgresStore(SessionStore):
             async with self._using, db.transaction(), db.cursor() as cursor:
                 # executemany pipelines the rows: one round trip for the burst, not one per update.
                 await cursor.executemany(
-                    "INSERT INTO acpio_updates (session_id, body) VALUES (%s, %s)", list(updates)
+                    "INSERT INTO acpio_updates (session_id, body) VALUES (%s, %s)", _runs(updates)
                 )
                 await cursor.executemany(
                     "UPDATE acpio_sessions SET updated = GREATEST(updated + 1, %s) WHERE id = %s", touched
@@ -259,7 +270,8 @@ class PostgresStore(SessionStore):
                 (session_id, last, _CHUNK),
             )
             for _, body in rows:
-                yield bytes(body)
+                for update in bytes(body).split(_SEPARATOR):
+                    yield update
             if len(rows) < _CHUNK:
                 return
             last = rows[-1][0]
@@ -347,6 +359,22 @@ class PostgresStore(SessionStore):
             )
         except psycopg.errors.UniqueViolation:
             raise ValueError(f"A session with id {record.session_id!r} exists already") from None
+
+
+def _check(update: bytes) -> None:
+    if _SEPARATOR in update:
+        raise ValueError("A session update is JSON text, which never holds a NUL byte")
+
+
+def _runs(updates: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """One row per run of updates of the same session (at most :data:`_RUN`), joined by NUL."""
+    rows: list[tuple[str, bytes]] = []
+    start = 0
+    for end in range(1, len(updates) + 1):
+        if end == len(updates) or updates[end][0] != updates[start][0] or end - start == _RUN:
+            rows.append((updates[start][0], _SEPARATOR.join(update for _, update in updates[start:end])))
+            start = end
+    return rows
 
 
 def _row(record: SessionRecord) -> tuple[Any, ...]:
