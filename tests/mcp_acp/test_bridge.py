@@ -194,3 +194,30 @@ async def test_progress_turns_the_response_into_an_event_stream(tmp_path: Path) 
     ]
     assert [event["params"]["progress"] for event in events[:2]] == [1, 2]
     assert events[2]["result"]["content"][0]["text"] == "counted"
+
+
+async def test_a_handshake_era_http_client_gets_a_session(tmp_path: Path) -> None:
+    """The mcp package's client in legacy mode: initialize, initialized, then calls, with Mcp-Session-Id."""
+    from mcp import Client as McpClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    declared: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+    chain = Chain.agent("conductor", [mcp_http_bridge(), _http_only_agent(declared)])
+
+    async def main(cx: Connection) -> Any:
+        await cx.send_request(InitializeRequest(protocol_version=1))
+        async with (
+            await cx.build_session(tmp_path).with_mcp_server(McpServer(notes_server())).start_session()
+        ):
+            [server] = await declared
+            headers = {server["headers"][0]["name"]: server["headers"][0]["value"]}
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
+                McpClient(streamable_http_client(server["url"], http_client=http), mode="legacy") as client,
+            ):
+                assert client.session.protocol_version == "2025-11-25"
+                listed = await client.list_tools()
+                added = await client.call_tool("add", {"a": 20, "b": 22})
+            return [tool.name for tool in listed.tools], added.structured_content
+
+    assert await _run(chain, main) == (["add", "fail", "slow"], {"result": 42})

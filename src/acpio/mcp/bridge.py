@@ -15,7 +15,10 @@ Placed immediately before such an agent (``acpio conductor agent ... "python -m 
   request (``$/cancel_request``).
 
 Like the official TypeScript SDK's ``McpOverAcpHttpBridge``, the endpoint speaks the stateless MCP
-revision 2026-07-28: one JSON-RPC request per POST, no ``initialize``, no session, no GET stream.
+revision 2026-07-28: one JSON-RPC request per POST, no GET stream. It also takes the 2025
+``initialize`` handshake most agents' MCP clients open with: the answer comes from the server's
+``server/discover``, the client gets an ``Mcp-Session-Id``, and each request of that session is
+relayed with the 2026-07-28 envelope (the session's client capabilities and info) added.
 Request bodies are bounded (``max_body_bytes``, else ``413``) and so are the requests in flight
 (``max_active_requests``, else ``429`` with ``-33000``). An agent that already advertises ``acp``
 gets everything unchanged.
@@ -37,7 +40,16 @@ import orjson
 from acpio.errors import AcpError, RequestError
 from acpio.jsonrpc.dispatch import Dispatch, Forward, NotificationDispatch, RequestDispatch, Unhandled
 from acpio.jsonrpc.messages import UntypedMessage
-from acpio.mcp.wire import BACKEND_FAILED, MCP_MESSAGE, RESOURCE_LIMIT, parse_envelope
+from acpio.mcp.wire import (
+    BACKEND_FAILED,
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    MCP_MESSAGE,
+    MCP_PROTOCOL_VERSION,
+    PROTOCOL_VERSION_META,
+    RESOURCE_LIMIT,
+    parse_envelope,
+)
 from acpio.roles import Agent, Client, Proxy
 
 if TYPE_CHECKING:
@@ -54,6 +66,9 @@ DEFAULT_MAX_ACTIVE_REQUESTS: Final = 64
 _MAX_HEADER_BYTES: Final = 16 * 1024
 _SETUP_METHODS: Final = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 _INITIALIZE_METHODS: Final = frozenset({"proxy/initialize", "initialize"})
+#: The MCP revisions of the ``initialize`` handshake a bridged session may name (oldest first).
+_HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+_SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 
 
 def mcp_http_bridge(
@@ -127,10 +142,11 @@ def _is_acp(server: Any) -> bool:
 class _Route:
     """One bridged server: its path on the endpoint and its bearer token."""
 
-    __slots__ = ("path", "server_id", "token")
+    __slots__ = ("name", "path", "server_id", "token")
 
-    def __init__(self, server_id: str) -> None:
+    def __init__(self, server_id: str, name: str) -> None:
         self.server_id = server_id
+        self.name = name
         self.path = f"/mcp/{secrets.token_urlsafe(12)}"
         self.token = secrets.token_urlsafe(32)
 
@@ -159,6 +175,8 @@ class McpHttpEndpoint:
         self._active = 0
         self._next = 0
         self._listening: dict[str, Callable[[str, Any], None]] = {}
+        #: Handshake-era sessions (``Mcp-Session-Id``): the envelope their requests are given.
+        self._sessions: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<McpHttpEndpoint 127.0.0.1:{self.port} servers={len(self._routes)}>"
@@ -184,7 +202,7 @@ class McpHttpEndpoint:
         server_id = server["serverId"]
         route = self._routes.get(server_id)
         if route is None:
-            route = self._routes[server_id] = _Route(server_id)
+            route = self._routes[server_id] = _Route(server_id, server["name"])
             self._by_path[route.path] = route
         declared: dict[str, Any] = {
             "type": "http",
@@ -236,6 +254,11 @@ class McpHttpEndpoint:
         keep_alive = headers.get("connection", "").lower() != "close"
         try:
             route = self._check(method, path, headers)
+            if method == "DELETE":  # a handshake-era client ends its session
+                self._sessions.pop(headers.get("mcp-session-id", ""), None)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+                return keep_alive
             length = int(headers.get("content-length", "-1"))
             if length < 0:
                 raise _HttpError(411, -32600, "A Content-Length is required")
@@ -248,7 +271,7 @@ class McpHttpEndpoint:
                 )
             self._active += 1
             try:
-                return await self._relay(route, body, reader, writer) and keep_alive
+                return await self._relay(route, body, headers, reader, writer) and keep_alive
             finally:
                 self._active -= 1
         except _HttpError as error:
@@ -265,12 +288,61 @@ class McpHttpEndpoint:
             raise _HttpError(401, -32600, "Unauthorized: send the Authorization header of the declaration")
         if "origin" in headers and not headers["origin"].startswith(("http://127.0.0.1", "http://localhost")):
             raise _HttpError(403, -32600, "Invalid Origin")
-        if method != "POST":
-            raise _HttpError(405, -32600, "Only POST is supported (MCP 2026-07-28: no GET stream)")
+        if method not in ("POST", "DELETE"):
+            raise _HttpError(405, -32600, "Only POST (and DELETE of a session) is supported: no GET stream")
         return route
 
+    async def _initialize_session(
+        self, route: _Route, request_id: Any, params: dict[str, Any], writer: asyncio.StreamWriter
+    ) -> None:
+        """Answer a handshake-era ``initialize`` from the server's ``server/discover``; open a session.
+
+        The provider speaks 2026-07-28 only; the session remembers the client's capabilities and
+        info, which the bridge then adds to each of the session's requests as their envelope.
+        """
+        capabilities = params.get("capabilities")
+        session: dict[str, Any] = {
+            PROTOCOL_VERSION_META: MCP_PROTOCOL_VERSION,
+            CLIENT_CAPABILITIES_META: capabilities if isinstance(capabilities, dict) else {},
+        }
+        if isinstance(params.get("clientInfo"), dict):
+            session[CLIENT_INFO_META] = params["clientInfo"]
+        self._next += 1
+        envelope = {
+            "serverId": route.server_id,
+            "requestId": f"mcp-http-{self._next}-{secrets.token_hex(4)}",
+            "method": "server/discover",
+            "params": {"_meta": session},
+        }
+        outcome = await _settled(self.cx.send_request_to(Client, MCP_MESSAGE, envelope))
+        reply = _reply(request_id, outcome)
+        extra = ""
+        if "result" in reply:
+            discovered = reply["result"] if isinstance(reply["result"], dict) else {}
+            requested = params.get("protocolVersion")
+            found = discovered.get("_meta")
+            meta: dict[str, Any] = found if isinstance(found, dict) else {}
+            result: dict[str, Any] = {
+                "protocolVersion": requested if requested in _HANDSHAKE_VERSIONS else _HANDSHAKE_VERSIONS[-1],
+                "capabilities": discovered.get("capabilities") or {},
+                "serverInfo": meta.get(_SERVER_INFO_META) or {"name": route.name, "version": ""},
+            }
+            if discovered.get("instructions") is not None:
+                result["instructions"] = discovered["instructions"]
+            reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            session_id = secrets.token_urlsafe(16)
+            self._sessions[session_id] = session
+            extra = f"mcp-session-id: {session_id}\r\n"
+        _write_json(writer, 200, reply, keep_alive=True, extra_headers=extra)
+        await writer.drain()
+
     async def _relay(
-        self, route: _Route, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        route: _Route,
+        body: bytes,
+        headers: dict[str, str],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> bool:
         try:
             message = orjson.loads(body)
@@ -294,6 +366,12 @@ class McpHttpEndpoint:
             raise _HttpError(
                 400, -32600, "A request needs a string method and object params", request_id=request_id
             )
+        if method == "initialize" and not _has_envelope(params):
+            await self._initialize_session(route, request_id, params or {}, writer)
+            return True
+        session = self._sessions.get(headers.get("mcp-session-id", ""))
+        if session is not None:
+            params = _with_envelope(params, session)
         self._next += 1
         inner_id = f"mcp-http-{self._next}-{secrets.token_hex(4)}"
         envelope: dict[str, Any] = {"serverId": route.server_id, "requestId": inner_id, "method": method}
@@ -337,6 +415,19 @@ class McpHttpEndpoint:
         return not gone.done()
 
 
+def _has_envelope(params: Any) -> bool:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META in meta
+
+
+def _with_envelope(params: dict[str, Any] | None, session: dict[str, Any]) -> dict[str, Any]:
+    """A handshake-era request's params with the session's 2026-07-28 envelope in ``_meta``."""
+    params = dict(params or {})
+    meta = params.get("_meta")
+    params["_meta"] = {**session, **(meta if isinstance(meta, dict) else {})}
+    return params
+
+
 async def _settled(sent: SentRequest[Any]) -> Any:
     """The outcome of ``sent``: its result, or the error it ended with."""
     try:
@@ -371,7 +462,9 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[s
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def _write_json(writer: asyncio.StreamWriter, status: int, body: Any, keep_alive: bool) -> None:
+def _write_json(
+    writer: asyncio.StreamWriter, status: int, body: Any, keep_alive: bool, extra_headers: str = ""
+) -> None:
     payload = orjson.dumps(body)
     reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"}.get(
         status, "Error"
@@ -382,7 +475,7 @@ def _write_json(writer: asyncio.StreamWriter, status: int, body: Any, keep_alive
     )
     if status == 401:
         head += "www-authenticate: Bearer\r\n"
-    writer.write(head.encode() + b"\r\n" + payload)
+    writer.write((head + extra_headers).encode() + b"\r\n" + payload)
 
 
 def main() -> None:
