@@ -12,11 +12,9 @@ import os
 
 from mcp.server.mcpserver import MCPServer
 
-from acpio import Client, SessionConnection
+from acpio import AcpAgent, Client, SessionConnection, SessionMessage
 from acpio import schema as acp
 from acpio.mcp import McpServer
-from acpio.session import SessionMessage
-from acpio.transports import AcpAgent
 
 clock = MCPServer("clock")
 

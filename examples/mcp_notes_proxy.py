@@ -15,10 +15,9 @@ import asyncio
 
 from mcp.server.mcpserver import MCPServer
 
-from acpio import Client, Connection, Proxy, Responder, Stdio
+from acpio import Client, Proxy, Responder, SessionConnection, Stdio
 from acpio import schema as acp
 from acpio.mcp import McpServer
-from acpio.session import build_session_from
 
 notes: list[str] = []
 tools = MCPServer("notes")
@@ -36,9 +35,9 @@ app = Proxy.builder(name="notes-proxy", unstable=True)
 
 @app.on_request(peer=Client)
 async def new_session(
-    req: acp.NewSessionRequest, responder: Responder[acp.NewSessionResponse], cx: Connection
+    req: acp.NewSessionRequest, responder: Responder[acp.NewSessionResponse], cx: SessionConnection
 ) -> None:
-    session = build_session_from(cx, req).with_mcp_server(McpServer(tools))
+    session = cx.build_session_from(req).with_mcp_server(McpServer(tools))
     cx.spawn(session.start_session_proxy(responder))
 
 

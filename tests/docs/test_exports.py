@@ -27,8 +27,9 @@ EVERYDAY = {
     "acpio.traits",
     "acpio.transports",
 }
-#: Where an example may import acpio's names from: one or two modules.
-EXAMPLE_MODULES = {"acpio", "acpio.schema"}
+#: Where an example may import acpio's names from: one or two modules, and ``acpio.mcp`` (an optional
+#: extra, kept out of the top level so that ``import acpio`` never loads the ``mcp`` package).
+EXAMPLE_MODULES = {"acpio", "acpio.schema", "acpio.mcp"}
 
 
 def acpio_imports(source: str) -> list[tuple[str, str]]:
