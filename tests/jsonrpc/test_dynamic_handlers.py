@@ -177,6 +177,37 @@ async def test_run_indefinitely_keeps_the_handler() -> None:
         assert (await peer.request("x", {"sessionId": "s", "n": 1}))["result"] == {"handled_by": "s"}
 
 
+async def test_a_handler_is_told_once_when_removed_and_never_when_kept() -> None:
+    class Told:
+        def __init__(self) -> None:
+            self.removals = 0
+
+        async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+            return Unhandled(message)
+
+        def removed(self) -> None:
+            self.removals += 1
+
+    removed, kept = Told(), Told()
+    connections: list[Connection] = []
+    app = UntypedRole.builder()
+
+    @app.on_dispatch
+    async def remember(message: Dispatch, cx: Connection) -> Unhandled:
+        connections.append(cx)
+        return Unhandled(message)
+
+    async with serving(app) as peer:
+        await peer.request("ping")
+        registration = connections[0].add_dynamic_handler(removed)
+        registration.remove()
+        registration.remove()
+        keeping = connections[0].add_dynamic_handler(kept)
+        keeping.run_indefinitely()
+        keeping.remove()
+    assert (removed.removals, kept.removals) == (1, 0)
+
+
 class _DefaultRole(Role):
     """A role whose default handler answers everything, to check where it sits in the chain."""
 
