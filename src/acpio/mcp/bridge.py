@@ -82,7 +82,7 @@ def mcp_http_bridge(
         found = endpoints.get(cx)
         if found is None:
             found = endpoints[cx] = McpHttpEndpoint(cx, max_body_bytes, max_active_requests)
-            found.start()
+            found.start(on_closed=lambda: endpoints.pop(cx, None))
         return found
 
     @app.on_dispatch
@@ -181,21 +181,27 @@ class McpHttpEndpoint:
     def __repr__(self) -> str:
         return f"<McpHttpEndpoint 127.0.0.1:{self.port} servers={len(self._routes)}>"
 
-    def start(self) -> None:
-        """Listen on an ephemeral loopback port (known at once), serving until the connection ends."""
+    def start(self, on_closed: Callable[[], object]) -> None:
+        """Listen on an ephemeral loopback port (known at once), serving until the connection ends.
+
+        ``on_closed`` is called once the endpoint stopped listening.
+        """
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
         listener.setblocking(False)
         self.port = listener.getsockname()[1]
-        self.cx.spawn(self._serve, listener)
+        self.cx.spawn(self._serve, listener, on_closed)
 
-    async def _serve(self, listener: socket.socket) -> None:
-        server = await asyncio.start_server(self._connection, sock=listener, limit=_MAX_HEADER_BYTES)
+    async def _serve(self, listener: socket.socket, on_closed: Callable[[], object]) -> None:
         try:
-            await self.cx.wait_closed()
+            server = await asyncio.start_server(self._connection, sock=listener, limit=_MAX_HEADER_BYTES)
+            try:
+                await self.cx.wait_closed()
+            finally:
+                server.close()
         finally:
-            server.close()
+            on_closed()
 
     def declare(self, server: dict[str, Any]) -> dict[str, Any]:
         """The ``http`` declaration that replaces the ``acp`` one ``server`` (same name and ``_meta``)."""
