@@ -170,7 +170,14 @@ def _servers_of(cx: Connection) -> _ConnectionServers:
         handler = _Unavailable(servers, passes_on)
         servers.unavailable = cx.add_dynamic_handler(handler)
         servers.unavailable.run_indefinitely()
+        # The registration refers to the connection: the entry goes when the connection does.
+        asyncio.get_running_loop().create_task(_forget(cx), context=unowned_context())
     return servers
+
+
+async def _forget(cx: Connection) -> None:
+    await cx.wait_closed()
+    _by_connection.pop(cx, None)
 
 
 def _server_id_of(message: Dispatch) -> Any:
