@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.session import SessionMessage
@@ -60,13 +62,15 @@ async def test_the_notes_proxy_gives_testy_its_tool_under_the_conductor() -> Non
     assert ended == [["tools: add_note", "ship it"], ["tools: add_note", "ship it\nthen rest"]]
 
 
-async def test_the_bridge_as_a_process_gives_an_http_only_testy_the_notes_tool() -> None:
+@pytest.mark.parametrize("bridge", ["process", "--mcp-bridge"])
+async def test_the_bridge_gives_an_http_only_testy_the_notes_tool(bridge: str) -> None:
     proxy = shlex.join([PYTHON, str(EXAMPLES / "mcp_notes_proxy.py")])
-    bridge = shlex.join([PYTHON, "-m", "acpio.mcp.bridge"])
     testy = shlex.join([PYTHON, "-m", "acpio", "testy"])  # HTTP MCP servers only
-    conductor = AcpAgent(
-        [PYTHON, "-m", "acpio", "conductor", "agent", proxy, bridge, testy], cwd=ROOT, env=ENV
-    )
+    if bridge == "process":
+        components = [proxy, shlex.join([PYTHON, "-m", "acpio.mcp.bridge"]), testy]
+    else:
+        components = ["--mcp-bridge", proxy, testy]
+    conductor = AcpAgent([PYTHON, "-m", "acpio", "conductor", "agent", *components], cwd=ROOT, env=ENV)
 
     async def main(cx: SessionConnection) -> list[Any]:
         await cx.send_request(acp.InitializeRequest(protocol_version=1))

@@ -41,6 +41,7 @@ examples:
   acpio conductor agent "python examples/arrow_proxy.py" "python -m acpio testy"
   acpio conductor --trace run.jsons agent "python proxy.py --flag" "my-agent --acp"
   acpio conductor proxy "python examples/arrow_proxy.py" "python examples/logging_proxy.py"
+  acpio conductor agent --mcp-bridge "python examples/mcp_notes_proxy.py" "acpio testy"
 
 --trace writes one JSON event per line (read it with `acpio trace`)."""
 
@@ -85,6 +86,12 @@ def register(subparsers: Any) -> None:
     agent.add_argument(
         "components", nargs="*", metavar="COMPONENT", help="a proxy command, then the agent command"
     )
+    agent.add_argument(
+        "--mcp-bridge",
+        action="store_true",
+        help="run acpio's MCP-over-ACP bridge just before the agent: MCP servers the client or a proxy "
+        "serves over ACP reach an agent that only takes HTTP MCP servers (needs acpio[mcp])",
+    )
     _add_options(agent, nested=True)
     proxy = modes.add_parser(
         "proxy",
@@ -120,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
         processes.append(AcpAgent(command))
         components.append(Named(text.strip(), processes[-1]))
+    if getattr(args, "mcp_bridge", False):
+        try:
+            from acpio.mcp import mcp_http_bridge
+        except ImportError as exc:
+            raise CliError(f"--mcp-bridge needs the mcp package: pip install 'acpio[mcp]' ({exc})") from None
+        components.insert(len(components) - 1, Named("mcp-http-bridge", mcp_http_bridge()))
     chain = Chain.agent(args.name, components) if args.mode == "agent" else Chain.proxy(args.name, components)
     if args.trace is not None:
         try:
