@@ -31,6 +31,7 @@ from acpio.jsonrpc.messages import (
     Response,
     decode,
     encode_error,
+    head_request_id,
     line_head,
 )
 from acpio.jsonrpc.outbox import BatchAnswers, Outbox
@@ -196,7 +197,8 @@ class DispatchLoop:
         if isinstance(decoded, OversizedFrame):
             _log.warning("Skipped a message of %d bytes: over the transport's limit", decoded.size)
             data = {"reason": "message too large", "size": decoded.size, "line": line_head(decoded.head)}
-            self.outbox.emit_quietly(encode_error(None, InvalidRequest(data, message="Message too large")))
+            answer = InvalidRequest(data, message="Message too large")
+            self.outbox.emit_quietly(encode_error(head_request_id(decoded.head), answer))
         elif isinstance(decoded, Batch):
             await self._batch(decoded)
         else:

@@ -16,6 +16,7 @@ Outgoing frames are built with orjson; request ids are echoed with their exact J
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -47,6 +48,7 @@ __all__ = [
     "encode_result",
     "encode_value",
     "error_response_object",
+    "head_request_id",
     "line_head",
     "result_object",
 ]
@@ -135,6 +137,29 @@ class Batch:
 
 #: What :func:`decode` returns for one frame.
 Frame: TypeAlias = Entry | Batch | None
+
+
+#: ``"id": <string or integer>`` among a message's first keys, before any ``"params"`` (whose values
+#: may hold other ids); and ``"method"`` in the same start.
+_HEAD_ID = re.compile(rb'^\s*\{(?:(?!"params")[^{}\[\]])*?"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d{1,18})[\s,}]')
+
+
+def head_request_id(head: bytes) -> str | int | None:
+    """The id of the request a too-long line starts, when its start shows one; ``None`` otherwise.
+
+    Lets the answer to a message skipped for its size name the request, so that the peer's call
+    fails instead of waiting forever.
+    """
+    if b'"method"' not in head:
+        return None
+    match = _HEAD_ID.match(head)
+    if match is None:
+        return None
+    try:
+        value = orjson.loads(match.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def line_head(frame: bytes | str) -> str:
