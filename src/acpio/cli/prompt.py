@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
         metavar="CMD",
         default=os.environ.get("ACPIO_AGENT"),
         help="the agent command: shell words ('npx my-agent --flag', leading NAME=value words set "
-        'variables) or JSON ({"command": ..., "args": [...], "env": {...}}); default: $ACPIO_AGENT',
+        'variables), JSON ({"command": ..., "args": [...], "env": {...}}), or the URL of a remote agent '
+        "(ws://, wss://, http://, https://; $ACPIO_TOKEN is sent as its bearer token); default: $ACPIO_AGENT",
     )
     parser.add_argument(
         "--cwd",
@@ -131,10 +132,20 @@ def run(args: argparse.Namespace) -> int:
             "no agent: give its command with --agent CMD (or set ACPIO_AGENT), as in "
             "`acpio prompt --agent 'python my_agent.py' \"Hello\"`; the other words are the prompt"
         )
-    try:
-        agent = AgentCommand.from_string(args.agent)
-    except ValueError as exc:
-        raise CliError(f"--agent: {exc}") from exc
+    agent: Any
+    if args.agent.split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
+        try:
+            from acpio.remote import RemoteAgent
+        except ImportError as exc:
+            raise CliError(
+                f"--agent {args.agent}: needs the remote extra: pip install 'acpio[remote]'"
+            ) from exc
+        agent = RemoteAgent(args.agent, token=os.environ.get("ACPIO_TOKEN"))
+    else:
+        try:
+            agent = AgentCommand.from_string(args.agent)
+        except ValueError as exc:
+            raise CliError(f"--agent: {exc}") from exc
     cwd = Path(args.cwd).expanduser()
     if not cwd.is_dir():
         raise CliError(f"--cwd {args.cwd}: no such directory")

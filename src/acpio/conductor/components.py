@@ -7,6 +7,8 @@ A *component* is anything a connection can be opened to (a :class:`~acpio.transp
 * a program to start as a child process: an :class:`~acpio.transports.AcpAgent`, an
   :class:`~acpio.transports.AgentCommand`, a shell-words string (``"python proxy.py --flag"``, leading
   ``NAME=value`` words set variables) or JSON config string, or an argv list;
+* an agent served over the network: a ``ws://``, ``wss://``, ``http://`` or ``https://`` URL string
+  (an :class:`acpio.remote.RemoteAgent`; needs the ``remote`` extra);
 * any object with ``async open() -> Transport``.
 
 Each has a name, shown in traces and error messages: the command string as given, the builder's or
@@ -74,6 +76,10 @@ def resolve(spec: ComponentSpec) -> Member:
     if isinstance(spec, Named):
         return Member(spec.name, resolve(spec.component).component)
     if isinstance(spec, str):
+        if spec.strip().split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
+            from acpio.remote import RemoteAgent  # an agent served over the network
+
+            return Member(spec.strip(), RemoteAgent(spec.strip()))
         return Member(spec.strip(), AcpAgent(AgentCommand.from_string(spec)))
     if isinstance(spec, AgentCommand):
         return Member(spec.display(), AcpAgent(spec))

@@ -7,7 +7,8 @@ Serving (see ``docs/remote.md``):
 * :class:`RemoteServer` serves an acpio builder or agent app with uvicorn, in this process;
 * :class:`RemoteListener` is the ASGI application behind it, for any ASGI server, and the
   :class:`~acpio.transports.Listener` of its connections (``builder.serve(listener)``);
-* :class:`Limits` bounds what clients may hold and how long the server waits for them.
+* :class:`Limits` bounds what clients may hold and how long the server waits for them;
+* :class:`Gateway` serves any stdio agent: one agent process per remote connection.
 
 Connecting: :class:`RemoteAgent` (a component, like :class:`~acpio.transports.AcpAgent`) picks
 :class:`WebSocketTransport` for ``ws://`` and ``wss://`` URLs, :class:`HttpTransport` for
@@ -21,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from acpio.remote.client import HttpTransport, RemoteAgent, WebSocketTransport, is_remote_url
+    from acpio.remote.gateway import Gateway
     from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
 
 #: Names loaded on first use: the server needs uvicorn, the clients httpx and websockets.
 _LAZY = {
+    "Gateway": "gateway",
     "HttpTransport": "client",
     "RemoteAgent": "client",
     "WebSocketTransport": "client",
@@ -37,6 +40,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "Gateway",
     "HttpTransport",
     "Limits",
     "RemoteAgent",
