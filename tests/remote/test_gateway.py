@@ -1,4 +1,4 @@
-"""``acpio serve -- COMMAND`` as a real process, one agent process per connection; ``acpio prompt --agent URL``."""
+"""``acpio serve -- COMMAND`` as a real process: an agent process per connection; ``prompt --agent URL``."""
 
 from __future__ import annotations
 
