@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import orjson
@@ -41,9 +42,14 @@ from acpio.traits import AgentSideConnection, ClientSideConnection
 from acpio.traits import AgentTrait as CompatAgent
 from acpio.traits import ClientTrait as CompatClient
 from acpio.transports import Channel
-from acpio.transports.base import OversizedFrame
+from acpio.transports.base import OversizedFrame, Transport
 
 TIMEOUT = 5
+
+#: The wire :func:`builder_client` joins its client and agent with: ``channel`` (in process),
+#: ``websocket`` or ``http`` (the agent served by ``acpio.remote.RemoteServer`` on a loopback port).
+#: ``conftest.py`` runs each test that uses it over all three.
+WIRE: ContextVar[str] = ContextVar("WIRE", default="channel")
 
 #: The conversation an agent replays on ``session/load``: (role, text).
 HISTORY = (("user", "What is 2+2?"), ("agent", "4"))
@@ -52,7 +58,7 @@ HISTORY = (("user", "What is 2+2?"), ("agent", "4"))
 class Tap:
     """A transport wrapper that records every frame, decoded, in both directions, in order."""
 
-    def __init__(self, inner: Channel) -> None:
+    def __init__(self, inner: Transport) -> None:
         self.inner = inner
         #: ``("out" | "in", message)`` in the order they crossed this end.
         self.frames: list[tuple[str, Any]] = []
@@ -207,10 +213,28 @@ async def builder_client(
 
     ``client`` is the client's builder (with handlers of its own); a plain one by default.
     """
-    ours, theirs = Channel.duplex()
-    tap = Tap(ours)
     agent_builder = agent.builder() if isinstance(agent, ScriptAgent) else agent
-    agent_task = asyncio.create_task(agent_builder.serve(theirs))
+    async with AsyncExitStack() as stack:
+        if WIRE.get() == "channel":
+            ours, theirs = Channel.duplex()
+            agent_task = asyncio.create_task(agent_builder.serve(theirs))
+        else:
+            # The agent served over the network; its failures are logged by the server, not raised here.
+            from acpio.remote import RemoteAgent, RemoteServer
+
+            server = await stack.enter_async_context(RemoteServer(agent_builder, port=0))
+            url = server.url if WIRE.get() == "http" else server.url.replace("http", "ws", 1)
+            ours = await RemoteAgent(url).open()
+            agent_task = asyncio.create_task(asyncio.sleep(0))
+        async with _client(ours, agent_task, allow_failure=allow_failure, client=client) as pair:
+            yield pair
+
+
+@asynccontextmanager
+async def _client(
+    ours: Transport, agent_task: asyncio.Task[None], *, allow_failure: bool, client: Builder | None
+) -> AsyncIterator[tuple[SessionConnection, Tap]]:
+    tap = Tap(ours)
     started: asyncio.Future[SessionConnection] = asyncio.get_running_loop().create_future()
     finished = asyncio.Event()
 
