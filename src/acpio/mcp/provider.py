@@ -368,6 +368,8 @@ class _Served:
                     f"MCP server {self.server_id!r} failed to start (its lifespan raised): {exc}",
                     {"serverId": self.server_id, "details": str(exc), "type": type(exc).__name__},
                 ) from exc
+            # handlers that watch the mcp package's cancel event see the cancel too
+            call.responder.cancel_flag.add_callback(call.context.cancel_requested.set)
             outcome = await call.responder.run_until_cancelled(self._outcome(call, state))
         except RequestCancelled:
             if self.closed:
