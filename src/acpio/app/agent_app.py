@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from acpio.app.menu import Menu, SessionSettings
-from acpio.app.turn import Exchange, Turn
+from acpio.app.turn import Exchange, Turn, exchanges
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
 from acpio.jsonrpc import Builder, Connection, Responder
+from acpio.jsonrpc.messages import encode_value
 from acpio.roles import Agent
 from acpio.schema import (
     AgentCapabilities,
@@ -40,7 +41,9 @@ from acpio.schema import (
     SetSessionModeRequest,
     SetSessionModeResponse,
     StopReason,
+    UserMessageChunk,
 )
+from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions, open_store
 from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
 from acpio.transports.stdio import Stdio
@@ -58,19 +61,14 @@ PromptFunction: TypeAlias = Callable[[Turn], Awaitable[StopReason | StopReasonNa
 
 @dataclass
 class _Session:
+    """A session open on one connection: its directory, settings, turn and history."""
+
+    cx: Connection
     cwd: Path
     settings: SessionSettings
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
     history: list[Exchange] = field(default_factory=list)
-
-
-@dataclass
-class _Client:
-    """What the app keeps per connection: the client's features and its sessions."""
-
-    features: ClientFeatures = field(default_factory=lambda: ClientFeatures({}))
-    sessions: dict[str, _Session] = field(default_factory=dict)
 
 
 class AgentApp:
@@ -93,6 +91,13 @@ class AgentApp:
     that raises answers its ``session/prompt`` with ``-32603`` (the message in ``data`` unless
     ``error_details=False``), is logged, and the agent goes on. ``prompt_capabilities`` says which
     content the prompt may carry besides text (images, audio, embedded resources).
+
+    With a ``store`` (a :class:`~acpio.store.SessionStore`, or its URL: ``"sqlite:///path"``,
+    ``"postgresql://..."``, ``"memory:"``) sessions outlive the process: the app also serves
+    ``session/load`` (the history replayed, the user's prompts included), ``session/resume``,
+    ``session/list``, ``session/close`` and ``session/delete`` from it, advertises them, keeps each
+    session's mode and option values, and a turn's :attr:`~acpio.app.Turn.history` includes the
+    turns of earlier processes.
     """
 
     def __init__(
@@ -103,6 +108,7 @@ class AgentApp:
         title: str | None = None,
         prompt_capabilities: PromptCapabilities | None = None,
         error_details: bool = True,
+        store: SessionStore | str | None = None,
     ) -> None:
         #: The ``agentInfo`` the app answers ``initialize`` with.
         self.info = (
@@ -113,8 +119,17 @@ class AgentApp:
         self._prompt_capabilities = prompt_capabilities or PromptCapabilities()
         self._error_details = error_details
         self._prompt: PromptFunction | None = None
-        self._clients: weakref.WeakKeyDictionary[Connection, _Client] = weakref.WeakKeyDictionary()
+        #: What each client advertised at ``initialize``.
+        self._features: weakref.WeakKeyDictionary[Connection, ClientFeatures] = weakref.WeakKeyDictionary()
+        #: The open sessions, by id (ids are unique across connections).
+        self._sessions: dict[str, _Session] = {}
         self._menu = Menu()
+        if isinstance(store, str):
+            store = open_store(store)
+        #: The session methods served from the store, when there is one.
+        self._stored = (
+            StoredSessions(store, on_open=self._opened, on_close=self._closed) if store is not None else None
+        )
 
     def __repr__(self) -> str:
         return f"<AgentApp {self.info.name!r}>"
@@ -177,7 +192,10 @@ class AgentApp:
         """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself)."""
         app = Agent.builder(name=self.info.name)
         app.on_request(InitializeRequest, self._initialize)
-        app.on_request(NewSessionRequest, self._new_session)
+        if self._stored is not None:
+            self._stored.register(app)
+        else:
+            app.on_request(NewSessionRequest, self._new_session)
         app.on_request(PromptRequest, self._start_turn)
         app.on_notification(CancelNotification, self._cancel)
         if self._menu.modes:
@@ -204,17 +222,17 @@ class AgentApp:
 
     # --- the protocol -----------------------------------------------------------------------------
 
-    def _client(self, cx: Connection) -> _Client:
-        client = self._clients.get(cx)
-        if client is None:
-            client = self._clients[cx] = _Client()
-        return client
+    def _client_features(self, cx: Connection) -> ClientFeatures:
+        return self._features.get(cx) or ClientFeatures({})
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
-        self._client(cx).features = ClientFeatures.from_request(request)
+        self._features[cx] = ClientFeatures.from_request(request)
+        capabilities = AgentCapabilities(prompt_capabilities=self._prompt_capabilities)
+        if self._stored is not None:
+            capabilities = self._stored.agent_capabilities(capabilities)
         return InitializeResponse(
             protocol_version=negotiate_version(request.protocol_version),
-            agent_capabilities=AgentCapabilities(prompt_capabilities=self._prompt_capabilities),
+            agent_capabilities=capabilities,
             agent_info=self.info,
         )
 
@@ -225,24 +243,49 @@ class AgentApp:
         if not cwd.is_absolute():
             raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
         session_id = f"sess_{uuid.uuid4().hex}"
-        client = self._client(cx)
-        settings = self._menu.settings(client.features)
-        client.sessions[session_id] = _Session(cwd, settings)
+        settings = self._menu.settings(self._client_features(cx))
+        self._sessions[session_id] = _Session(cx, cwd, settings)
         responder.respond(NewSessionResponse(session_id=session_id, **self._menu.setup(settings)))
-        if self._menu.commands:  # after the answer: the client knows the session by then
+        self._offer_commands(cx, session_id)  # after the answer: the client knows the session by then
+
+    def _offer_commands(self, cx: Connection, session_id: str) -> None:
+        if self._menu.commands and not cx.closed:
             cx.send_notification(
                 SessionNotification(session_id=session_id, update=self._menu.commands_update())
             )
 
+    async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
+        """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
+        settings = self._menu.restored(self._client_features(cx), record.mode, record.config)
+        session = self._sessions[record.session_id] = _Session(cx, Path(record.cwd), settings)
+        if method != "session/new":
+            assert self._stored is not None
+            session.history = await exchanges(self._stored.store.history(record.session_id))
+        # the answer is sent when this returns; the commands go out right after it
+        asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
+        return SessionSetup(**self._menu.setup(settings))
+
+    async def _closed(self, session_id: str) -> None:
+        """A stored session closes (closed, deleted, loaded elsewhere, its connection ended)."""
+        session = self._sessions.pop(session_id, None)
+        if session is None or session.turn is None:
+            return
+        if session.current is not None:
+            session.current.cancel_requested = True
+        session.turn.cancel()
+        await asyncio.gather(session.turn, return_exceptions=True)
+
     def _session(self, cx: Connection, session_id: str) -> _Session:
-        session = self._client(cx).sessions.get(session_id)
-        if session is None:
+        session = self._sessions.get(session_id)
+        if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
 
     async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
         self._menu.check_mode(request.mode_id)
         self._session(cx, request.session_id).settings.mode = request.mode_id
+        if self._stored is not None:
+            await self._stored.store.set_mode(request.session_id, request.mode_id)
         return SetSessionModeResponse()
 
     async def _set_option(
@@ -250,12 +293,13 @@ class AgentApp:
     ) -> SetSessionConfigOptionResponse:
         settings = self._session(cx, request.session_id).settings
         self._menu.set_option(settings, request.config_id, request.value)
+        if self._stored is not None:
+            await self._stored.store.set_config(request.session_id, request.config_id, request.value)
         return SetSessionConfigOptionResponse(config_options=self._menu.options_state(settings))
 
     async def _start_turn(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
-        client = self._client(cx)
         session = self._session(cx, request.session_id)
         if session.turn is not None:
             raise InvalidRequest(
@@ -271,11 +315,17 @@ class AgentApp:
             request.session_id,
             session.cwd,
             list(request.prompt),
-            client.features,
+            self._client_features(cx),
             session.settings,
             self._menu,
             session.history,
         )
+        if self._stored is not None:  # what the user said, for session/load to replay
+            for block in request.prompt:
+                update = SessionNotification(
+                    session_id=request.session_id, update=UserMessageChunk(content=block)
+                )
+                self._stored.store.append_soon(request.session_id, encode_value(update))
         session.current = turn
         session.turn = cx.spawn(self._run_turn(self._prompt, turn, session, responder))
 
@@ -312,8 +362,8 @@ class AgentApp:
             return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
 
     async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
-        session = self._client(cx).sessions.get(notification.session_id)
-        if session is None or session.turn is None or session.current is None:
+        session = self._sessions.get(notification.session_id)
+        if session is None or session.cx is not cx or session.turn is None or session.current is None:
             return
         session.current.cancel_requested = True
         session.turn.cancel()

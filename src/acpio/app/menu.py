@@ -134,6 +134,21 @@ class Menu:
             booleans=client.boolean_config_options,
         )
 
+    def restored(
+        self, client: ClientFeatures, mode: str | None, values: Mapping[str, Any]
+    ) -> SessionSettings:
+        """A stored session's settings: its mode and option values where still declared and valid."""
+        settings = self.settings(client)
+        if mode is not None and any(m.id == mode for m in self.modes):
+            settings.mode = mode
+        for option in self.options:
+            value = values.get(option.id)
+            if value is not None and (
+                isinstance(value, bool) if option.choices is None else value in option.choices
+            ):
+                settings.options[option.id] = value
+        return settings
+
     def setup(self, settings: SessionSettings) -> dict[str, Any]:
         """The ``modes`` and ``configOptions`` of a setup answer (only those the app declared)."""
         fields: dict[str, Any] = {}

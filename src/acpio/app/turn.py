@@ -8,7 +8,7 @@ what it sends for its session goes out in the order it was sent.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -46,12 +46,21 @@ from acpio.schema import (
     ToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
+    UserMessageChunk,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
 
-__all__ = ["ActiveToolCall", "CommandResult", "Exchange", "ToolKindName", "ToolStatusName", "Turn"]
+__all__ = [
+    "ActiveToolCall",
+    "CommandResult",
+    "Exchange",
+    "ToolKindName",
+    "ToolStatusName",
+    "Turn",
+    "exchanges",
+]
 
 #: The kinds of tool call ACP names (``ToolKind``), as strings.
 ToolKindName: TypeAlias = Literal[
@@ -86,6 +95,32 @@ class CommandResult:
     exit_code: int | None
     #: The signal that ended it, if any.
     signal: str | None
+
+
+async def exchanges(updates: AsyncIterator[bytes]) -> list[Exchange]:
+    """The exchanges of a stored history (``session/update`` params as JSON), oldest first.
+
+    Each run of ``user_message_chunk`` updates starts an exchange; the text of the
+    ``agent_message_chunk`` updates after it is its reply.
+    """
+    found: list[Exchange] = []
+    prompt: list[ContentBlock] = []
+    reply: list[str] = []
+    agent_spoke = False
+    async for body in updates:
+        update = SessionNotification.model_validate_json(body).update
+        if isinstance(update, UserMessageChunk):
+            if agent_spoke:
+                found.append(Exchange(tuple(prompt), "".join(reply)))
+                prompt, reply, agent_spoke = [], [], False
+            prompt.append(update.content)
+        elif isinstance(update, AgentMessageChunk):
+            agent_spoke = True
+            if isinstance(update.content, TextContent):
+                reply.append(update.content.text)
+    if prompt:
+        found.append(Exchange(tuple(prompt), "".join(reply)))
+    return found
 
 
 class Turn:
