@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from acpio.app.menu import Menu, SessionSettings
 from acpio.app.turn import Exchange, Turn, exchanges
@@ -30,6 +30,7 @@ from acpio.schema import (
     Implementation,
     InitializeRequest,
     InitializeResponse,
+    McpCapabilities,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -66,6 +67,8 @@ class _Session:
     cx: Connection
     cwd: Path
     settings: SessionSettings
+    #: The MCP servers the client declared for the session, as JSON objects.
+    mcp_servers: tuple[Mapping[str, Any], ...] = ()
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
     history: list[Exchange] = field(default_factory=list)
@@ -109,6 +112,7 @@ class AgentApp:
         prompt_capabilities: PromptCapabilities | None = None,
         error_details: bool = True,
         store: SessionStore | str | None = None,
+        mcp: bool = False,
     ) -> None:
         #: The ``agentInfo`` the app answers ``initialize`` with.
         self.info = (
@@ -118,6 +122,7 @@ class AgentApp:
         )
         self._prompt_capabilities = prompt_capabilities or PromptCapabilities()
         self._error_details = error_details
+        self._mcp = mcp
         self._prompt: PromptFunction | None = None
         #: What each client advertised at ``initialize``.
         self._features: weakref.WeakKeyDictionary[Connection, ClientFeatures] = weakref.WeakKeyDictionary()
@@ -190,7 +195,8 @@ class AgentApp:
 
     def builder(self) -> Builder[Connection]:
         """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself)."""
-        app = Agent.builder(name=self.info.name)
+        # mcp/message (MCP over ACP) is an unstable method
+        app = Agent.builder(name=self.info.name, unstable=self._mcp)
         app.on_request(InitializeRequest, self._initialize)
         if self._stored is not None:
             self._stored.register(app)
@@ -228,6 +234,8 @@ class AgentApp:
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
         self._features[cx] = ClientFeatures.from_request(request)
         capabilities = AgentCapabilities(prompt_capabilities=self._prompt_capabilities)
+        if self._mcp:
+            capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)
         if self._stored is not None:
             capabilities = self._stored.agent_capabilities(capabilities)
         return InitializeResponse(
@@ -244,7 +252,8 @@ class AgentApp:
             raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
         session_id = f"sess_{uuid.uuid4().hex}"
         settings = self._menu.settings(self._client_features(cx))
-        self._sessions[session_id] = _Session(cx, cwd, settings)
+        servers = tuple(server.to_wire() for server in request.mcp_servers or ())
+        self._sessions[session_id] = _Session(cx, cwd, settings, servers)
         responder.respond(NewSessionResponse(session_id=session_id, **self._menu.setup(settings)))
         self._offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
@@ -257,7 +266,9 @@ class AgentApp:
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
         settings = self._menu.restored(self._client_features(cx), record.mode, record.config)
-        session = self._sessions[record.session_id] = _Session(cx, Path(record.cwd), settings)
+        session = self._sessions[record.session_id] = _Session(
+            cx, Path(record.cwd), settings, record.mcp_servers
+        )
         if method != "session/new":
             assert self._stored is not None
             session.history = await exchanges(self._stored.store.history(record.session_id))
@@ -319,6 +330,7 @@ class AgentApp:
             session.settings,
             self._menu,
             session.history,
+            session.mcp_servers,
         )
         if self._stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.capabilities import ClientFeatures
@@ -51,6 +52,9 @@ from acpio.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
+
+if TYPE_CHECKING:
+    from mcp import Client as McpClient
 
 __all__ = [
     "ActiveToolCall",
@@ -143,6 +147,7 @@ class Turn:
         settings: SessionSettings,
         menu: Menu,
         history: Sequence[Exchange] = (),
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -161,6 +166,9 @@ class Turn:
         #: The session's earlier turns, oldest first (kept while the agent runs).
         self.history: tuple[Exchange, ...] = tuple(history)
         self._said: list[str] = []
+        #: The MCP servers the client declared for the session (their JSON objects): reach one
+        #: with :meth:`mcp`.
+        self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
 
     def __repr__(self) -> str:
         return f"<Turn session={self.session_id!r}>"
@@ -337,6 +345,27 @@ class Turn:
             if not self.cx.closed:  # not awaited: a cancelled turn must still release it
                 self.cx.send_request(ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal))
         return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal)
+
+    def mcp(self, name: str) -> AbstractAsyncContextManager[McpClient]:
+        """An ``mcp`` client for the MCP server the client declared as ``name``.
+
+        ``async with turn.mcp("notes") as notes: await notes.call_tool("add", {...})``. An ``acp``
+        server (hosted by the client or a proxy) is reached over this connection, an ``http`` one at
+        its URL; the app must be made with ``AgentApp(..., mcp=True)`` to be offered them. Needs the
+        ``mcp`` extra (``pip install acpio[mcp]``). Raises ``LookupError`` naming the declared
+        servers when none is called ``name``.
+        """
+        declaration = next((d for d in self.mcp_servers if d.get("name") == name), None)
+        if declaration is None:
+            names = ", ".join(repr(d.get("name")) for d in self.mcp_servers) or "none"
+            raise LookupError(
+                f"No MCP server named {name!r} was declared for this session (declared: {names})"
+            )
+        try:
+            from acpio.mcp import connect_declared
+        except ImportError as exc:
+            raise ImportError(f"turn.mcp() needs the mcp package: pip install 'acpio[mcp]' ({exc})") from exc
+        return connect_declared(self.cx, declaration)
 
     def _absolute(self, path: str | Path) -> Path:
         # ACP wants absolute paths on the wire; a turn's paths are relative to the session's cwd
