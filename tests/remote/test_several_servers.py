@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,10 @@ from typing import Any
 import orjson
 import pytest
 import websockets
+
+from acpio import Client, SessionConnection
+from acpio import schema as acp
+from acpio.remote import RemoteAgent
 
 ACPIO = [sys.executable, "-m", "acpio"]
 
@@ -123,3 +128,51 @@ async def test_a_session_continues_on_another_server_when_its_server_dies(pg_url
             )
             assert answer["stopReason"] == "end_turn"
             assert said(wire.updates) == "after\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def server_on(store: str, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    process = await asyncio.create_subprocess_exec(
+        *ACPIO, "serve", "--port", str(port), "--", *ACPIO, "testy", "--store", store,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert line.startswith(b"listening on "), line
+        yield process
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(process.wait(), 15)
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: str) -> None:
+    """The server dies, another takes its address and store: the same client code goes on."""
+    port = free_port()
+    agent = RemoteAgent(f"{scheme}://127.0.0.1:{port}", reconnect=True)
+    said_after: list[str] = []
+
+    async def main(cx: SessionConnection) -> None:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(Path("/tmp")).start_session() as session:
+            session.send_prompt("echo before")
+            assert await session.read_to_string() == "before\n"
+            first.kill()
+            await first.wait()
+            async with server_on(pg_url, port):
+                session.send_prompt("echo after")
+                said_after.append(await session.read_to_string())
+
+    async with server_on(pg_url, port) as first:
+        await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
+    assert said_after == ["after\n"]

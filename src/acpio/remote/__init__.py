@@ -21,7 +21,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acpio.remote.client import HttpTransport, RemoteAgent, WebSocketTransport, is_remote_url
+    from acpio.remote.client import (
+        HttpTransport,
+        ReconnectingTransport,
+        RemoteAgent,
+        WebSocketTransport,
+        is_remote_url,
+    )
     from acpio.remote.gateway import Gateway
     from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
 
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Gateway": "gateway",
     "HttpTransport": "client",
+    "ReconnectingTransport": "client",
     "RemoteAgent": "client",
     "WebSocketTransport": "client",
     "is_remote_url": "client",
@@ -43,6 +50,7 @@ __all__ = [
     "Gateway",
     "HttpTransport",
     "Limits",
+    "ReconnectingTransport",
     "RemoteAgent",
     "RemoteListener",
     "RemoteServer",
