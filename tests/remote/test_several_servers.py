@@ -23,6 +23,7 @@ import websockets
 
 from acpio import Client, SessionConnection
 from acpio import schema as acp
+from acpio.errors import RequestError
 from acpio.remote import RemoteAgent
 
 ACPIO = [sys.executable, "-m", "acpio"]
@@ -176,3 +177,27 @@ async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: 
     async with server_on(pg_url, port) as first:
         await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
     assert said_after == ["after\n"]
+
+
+async def test_a_request_in_flight_when_the_server_dies_fails_instead_of_hanging(pg_url: str) -> None:
+    port = free_port()
+    agent = RemoteAgent(f"ws://127.0.0.1:{port}", reconnect=True)
+    outcome: list[str] = []
+
+    async def main(cx: SessionConnection) -> None:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(Path("/tmp")).start_session() as session:
+            session.send_prompt("echo working\nsleep 30")
+            await session.read_update()  # the turn is under way
+            first.kill()
+            async with server_on(pg_url, port):
+                with pytest.raises(RequestError) as lost:
+                    await session.read_to_string()
+                outcome.append(str(lost.value))
+                session.send_prompt("echo after")
+                outcome.append(await session.read_to_string())
+
+    async with server_on(pg_url, port) as first:
+        await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
+    assert "request lost" in outcome[0]
+    assert outcome[1] == "after\n"
