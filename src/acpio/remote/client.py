@@ -606,6 +606,9 @@ class ReconnectingTransport:
         #: session/new requests in flight: their params, by request id, until the answer names the session.
         self._opening: dict[str, dict[str, Any]] = {}
         self._initialize_key: str | None = None
+        #: The agent's requests on the current connection not answered yet: an answer to one made
+        #: on a connection that broke has nowhere to go.
+        self._agent_requests: set[str] = set()
         self.reconnects = 0
 
     async def receive(self) -> bytes | OversizedFrame | None:
@@ -633,7 +636,9 @@ class ReconnectingTransport:
         """Send a message (held while reconnecting)."""
         if self._closed:
             raise ConnectionClosed("The remote connection is closed")
-        self._observe_outgoing(frame)
+        if not self._observe_outgoing(frame):
+            _log.debug("Dropped an answer to a request of a connection that broke")
+            return
         if self._reconnecting:
             self._held.append(frame)
             return
@@ -656,13 +661,19 @@ class ReconnectingTransport:
 
     # -- what crosses ------------------------------------------------------------------------------------
 
-    def _observe_outgoing(self, frame: bytes) -> None:
+    def _observe_outgoing(self, frame: bytes) -> bool:
+        """Note what a message starts; ``False`` for an answer to a request of a broken connection."""
         message = parse(frame)
-        if message is None or "method" not in message or "id" not in message:
-            return
+        if message is None or "id" not in message:
+            return True
         key = id_key(message["id"])
+        if "method" not in message:
+            if key is None or key not in self._agent_requests:
+                return key is None
+            self._agent_requests.discard(key)
+            return True
         if key is None:
-            return
+            return True
         self._pending[key] = message["id"]
         method, params = message["method"], message.get("params")
         if method == "initialize":
@@ -673,13 +684,17 @@ class ReconnectingTransport:
             session = params.get("sessionId")
             if isinstance(session, str):
                 self._sessions[session] = {k: v for k, v in params.items() if k != "sessionId"}
+        return True
 
     def _observe_incoming(self, frame: bytes) -> None:
         message = parse(frame)
-        if message is None or "method" in message:
+        if message is None:
             return
         key = id_key(message.get("id"))
         if key is None:
+            return
+        if "method" in message:
+            self._agent_requests.add(key)
             return
         self._pending.pop(key, None)
         result = message.get("result")
@@ -703,6 +718,7 @@ class ReconnectingTransport:
                 self._local.append(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
             self._pending.clear()
             self._opening.clear()
+            self._agent_requests.clear()
             with contextlib.suppress(ConnectionClosed, TransportError, OSError):
                 await self._inner.aclose()
             loop = asyncio.get_running_loop()
