@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -13,14 +15,14 @@ from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.agents.testy.agent import testy_agent
 from acpio.errors import TransportError
-from acpio.remote import Limits, RemoteAgent, RemoteServer, is_remote_url
+from acpio.remote import Limits, RemoteAgent, RemoteListener, RemoteServer, is_remote_url
 
 from ._support import INITIALIZE
 
 SCHEMES = pytest.mark.parametrize("scheme", ["http", "ws"], ids=["streamable-http", "websocket"])
 
 
-async def echo_turn(url: str, text: str = "echo hello there", **options: str) -> str:
+async def echo_turn(url: str, text: str = "echo hello there", **options: Any) -> str:
     said: list[str] = []
 
     async def main(cx: SessionConnection) -> None:
@@ -153,3 +155,44 @@ def test_remote_urls() -> None:
     assert not is_remote_url("acpio testy")
     with pytest.raises(ValueError, match="URL"):
         RemoteAgent("acpio testy")
+
+
+@SCHEMES
+async def test_a_load_balancer_cookie_comes_back(scheme: str) -> None:
+    """A cookie set in front of the server (load balancer affinity) comes back with every later request."""
+    import uvicorn
+
+    listener = RemoteListener()
+    cookies: list[str | None] = []
+
+    async def balancer(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers", []))
+        cookies.append(headers[b"cookie"].decode() if b"cookie" in headers else None)
+
+        async def with_cookie(message: Any) -> None:
+            if message["type"] in ("http.response.start", "websocket.accept"):
+                extra = [(b"set-cookie", b"backend=b1; Path=/")]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await listener(scope, receive, with_cookie)
+
+    server = uvicorn.Server(uvicorn.Config(balancer, port=0, log_level="warning", lifespan="off"))
+    server.config.load()
+    server.lifespan = server.config.lifespan_class(server.config)
+    await server.startup()
+    serving = asyncio.ensure_future(testy_agent().serve(listener))
+    try:
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"{scheme}://127.0.0.1:{port}"
+        jar = httpx.Cookies()
+        assert await echo_turn(url, cookies=jar) == "hello there\n"
+        assert await echo_turn(url, cookies=jar) == "hello there\n"
+    finally:
+        await listener.aclose()
+        await asyncio.wait_for(serving, 10)
+        server.should_exit = True
+        await server.shutdown()
+    assert cookies[0] is None
+    assert cookies[1:] == ["backend=b1"] * (len(cookies) - 1)
+    assert len(cookies) >= 2

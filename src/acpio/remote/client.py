@@ -281,12 +281,14 @@ class HttpTransport:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             headers=_auth_headers(token, headers),
-            cookies=cookies,
+            # The jar itself, not a copy: cookies set on this connection (a load balancer's affinity
+            # cookie) are sent by the next one made with the same jar.
+            cookies=cookies.jar if cookies is not None else None,
             timeout=httpx.Timeout(open_timeout, read=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
         if client is not None and cookies is not None:
-            client.cookies = cookies
+            client.cookies = cookies.jar
         self.connection_id: str | None = None
         self._inbox = Inbox(DEFAULT_MAX_BUFFERED)
         self._outgoing: deque[bytes] = deque()
