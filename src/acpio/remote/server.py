@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import orjson
 
 from acpio.errors import ConnectionClosed, TransportError
+from acpio.jsonrpc.messages import head_request_id
 from acpio.remote._frames import (
     CONNECTION_HEADER,
     DEFAULT_MAX_BUFFERED,
@@ -684,13 +685,19 @@ class RemoteListener:
         await send({"type": "http.response.body", "body": b""})
 
     async def _too_large(self, headers: Mapping[str, str], head: bytes, size: int, send: Send) -> None:
-        """Answer ``413``; the connection's engine is told too (it answers as it does any oversized line)."""
+        """Answer ``413`` (a JSON-RPC error naming the request, when its start shows its id).
+
+        A message that is no request the client waits on also reaches the connection, as the
+        :class:`~acpio.transports.OversizedFrame` any transport gives for a line over its limit.
+        """
+        request_id = head_request_id(head)
+        _log.info("Refused a message of %d bytes (limit %d)", size, self.limits.max_message)
         connection_id = headers.get(CONNECTION_HEADER)
         connection = self._connections.get(connection_id) if connection_id is not None else None
-        if isinstance(connection, _HttpConnection) and not connection.closed:
+        if request_id is None and isinstance(connection, _HttpConnection) and not connection.closed:
             with contextlib.suppress(ConnectionClosed):
                 connection.inbox.put_nowait(OversizedFrame(size, head))
-        await _json(send, 413, _too_large(size, self.limits.max_message))
+        await _json(send, 413, _too_large(request_id, size, self.limits.max_message))
 
     async def _initialize(self, body: bytes, message: dict[str, Any], send: Send) -> None:
         key = id_key(message.get("id"))
@@ -914,9 +921,9 @@ def _error(request_id: object, code: int, message: str, data: object = None) -> 
     return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
-def _too_large(size: int, limit: int) -> bytes:
+def _too_large(request_id: object, size: int, limit: int) -> bytes:
     return _error(
-        None,
+        request_id,
         -32600,
         "Message too large",
         {"reason": "message too large", "size": size, "limit": limit},
