@@ -45,6 +45,7 @@ from acpio.remote._frames import (
     sse_event,
 )
 from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.listener import AcceptQueue
 
 __all__ = ["Limits", "RemoteListener", "RemoteServer", "is_loopback", "serve_remote"]
 
@@ -490,9 +491,7 @@ class RemoteListener:
         self._token = token.encode() if token is not None else None
         self._origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self._connections: dict[str, _Connection] = {}
-        self._pending: deque[Transport] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
+        self._queue = AcceptQueue()
         self._sweeper: asyncio.Task[None] | None = None
 
     @property
@@ -504,25 +503,12 @@ class RemoteListener:
 
     async def accept(self) -> Transport | None:
         """The transport of the next ACP connection; ``None`` once closed."""
-        while not self._pending:
-            if self._closed:
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._pending.popleft()
+        return await self._queue.accept()
 
     async def aclose(self) -> None:
         """Stop accepting: new connections are answered ``503``; those not yet accepted are closed."""
-        if self._closed:
+        if not await self._queue.aclose():
             return
-        self._closed = True
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-        while self._pending:
-            await self._pending.popleft().aclose()
         if self._sweeper is not None:
             self._sweeper.cancel()
 
@@ -533,9 +519,7 @@ class RemoteListener:
 
     def _offer(self, connection: _Connection) -> None:
         self._connections[connection.connection_id] = connection
-        self._pending.append(connection)  # type: ignore[arg-type]  # both kinds implement Transport
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._queue.put(connection)  # type: ignore[arg-type]  # both kinds implement Transport
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.ensure_future(self._sweep())
 
@@ -617,7 +601,7 @@ class RemoteListener:
         return None
 
     def _full(self) -> bool:
-        return self._closed or len(self._connections) >= self.limits.max_connections
+        return self._queue.closed or len(self._connections) >= self.limits.max_connections
 
     async def _websocket(self, receive: Receive, send: Send, refusal: tuple[int, str] | None) -> None:
         event = await receive()

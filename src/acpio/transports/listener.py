@@ -15,7 +15,7 @@ from acpio.errors import ConnectionClosed
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel
 
-__all__ = ["ChannelListener", "Listener"]
+__all__ = ["AcceptQueue", "ChannelListener", "Listener"]
 
 
 @runtime_checkable
@@ -37,6 +37,51 @@ class Listener(Protocol):
         ...
 
 
+class AcceptQueue:
+    """The transports a listener has and has not handed out yet: :meth:`put` one, :meth:`accept` it.
+
+    What a listener needs to implement :class:`Listener` over connections that arrive some other
+    way (:class:`ChannelListener` here; the HTTP/WebSocket server of :mod:`acpio.remote`).
+    """
+
+    def __init__(self) -> None:
+        self._pending: deque[Transport] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def put(self, transport: Transport) -> None:
+        """A new connection's transport, for the next :meth:`accept` (put none after :meth:`aclose`)."""
+        self._pending.append(transport)
+        self._wake()
+
+    async def accept(self) -> Transport | None:
+        """The next transport put; ``None`` once closed."""
+        while not self._pending:
+            if self.closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._pending.popleft()
+
+    async def aclose(self) -> bool:
+        """Stop accepting; transports not accepted yet are closed. ``False`` if already closed."""
+        if self.closed:
+            return False
+        self.closed = True
+        self._wake()
+        while self._pending:
+            await self._pending.popleft().aclose()
+        return True
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
 class ChannelListener:
     """An in-process listener: :meth:`connect` gives the client end of a new :class:`Channel` pair.
 
@@ -48,48 +93,28 @@ class ChannelListener:
     """
 
     def __init__(self) -> None:
-        self._pending: deque[Channel] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
+        self._queue = AcceptQueue()
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
-        return self._closed
+        return self._queue.closed
 
     def connect(self) -> Channel:
         """A new connection: returns the client's end; the server's end goes to :meth:`accept`.
 
         Raises :class:`~acpio.ConnectionClosed` once the listener is closed.
         """
-        if self._closed:
+        if self._queue.closed:
             raise ConnectionClosed("The listener is closed: it accepts no new connections")
         client, server = Channel.duplex()
-        self._pending.append(server)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._queue.put(server)
         return client
 
     async def accept(self) -> Transport | None:
         """The server's end of the next :meth:`connect`; ``None`` once closed."""
-        while not self._pending:
-            if self._closed:
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._pending.popleft()
+        return await self._queue.accept()
 
     async def aclose(self) -> None:
         """Stop accepting; ends not yet accepted are closed (their clients see end of input)."""
-        if self._closed:
-            return
-        self._closed = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-        while self._pending:
-            await self._pending.popleft().aclose()
+        await self._queue.aclose()
