@@ -93,7 +93,13 @@ async def connect_declared(
 
         headers = {str(h["name"]): str(h["value"]) for h in declaration.get("headers") or ()}
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+            httpx2.AsyncClient(
+                headers=headers,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                # a fresh connection per request: reusing a kept-alive one to a loopback server under load
+                # failed now and then with ReadError (tests/mcp_acp/test_examples.py, the bridge)
+                limits=httpx2.Limits(max_keepalive_connections=0),
+            ) as http,
             Client(
                 streamable_http_client(str(declaration["url"]), http_client=http), client_info=client_info
             ) as client,
