@@ -493,7 +493,7 @@ async def mcp(turn: Turn, command: Mcp) -> Outcome:
         cause: BaseException = exc
         while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # the mcp client's task groups
             cause = cause.exceptions[0]
-        reason = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        reason = str(cause) or type(cause).__name__  # some errors (httpx ReadError) have no message
         turn.fail_tool_call(tool_call_id, f"MCP server {command.server!r} failed: {reason}")
         return None
     texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
