@@ -432,19 +432,7 @@ async def test_a_proxy_with_peer_handlers_rewrites_prompts_and_updates() -> None
         cx.send_notification(SessionNotification.model_validate(_update(req.session_id, "Hello")))
         return PromptResponse.model_validate({"stopReason": "end_turn"})
 
-    client = Client.builder()
-    texts: list[str] = []
-
-    @client.on_notification
-    async def shown(note: SessionNotification) -> None:
-        texts.append(note.to_wire()["update"]["content"]["text"])
-
-    async def main(cx: Connection) -> Any:
-        await cx.send_request(INIT)
-        return await cx.send_request(PromptRequest.model_validate({"sessionId": "s1", "prompt": []}))
-
-    async with chain(app, agent) as (_, end):
-        result = await _client(end, main, client)
+    result, texts = await _prompt_through(app, agent)
     assert result.stop_reason == "end_turn"
     assert texts == [">Hello"]
 
@@ -484,19 +472,7 @@ async def test_forward_sends_a_changed_message_on_skipping_the_other_handlers() 
         cx.send_notification(SessionNotification.model_validate(_update(req.session_id, "ok")))
         return PromptResponse.model_validate({"stopReason": "end_turn"})
 
-    client = Client.builder()
-    texts: list[str] = []
-
-    @client.on_notification
-    async def shown(note: SessionNotification) -> None:
-        texts.append(note.to_wire()["update"]["content"]["text"])
-
-    async def main(cx: Connection) -> Any:
-        await cx.send_request(INIT)
-        return await cx.send_request(PromptRequest.model_validate({"sessionId": "s1", "prompt": []}))
-
-    async with chain(app, agent) as (_, end):
-        result = await _client(end, main, client)
+    result, texts = await _prompt_through(app, agent)
     assert result.stop_reason == "end_turn"
     assert prompts == [[{"type": "text", "text": "LOUD"}]]
     assert texts == ["ok!"]
@@ -516,6 +492,23 @@ async def test_forward_where_nothing_forwards_answers_with_the_reason() -> None:
         answer = await peer.response_to(request_id)
     assert answer["error"]["code"] == -32603
     assert "Forward is for proxies" in answer["error"]["data"]["details"]
+
+
+async def _prompt_through(proxy: Builder, agent: Builder) -> tuple[Any, list[str]]:
+    """A client prompts ``agent`` through ``proxy``; the answer and the texts the client was shown."""
+    client = Client.builder()
+    texts: list[str] = []
+
+    @client.on_notification
+    async def shown(note: SessionNotification) -> None:
+        texts.append(note.to_wire()["update"]["content"]["text"])
+
+    async def main(cx: Connection) -> Any:
+        await cx.send_request(INIT)
+        return await cx.send_request(PromptRequest.model_validate({"sessionId": "s1", "prompt": []}))
+
+    async with chain(proxy, agent) as (_, end):
+        return await _client(end, main, client), texts
 
 
 async def test_the_mini_conductor_is_a_component() -> None:
