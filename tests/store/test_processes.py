@@ -95,7 +95,7 @@ async def test_sigkill_mid_turn_loses_nothing_already_sent(tmp_path: Path) -> No
         if message.get("method") == "session/update":
             received += 1
     first.process.kill()
-    await first.process.wait()
+    await asyncio.wait_for(first.process.wait(), TIMEOUT)
 
     second = await Agent.start(*agent_argv(url))
     replay: list[Any] = []
