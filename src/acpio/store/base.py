@@ -164,6 +164,52 @@ def page_size(limit: int) -> int:
     return max(1, min(limit, MAX_PAGE))
 
 
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """The SQL of one :meth:`SessionStore.list` page, for the stores that keep sessions in SQL."""
+
+    #: The statement (``mark`` placeholders), selecting one row more than :attr:`size`.
+    sql: str
+    #: Its arguments.
+    args: tuple[Any, ...]
+    #: The page size asked for.
+    size: int
+
+    def page(self, rows: Sequence[Any], record: Any) -> SessionPage:
+        """The page the rows make (``record`` turns a row into a :class:`SessionRecord`)."""
+        records = [record(row) for row in rows[: self.size]]
+        return SessionPage(records, encode_cursor(records[-1]) if len(rows) > self.size else None)
+
+
+def page_query(
+    select: str, mark: str, *, cwd: str | None, cursor: str | None, limit: int, archived: ArchiveFilter
+) -> PageQuery:
+    """The query of a page of sessions, newest first: ``select`` (``SELECT ... FROM table``) filtered.
+
+    ``mark`` is the driver's placeholder (``?``, ``%s``); the ``archived`` column is compared with
+    a boolean, which SQLite reads as 0 or 1.
+    """
+    where: list[str] = []
+    args: list[Any] = []
+    if archived != "include":
+        where.append(f"archived = {mark}")
+        args.append(archived == "only")
+    if cwd is not None:
+        where.append(f"cwd = {mark}")
+        args.append(cwd)
+    if cursor is not None:
+        updated, session_id = decode_cursor(cursor)
+        where.append(f"(updated < {mark} OR (updated = {mark} AND id < {mark}))")
+        args += [updated, updated, session_id]
+    size = page_size(limit)
+    sql = (
+        select
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + f" ORDER BY updated DESC, id DESC LIMIT {mark}"
+    )
+    return PageQuery(sql, (*args, size + 1), size)
+
+
 def session_id_of(params: Any) -> str | None:
     """The ``sessionId`` of ``session/update`` params, a typed object or a dict."""
     if isinstance(params, dict):

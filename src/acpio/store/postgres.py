@@ -26,10 +26,8 @@ from acpio.store.base import (
     SessionStatusName,
     SessionStore,
     StoreError,
-    decode_cursor,
-    encode_cursor,
     now_us,
-    page_size,
+    page_query,
 )
 
 if TYPE_CHECKING:
@@ -196,26 +194,9 @@ class PostgresStore(SessionStore):
         archived: ArchiveFilter = "exclude",
     ) -> SessionPage:
         """A page of sessions, most recently updated first (see :meth:`SessionStore.list`)."""
-        where: list[str] = []
-        args: list[Any] = []
-        if archived != "include":
-            where.append("archived = %s")
-            args.append(archived == "only")
-        if cwd is not None:
-            where.append("cwd = %s")
-            args.append(cwd)
-        if cursor is not None:
-            updated, session_id = decode_cursor(cursor)
-            where.append("(updated, id) < (%s, %s)")
-            args += [updated, session_id]
-        size = page_size(limit)
-        sql = f"SELECT {_COLUMNS} FROM acpio_sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC LIMIT %s"
-        rows = await self._fetch(sql, (*args, size + 1))
-        records = [_record(row) for row in rows[:size]]
-        return SessionPage(records, encode_cursor(records[-1]) if len(rows) > size else None)
+        select = f"SELECT {_COLUMNS} FROM acpio_sessions"
+        query = page_query(select, "%s", cwd=cwd, cursor=cursor, limit=limit, archived=archived)
+        return query.page(await self._fetch(query.sql, query.args), _record)
 
     async def delete(self, session_id: str) -> bool:
         """Forget the session, its history and its lease; whether there was one."""

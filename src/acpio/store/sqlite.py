@@ -33,10 +33,8 @@ from acpio.store.base import (
     SessionRecord,
     SessionStore,
     StoreError,
-    decode_cursor,
-    encode_cursor,
     now_us,
-    page_size,
+    page_query,
 )
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore", "default_sqlite_path"]
@@ -214,26 +212,9 @@ class SqliteStore(SessionStore):
         archived: ArchiveFilter = "exclude",
     ) -> SessionPage:
         """A page of sessions, most recently updated first (see :meth:`SessionStore.list`)."""
-        where: list[str] = []
-        args: list[Any] = []
-        if archived != "include":
-            where.append("archived = ?")
-            args.append(1 if archived == "only" else 0)
-        if cwd is not None:
-            where.append("cwd = ?")
-            args.append(cwd)
-        if cursor is not None:
-            updated, session_id = decode_cursor(cursor)
-            where.append("(updated < ? OR (updated = ? AND id < ?))")
-            args += [updated, updated, session_id]
-        size = page_size(limit)
-        sql = f"SELECT {_COLUMNS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated DESC, id DESC LIMIT ?"
-        rows = self._run(lambda db: db.execute(sql, (*args, size + 1)).fetchall())
-        records = [_record(row) for row in rows[:size]]
-        return SessionPage(records, encode_cursor(records[-1]) if len(rows) > size else None)
+        select = f"SELECT {_COLUMNS} FROM sessions"
+        query = page_query(select, "?", cwd=cwd, cursor=cursor, limit=limit, archived=archived)
+        return query.page(self._run(lambda db: db.execute(query.sql, query.args).fetchall()), _record)
 
     async def delete(self, session_id: str) -> bool:
         """Forget the session and its history; whether there was one."""
