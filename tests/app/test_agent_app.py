@@ -10,6 +10,7 @@ import pytest
 
 from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.testing import WirePeer, serving
+from acpio.transports import Channel
 
 TIMEOUT = 10
 CWD = str(Path.cwd())
@@ -420,3 +421,8 @@ async def test_each_turn_sees_the_sessions_earlier_turns() -> None:
         await peer.response_to(prompt(peer, session, "c"), seen)
         said = "".join(m["params"]["update"]["content"]["text"] for m in seen)
         assert said == "turn 3: a->turn 1:  / b->turn 2: a->turn 1: "
+
+
+async def test_an_app_without_a_prompt_function_is_refused_before_it_serves() -> None:
+    with pytest.raises(RuntimeError, match=r"has no prompt function: decorate one with @app.prompt"):
+        await AgentApp("empty").serve(Channel.duplex()[0])

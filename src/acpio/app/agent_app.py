@@ -194,7 +194,14 @@ class AgentApp:
     # --- serving ----------------------------------------------------------------------------------
 
     def builder(self) -> Builder[Connection]:
-        """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself)."""
+        """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself).
+
+        Raises ``RuntimeError`` when no prompt function is registered: the app could answer no prompt.
+        """
+        if self._prompt is None:
+            raise RuntimeError(
+                f"{self!r} has no prompt function: decorate one with @app.prompt before serving the app"
+            )
         # mcp/message (MCP over ACP) is an unstable method
         app = Agent.builder(name=self.info.name, unstable=self._mcp)
         app.on_request(InitializeRequest, self._initialize)
@@ -317,10 +324,7 @@ class AgentApp:
                 {"sessionId": request.session_id},
                 message="A turn is already running in this session: await its answer, or send session/cancel",
             )
-        if self._prompt is None:
-            raise InternalError(
-                {"details": f"{self!r} has no prompt function: decorate one with @app.prompt"}
-            )
+        assert self._prompt is not None  # builder() refuses an app without one
         turn = Turn(
             cx,
             request.session_id,
