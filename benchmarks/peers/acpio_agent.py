@@ -2,7 +2,9 @@
 
 It answers ``initialize``, ``session/new`` and ``session/set_mode`` (``{}``, for any mode), and a
 ``session/prompt`` whose first text block reads ``stream N`` with N ``agent_message_chunk`` updates, each a
-fresh typed :class:`~acpio.schema.SessionNotification`, before its ``end_turn`` answer. Run by a client
+fresh typed :class:`~acpio.schema.SessionNotification` followed by ``await cx.drain()`` (the documented way
+to stream: the agent waits whenever its peer has more than 256 KiB unread, as the other SDKs' agents await
+each send), before its ``end_turn`` answer. Run by a client
 over stdio: ``python benchmarks/peers/acpio_agent.py``.
 """
 
@@ -44,6 +46,7 @@ async def prompt(req: acp.PromptRequest, responder: Any, cx: Connection) -> acp.
     for _ in range(requested_updates(req)):
         chunk = acp.AgentMessageChunk(content=acp.TextContent(text="chunk"))
         cx.send_notification(acp.SessionNotification(session_id=req.session_id, update=chunk))
+        await cx.drain()  # backpressure: returns at once until 256 KiB are unread, then waits
     return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
 
 
