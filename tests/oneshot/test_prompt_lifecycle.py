@@ -170,7 +170,7 @@ async def test_a_second_signal_while_ending_kills_everything_at_once(launcher: L
     elapsed = time.monotonic() - began
     assert returncode == 143, err
     assert "acpio: stopped: the agent was killed" in err
-    assert elapsed < 1.5  # the grace periods are 2 s (command) and 2 + 1 s (agent)
+    assert elapsed < 1.9  # the grace periods are 2 s (command) and 2 + 1 s (agent); a busy machine is slow
     assert "SIGTERM ignored" not in run.log_lines()  # SIGKILL came before any SIGTERM
 
 

@@ -73,6 +73,13 @@ def register(subparsers: Any) -> None:
         help="how long the agent has to answer initialize before acpio gives up (exit code 3); "
         "0 waits forever (default: 30)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the agent's stderr as it comes (dimmed), its extension notifications, and acpio's "
+        "informational log",
+    )
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument(
         "--allow",
@@ -163,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         output=_output_mode(args),
         answers_from_terminal=from_stdin,
         init_timeout=DEFAULT_INIT_TIMEOUT if args.init_timeout is None else args.init_timeout,
+        verbose=args.verbose,
     )
     try:
         return asyncio.run(run_prompt(options))

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 
+import orjson
+
 from acpio._lifecycle import handling_endings, signal_exit_code
 from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
 from acpio.client.files import ConfinedFiles
@@ -58,7 +60,15 @@ from acpio.errors import (
     ResourceNotFound,
     TransportError,
 )
-from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, ResponseDispatch, Unhandled
+from acpio.jsonrpc import (
+    Connection,
+    Dispatch,
+    NotificationDispatch,
+    RequestDispatch,
+    ResponseDispatch,
+    Unhandled,
+)
+from acpio.oneshot.notes import Notes, StdoutWatch, logging_to
 from acpio.oneshot.permissions import AskPolicy, CommandGrants, LineInput, command_request
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
@@ -170,6 +180,9 @@ class PromptOptions:
     answers_from_terminal: bool = False
     #: Seconds the agent has to answer ``initialize``; ``None`` or 0: no limit.
     init_timeout: float | None = DEFAULT_INIT_TIMEOUT
+    #: Show the agent's stderr as it comes, the extension notifications it sends, and acpio's
+    #: informational log records (``--verbose``).
+    verbose: bool = False
 
 
 async def run_prompt(
@@ -210,7 +223,8 @@ async def run_prompt(
         assert answers is not None
         policy = AskPolicy(answers, err)
     answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
-    run = _PromptRun(options, renderer, err, files, terminals, answering)
+    notes = Notes(err, renderer.settle, colour=options.output == "rich")
+    run = _PromptRun(options, renderer, notes, files, terminals, answering)
     # Until the very end: a Ctrl-C while commands are being ended kills them.
     handling = (
         handling_endings(run.on_ending_signal, run.on_parent_gone, on_sigint=run.on_sigint)
@@ -218,7 +232,7 @@ async def run_prompt(
         else contextlib.nullcontext()
     )
     try:
-        with handling:
+        with handling, logging_to(notes, verbose=options.verbose):
             try:
                 return await run.run(json_renderer)
             finally:
@@ -259,14 +273,15 @@ class _PromptRun:
         self,
         options: PromptOptions,
         renderer: Renderer,
-        err: TextIO,
+        notes: Notes,
         files: ConfinedFiles,
         terminals: Terminals,
         answers: _RequestAnswers,
     ) -> None:
         self._options = options
         self._renderer = renderer
-        self._err = err
+        self._notes = notes
+        self._watch = StdoutWatch()
         self._files = files
         self._terminals = terminals
         self._answers = answers
@@ -285,15 +300,16 @@ class _PromptRun:
 
     async def run(self, recorder: JsonLinesRenderer | None) -> int:
         agent = self._options.agent
-        component = AcpAgent(agent) if isinstance(agent, AgentCommand) else agent
+        debug = self._agent_debug if self._options.verbose else None
+        component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
         try:
             opened = await component.open()
         except TransportError as exc:
             raise PromptFailed(str(exc), ExitCode.AGENT_FAILED) from exc
         self._process = process = opened if isinstance(opened, AgentProcess) else None
-        transport: Any = opened
+        transport: Any = Tap(opened, self._watch)
         if recorder is not None:
-            transport = Tap(opened, functools.partial(self._record, recorder))
+            transport = Tap(transport, functools.partial(self._record, recorder))
         try:
             code: int = await Client.builder(name="acpio prompt").connect_with(transport, self._main_function)
         except asyncio.CancelledError:
@@ -307,6 +323,11 @@ class _PromptRun:
         if self._output_failure is not None:
             raise self._output_failure
         return code
+
+    def _agent_debug(self, direction: str, line: str) -> None:
+        """``--verbose``: each line of the agent's stderr, as it comes."""
+        if direction == "stderr":
+            self._notes.agent_stderr(line)
 
     def _record(
         self, recorder: JsonLinesRenderer, direction: Direction, frame: bytes | OversizedFrame
@@ -340,7 +361,11 @@ class _PromptRun:
         if self._ended:
             return self._ended_code()
         cx = cast(SessionConnection, connection)
-        session = await _open_session(cx, self._options, self._files.root, self._renderer, self._process)
+        if self._options.verbose:
+            cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
+        session = await _open_session(
+            cx, self._options, self._files.root, self._renderer, self._process, self._watch
+        )
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
         features = cx.agent_features
@@ -375,6 +400,10 @@ class _PromptRun:
             self._turn_running = False
         stop_reason = str(item.stop_reason)
         self._renderer.turn_ended(stop_reason)
+        if self._answers.cancelled.is_set():
+            # The user interrupted: a wrapper script must not see success, whatever the agent says
+            # (some agents end a cancelled turn with end_turn).
+            return ExitCode.CANCELLED
         if stop_reason == "end_turn":
             return ExitCode.OK
         if stop_reason == "cancelled":
@@ -449,9 +478,7 @@ class _PromptRun:
 
     def _note(self, text: str, *, fresh_line: bool = False) -> None:
         """A note on stderr; ``fresh_line`` starts it on a new line (after a ``^C`` echoed mid-line)."""
-        self._renderer.settle()
-        self._err.write(f"{chr(10) if fresh_line else ''}acpio: {sanitize(text, single_line=True)}\n")
-        self._err.flush()
+        self._notes.note(text, fresh_line=fresh_line)
 
 
 _Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
@@ -597,16 +624,17 @@ async def _open_session(
     root: Path,
     renderer: Renderer,
     process: AgentProcess | None,
+    watch: StdoutWatch,
 ) -> ActiveSession:
     """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
-    initialized = await _initialize(cx, options.init_timeout, process)
+    initialized = await _initialize(cx, options.init_timeout, process, watch)
     if options.session_id is None:
         return await _new_session(cx, root, initialized)
     return await _continue_session(cx, options.session_id, root, renderer)
 
 
 async def _initialize(
-    cx: SessionConnection, init_timeout: float | None, process: AgentProcess | None
+    cx: SessionConnection, init_timeout: float | None, process: AgentProcess | None, watch: StdoutWatch
 ) -> InitializeResponse:
     """``initialize``, advertising the files and terminals this client serves."""
     from acpio import __version__
@@ -624,11 +652,14 @@ async def _initialize(
             response: InitializeResponse = await cx.send_request(request)
     except TimeoutError as exc:
         assert limit is not None
-        raise PromptFailed(_no_initialize_answer(process, limit), ExitCode.AGENT_FAILED) from exc
+        message = _no_initialize_answer(process, limit, watch.first_non_json)
+        raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
     except UnsupportedProtocolVersion as exc:
         raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     except RequestError as exc:
         raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
+    finally:
+        watch.stop()
     return response
 
 
@@ -692,6 +723,19 @@ def _show_history(session: ActiveSession, renderer: Renderer) -> None:
         renderer.end_history()
 
 
+class _ExtensionNotes:
+    """``--verbose``: a note for each extension notification of the agent (``_vendor/...``)."""
+
+    def __init__(self, notes: Notes) -> None:
+        self._notes = notes
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        if isinstance(message, NotificationDispatch) and message.method.startswith("_"):
+            params = orjson.dumps(message.params).decode() if message.params is not None else ""
+            self._notes.note(f"extension notification {message.method} {params}".rstrip())
+        return Unhandled(message)
+
+
 class _OtherSessions:
     """Answers at once what the agent sends for a session other than the run's: ``-32002`` for a request.
 
@@ -747,14 +791,22 @@ def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:
     return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
 
 
-def _no_initialize_answer(process: AgentProcess | None, limit: float) -> str:
+def _no_initialize_answer(process: AgentProcess | None, limit: float, first_non_json: str | None) -> str:
     """One line saying the agent did not answer ``initialize``, with a hint, then the end of its stderr."""
     name = f" {process.command.display()!r}" if process is not None else ""
-    headline = (
-        f"The agent{name} did not answer initialize within {limit:g} s: it may be waiting for input "
-        "(a login or setup question), may not speak ACP on its stdin and stdout (check its command "
-        "and flags), or may need longer to start (--init-timeout SECONDS, 0 to wait forever)"
-    )
+    if first_non_json is not None:
+        headline = (
+            f"The agent{name} did not answer initialize within {limit:g} s, and what it wrote on its "
+            f"stdout is not ACP: {first_non_json!r}. An ACP agent writes only JSON-RPC messages there; "
+            "check that the command starts the agent in its ACP mode (a flag such as --acp), or that "
+            "it is an ACP agent at all"
+        )
+    else:
+        headline = (
+            f"The agent{name} did not answer initialize within {limit:g} s: it may be waiting for input "
+            "(a login or setup question), may not speak ACP on its stdin and stdout (check its command "
+            "and flags), or may need longer to start (--init-timeout SECONDS, 0 to wait forever)"
+        )
     tail = process.stderr_tail if process is not None else None
     if not tail:
         return f"{headline}; it wrote nothing on stderr."

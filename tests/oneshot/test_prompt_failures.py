@@ -1,0 +1,218 @@
+"""The failures of ``acpio prompt`` a user met with real agents, each with the real command.
+
+* a command that is not an ACP agent (silent, or printing a banner on stdout) ends with a hint
+  within the initialize timeout, quoting the banner;
+* ``--verbose`` shows the agent's stderr while the turn runs (and extension notifications);
+* the engine's log lines carry the ``acpio:`` prefix;
+* Ctrl-C, then an agent that ends the cancelled turn with ``end_turn``: exit code 130;
+* an error's ``data`` is printed as JSON, not as a Python repr.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ._processes import needs_proc
+
+pytestmark = needs_proc
+
+TIMEOUT = 60
+
+#: An agent built on acpio's Agent builder; the body of its turn is pasted in at ``%s``.
+AGENT_TEMPLATE = """
+import asyncio, sys
+from pathlib import Path
+from acpio import Agent
+from acpio import schema as acp
+from acpio.errors import RequestError
+from acpio.transports import Stdio
+
+app = Agent.builder(name="scripted")
+cancelled = asyncio.Event()
+
+@app.on_request
+async def initialize(req: acp.InitializeRequest) -> acp.InitializeResponse:
+    return acp.InitializeResponse(protocol_version=1)
+
+@app.on_request
+async def new_session(req: acp.NewSessionRequest) -> acp.NewSessionResponse:
+    return acp.NewSessionResponse(session_id="s-1")
+
+@app.on_notification
+async def cancel(note: acp.CancelNotification) -> None:
+    cancelled.set()
+
+def say(cx, text):
+    cx.send_notification(acp.SessionNotification.model_validate(
+        {"sessionId": "s-1", "update": {"sessionUpdate": "agent_message_chunk",
+                                         "content": {"type": "text", "text": text}}}))
+
+@app.on_request
+async def prompt(req: acp.PromptRequest, responder, cx) -> None:
+    async def turn() -> None:
+        try:
+%s
+        except RequestError as exc:
+            responder.respond_with_error(exc)
+            return
+        responder.respond(acp.PromptResponse(stop_reason=acp.StopReason.END_TURN))
+    cx.spawn(turn)
+
+asyncio.run(app.serve(Stdio()))
+"""
+
+
+def agent_script(tmp_path: Path, body: str) -> str:
+    """The command of an agent whose turn runs ``body`` (Python, at the turn's indentation)."""
+    path = tmp_path / "agent.py"
+    indented = "\n".join("            " + line for line in body.strip().splitlines())
+    path.write_text(AGENT_TEMPLATE % indented)
+    return shlex.join([sys.executable, str(path)])
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ACPIO_AGENT", "NO_COLOR")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acpio", "prompt", "--deny", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=environment(),
+        check=False,
+    )
+
+
+def started(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "acpio", "prompt", "--deny", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(),
+        start_new_session=True,
+    )
+
+
+def read_until(stream: object, wanted: str) -> list[str]:
+    """Lines of ``stream`` up to the first that contains ``wanted`` (fails at the end of the stream)."""
+    seen: list[str] = []
+    for line in stream:  # type: ignore[attr-defined]
+        seen.append(line)
+        if wanted in line:
+            return seen
+    raise AssertionError(f"{wanted!r} never came; got {seen}")
+
+
+@pytest.mark.parametrize(
+    ("command", "quoted"),
+    [
+        ("sleep 100", None),
+        ("sh -c 'echo Welcome to Frobnicator 2.0, type help; exec sleep 100'", "Welcome to Frobnicator 2.0"),
+    ],
+    ids=["silent", "banner"],
+)
+def test_a_command_that_is_no_acp_agent_ends_with_a_hint_within_the_timeout(
+    tmp_path: Path, command: str, quoted: str | None
+) -> None:
+    began = time.monotonic()
+    done = acpio_prompt(tmp_path, "--agent", command, "--init-timeout", "1", "hello")
+    # 1 s to answer, then at most 2 s for stdin closing and 1 s for SIGTERM: bounded, never a hang
+    assert time.monotonic() - began < 20
+    assert done.returncode == 3, done.stderr
+    error = next(line for line in done.stderr.splitlines() if line.startswith("acpio: error: "))
+    assert "did not answer initialize within 1 s" in error
+    if quoted is None:
+        assert "may not speak ACP" in error
+    else:
+        assert f"what it wrote on its stdout is not ACP: '{quoted}" in error
+        assert "a flag such as --acp" in error
+    # every line of acpio's own is prefixed: the engine's log record about the banner too
+    for line in done.stderr.splitlines():
+        assert line.startswith(("acpio: ", "  | ")), done.stderr
+
+
+def test_verbose_shows_the_agents_stderr_while_the_turn_runs(tmp_path: Path) -> None:
+    go_on = tmp_path / "go-on"
+    agent = agent_script(
+        tmp_path,
+        f"""
+print("agent log: thinking hard", file=sys.stderr, flush=True)
+while not Path({str(go_on)!r}).exists():
+    await asyncio.sleep(0.02)
+say(cx, "done")
+cx.send_notification("_acme/progress", {{"percent": 50}})
+""",
+    )
+    process = started(tmp_path, "--verbose", "--no-color", "--agent", agent, "hello")
+    try:
+        # seen on stderr while the agent still waits: live, not at its death
+        read_until(process.stderr, "agent| agent log: thinking hard")
+        go_on.touch()
+        out, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, err
+    assert 'acpio: extension notification _acme/progress {"percent":50}' in err
+    assert out.splitlines() == ["done", "[stop reason: end_turn]"]
+
+    # without --verbose, neither is shown (go-on exists: the agent does not wait)
+    done = acpio_prompt(tmp_path, "--no-color", "--agent", agent, "hello")
+    assert done.returncode == 0
+    assert "thinking hard" not in done.stderr
+    assert "_acme/progress" not in done.stderr
+
+
+def test_ctrl_c_then_an_agent_ending_the_turn_with_end_turn_exits_130(tmp_path: Path) -> None:
+    agent = agent_script(
+        tmp_path,
+        """
+say(cx, "working\\n")
+await cancelled.wait()
+say(cx, "stopped as asked\\n")
+""",
+    )
+    process = started(tmp_path, "--no-color", "--agent", agent, "hello")
+    try:
+        read_until(process.stdout, "working")
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    assert "stopped as asked" in out
+    assert "[stop reason: end_turn]" in out
+    assert "acpio: cancelling the turn" in err
+    assert process.returncode == 130, err
+
+
+def test_error_data_is_printed_as_json(tmp_path: Path) -> None:
+    agent = agent_script(
+        tmp_path,
+        """
+raise RequestError(-32000, "Quota exceeded", {"retryAfter": 30, "plan": "free", "ok": False})
+""",
+    )
+    done = acpio_prompt(tmp_path, "--agent", agent, "hello")
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "acpio: error: The agent answered session/prompt with an error: -32000 Quota exceeded: "
+        '{"retryAfter": 30, "plan": "free", "ok": false}'
+    )
