@@ -445,7 +445,8 @@ async def test_commands_usage_and_help(t: Testy, project: Path) -> None:
     commands = {c["name"]: c for c in advertised["availableCommands"]}
     assert list(commands) == [
         "echo", "stream", "think", "plan", "progress", "tool", "read", "write", "permission",
-        "run", "notify", "mcp", "sleep", "fail", "stop", "mode", "title", "commands", "usage", "help",
+        "run", "timeout", "notify", "mcp", "sleep", "fail", "stop", "mode", "title", "option", "notice",
+        "compact", "elicit", "elicit-url", "commands", "usage", "help",
     ]  # fmt: skip
     assert commands["read"]["input"] == {"hint": "PATH"}
     assert "input" not in commands["help"]
@@ -683,7 +684,7 @@ async def test_set_mode_and_config_option_check_their_values(t: Testy, project: 
     error = await t.error(SetSessionConfigOptionRequest(session_id=sid, config_id="speed", value="fast"))
     assert (error.code, error.message) == (
         -32602,
-        "Unknown config option 'speed': testy has one, 'verbosity'",
+        "Unknown config option 'speed': testy's options are 'verbosity'",
     )
     error = await t.error(SetSessionConfigOptionRequest(session_id=sid, config_id="verbosity", value="loud"))
     assert (error.code, error.message) == (

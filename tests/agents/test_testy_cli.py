@@ -23,6 +23,7 @@ ALL_FLAGS = [
     "--no-mcp-http",
     "--mcp-acp",
     "--auth",
+    "--terminal-auth FILE",
 ]
 
 

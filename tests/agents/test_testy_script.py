@@ -8,12 +8,18 @@ from acpio.agents.testy.script import (
     COMMAND_WORDS,
     COMMANDS,
     Commands,
+    Compact,
     Echo,
+    Elicit,
+    ElicitUrl,
     Fail,
     Help,
+    Line,
     Mcp,
     Mode,
+    Notice,
     Notify,
+    Option,
     Permission,
     Plan,
     Progress,
@@ -25,11 +31,13 @@ from acpio.agents.testy.script import (
     Stop,
     Stream,
     Think,
+    Timeout,
     Title,
     Tool,
     Usage,
     Write,
     is_script,
+    parse_line,
     parse_prompt,
     split_words,
     unescape,
@@ -72,7 +80,7 @@ def test_any_other_prompt_is_echoed(text: str) -> None:
 
 def test_every_command_word_has_a_parser_and_help() -> None:
     assert {spec.name for spec in COMMANDS} == COMMAND_WORDS
-    assert len(COMMAND_WORDS) == 20
+    assert len(COMMAND_WORDS) == 26
     for spec in COMMANDS:
         assert spec.summary
         assert spec.usage.startswith(spec.name)
@@ -246,3 +254,37 @@ def test_split_words_keeps_every_space(text: str, chunks: list[str]) -> None:
 
 def test_unescape_turns_backslash_n_into_a_newline() -> None:
     assert unescape(r"a\nb\tc\\nd\qe\\") == "a\nb\tc\\nd\\qe\\"
+
+
+@pytest.mark.parametrize(
+    ("line", "parsed"),
+    [
+        ("notice warning Disk full -- 3% left", Notice("warning", "Disk full", "3% left")),
+        ("notice info Hello", Notice("info", "Hello")),
+        ("compact We did things", Compact("We did things")),
+        ("option shout true", Option("shout", "true")),
+        ("elicit", Elicit()),
+        ("elicit Who are you?", Elicit("Who are you?")),
+        ("elicit-url https://example.com/a Open it", ElicitUrl("https://example.com/a", "Open it")),
+        ("timeout 1.5 sleep 9", Timeout(1.5, "sleep", ("9",))),
+    ],
+)
+def test_the_commands_of_the_newer_update_kinds_parse(line: str, parsed: object) -> None:
+    assert parse_line(1, line) == Line(1, line, parsed)  # type: ignore[arg-type]  # parsed: a Command
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("notice loud Hi", "SEVERITY must be one of info, warning, error, not 'loud'"),
+        ("notice info", "needs a TITLE after the SEVERITY"),
+        ("option shout", "needs a VALUE after the option ID"),
+        ("elicit-url example.com", "URL must be an absolute URL"),
+        ("timeout x sleep 1", "SECONDS must be a number"),
+        ("timeout 1", "needs a COMMAND"),
+    ],
+)
+def test_the_newer_commands_say_what_is_wrong(line: str, says: str) -> None:
+    error = parse_line(1, line)
+    assert isinstance(error, ScriptError)
+    assert says in error.message

@@ -93,6 +93,7 @@ a script (one prompt):
 usage examples:
   acpio testy
   acpio testy --auth --no-load-session
+  acpio testy --terminal-auth /tmp/testy-login.json   # then: acpio prompt --auth testy-terminal-login
   acpio testy --store sqlite:///tmp/testy.db   # then: acpio prompt --session testy-1 ..."""
 
 
@@ -123,6 +124,19 @@ def register(subparsers: Any) -> None:
         "and session/resume with -32000 until the client calls authenticate with it",
     )
     parser.add_argument(
+        "--terminal-auth",
+        metavar="FILE",
+        help="advertise the terminal auth method testy-terminal-login (to clients that advertise "
+        "auth.terminal; its args: --login, its env: ACPIO_TESTY_LOGIN=1) and set sessions up only once "
+        "FILE says someone logged in; logout removes FILE",
+    )
+    parser.add_argument(
+        "--login",
+        action="store_true",
+        help="with --terminal-auth FILE: the terminal login itself (what the client runs): ask for a "
+        "name, write it to FILE, exit 0 (an empty name exits 1)",
+    )
+    parser.add_argument(
         "--store",
         metavar="URL",
         default="memory:",
@@ -144,7 +158,14 @@ def run(args: argparse.Namespace) -> int:
     from acpio.store import SessionStore, open_store
     from acpio.transports import Stdio
 
+    if args.login:
+        if args.terminal_auth is None:
+            raise CliError("--login is the terminal login of --terminal-auth FILE: give both", code=2)
+        from acpio.agents.testy.login import terminal_login
+
+        return terminal_login(args.terminal_auth)
     options = TestyOptions(
+        terminal_auth=args.terminal_auth,
         auth=args.auth,
         mcp_acp=args.mcp_acp,
         **{field: getattr(args, field) for _, field, _ in _CAPABILITY_FLAGS},

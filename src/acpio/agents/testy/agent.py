@@ -22,6 +22,7 @@ How the handlers are written (the pattern to copy for an agent of your own):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import weakref
@@ -30,6 +31,7 @@ from typing import Any, Final, TypeVar
 
 from acpio import __version__
 from acpio.agents.testy.commands import run_prompt
+from acpio.agents.testy.login import logged_in
 from acpio.agents.testy.sessions import TestySession, TestySessions
 from acpio.agents.testy.turn import Turn, TurnCancelled
 from acpio.capabilities import ClientFeatures, negotiate_version
@@ -50,6 +52,7 @@ from acpio.schema import (
     AuthenticateRequest,
     AuthenticateResponse,
     AuthMethodAgent,
+    AuthMethodTerminal,
     CancelNotification,
     CloseSessionRequest,
     CloseSessionResponse,
@@ -93,7 +96,16 @@ from acpio.schema import (
 )
 from acpio.store import MemoryStore, SessionStore
 
-__all__ = ["AUTH_METHOD_ID", "TestyAgent", "TestyOptions", "prompt_text", "testy_agent"]
+__all__ = [
+    "AUTH_METHOD_ID",
+    "TERMINAL_AUTH_METHOD_ID",
+    "TERMINAL_LOGIN_ARGS",
+    "TERMINAL_LOGIN_ENV",
+    "TestyAgent",
+    "TestyOptions",
+    "prompt_text",
+    "testy_agent",
+]
 
 _log = logging.getLogger("acpio.testy")
 
@@ -105,6 +117,11 @@ SESSIONS_END_WITH_PROCESS: Final = ("acpio", "sessionsEndWithProcess")
 
 #: The id of the one auth method testy advertises with ``--auth``.
 AUTH_METHOD_ID: Final = "testy-login"
+#: The id of the terminal auth method testy advertises with ``--terminal-auth FILE``.
+TERMINAL_AUTH_METHOD_ID: Final = "testy-terminal-login"
+#: What the terminal auth method appends to testy's command line, and the environment it sets.
+TERMINAL_LOGIN_ARGS: Final = ("--login",)
+TERMINAL_LOGIN_ENV: Final = {"ACPIO_TESTY_LOGIN": "1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +160,16 @@ class TestyOptions:
     mcp_acp: bool = False
     #: Advertise an auth method and require ``authenticate`` before sessions are set up.
     auth: bool = False
+    #: A file that holds testy's login: with it, testy advertises the terminal auth method
+    #: ``testy-terminal-login`` (to clients that advertise ``auth.terminal``) and sets sessions up
+    #: only once that file says someone logged in (``acpio testy --terminal-auth FILE --login``
+    #: writes it; ``logout`` removes it).
+    terminal_auth: str | None = None
+
+    @property
+    def requires_auth(self) -> bool:
+        """Whether sessions are set up only after a login."""
+        return self.auth or self.terminal_auth is not None
 
     def agent_capabilities(self) -> AgentCapabilities:
         """The ``agentCapabilities`` of the ``initialize`` answer."""
@@ -156,7 +183,7 @@ class TestyOptions:
         if self.session_delete:
             session["delete"] = SessionDeleteCapabilities()
         extra: dict[str, Any] = {}
-        if self.auth:
+        if self.requires_auth:
             extra["auth"] = AgentAuthCapabilities(logout=LogoutCapabilities())
         return AgentCapabilities(
             load_session=self.load_session,
@@ -221,6 +248,16 @@ class TestyAgent:
                     description="testy's test login: authenticate with this method always succeeds",
                 )
             )
+        if self.options.terminal_auth is not None and self._client(cx).features.terminal_auth:
+            auth_methods.append(
+                AuthMethodTerminal(
+                    id=TERMINAL_AUTH_METHOD_ID,
+                    name="Log in to testy in a terminal",
+                    description="testy asks for your name in the terminal (an empty answer fails)",
+                    args=list(TERMINAL_LOGIN_ARGS),
+                    env=dict(TERMINAL_LOGIN_ENV),
+                )
+            )
         capabilities = self.options.agent_capabilities()
         if isinstance(self.sessions.store, MemoryStore):
             capabilities.meta = {SESSIONS_END_WITH_PROCESS[0]: {SESSIONS_END_WITH_PROCESS[1]: True}}
@@ -244,17 +281,36 @@ class TestyAgent:
         return AuthenticateResponse()
 
     async def logout(self, req: LogoutRequest, cx: Connection) -> LogoutResponse:
-        """Log out: new sessions need ``authenticate`` again; existing ones go on."""
+        """Log out: new sessions need a login again (the terminal login's file goes); existing ones go on."""
         self._client(cx).authenticated = False
+        if self.options.terminal_auth is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.options.terminal_auth)
         return LogoutResponse()
 
     def _require_auth(self, cx: Connection, method: str) -> None:
-        if self.options.auth and not self._client(cx).authenticated:
-            raise AuthRequired(
-                {"authMethods": [AUTH_METHOD_ID]},
-                message=f"Authentication required: call authenticate with methodId {AUTH_METHOD_ID!r} "
-                f"before {method}",
+        client = self._client(cx)
+        if not self.options.requires_auth or client.authenticated:
+            return
+        if self.options.terminal_auth is not None and logged_in(self.options.terminal_auth) is not None:
+            return
+        offered: list[str] = []
+        hints: list[str] = []
+        if self.options.auth:
+            offered.append(AUTH_METHOD_ID)
+            hints.append(f"call authenticate with methodId {AUTH_METHOD_ID!r}")
+        if self.options.terminal_auth is not None and client.features.terminal_auth:
+            offered.append(TERMINAL_AUTH_METHOD_ID)
+            hints.append(f"run the terminal login {TERMINAL_AUTH_METHOD_ID!r}")
+        if not hints:
+            hints.append(
+                "testy offers only a terminal login, to clients that advertise "
+                "clientCapabilities.auth.terminal"
             )
+        raise AuthRequired(
+            {"authMethods": offered},
+            message=f"Authentication required: {', or '.join(hints)} before {method}",
+        )
 
     # --- session setup ----------------------------------------------------------------------------
 
@@ -287,12 +343,13 @@ class TestyAgent:
         self._require_auth(cx, "session/new")
         self._check_setup("session/new", req.cwd, req.mcp_servers, req.additional_directories)
         session = await self.sessions.create(req.cwd, _wire(req.mcp_servers))
+        session.booleans = self._client(cx).features.boolean_config_options
         return NewSessionResponse(
             session_id=session.session_id, modes=session.modes(), config_options=session.config_options()
         )
 
     async def _reopen(
-        self, method: str, session_id: str, cwd: str, mcp_servers: list[Any] | None
+        self, method: str, session_id: str, cwd: str, mcp_servers: list[Any] | None, cx: Connection
     ) -> TestySession:
         session = await self.sessions.get(session_id)
         if session.turn is not None:
@@ -301,13 +358,14 @@ class TestyAgent:
                 message=f"{method}: session {session_id!r} is running a prompt turn; cancel it first",
             )
         await self.sessions.reopen(session, cwd, _wire(mcp_servers or []))
+        session.booleans = self._client(cx).features.boolean_config_options
         return session
 
     async def load_session(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
         """Replay the session's history (user and agent message chunks), then answer."""
         self._require_auth(cx, "session/load")
         self._check_setup("session/load", req.cwd, req.mcp_servers, req.additional_directories)
-        session = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers)
+        session = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers, cx)
         for notification in session.replay():
             cx.send_notification(notification)
         return LoadSessionResponse(modes=session.modes(), config_options=session.config_options())
@@ -316,7 +374,7 @@ class TestyAgent:
         """Make the session active again, without replaying anything."""
         self._require_auth(cx, "session/resume")
         self._check_setup("session/resume", req.cwd, req.mcp_servers, req.additional_directories)
-        session = await self._reopen("session/resume", req.session_id, req.cwd, req.mcp_servers)
+        session = await self._reopen("session/resume", req.session_id, req.cwd, req.mcp_servers, cx)
         return ResumeSessionResponse(modes=session.modes(), config_options=session.config_options())
 
     async def list_sessions(self, req: ListSessionsRequest) -> ListSessionsResponse:
@@ -373,12 +431,13 @@ class TestyAgent:
         return SetSessionModeResponse()
 
     async def set_config_option(self, req: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
-        """Set ``verbosity`` (a select option); answers with every option and its value."""
+        """Set ``verbosity`` (select) or ``shout`` (boolean); answers with every option and its value."""
         session = await self.sessions.get_active(req.session_id, "session/set_config_option")
-        if req.type not in (None, "select"):
+        if req.type not in (None, "select", "boolean"):
             raise InvalidParams(
                 {"type": req.type},
-                message=f"testy's config options are select options; {req.type!r} values are not accepted",
+                message=f"testy's config options are select and boolean options; {req.type!r} values are "
+                "not accepted",
             )
         session.set_config_option(req.config_id, req.value)
         return SetSessionConfigOptionResponse(config_options=session.config_options())
@@ -469,7 +528,7 @@ def testy_agent(
     app = Agent.builder(name="testy", unstable=opts.mcp_acp)
     app.on_request(testy.initialize)
     app.on_request(testy.authenticate)
-    if opts.auth:
+    if opts.requires_auth:
         app.on_request(testy.logout)
     app.on_request(testy.new_session)
     if opts.load_session:

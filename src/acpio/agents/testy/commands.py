@@ -11,19 +11,27 @@ script goes on; a cancel raises :class:`~acpio.agents.testy.turn.TurnCancelled` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 from typing import Any, Final, TypeAlias
+
+import orjson
 
 from acpio.agents.testy.script import (
     COMMANDS,
     Command,
     Commands,
+    Compact,
     Echo,
+    Elicit,
+    ElicitUrl,
     Fail,
     Help,
     Mcp,
     Mode,
+    Notice,
     Notify,
+    Option,
     Permission,
     Plan,
     Progress,
@@ -34,6 +42,7 @@ from acpio.agents.testy.script import (
     Stop,
     Stream,
     Think,
+    Timeout,
     Title,
     Tool,
     Usage,
@@ -43,15 +52,28 @@ from acpio.agents.testy.script import (
     split_words,
 )
 from acpio.agents.testy.turn import Turn, TurnCancelled, text_content
-from acpio.errors import AcpError, RequestError
+from acpio.errors import AcpError, InvalidParams, RequestError
 from acpio.schema import (
     AgentMessageChunk,
     AvailableCommand,
     AvailableCommandsUpdate,
+    BooleanPropertySchema,
     CancelledPermissionOutcome,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    CompleteElicitationNotification,
+    ConfigOptionUpdate,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     CreateTerminalRequest,
     CurrentModeUpdate,
     Diff,
+    ElicitationSchema,
+    EnumOption,
+    IntegerPropertySchema,
+    KillTerminalRequest,
+    MultiSelectPropertySchema,
+    NumberPropertySchema,
     PermissionOption,
     PermissionOptionKind,
     PlanEntry,
@@ -65,6 +87,8 @@ from acpio.schema import (
     SessionInfoUpdate,
     SessionNotification,
     StopReason,
+    StringMultiSelectItems,
+    StringPropertySchema,
     Terminal,
     TerminalOutputRequest,
     TerminalOutputResponse,
@@ -79,9 +103,18 @@ from acpio.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
+from acpio.schema import Notice as NoticeUpdate
 from acpio.schema import Plan as PlanUpdate
 
-__all__ = ["CONTEXT_SIZE", "PERMISSION_OPTIONS", "Outcome", "help_text", "run_command", "run_prompt"]
+__all__ = [
+    "CONTEXT_SIZE",
+    "ELICITATION_FORM",
+    "PERMISSION_OPTIONS",
+    "Outcome",
+    "help_text",
+    "run_command",
+    "run_prompt",
+]
 
 #: What a command function returns: ``None`` (go on), a stop reason, or an error to answer with.
 Outcome: TypeAlias = StopReason | RequestError | None
@@ -96,6 +129,31 @@ _ALLOWED: Final = frozenset({"allow-once", "allow-always"})
 
 #: The context window ``usage`` reports (``used`` is the number of words in the session's history).
 CONTEXT_SIZE: Final = 200_000
+
+#: The form ``elicit`` asks the user to fill: one field of every kind the schema has.
+ELICITATION_FORM: Final = ElicitationSchema(
+    title="testy wants to know you",
+    properties={
+        "name": StringPropertySchema(title="Name", description="What to call you", min_length=1),
+        "email": StringPropertySchema(title="Email", format="email"),
+        "age": IntegerPropertySchema(title="Age", minimum=0, maximum=150),
+        "ratio": NumberPropertySchema(title="Ratio", description="From 0 to 1", minimum=0, maximum=1),
+        "subscribe": BooleanPropertySchema(title="Subscribe", default=False),
+        "colour": StringPropertySchema(title="Colour", enum=["red", "green", "blue"], default="green"),
+        "size": StringPropertySchema(
+            title="Size",
+            one_of=[
+                EnumOption(const="s", title="Small"),
+                EnumOption(const="m", title="Medium"),
+                EnumOption(const="l", title="Large"),
+            ],
+        ),
+        "tags": MultiSelectPropertySchema(
+            title="Tags", items=StringMultiSelectItems(enum=["python", "rust", "typescript"]), max_items=2
+        ),
+    },
+    required=["name"],
+)
 
 # ``stream`` lets the dispatch loop run (to see a cancel, and to let the writer flush) this often.
 _STREAM_YIELD_EVERY: Final = 256
@@ -154,6 +212,8 @@ async def run_command(turn: Turn, command: Command) -> Outcome:
             return await permission(turn, command)
         case Run():
             return await run(turn, command)
+        case Timeout():
+            return await timeout(turn, command)
         case Notify():
             return notify(turn, command)
         case Mcp():
@@ -168,6 +228,16 @@ async def run_command(turn: Turn, command: Command) -> Outcome:
             return mode(turn, command)
         case Title():
             return title(turn, command)
+        case Notice():
+            return notice(turn, command)
+        case Compact():
+            return compact(turn, command)
+        case Option():
+            return option(turn, command)
+        case Elicit():
+            return await elicit(turn, command)
+        case ElicitUrl():
+            return await elicit_url(turn, command)
         case Commands():
             return commands(turn, command)
         case Usage():
@@ -376,7 +446,7 @@ async def permission(turn: Turn, command: Permission) -> Outcome:
 # --- terminals ------------------------------------------------------------------------------------
 
 
-async def run(turn: Turn, command: Run) -> Outcome:
+async def run(turn: Turn, command: Run | Timeout, limit: float | None = None) -> Outcome:
     """``run COMMAND [ARGS...]``: a client terminal in an execute tool call.
 
     ``terminal/create`` (in the session's cwd), the terminal as tool content,
@@ -402,9 +472,7 @@ async def run(turn: Turn, command: Run) -> Outcome:
     turn.update_tool_call(tool_call_id, content=[Terminal(terminal_id=terminal_id)])
     release = ReleaseTerminalRequest(session_id=session.session_id, terminal_id=terminal_id)
     try:
-        exited: WaitForTerminalExitResponse = await turn.request(
-            WaitForTerminalExitRequest(session_id=session.session_id, terminal_id=terminal_id)
-        )
+        exited = await _wait_for_exit(turn, terminal_id, limit)
         output: TerminalOutputResponse = await turn.request(
             TerminalOutputRequest(session_id=session.session_id, terminal_id=terminal_id)
         )
@@ -420,6 +488,28 @@ async def run(turn: Turn, command: Run) -> Outcome:
     status = ToolCallStatus.COMPLETED if exited.exit_code == 0 else ToolCallStatus.FAILED
     turn.update_tool_call(tool_call_id, status)
     return None
+
+
+async def timeout(turn: Turn, command: Timeout) -> Outcome:
+    """``timeout SECONDS COMMAND [ARGS...]``: ``run``, with ``terminal/kill`` once SECONDS have passed."""
+    return await run(turn, command, command.seconds)
+
+
+async def _wait_for_exit(turn: Turn, terminal_id: str, limit: float | None) -> WaitForTerminalExitResponse:
+    """``terminal/wait_for_exit``; past ``limit`` seconds, ``terminal/kill`` and wait for the exit."""
+    session_id = turn.session.session_id
+    wait = WaitForTerminalExitRequest(session_id=session_id, terminal_id=terminal_id)
+    if limit is None:
+        exited: WaitForTerminalExitResponse = await turn.request(wait)
+        return exited
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(limit):
+            exited = await turn.request(wait)
+            return exited
+    await turn.request(KillTerminalRequest(session_id=session_id, terminal_id=terminal_id))
+    turn.say(f"killed after {limit:g} s\n")
+    exited = await turn.request(wait)
+    return exited
 
 
 async def _release(turn: Turn, release: ReleaseTerminalRequest) -> None:
@@ -550,3 +640,105 @@ def usage(turn: Turn, command: Usage) -> Outcome:
     """``usage``: ``usage_update``; ``used`` counts the words of the session's history."""
     turn.send_update(UsageUpdate(used=turn.session.history_words(), size=CONTEXT_SIZE))
     return None
+
+
+# --- what the user sees beside the conversation ---------------------------------------------------
+
+
+def notice(turn: Turn, command: Notice) -> Outcome:
+    """``notice SEVERITY TITLE [-- DESCRIPTION]``: a ``notice`` update, or a message when notices are off.
+
+    The spec lets an agent send notices only to clients that advertise ``session.notices``; to others
+    the same information goes out as agent message text.
+    """
+    if turn.client.has("session.notices"):
+        extra = {"description": command.description} if command.description else {}
+        turn.send_update(NoticeUpdate(severity=command.severity, title=command.title, **extra))
+        return None
+    detail = f": {command.description}" if command.description else ""
+    turn.say(f"notice ({command.severity}): {command.title}{detail}\n")
+    return None
+
+
+def compact(turn: Turn, command: Compact) -> Outcome:
+    """``compact TEXT``: ``compaction_update`` in progress, the summary word by word, then completed."""
+    if not turn.client.has("session.compaction"):
+        turn.say(_not_advertised("compact the context", "session.compaction") + "\n")
+        return None
+    compaction_id = turn.session.next_id("compaction")
+    turn.send_update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
+    for word in split_words(command.summary):
+        turn.send_update(CompactionSummaryChunk(compaction_id=compaction_id, content=TextContent(text=word)))
+    turn.send_update(CompactionUpdate(compaction_id=compaction_id, status="completed"))
+    return None
+
+
+def option(turn: Turn, command: Option) -> Outcome:
+    """``option ID VALUE``: change a config option (``true``/``false`` for a boolean), send every option."""
+    value: str | bool = command.value
+    if command.config_id != "verbosity" and command.value in ("true", "false"):
+        value = command.value == "true"
+    try:
+        turn.session.set_config_option(command.config_id, value)
+    except InvalidParams as error:
+        turn.say(f"option: {error.message}\n")
+        return None
+    turn.send_update(ConfigOptionUpdate(config_options=turn.session.config_options()))
+    return None
+
+
+# --- elicitation ----------------------------------------------------------------------------------
+
+
+async def elicit(turn: Turn, command: Elicit) -> Outcome:
+    """``elicit [MESSAGE]``: the form :data:`ELICITATION_FORM`; the answer is reported as a message.
+
+    The report is ``elicitation: ACTION`` and, for ``accept``, the content as JSON with sorted keys.
+    """
+    if not turn.client.elicitation_form:
+        turn.say(_not_advertised("ask with a form", "elicitation.form") + "\n")
+        return None
+    request = CreateElicitationRequest(
+        session_id=turn.session.session_id,
+        mode="form",
+        message=command.message or "Please tell testy about yourself.",
+        requested_schema=ELICITATION_FORM,
+    )
+    answer = await _elicitation(turn, request)
+    if answer is not None:
+        content = answer.content if answer.action == "accept" else None
+        shown = f" {orjson.dumps(content, option=orjson.OPT_SORT_KEYS).decode()}" if content else ""
+        turn.say(f"elicitation: {answer.action}{shown}\n")
+    return None
+
+
+async def elicit_url(turn: Turn, command: ElicitUrl) -> Outcome:
+    """``elicit-url URL [MESSAGE]``: a URL-mode elicitation; after ``accept``, ``elicitation/complete``."""
+    if not turn.client.elicitation_url:
+        turn.say(_not_advertised("send you to a URL", "elicitation.url") + "\n")
+        return None
+    elicitation_id = turn.session.next_id("elicitation")
+    request = CreateElicitationRequest(
+        session_id=turn.session.session_id,
+        mode="url",
+        message=command.message or "Please open this page to go on.",
+        elicitation_id=elicitation_id,
+        url=command.url,
+    )
+    answer = await _elicitation(turn, request)
+    if answer is None:
+        return None
+    turn.say(f"elicitation: {answer.action}\n")
+    if answer.action == "accept":
+        turn.cx.send_notification(CompleteElicitationNotification(elicitation_id=elicitation_id))
+        turn.say(f"elicitation {elicitation_id} complete\n")
+    return None
+
+
+async def _elicitation(turn: Turn, request: CreateElicitationRequest) -> CreateElicitationResponse | None:
+    try:
+        answer: CreateElicitationResponse = await turn.request(request)
+    except AcpError as error:
+        turn.say(f"elicitation failed: {_client_error_text(error)}\n")
+        return None
+    return answer

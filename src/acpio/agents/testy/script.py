@@ -33,13 +33,19 @@ __all__ = [
     "Command",
     "CommandSpec",
     "Commands",
+    "Compact",
     "Echo",
+    "Elicit",
+    "ElicitUrl",
     "Fail",
     "Help",
     "Line",
     "Mode",
     "Mcp",
+    "NOTICE_SEVERITIES",
+    "Notice",
     "Notify",
+    "Option",
     "Permission",
     "Plan",
     "Progress",
@@ -51,6 +57,7 @@ __all__ = [
     "Stop",
     "Stream",
     "Think",
+    "Timeout",
     "Title",
     "Tool",
     "Usage",
@@ -67,6 +74,8 @@ __all__ = [
 STOP_REASONS: tuple[str, ...] = ("end_turn", "max_tokens", "max_turn_requests", "refusal")
 #: The ids of the session modes testy offers; ``mode`` accepts these.
 MODES: tuple[str, ...] = ("chat", "plan")
+#: The severities ``notice`` accepts.
+NOTICE_SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 
 # JSON-RPC error codes are integers; testy keeps ``fail`` to the signed 32-bit range every peer can hold.
 _INT32 = range(-(2**31), 2**31)
@@ -152,6 +161,15 @@ class Run:
 
 
 @dataclass(frozen=True, slots=True)
+class Timeout:
+    """``timeout SECONDS COMMAND [ARGS...]``: like ``run``, but ``terminal/kill`` once SECONDS have passed."""
+
+    seconds: float
+    command: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Notify:
     """``notify METHOD [JSON]``: an extension notification (``params`` is an object or an array)."""
 
@@ -205,6 +223,45 @@ class Title:
 
 
 @dataclass(frozen=True, slots=True)
+class Notice:
+    """``notice SEVERITY TITLE [-- DESCRIPTION]``: a ``notice`` update (live, not history)."""
+
+    severity: str
+    title: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """``compact TEXT``: a context compaction whose summary is TEXT, streamed word by word."""
+
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """``option ID VALUE``: change a config option of the session and send ``config_option_update``."""
+
+    config_id: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Elicit:
+    """``elicit [MESSAGE]``: a form-mode ``elicitation/create`` with a field of every kind."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitUrl:
+    """``elicit-url URL [MESSAGE]``: a URL-mode elicitation; ``elicitation/complete`` after accept."""
+
+    url: str
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Commands:
     """``commands``: advertise testy's commands as available (slash) commands."""
 
@@ -231,6 +288,7 @@ Command: TypeAlias = (
     | Write
     | Permission
     | Run
+    | Timeout
     | Notify
     | Mcp
     | Sleep
@@ -238,6 +296,11 @@ Command: TypeAlias = (
     | Stop
     | Mode
     | Title
+    | Notice
+    | Compact
+    | Option
+    | Elicit
+    | ElicitUrl
     | Commands
     | Usage
     | Help
@@ -392,6 +455,45 @@ def _parse_run(args: str) -> Command:
     return Run(words[0], tuple(words[1:]))
 
 
+def _parse_timeout(args: str) -> Command:
+    seconds_text, rest = _first_word(_required(args, "a number of SECONDS and a COMMAND"))
+    seconds = _seconds(seconds_text)
+    run = _parse_run(rest)
+    assert isinstance(run, Run)
+    return Timeout(seconds, run.command, run.args)
+
+
+def _parse_notice(args: str) -> Command:
+    severity, rest = _first_word(_required(args, "a SEVERITY and a TITLE"))
+    if severity not in NOTICE_SEVERITIES:
+        raise _BadArguments(f"SEVERITY must be one of {', '.join(NOTICE_SEVERITIES)}, not {severity!r}")
+    title, _, description = rest.partition(" -- ")
+    title, description = title.strip(), description.strip()
+    if not title:
+        raise _BadArguments("needs a TITLE after the SEVERITY")
+    return Notice(severity, title, description or None)
+
+
+def _parse_compact(args: str) -> Command:
+    return Compact(_required(args, "the TEXT of the summary"))
+
+
+def _parse_option(args: str) -> Command:
+    config_id, value = _first_word(_required(args, "an option ID and a VALUE"))
+    return Option(config_id, _required(value, "a VALUE after the option ID"))
+
+
+def _parse_elicit(args: str) -> Command:
+    return Elicit(args or None)
+
+
+def _parse_elicit_url(args: str) -> Command:
+    url, message = _first_word(_required(args, "a URL"))
+    if "://" not in url:
+        raise _BadArguments(f"URL must be an absolute URL (https://...), not {url!r}")
+    return ElicitUrl(url, message or None)
+
+
 def _parse_notify(args: str) -> Command:
     method, payload = _first_word(_required(args, "a METHOD"))
     if len(method) < 2 or not method.startswith("_"):
@@ -422,14 +524,17 @@ def _parse_mcp(args: str) -> Command:
 
 
 def _parse_sleep(args: str) -> Command:
-    text = _required(args, "a number of SECONDS")
+    return Sleep(_seconds(_required(args, "a number of SECONDS")))
+
+
+def _seconds(text: str) -> float:
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds < 0:
         raise _BadArguments(f"SECONDS must be a number, 0 or more, not {text!r}")
-    return Sleep(seconds)
+    return seconds
 
 
 def _parse_fail(args: str) -> Command:
@@ -507,6 +612,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "run", "COMMAND [ARGS...]", "run a command in a client terminal and report its output", _parse_run
     ),
     CommandSpec(
+        "timeout",
+        "SECONDS COMMAND [ARGS...]",
+        "like run, but kill the command (terminal/kill) once SECONDS have passed",
+        _parse_timeout,
+    ),
+    CommandSpec(
         "notify", "METHOD [JSON]", "send extension notification METHOD (starts with _)", _parse_notify
     ),
     CommandSpec(
@@ -520,6 +631,23 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("stop", "REASON", f"end the turn with REASON ({', '.join(STOP_REASONS)})", _parse_stop),
     CommandSpec("mode", "ID", f"switch the session mode ({', '.join(MODES)})", _parse_mode),
     CommandSpec("title", "TEXT", "set the session title", _parse_title),
+    CommandSpec("option", "ID VALUE", "change a config option (verbosity, shout) and say so", _parse_option),
+    CommandSpec(
+        "notice",
+        "SEVERITY TITLE [-- DESCRIPTION]",
+        f"a notice for the user ({', '.join(NOTICE_SEVERITIES)})",
+        _parse_notice,
+    ),
+    CommandSpec("compact", "TEXT", "a context compaction whose summary is TEXT", _parse_compact),
+    CommandSpec(
+        "elicit", "[MESSAGE]", "ask the user to fill a form with a field of every kind", _parse_elicit
+    ),
+    CommandSpec(
+        "elicit-url",
+        "URL [MESSAGE]",
+        "ask the user to open URL; elicitation/complete once they accept",
+        _parse_elicit_url,
+    ),
     CommandSpec("commands", "", "advertise these commands as slash commands", _no_arguments(Commands())),
     CommandSpec("usage", "", "report the session's context usage", _no_arguments(Usage())),
     CommandSpec("help", "", "this list", _no_arguments(Help())),

@@ -40,11 +40,22 @@ if TYPE_CHECKING:
     from acpio.agents.testy.turn import Turn
     from acpio.store import SessionRecord, SessionStore
 
-__all__ = ["VERBOSITY", "VERBOSITY_OPTION", "AgentText", "HistoryEntry", "TestySession", "TestySessions"]
+__all__ = [
+    "SHOUT_OPTION",
+    "VERBOSITY",
+    "VERBOSITY_OPTION",
+    "AgentText",
+    "HistoryEntry",
+    "TestySession",
+    "TestySessions",
+]
 
 #: The config option testy offers, and its values (``normal`` is the default).
 VERBOSITY_OPTION: Final = "verbosity"
 VERBOSITY: Final[tuple[str, ...]] = ("brief", "normal", "verbose")
+#: The boolean config option testy offers to clients that advertise boolean config options: when on,
+#: testy's message text is upper-cased.
+SHOUT_OPTION: Final = "shout"
 _VERBOSITY_NAMES: Final = {
     "brief": ("Brief", "help lists the command words only"),
     "normal": ("Normal", "the default"),
@@ -84,6 +95,10 @@ class TestySession:
         self.cwd = cwd
         self.mode_id = MODES[0]
         self.verbosity = "normal"
+        #: The boolean option ``shout``: agent message text in upper case.
+        self.shout = False
+        #: Whether the client takes boolean config options (``shout`` is offered only then).
+        self.booleans = False
         self._title: str | None = None
         #: Where the session's changes and history entries are written (``None``: nowhere).
         self.store = store
@@ -95,6 +110,7 @@ class TestySession:
         #: The prompt turn in progress, if any.
         self.turn: Turn | None = None
         self._tool_calls = itertools.count(1)
+        self._ids: dict[str, itertools.count[int]] = {}
 
     def __repr__(self) -> str:
         state = "active" if self.active else "closed"
@@ -109,6 +125,7 @@ class TestySession:
         verbosity = record.config.get(VERBOSITY_OPTION)
         if verbosity in VERBOSITY:
             session.verbosity = verbosity
+        session.shout = record.config.get(SHOUT_OPTION) is True
         session.title = record.title
         for entry in entries:
             update = SessionNotification.model_validate_json(entry).update
@@ -153,6 +170,10 @@ class TestySession:
     def next_tool_call_id(self) -> str:
         """A tool call id not used before in this session: ``tool-1``, ``tool-2``..."""
         return f"tool-{next(self._tool_calls)}"
+
+    def next_id(self, prefix: str) -> str:
+        """An id not used before in this session for ``prefix``: ``compaction-1``, ``elicitation-2``..."""
+        return f"{prefix}-{next(self._ids.setdefault(prefix, itertools.count(1)))}"
 
     # --- history ----------------------------------------------------------------------------------
 
@@ -215,7 +236,16 @@ class TestySession:
             current_value=self.verbosity,
             options=choices,
         )
-        return [verbosity]
+        if not self.booleans:
+            return [verbosity]
+        shout = SessionConfigOption(
+            id=SHOUT_OPTION,
+            name="Shout",
+            description="testy's messages in upper case",
+            type="boolean",
+            current_value=self.shout,
+        )
+        return [verbosity, shout]
 
     # --- what the client may change ---------------------------------------------------------------
 
@@ -232,10 +262,22 @@ class TestySession:
 
     def set_config_option(self, config_id: str, value: object) -> None:
         """Set a config option; raises ``InvalidParams`` (-32602) for an unknown option or value."""
+        if config_id == SHOUT_OPTION and self.booleans:
+            if not isinstance(value, bool):
+                raise InvalidParams(
+                    {"configId": config_id, "value": value},
+                    message=f"{SHOUT_OPTION} is a boolean option: its value is true or false, not {value!r}",
+                )
+            self.shout = value
+            if self.store is not None:
+                self._write(self.store.set_config(self.session_id, SHOUT_OPTION, value))
+            return
         if config_id != VERBOSITY_OPTION:
+            known = [VERBOSITY_OPTION, SHOUT_OPTION] if self.booleans else [VERBOSITY_OPTION]
             raise InvalidParams(
                 {"configId": config_id},
-                message=f"Unknown config option {config_id!r}: testy has one, {VERBOSITY_OPTION!r}",
+                message=f"Unknown config option {config_id!r}: testy's options are "
+                f"{', '.join(repr(k) for k in known)}",
             )
         if not isinstance(value, str) or value not in VERBOSITY:
             raise InvalidParams(

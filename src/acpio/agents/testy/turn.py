@@ -141,8 +141,11 @@ class Turn:
     def say(self, text: str) -> None:
         """One agent message chunk (kept in the session's history for ``session/load``).
 
-        Remembered first: the session's store then commits it before the transport writes it.
+        Remembered first: the session's store then commits it before the transport writes it. With
+        the session's ``shout`` option on, the text is upper-cased.
         """
+        if self.session.shout:
+            text = text.upper()
         self.session.remember_agent(text)
         self.send_update(AgentMessageChunk(content=TextContent(text=text)))
 
