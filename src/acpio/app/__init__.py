@@ -15,16 +15,28 @@ A small agent in full::
         app.run()
 """
 
-from acpio.app.agent_app import AgentApp, PromptFunction, StopReasonName
+from acpio.app.agent_app import (
+    AgentApp,
+    AppSession,
+    CloseFunction,
+    InitializeFunction,
+    OpenFunction,
+    PromptFunction,
+    StopReasonName,
+)
 from acpio.app.menu import CommandCall, OptionValue
 from acpio.app.turn import ActiveToolCall, CommandResult, Exchange, ToolKindName, ToolStatusName, Turn
 
 __all__ = [
     "ActiveToolCall",
     "AgentApp",
+    "AppSession",
+    "CloseFunction",
     "CommandCall",
     "CommandResult",
     "Exchange",
+    "InitializeFunction",
+    "OpenFunction",
     "OptionValue",
     "PromptFunction",
     "StopReasonName",

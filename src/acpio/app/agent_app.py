@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from acpio.app.menu import Menu, SessionSettings
+from acpio.app.menu import Menu, OptionValue, SessionSettings
 from acpio.app.turn import Exchange, Turn, exchanges
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
@@ -27,6 +27,7 @@ from acpio.roles import Agent
 from acpio.schema import (
     AgentCapabilities,
     CancelNotification,
+    ConfigOptionUpdate,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -36,6 +37,7 @@ from acpio.schema import (
     PromptCapabilities,
     PromptRequest,
     PromptResponse,
+    SessionMode,
     SessionNotification,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
@@ -49,7 +51,15 @@ from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
 from acpio.transports.stdio import Stdio
 
-__all__ = ["AgentApp", "PromptFunction", "StopReasonName"]
+__all__ = [
+    "AgentApp",
+    "AppSession",
+    "CloseFunction",
+    "InitializeFunction",
+    "OpenFunction",
+    "PromptFunction",
+    "StopReasonName",
+]
 
 _log = logging.getLogger("acpio.app")
 
@@ -61,17 +71,74 @@ PromptFunction: TypeAlias = Callable[[Turn], Awaitable[StopReason | StopReasonNa
 
 
 @dataclass
-class _Session:
-    """A session open on one connection: its directory, settings, turn and history."""
+class AppSession:
+    """A session open on one connection, as :meth:`AgentApp.on_open` and :attr:`AgentApp.sessions` give it."""
 
+    #: The connection to the client it is open on.
     cx: Connection
+    #: The session's id.
+    id: str
+    #: Its working directory.
     cwd: Path
+    #: Its current mode and config option values (and what it is offered: see :meth:`offer_choices`).
     settings: SessionSettings
+    #: What the client advertised at ``initialize``.
+    client: ClientFeatures
+    menu: Menu
     #: The MCP servers the client declared for the session, as JSON objects.
     mcp_servers: tuple[Mapping[str, Any], ...] = ()
+    #: The other directories the client gave the session (``additionalDirectories``).
+    additional_directories: tuple[Path, ...] = ()
+    #: How it was opened: ``session/new``, ``session/load``, ``session/resume`` or ``session/fork``.
+    method: str = "session/new"
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
     history: list[Exchange] = field(default_factory=list)
+
+    def offer_modes(self, modes: list[SessionMode], current: str | None = None) -> None:
+        """Offer this session ``modes`` instead of the app's; its mode becomes ``current``.
+
+        ``current`` defaults to the session's mode when it is one of ``modes``, else the first.
+        """
+        if not modes:
+            raise ValueError("offer_modes needs at least one mode")
+        ids = [m.id for m in modes]
+        chosen = current if current is not None else self.settings.mode
+        self.settings.modes = list(modes)
+        self.settings.mode = chosen if chosen in ids else ids[0]
+
+    def offer_choices(self, option_id: str, choices: Mapping[str, str], current: str | None = None) -> None:
+        """Offer this session other ``choices`` (value -> label) for the select option ``option_id``.
+
+        The value stays when it is still a choice; else it becomes ``current`` (default: the first
+        choice). The client hears of it with the setup answer, or :meth:`AgentApp.refresh_options`.
+        """
+        if self.menu.choices_of(self.settings, option_id) is None:
+            raise ValueError(f"{option_id!r} is not a select option of the app")
+        if not choices:
+            raise ValueError(f"offer_choices({option_id!r}) needs at least one choice")
+        self.settings.choices[option_id] = dict(choices)
+        value = self.settings.options.get(option_id)
+        if value not in choices:
+            self.settings.options[option_id] = (
+                current if current is not None and current in choices else next(iter(choices))
+            )
+
+    def value(self, option_id: str) -> OptionValue:
+        """The current value of the config option ``option_id``."""
+        return self.settings.options[option_id]
+
+
+#: ``await fn(request, answer)`` before ``initialize`` is answered: it may change ``answer`` (auth
+#: methods, capabilities) or return another one.
+InitializeFunction: TypeAlias = Callable[
+    [InitializeRequest, InitializeResponse], Awaitable[InitializeResponse | None]
+]
+#: ``await fn(session)`` when a session is opened, before the answer: it may offer the session its
+#: own modes and choices, or raise a :class:`~acpio.RequestError` to refuse it.
+OpenFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]
+#: ``await fn(session)`` when a session closes (closed, deleted, loaded elsewhere, connection ended).
+CloseFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]
 
 
 class AgentApp:
@@ -124,10 +191,14 @@ class AgentApp:
         self._error_details = error_details
         self._mcp = mcp
         self._prompt: PromptFunction | None = None
+        self._on_initialize: list[InitializeFunction] = []
+        self._on_open: list[OpenFunction] = []
+        self._on_close: list[CloseFunction] = []
+        self._handlers: list[Callable[..., Any]] = []
         #: What each client advertised at ``initialize``.
         self._features: weakref.WeakKeyDictionary[Connection, ClientFeatures] = weakref.WeakKeyDictionary()
         #: The open sessions, by id (ids are unique across connections).
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, AppSession] = {}
         self._menu = Menu()
         if isinstance(store, str):
             store = open_store(store)
@@ -154,6 +225,59 @@ class AgentApp:
             raise ValueError(f"{self!r} already has a prompt function: register one only")
         self._prompt = fn
         return fn
+
+    def on_initialize(self, fn: InitializeFunction) -> InitializeFunction:
+        """Register a hook that completes the ``initialize`` answer (a decorator: :data:`InitializeFunction`).
+
+        The answer it gets already has the negotiated version, ``agentInfo`` and the capabilities
+        the app serves; the hook adds what only the agent knows (``authMethods``, prompt
+        capabilities computed at run time, more MCP transports...).
+        """
+        self._on_initialize.append(fn)
+        return fn
+
+    def on_open(self, fn: OpenFunction) -> OpenFunction:
+        """Register a hook run when a session is opened, before the setup answer (a decorator).
+
+        It gets the :class:`AppSession`: it may give the session its own modes and choices
+        (:meth:`AppSession.offer_modes`, :meth:`AppSession.offer_choices`), start per-session work,
+        or raise a :class:`~acpio.RequestError` to refuse the session (a refused ``session/new``
+        leaves nothing in the store).
+        """
+        self._on_open.append(fn)
+        return fn
+
+    def on_close(self, fn: CloseFunction) -> CloseFunction:
+        """Register a hook run when a session closes, after its turn was cancelled (a decorator)."""
+        self._on_close.append(fn)
+        return fn
+
+    def on_request(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Serve one more request type with a typed handler, as ``Builder.on_request`` takes it (a decorator).
+
+        The message type comes from the first parameter's annotation: ``async def authenticate(req:
+        AuthenticateRequest, cx: Connection) -> AuthenticateResponse``.
+        """
+        self._handlers.append(fn)
+        return fn
+
+    @property
+    def sessions(self) -> list[AppSession]:
+        """The sessions open now, on every connection."""
+        return list(self._sessions.values())
+
+    async def refresh_options(self, session: AppSession | None = None) -> None:
+        """Send ``config_option_update`` with every option to one open session, or to each.
+
+        After changing what sessions are offered (:meth:`AppSession.offer_choices`) outside a turn.
+        """
+        for target in [session] if session is not None else self.sessions:
+            if target.cx.closed:
+                continue
+            options = self._menu.options_state(target.settings)
+            update = ConfigOptionUpdate(config_options=options)
+            target.cx.send_notification(SessionNotification(session_id=target.id, update=update))
+            await target.cx.drain()
 
     # --- what the user can choose -----------------------------------------------------------------
 
@@ -209,12 +333,15 @@ class AgentApp:
             self._stored.register(app)
         else:
             app.on_request(NewSessionRequest, self._new_session)
+            app.on_close(self._connection_closed)
         app.on_request(PromptRequest, self._start_turn)
         app.on_notification(CancelNotification, self._cancel)
         if self._menu.modes:
             app.on_request(SetSessionModeRequest, self._set_mode)
         if self._menu.options:
             app.on_request(SetSessionConfigOptionRequest, self._set_option)
+        for handler in self._handlers:
+            app.on_request(handler)
         return app
 
     async def serve(self, target: Transport | Listener | Component) -> None:
@@ -245,11 +372,14 @@ class AgentApp:
             capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)
         if self._stored is not None:
             capabilities = self._stored.agent_capabilities(capabilities)
-        return InitializeResponse(
+        answer = InitializeResponse(
             protocol_version=negotiate_version(request.protocol_version),
             agent_capabilities=capabilities,
             agent_info=self.info,
         )
+        for hook in self._on_initialize:
+            answer = await hook(request, answer) or answer
+        return answer
 
     async def _new_session(
         self, request: NewSessionRequest, responder: Responder[NewSessionResponse], cx: Connection
@@ -258,10 +388,22 @@ class AgentApp:
         if not cwd.is_absolute():
             raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
         session_id = f"sess_{uuid.uuid4().hex}"
-        settings = self._menu.settings(self._client_features(cx))
-        servers = tuple(server.to_wire() for server in request.mcp_servers or ())
-        self._sessions[session_id] = _Session(cx, cwd, settings, servers)
-        responder.respond(NewSessionResponse(session_id=session_id, **self._menu.setup(settings)))
+        client = self._client_features(cx)
+        session = AppSession(
+            cx,
+            session_id,
+            cwd,
+            self._menu.settings(client),
+            client,
+            self._menu,
+            tuple(server.to_wire() for server in request.mcp_servers or ()),
+            tuple(Path(d) for d in request.additional_directories or ()),
+        )
+        for hook in self._on_open:
+            await hook(session)
+        self._sessions[session_id] = session
+        setup = self._menu.setup(session.settings)
+        responder.respond(NewSessionResponse(session_id=session_id, **setup))
         self._offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
     def _offer_commands(self, cx: Connection, session_id: str) -> None:
@@ -272,13 +414,30 @@ class AgentApp:
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
-        settings = self._menu.restored(self._client_features(cx), record.mode, record.config)
-        session = self._sessions[record.session_id] = _Session(
-            cx, Path(record.cwd), settings, record.mcp_servers
+        client = self._client_features(cx)
+        settings = self._menu.restored(client, record.mode, record.config)
+        session = AppSession(
+            cx,
+            record.session_id,
+            Path(record.cwd),
+            settings,
+            client,
+            self._menu,
+            record.mcp_servers,
+            tuple(Path(d) for d in record.additional_directories),
+            method,
         )
+        assert self._stored is not None
         if method != "session/new":
-            assert self._stored is not None
             session.history = await exchanges(self._stored.store.history(record.session_id))
+        try:
+            for hook in self._on_open:
+                await hook(session)
+        except BaseException:
+            if method == "session/new":  # refused: nothing of it stays
+                await self._stored.store.delete(record.session_id)
+            raise
+        self._sessions[record.session_id] = session
         # the answer is sent when this returns; the commands go out right after it
         asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
         return SessionSetup(**self._menu.setup(settings))
@@ -286,22 +445,31 @@ class AgentApp:
     async def _closed(self, session_id: str) -> None:
         """A stored session closes (closed, deleted, loaded elsewhere, its connection ended)."""
         session = self._sessions.pop(session_id, None)
-        if session is None or session.turn is None:
+        if session is None:
             return
-        if session.current is not None:
-            session.current.cancel_requested = True
-        session.turn.cancel()
-        await asyncio.gather(session.turn, return_exceptions=True)
+        if session.turn is not None:
+            if session.current is not None:
+                session.current.cancel_requested = True
+            session.turn.cancel()
+            await asyncio.gather(session.turn, return_exceptions=True)
+        for hook in self._on_close:
+            await hook(session)
 
-    def _session(self, cx: Connection, session_id: str) -> _Session:
+    async def _connection_closed(self, cx: Connection) -> None:
+        """The end of a connection closes its sessions (without a store: with one, the store does)."""
+        for session in [s for s in self._sessions.values() if s.cx is cx]:
+            await self._closed(session.id)
+
+    def _session(self, cx: Connection, session_id: str) -> AppSession:
         session = self._sessions.get(session_id)
         if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
 
     async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
-        self._menu.check_mode(request.mode_id)
-        self._session(cx, request.session_id).settings.mode = request.mode_id
+        session = self._session(cx, request.session_id)
+        self._menu.check_mode(request.mode_id, session.settings)
+        session.settings.mode = request.mode_id
         if self._stored is not None:
             await self._stored.store.set_mode(request.session_id, request.mode_id)
         return SetSessionModeResponse()
@@ -346,7 +514,7 @@ class AgentApp:
         session.turn = cx.spawn(self._run_turn(self._prompt, turn, session, responder))
 
     async def _run_turn(
-        self, fn: PromptFunction, turn: Turn, session: _Session, responder: Responder[PromptResponse]
+        self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
         try:
             stop = await fn(turn)

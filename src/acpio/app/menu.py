@@ -49,6 +49,10 @@ class SessionSettings:
     options: dict[str, OptionValue] = field(default_factory=dict)
     #: Whether the client takes boolean config options (else they are not offered to it).
     booleans: bool = False
+    #: The modes offered to this session, when they differ from the app's (``None``: the app's).
+    modes: list[SessionMode] | None = None
+    #: The choices of select options offered to this session, where they differ from the app's.
+    choices: dict[str, dict[str, str]] = field(default_factory=dict[str, dict[str, str]])
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class _Option:
     category: str | None = None
     choices: Mapping[str, str] | None = None  # None: a boolean option
 
-    def state(self, value: OptionValue) -> SessionConfigOption:
+    def state(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> SessionConfigOption:
         described: dict[str, Any] = {"description": self.description} if self.description else {}
         if self.category:
             described["category"] = self.category
@@ -68,7 +72,8 @@ class _Option:
             return SessionConfigOption(
                 id=self.id, name=self.name, type="boolean", current_value=value, **described
             )
-        options = [SessionConfigSelectOption(value=v, name=label) for v, label in self.choices.items()]
+        offered = self.choices if choices is None else choices
+        options = [SessionConfigSelectOption(value=v, name=label) for v, label in offered.items()]
         return SessionConfigOption(
             id=self.id, name=self.name, type="select", current_value=value, options=options, **described
         )
@@ -149,13 +154,23 @@ class Menu:
                 settings.options[option.id] = value
         return settings
 
+    def modes_of(self, settings: SessionSettings) -> list[SessionMode]:
+        """The modes offered to a session: its own when it has some, else the app's."""
+        return self.modes if settings.modes is None else settings.modes
+
+    def choices_of(self, settings: SessionSettings, option_id: str) -> Mapping[str, str] | None:
+        """The choices of a select option for a session (``None`` for a boolean or unknown option)."""
+        option = next((o for o in self.options if o.id == option_id), None)
+        if option is None or option.choices is None:
+            return None
+        return settings.choices.get(option_id, option.choices)
+
     def setup(self, settings: SessionSettings) -> dict[str, Any]:
         """The ``modes`` and ``configOptions`` of a setup answer (only those the app declared)."""
         fields: dict[str, Any] = {}
-        if self.modes and settings.mode is not None:
-            fields["modes"] = SessionModeState(
-                current_mode_id=settings.mode, available_modes=list(self.modes)
-            )
+        modes = self.modes_of(settings)
+        if modes and settings.mode is not None:
+            fields["modes"] = SessionModeState(current_mode_id=settings.mode, available_modes=list(modes))
         if self.options:
             fields["config_options"] = self.options_state(settings)
         return fields
@@ -163,7 +178,7 @@ class Menu:
     def options_state(self, settings: SessionSettings) -> list[SessionConfigOption]:
         """Every option the client may see, with its current value."""
         return [
-            o.state(settings.options[o.id])
+            o.state(settings.options[o.id], settings.choices.get(o.id))
             for o in self.options
             if o.choices is not None or settings.booleans
         ]
@@ -172,12 +187,11 @@ class Menu:
         """The ``available_commands_update`` that lists the declared commands."""
         return AvailableCommandsUpdate(available_commands=list(self.commands))
 
-    def check_mode(self, mode_id: str) -> None:
-        """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a declared mode."""
-        if all(m.id != mode_id for m in self.modes):
-            raise InvalidParams(
-                {"modeId": mode_id, "modes": [m.id for m in self.modes]}, message="Unknown mode"
-            )
+    def check_mode(self, mode_id: str, settings: SessionSettings | None = None) -> None:
+        """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a mode offered (to the session)."""
+        modes = self.modes if settings is None else self.modes_of(settings)
+        if all(m.id != mode_id for m in modes):
+            raise InvalidParams({"modeId": mode_id, "modes": [m.id for m in modes]}, message="Unknown mode")
 
     def set_option(self, settings: SessionSettings, option_id: str, value: Any) -> None:
         """Set an option; ``InvalidParams`` (-32602) for an unknown option or a value it cannot take."""
@@ -187,9 +201,10 @@ class Menu:
                 {"configId": option_id, "options": [o.id for o in self.options]},
                 message="Unknown config option",
             )
-        valid = isinstance(value, bool) if option.choices is None else value in option.choices
-        if not valid or (option.choices is not None and isinstance(value, bool)):
-            expected = "a boolean" if option.choices is None else f"one of {list(option.choices)}"
+        choices = settings.choices.get(option_id, option.choices)
+        valid = isinstance(value, bool) if choices is None else value in choices
+        if not valid or (choices is not None and isinstance(value, bool)):
+            expected = "a boolean" if choices is None else f"one of {list(choices)}"
             raise InvalidParams(
                 {"configId": option_id, "value": value, "expected": expected}, message="Invalid config value"
             )

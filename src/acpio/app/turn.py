@@ -85,6 +85,8 @@ class Exchange:
     prompt: tuple[ContentBlock, ...]
     #: The text the agent streamed with :meth:`Turn.say`, joined.
     reply: str
+    #: Every ``session/update`` the agent sent in the turn, in order (text, thoughts, tool calls...).
+    updates: tuple[SessionUpdate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,25 +107,28 @@ async def exchanges(updates: AsyncIterator[bytes]) -> list[Exchange]:
     """The exchanges of a stored history (``session/update`` params as JSON), oldest first.
 
     Each run of ``user_message_chunk`` updates starts an exchange; the text of the
-    ``agent_message_chunk`` updates after it is its reply.
+    ``agent_message_chunk`` updates after it is its reply, and every update after it is in its
+    :attr:`Exchange.updates`.
     """
     found: list[Exchange] = []
     prompt: list[ContentBlock] = []
     reply: list[str] = []
-    agent_spoke = False
+    sent: list[SessionUpdate] = []
     async for body in updates:
         update = SessionNotification.model_validate_json(body).update
         if isinstance(update, UserMessageChunk):
-            if agent_spoke:
-                found.append(Exchange(tuple(prompt), "".join(reply)))
-                prompt, reply, agent_spoke = [], [], False
+            if prompt and sent:
+                found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))
+                prompt, reply = [], []
+            if not prompt:  # what was sent before a prompt (the session's commands) is no turn's
+                sent = []
             prompt.append(update.content)
-        elif isinstance(update, AgentMessageChunk):
-            agent_spoke = True
-            if isinstance(update.content, TextContent):
-                reply.append(update.content.text)
+            continue
+        sent.append(update)
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
+            reply.append(update.content.text)
     if prompt:
-        found.append(Exchange(tuple(prompt), "".join(reply)))
+        found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))
     return found
 
 
@@ -166,6 +171,7 @@ class Turn:
         #: The session's earlier turns, oldest first (kept while the agent runs).
         self.history: tuple[Exchange, ...] = tuple(history)
         self._said: list[str] = []
+        self._sent: list[SessionUpdate] = []
         #: The MCP servers the client declared for the session (their JSON objects): reach one
         #: with :meth:`mcp`.
         self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
@@ -195,7 +201,7 @@ class Turn:
 
     async def set_mode(self, mode_id: str) -> None:
         """Switch the session to another declared mode, and tell the client (``current_mode_update``)."""
-        self._menu.check_mode(mode_id)
+        self._menu.check_mode(mode_id, self._settings)
         self._settings.mode = mode_id
         await self.update(CurrentModeUpdate(current_mode_id=mode_id))
 
@@ -208,6 +214,7 @@ class Turn:
 
     async def update(self, update: SessionUpdate) -> None:
         """Send one ``session/update`` for this session, then wait while the client is behind."""
+        self._sent.append(update)
         self.cx.send_notification(SessionNotification(session_id=self.session_id, update=update))
         await self.cx.drain()
 
@@ -217,8 +224,8 @@ class Turn:
         await self.update(AgentMessageChunk(content=TextContent(text=text)))
 
     def exchange(self) -> Exchange:
-        """The turn as the history keeps it: its prompt and what was said so far."""
-        return Exchange(tuple(self.prompt), "".join(self._said))
+        """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
+        return Exchange(tuple(self.prompt), "".join(self._said), tuple(self._sent))
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
@@ -245,15 +252,18 @@ class Turn:
         kind: ToolKindName | None = None,
         locations: Sequence[str | Path] = (),
         raw_input: Any = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ActiveToolCall:
         """A tool call to report: ``async with turn.tool_call("Read notes.txt", kind="read") as call:``.
 
         Entering it sends the ``tool_call`` (pending); leaving it marks it ``completed``, or
         ``failed`` when the block raised (or was cancelled), unless :meth:`ActiveToolCall.update`
         already set a final status. ``locations`` are the paths it touches (relative to
-        :attr:`cwd`); ``raw_input`` is shown as the call's input.
+        :attr:`cwd`); ``raw_input`` is shown as the call's input; ``meta`` is sent as its ``_meta``
+        (kept in the history: what the agent needs to know of the call later).
         """
-        return ActiveToolCall(self, title, kind, [self._absolute(p) for p in locations], raw_input)
+        paths = [self._absolute(p) for p in locations]
+        return ActiveToolCall(self, title, kind, paths, raw_input, dict(meta) if meta else None)
 
     # --- asking the client ------------------------------------------------------------------------
 
@@ -376,7 +386,13 @@ class ActiveToolCall:
     """A tool call being reported (see :meth:`Turn.tool_call`): its :attr:`id`, and :meth:`update`."""
 
     def __init__(
-        self, turn: Turn, title: str, kind: ToolKindName | None, locations: list[Path], raw_input: Any
+        self,
+        turn: Turn,
+        title: str,
+        kind: ToolKindName | None,
+        locations: list[Path],
+        raw_input: Any,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self._turn = turn
         #: The tool call's id, unique in its session.
@@ -386,6 +402,7 @@ class ActiveToolCall:
         self._kind = kind
         self._locations = locations
         self._raw_input = raw_input
+        self._meta = meta
         self._final = False
 
     def __repr__(self) -> str:
@@ -393,7 +410,7 @@ class ActiveToolCall:
 
     async def __aenter__(self) -> ActiveToolCall:
         locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
-        optional = _given(kind=self._kind, locations=locations, raw_input=self._raw_input)
+        optional = _given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
         await self._turn.update(
             ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
         )
@@ -442,6 +459,7 @@ class ActiveToolCall:
     def _send(self, update: SessionUpdate) -> None:
         turn = self._turn
         if not turn.cx.closed:
+            turn._sent.append(update)
             turn.cx.send_notification(SessionNotification(session_id=turn.session_id, update=update))
 
 
