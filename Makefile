@@ -34,8 +34,10 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 	$(PY) scripts/typecheck_user_code.py
 
+# The suite runs on every core (pytest-xdist); PYTEST_WORKERS=0 runs it in one process, for a debugger.
+PYTEST_WORKERS ?= auto
 unit: $(STAMP) browser postgres
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 ## docs: the documentation site (docs/ and the API reference from the docstrings) into site/, about 20 s
 # --strict: a broken link or cross-reference fails the build (scripts/griffe_sphinx_roles.py says which
