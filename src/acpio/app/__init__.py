@@ -18,6 +18,7 @@ A small agent in full::
 from acpio.app.agent_app import (
     AgentApp,
     AppSession,
+    ChangeFunction,
     CloseFunction,
     InitializeFunction,
     OpenFunction,
@@ -31,6 +32,7 @@ __all__ = [
     "ActiveToolCall",
     "AgentApp",
     "AppSession",
+    "ChangeFunction",
     "CloseFunction",
     "CommandCall",
     "CommandResult",

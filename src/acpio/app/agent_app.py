@@ -54,6 +54,7 @@ from acpio.transports.stdio import Stdio
 __all__ = [
     "AgentApp",
     "AppSession",
+    "ChangeFunction",
     "CloseFunction",
     "InitializeFunction",
     "OpenFunction",
@@ -139,6 +140,9 @@ InitializeFunction: TypeAlias = Callable[
 OpenFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]
 #: ``await fn(session)`` when a session closes (closed, deleted, loaded elsewhere, connection ended).
 CloseFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]
+#: ``await fn(session, config_id)`` after the client changed a config option (``config_id``) or the
+#: mode (``None``), before the answer: it may change other settings to match.
+ChangeFunction: TypeAlias = Callable[[AppSession, str | None], Awaitable[None]]
 
 
 class AgentApp:
@@ -194,6 +198,7 @@ class AgentApp:
         self._on_initialize: list[InitializeFunction] = []
         self._on_open: list[OpenFunction] = []
         self._on_close: list[CloseFunction] = []
+        self._on_change: list[ChangeFunction] = []
         self._handlers: list[Callable[..., Any]] = []
         #: What each client advertised at ``initialize``.
         self._features: weakref.WeakKeyDictionary[Connection, ClientFeatures] = weakref.WeakKeyDictionary()
@@ -250,6 +255,15 @@ class AgentApp:
     def on_close(self, fn: CloseFunction) -> CloseFunction:
         """Register a hook run when a session closes, after its turn was cancelled (a decorator)."""
         self._on_close.append(fn)
+        return fn
+
+    def on_change(self, fn: ChangeFunction) -> ChangeFunction:
+        """Register a hook run when the client sets a config option or the mode (a decorator).
+
+        It runs after the new value is applied and before the answer, which lists every option as
+        the hook left them: a mode that brings its own model sets the model option here.
+        """
+        self._on_change.append(fn)
         return fn
 
     def on_request(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -470,18 +484,32 @@ class AgentApp:
         session = self._session(cx, request.session_id)
         self._menu.check_mode(request.mode_id, session.settings)
         session.settings.mode = request.mode_id
+        for hook in self._on_change:
+            await hook(session, None)
         if self._stored is not None:
-            await self._stored.store.set_mode(request.session_id, request.mode_id)
+            await self._store_settings(session)
         return SetSessionModeResponse()
 
     async def _set_option(
         self, request: SetSessionConfigOptionRequest, cx: Connection
     ) -> SetSessionConfigOptionResponse:
-        settings = self._session(cx, request.session_id).settings
-        self._menu.set_option(settings, request.config_id, request.value)
+        session = self._session(cx, request.session_id)
+        self._menu.set_option(session.settings, request.config_id, request.value)
+        for hook in self._on_change:
+            await hook(session, request.config_id)
         if self._stored is not None:
-            await self._stored.store.set_config(request.session_id, request.config_id, request.value)
-        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(settings))
+            await self._store_settings(session)
+        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
+
+    async def _store_settings(self, session: AppSession) -> None:
+        """Keep the session's mode and option values in the store (those that changed)."""
+        assert self._stored is not None
+        record = await self._stored.store.require(session.id)
+        if record.mode != session.settings.mode:
+            await self._stored.store.set_mode(session.id, session.settings.mode)
+        for option_id, value in session.settings.options.items():
+            if record.config.get(option_id) != value:
+                await self._stored.store.set_config(session.id, option_id, value)
 
     async def _start_turn(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection

@@ -16,6 +16,7 @@ import math
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -74,15 +75,44 @@ async def connect(
 
 @asynccontextmanager
 async def connect_declared(
-    cx: Connection, declaration: Mapping[str, Any], *, client_info: Implementation | None = None
+    cx: Connection,
+    declaration: Mapping[str, Any],
+    *,
+    client_info: Implementation | None = None,
+    cwd: str | Path | None = None,
 ) -> AsyncIterator[Client]:
     """An ``mcp.Client`` for a server as a setup request declared it (its JSON object).
 
     ``acp`` servers are reached over ``cx`` (see :func:`connect`); ``http`` servers over Streamable
-    HTTP at their ``url``, with their ``headers`` on every request. Other kinds raise ``ValueError``:
-    stdio servers are started by the agent itself, and acpio does not start programs for it.
+    HTTP at their ``url``, and ``sse`` servers over the older HTTP+SSE transport, with their
+    ``headers`` on every request; a stdio server (no ``type``) is started as a child process
+    (``command``, ``args``, ``env`` over the agent's environment, in ``cwd``: the session's
+    directory) and stopped, with its children, when the client closes. Other kinds raise
+    ``ValueError``.
     """
     kind = declaration.get("type")
+    if kind in (None, "stdio"):
+        from mcp.client.stdio import StdioServerParameters
+
+        env = {str(v["name"]): str(v["value"]) for v in declaration.get("env") or ()}
+        parameters = StdioServerParameters(
+            command=str(declaration["command"]),
+            args=[str(a) for a in declaration.get("args") or ()],
+            env=env or None,
+            cwd=cwd,
+        )
+        async with Client(parameters, client_info=client_info) as client:
+            yield client
+        return
+    if kind == "sse":
+        from mcp.client.sse import sse_client
+
+        headers = {str(h["name"]): str(h["value"]) for h in declaration.get("headers") or ()}
+        async with Client(
+            sse_client(str(declaration["url"]), headers=headers), client_info=client_info
+        ) as client:
+            yield client
+        return
     if kind == "acp":
         async with connect(cx, str(declaration["serverId"]), client_info=client_info) as client:
             yield client
@@ -107,7 +137,7 @@ async def connect_declared(
             yield client
         return
     raise ValueError(
-        f"acpio connects to acp and http MCP servers; {declaration.get('name')!r} is a {kind} server"
+        f"acpio connects to stdio, acp, http and sse MCP servers; {declaration.get('name')!r} is {kind!r}"
     )
 
 
