@@ -156,7 +156,7 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged
 
 
 async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
-    """In a batch, a message's own frame is the whole array: it is re-encoded, deep or not."""
+    """A batch goes on as one array (re-encoded, with this hop's ids), deep entries and all."""
     agent = RawComponent("agent")
     async with raw_client(Chain.agent("conductor", [agent])) as client:
         client.request("initialize", INIT, request_id="init")
@@ -168,13 +168,18 @@ async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
             request_frame(6, "x/shallow", b'{"n": 1}'),
         )
         client.send(batch)
-        deep = await me.message_for("x/deep")
+        forwarded = await me.until(lambda f: isinstance(f, list))
+        deep, note, shallow = forwarded
+        assert [m["method"] for m in forwarded] == ["x/deep", "x/deep_note", "x/shallow"]
         assert deep["params"] == DEEP_VALUE
-        me.respond(deep["id"], {"deep": True})
-        note = await next_raw(me, lambda m: m.get("method") == "x/deep_note")
-        assert params_of(note, "x/deep_note") == DEEP_VALUE
-        shallow = await me.message_for("x/shallow")
-        me.respond(shallow["id"], {"ok": True})
+        assert note["params"] == DEEP_VALUE
+        assert shallow["params"] == {"n": 1}
+        me.send(
+            [
+                {"jsonrpc": "2.0", "id": shallow["id"], "result": {"ok": True}},
+                {"jsonrpc": "2.0", "id": deep["id"], "result": {"deep": True}},
+            ]
+        )
         answers = await client.until(lambda f: isinstance(f, list))
         by_id = {answer["id"]: answer for answer in answers}
         assert by_id[5]["result"] == {"deep": True}

@@ -2,21 +2,23 @@
 
 ::
 
-    acpio conductor [--trace FILE] [--name NAME] agent "proxy-cmd ..." ... "agent-cmd ..."
-    acpio conductor [--trace FILE] [--name NAME] proxy "proxy-cmd ..." ...
+    acpio conductor [--trace FILE] [--debug DIR] [--name NAME] agent "proxy-cmd ..." ... "agent-cmd ..."
+    acpio conductor [--trace FILE] [--debug DIR] [--name NAME] proxy "proxy-cmd ..." ...
 
 Each component is one command string (shell words, leading ``NAME=value`` words set variables, or a
 JSON ``{"command", "args", "env"}`` config). In ``agent`` mode the last one is the agent; in ``proxy``
 mode all are proxies and the chain's successor is this conductor's own. The components start when
 the client sends ``initialize``. A clean end of stdin exits 0; a component that cannot start or
-that dies exits 1 with the reason on stderr.
+that dies exits 1 with the reason on stderr. ``--trace FILE`` records every message and the
+components' stderr lines; ``--debug DIR`` writes one line log per component there.
 
 Each component runs in a process group of its own. However the conductor ends (stdin closed,
 SIGINT, SIGTERM, SIGHUP, its parent exiting, a component dying), it ends them all in order: their
 stdin is closed, then each group gets SIGTERM after a grace period and SIGKILL after another, and
 the conductor waits for that. A second signal meanwhile kills them at once. Exit codes after a
 signal: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP, or the parent exited). Under ``nohup`` (SIGHUP
-ignored) neither SIGHUP nor the parent's exit stops the conductor.
+ignored) neither SIGHUP nor the parent's exit stops the conductor. Stopped before the chain
+answered the client's ``initialize`` (a component slow to start), it kills the components at once.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ examples:
   acpio conductor proxy "python examples/arrow_proxy.py" "python examples/logging_proxy.py"
   acpio conductor agent --mcp-bridge "python examples/mcp_notes_proxy.py" "acpio testy"
 
---trace writes one JSON event per line (read it with `acpio trace`)."""
+--trace writes one JSON event per line (read it with `acpio trace show` or `acpio trace view`).
+--debug DIR writes DIR/0-client.log, DIR/1-proxy0.log, ...: every line each component got, sent and
+wrote on stderr, with the time it did."""
 
 
 def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
@@ -56,6 +60,13 @@ def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
         default=default,
         help="write a trace of every message between the client, the proxies and the agent to FILE "
         "(newline-delimited JSON; the file is truncated at start)",
+    )
+    parser.add_argument(
+        "--debug",
+        metavar="DIR",
+        default=default,
+        help="write one line log per component in DIR (0-client.log, 1-proxy0.log, ...): every line "
+        "sent to it, received from it and written on its stderr (files truncated at start)",
     )
     parser.add_argument(
         "-n",
@@ -115,18 +126,20 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from acpio.conductor import Chain, ConductorError, FileSink, Named
+    from acpio.conductor.components import resolve
     from acpio.errors import AcpError
-    from acpio.transports import AcpAgent, AgentCommand, Stdio
+    from acpio.transports import AgentCommand, Stdio
 
-    components = []
+    components: list[Any] = []
     processes: list[AcpAgent] = []
     for text in args.components:
         try:
             command = AgentCommand.from_string(text)
         except (ValueError, TypeError) as exc:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
-        processes.append(AcpAgent(command))
-        components.append(Named(text.strip(), processes[-1]))
+        member = resolve(Named(text.strip(), command))  # started with its stderr relayed to the trace
+        processes.append(member.component)
+        components.append(member)
     if getattr(args, "mcp_bridge", False):
         try:
             from acpio.mcp import mcp_http_bridge
@@ -139,6 +152,15 @@ def run(args: argparse.Namespace) -> int:
             chain.trace_to(FileSink(args.trace))
         except OSError as exc:
             raise CliError(f"cannot write the trace file {args.trace!r}: {exc.strerror or exc}") from None
+    if args.debug is not None:
+        import os
+
+        try:
+            os.makedirs(args.debug, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise CliError(f"cannot make the --debug directory {args.debug!r}: {reason}") from None
+        chain.debug_to(args.debug)
 
     async def serve() -> int:
         return await _serve_until_stopped(chain.serve(Stdio()), processes)

@@ -9,16 +9,19 @@
 
 * :class:`Chain`: the conductor itself (:mod:`acpio.conductor.chain`); ``acpio conductor`` serves one
   over stdio.
-* :class:`Named`, ``ComponentSpec``, ``Instantiator``: what a component is, and how components are
-  chosen from the first ``initialize`` (:mod:`acpio.conductor.components`).
+* :class:`Named`, ``ComponentSpec``, ``Instantiator``, :class:`Instantiation`: what a component is,
+  and how components (and the ``initialize`` they get) are chosen from the first ``initialize``
+  (:mod:`acpio.conductor.components`).
 * :class:`TraceWriter` and the sinks :class:`FileSink`, :class:`MemorySink`, :class:`CallbackSink`:
-  the trace of the logical message sequence (:mod:`acpio.conductor.tracing`).
+  the trace of the logical message sequence (:mod:`acpio.conductor.tracing`); :class:`DebugLog`: the
+  line log of each component (:mod:`acpio.conductor.debuglog`).
 * :class:`ConductorError`: what stops a conductor (:mod:`acpio.conductor.errors`); the connections to
   the components, their start and their end, are in :mod:`acpio.conductor.links`.
 """
 
 from acpio.conductor.chain import Chain, Mode
-from acpio.conductor.components import ComponentSpec, Instantiator, Named
+from acpio.conductor.components import ComponentSpec, Instantiation, Instantiator, Named
+from acpio.conductor.debuglog import DebugLog
 from acpio.conductor.errors import ConductorError
 from acpio.conductor.tracing import CallbackSink, ChainTrace, FileSink, MemorySink, TraceSink, TraceWriter
 
@@ -28,7 +31,9 @@ __all__ = [
     "ChainTrace",
     "ComponentSpec",
     "ConductorError",
+    "DebugLog",
     "FileSink",
+    "Instantiation",
     "Instantiator",
     "MemorySink",
     "Mode",

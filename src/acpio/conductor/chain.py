@@ -10,9 +10,12 @@ by a final agent. In *proxy mode* it acts as a proxy toward its own conductor an
 the last proxy's successor is the conductor's own successor, so conductors nest.
 
 **Lazy start.** Components are opened (processes spawned, builders started) when the first
-``initialize`` arrives, and an instantiator may choose them from it. The first message must be
-``initialize`` (``proxy/initialize`` or ``_proxy/initialize`` in proxy mode); anything else is
-answered ``-32600``.
+``initialize`` arrives, and an instantiator may choose them from it (and return, in an
+:class:`~acpio.conductor.Instantiation`, the ``initialize`` to send down the chain instead). The first
+message must be ``initialize`` (``proxy/initialize`` or ``_proxy/initialize`` in proxy mode);
+anything else is answered ``-32600``. A run stopped before the chain answered that ``initialize``
+(Ctrl-C while a component is slow to start) kills its components at once instead of giving each
+its grace periods: nothing was under way.
 
 **Routing.** The conductor owns one connection per component; components never talk to each other
 directly. With ``n`` proxies, the client's messages go to proxy 0; what proxy ``i`` sends in a
@@ -33,6 +36,16 @@ request is sent again as ``_proxy/initialize`` and that answer goes back upstrea
 
 * Messages are forwarded raw (never validated into models), from each connection's dispatch loop,
   so order is kept end to end and unknown fields and ``_meta`` survive.
+* **A batch stays a batch.** What a connection receives in one JSON-RPC array goes on to the next
+  hop as one array (with that hop's ids), and the answers come back as one array
+  (:mod:`acpio.conductor.batches`).
+* **Bad input is answered at the first hop.** A line that is not JSON, an entry that is no JSON-RPC
+  message (``17`` in a batch), a malformed envelope: the conductor's connection that receives it
+  answers (``-32700``, ``-32600``) and nothing goes on. The Rust conductor relays such frames
+  unchanged; acpio does not, because each hop has its own ids (an answer from further down could
+  not be matched with anything the client sent) and because the error then names the hop that got
+  it. Valid entries of the same batch are forwarded (as a batch) and answered in the same array.
+  Methods the conductor does not know, and params it does not check, are no bad input: they pass.
 * Each request is forwarded as a new request on the next hop, with that hop's own id; its answer
   goes back to the original request. ``$/cancel_request`` is never forwarded: cancelling a request
   cancels the request it was forwarded as, hop by hop.
@@ -42,7 +55,9 @@ request is sent again as ``_proxy/initialize`` and that answer goes back upstrea
   :class:`ConductorError`. The same happens if a component cannot be started.
 
 **Tracing.** :meth:`Chain.trace_to` records every logical message between the lanes (see
-:mod:`acpio.conductor.tracing`).
+:mod:`acpio.conductor.tracing`), and the stderr lines of the components started from commands.
+:meth:`Chain.debug_to` writes each line that crosses each link, per component
+(:mod:`acpio.conductor.debuglog`).
 """
 
 from __future__ import annotations
@@ -83,7 +98,9 @@ from acpio.transports.base import Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.tap import Tap
 
-from .components import ComponentSpec, Instantiator, Member, resolve
+from .batches import BatchScope, Gathering
+from .components import ComponentSpec, Instantiation, Instantiator, Member, resolve
+from .debuglog import DebugLog
 from .errors import ConductorError
 from .links import CLOSE_LIMIT, ComponentLinks
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
@@ -139,6 +156,7 @@ class Chain:
         self.mode: Mode = mode
         self._components = components
         self._trace_target: Any = None
+        self._debug_directory: str | os.PathLike[str] | None = None
         #: Runs served in-process by :meth:`open`, kept referenced until they end.
         self._opened: set[asyncio.Task[None]] = set()
 
@@ -174,6 +192,18 @@ class Chain:
         self._trace_target = target
         return self
 
+    def debug_to(self, directory: str | os.PathLike[str] | None) -> Chain:
+        """Write a line log per component of each run in ``directory`` (``None``: stop); returns self.
+
+        One file per lane (``0-client.log``, ``1-proxy0.log``, ``2-agent.log``...), truncated when a run
+        starts, with every line sent to, received from and written on the stderr of that component
+        (see :mod:`acpio.conductor.debuglog`). The directory is created when a run starts.
+        """
+        if not (directory is None or isinstance(directory, str | os.PathLike)):
+            raise TypeError(f"debug_to() takes a directory path or None; got {directory!r}")
+        self._debug_directory = directory
+        return self
+
     async def serve(self, target: Any) -> None:
         """Serve the upstream connection on ``target`` (a transport or component) until it ends.
 
@@ -181,15 +211,28 @@ class Chain:
         :class:`ConductorError` if a component could not be started or ended on its own (the waiting
         requests were answered with an error first), ``OSError`` if the trace file cannot be opened.
         """
-        run = _Run(self, self._new_trace())
+        trace = self._new_trace()
+        try:
+            debug = None if self._debug_directory is None else DebugLog(self._debug_directory)
+        except BaseException:
+            if trace is not None:
+                trace.writer.close()
+            raise
+        run = _Run(self, trace, debug)
         try:
             transport = await open_transport(target)
             # The conductor forwards: unstable methods pass through it, the components decide.
             role: Role = Agent(unstable=True) if self.mode == "agent" else Proxy(unstable=True)
             builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
             # Responses from upstream are picked out of its frames for the trace.
-            upstream = transport if run.trace is None else Tap(transport, run.trace.watch(_UPSTREAM))
-            await builder.serve(upstream)
+            observers = []
+            if trace is not None:
+                observers.append(trace.watch(_UPSTREAM))
+            if debug is not None:
+                debug.open_lane(0, "Client", "the conductor's client" if self.mode == "agent" else "upstream")
+                observers.append(debug.observer("Client"))
+            upstream = transport if not observers else Tap(transport, _both(observers))
+            await builder.serve(Gathering(upstream, run.scope))
         finally:
             await run.close()
         if run.failure is not None:
@@ -230,21 +273,47 @@ class Chain:
             sink = CallbackSink(target)
         return ChainTrace(TraceWriter(sink))
 
-    async def _choose(self, request: RequestDispatch) -> list[Member]:
-        """The components for this run: the fixed list, or the instantiator's answer to ``request``."""
+    async def _choose(self, request: RequestDispatch) -> tuple[list[Member], Any]:
+        """The components for this run and the ``initialize`` params to send them (``None``: the client's).
+
+        The fixed list, or the instantiator's answer to ``request``.
+        """
         components = self._components
         if isinstance(components, list):
-            return [resolve(component) for component in components]
+            return [resolve(component) for component in components], None
         from acpio.schema import InitializeRequest
 
         initialize = request.parse(InitializeRequest)
         chosen = components(initialize)
         if inspect.isawaitable(chosen):
             chosen = await chosen
+        params: Any = None
+        if isinstance(chosen, Instantiation):
+            if chosen.initialize is not None:
+                if not isinstance(chosen.initialize, InitializeRequest):
+                    raise TypeError(
+                        f"The instantiator's Instantiation.initialize is {chosen.initialize!r}, "
+                        "not an InitializeRequest (or None to forward the client's)"
+                    )
+                params = chosen.initialize.to_wire()
+            chosen = chosen.components
         if isinstance(chosen, str) or not isinstance(chosen, Sequence):
-            raise TypeError(f"The instantiator returned {chosen!r}, not a list of components")
+            raise TypeError(
+                f"The instantiator returned {chosen!r}, not a list of components (or an Instantiation)"
+            )
         _check_count(self.mode, len(chosen))
-        return [resolve(component) for component in chosen]
+        return [resolve(component) for component in chosen], params
+
+
+def _both(observers: list[Any]) -> Any:
+    if len(observers) == 1:
+        return observers[0]
+
+    def observe(direction: Any, frame: Any) -> None:
+        for observer in observers:
+            observer(direction, frame)
+
+    return observe
 
 
 def _check_count(mode: Mode, count: int) -> None:
@@ -319,13 +388,19 @@ async def _drained(target: Connection | None) -> None:
 class _Run:
     """One conductor run: the upstream connection, the component links, and the routing between them."""
 
-    def __init__(self, chain: Chain, trace: ChainTrace | None) -> None:
+    def __init__(self, chain: Chain, trace: ChainTrace | None, debug: DebugLog | None) -> None:
         self.chain = chain
         self.agent_mode = chain.mode == "agent"
         self.trace = trace
+        self.debug = debug
+        self.scope = BatchScope()
         self.init_method = _INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
         self.up: Connection | None = None
-        self.links = ComponentLinks(chain.name, trace, self._broken)
+        self.links = ComponentLinks(chain.name, trace, self._broken, scope=self.scope, debug=debug)
+        #: The responder of the ``initialize`` that started the chain: answered once it is up.
+        self.starting: Responder[Any] | None = None
+        #: The params sent down the chain for that ``initialize`` when an instantiator replaced them.
+        self.initialize_params: Any = None
         #: The number of proxies; index ``count`` is the agent (agent mode) or the successor.
         self.count = 0
         self.lanes: list[str] = []
@@ -353,8 +428,9 @@ class _Run:
 
     async def _instantiate(self, request: RequestDispatch) -> bool:
         """Choose and open the components; on failure answer ``request`` and stop the conductor."""
+        self.starting = request.responder
         try:
-            members = await self.chain._choose(request)
+            members, self.initialize_params = await self.chain._choose(request)
         except RequestError as exc:
             self._fail_start(
                 request, exc, ConductorError(f"The conductor {self.chain.name!r} refused to start: {exc}")
@@ -423,6 +499,8 @@ class _Run:
                 return None
             if not await self._instantiate(request):
                 return None
+            if self.initialize_params is not None:
+                return self._deliver(_CLIENT, 0, message, method, self.initialize_params)
         source = self.count if from_successor else _CLIENT
         target = self.count - 1 if from_successor else 0
         return self._deliver(source, target, message, method, message.params)
@@ -610,7 +688,15 @@ class _Run:
             self.up.close()
 
     async def close(self) -> None:
-        """Close every component connection (ending subprocesses) and the trace."""
+        """Close every component connection (ending subprocesses), the trace and the debug log.
+
+        Stopped before the chain answered the ``initialize`` that started it, the components are
+        killed first: a component slow to start would otherwise hold the stop for its grace periods.
+        """
+        if self.starting is not None and not self.starting.done:
+            self.links.kill()
         await self.links.close()
         if self.trace is not None:
             self.trace.writer.close()
+        if self.debug is not None:
+            self.debug.close()

@@ -16,27 +16,74 @@ conductor's ``name``, or the one set with :class:`Named`.
 
 The component list is either given up front or chosen by an *instantiator* when the client's first
 ``initialize`` arrives: a function (plain or async) that receives the
-:class:`~acpio.schema.InitializeRequest` and returns the list.
+:class:`~acpio.schema.InitializeRequest` and returns the list, or an :class:`Instantiation` (the list
+and the ``initialize`` to send the chain instead of the client's).
+
+A component started from a command (a string, an argv list, an
+:class:`~acpio.transports.AgentCommand`) has its stderr lines reported to the conductor, which writes
+them into its trace and its debug log; an :class:`~acpio.transports.AcpAgent` built by the caller
+keeps its own ``debug`` callback, and its stderr stays its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from acpio.schema import InitializeRequest
 
-__all__ = ["ComponentSpec", "Instantiator", "Member", "Named", "resolve"]
+__all__ = ["ComponentSpec", "Instantiation", "Instantiator", "LineRelay", "Member", "Named", "resolve"]
 
 #: A component as a conductor accepts it (see the module docstring).
 ComponentSpec: TypeAlias = Any
 
-#: Chooses the components from the client's first ``initialize`` request (plain or async).
+
+@dataclass(frozen=True, slots=True)
+class Instantiation:
+    """What an instantiator may return: the components, and the ``initialize`` to send them.
+
+    The ``initialize`` is sent down the chain in place of the client's.
+
+    ``Instantiation([proxy, agent], initialize.model_copy(update={...}))``: the first component gets
+    ``initialize`` (as ``proxy/initialize`` when it is a proxy) with these params; the client still
+    gets the answer of the chain. ``initialize=None`` forwards the client's request unchanged.
+    """
+
+    #: The components, as a fixed list would give them.
+    components: Sequence[ComponentSpec]
+    #: The request sent down the chain, or ``None`` for the client's own.
+    initialize: InitializeRequest | None = None
+
+
+#: Chooses the components from the client's first ``initialize`` request (plain or async): a list of
+#: components, or an :class:`Instantiation` that also changes the ``initialize`` sent down the chain.
 Instantiator: TypeAlias = Callable[
-    ["InitializeRequest"], "Sequence[ComponentSpec] | Awaitable[Sequence[ComponentSpec]]"
+    ["InitializeRequest"],
+    "Sequence[ComponentSpec] | Instantiation | Awaitable[Sequence[ComponentSpec] | Instantiation]",
 ]
+
+
+class LineRelay:
+    """Passes the lines a component process writes on to whoever the conductor's run names.
+
+    The ``debug`` callback of the :class:`~acpio.transports.AcpAgent` that :func:`resolve` makes for a
+    command: each run sets :attr:`target` to its own function of ``(direction, line)``, which gets
+    the stderr lines (``direction == "stderr"``); the protocol lines are seen on the link itself.
+    """
+
+    __slots__ = ("target",)
+
+    def __init__(self) -> None:
+        #: Called with each stderr line, or ``None`` to drop them.
+        self.target: Callable[[str], None] | None = None
+
+    def __call__(self, direction: str, line: str) -> None:
+        """The ``debug`` callback: hands stderr lines to :attr:`target`."""
+        target = self.target
+        if target is not None and direction == "stderr":
+            target(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +108,8 @@ class Member:
     name: str
     #: Something with ``async open() -> Transport`` (or a transport, used as it is).
     component: Any
+    #: Where the stderr lines of a process the conductor started from a command go, if it did.
+    lines: LineRelay | None = field(default=None, compare=False)
 
 
 def resolve(spec: ComponentSpec) -> Member:
@@ -73,21 +122,24 @@ def resolve(spec: ComponentSpec) -> Member:
     from acpio.transports.commands import AgentCommand
     from acpio.transports.subprocess import AcpAgent
 
+    if isinstance(spec, Member):
+        return spec
     if isinstance(spec, Named):
-        return Member(spec.name, resolve(spec.component).component)
+        inner = resolve(spec.component)
+        return Member(spec.name, inner.component, inner.lines)
     if isinstance(spec, str):
         if spec.strip().split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
             from acpio.remote import RemoteAgent  # an agent served over the network
 
             return Member(spec.strip(), RemoteAgent(spec.strip()))
-        return Member(spec.strip(), AcpAgent(AgentCommand.from_string(spec)))
+        return _process(spec.strip(), AgentCommand.from_string(spec))
     if isinstance(spec, AgentCommand):
-        return Member(spec.display(), AcpAgent(spec))
+        return _process(spec.display(), spec)
     if isinstance(spec, AcpAgent):
         return Member(spec.command.display(), spec)
     if isinstance(spec, list | tuple) and all(isinstance(word, str) for word in spec):
         command = AgentCommand.parse(list(spec))
-        return Member(command.display(), AcpAgent(command))
+        return _process(command.display(), command)
     if callable(getattr(spec, "open", None)) or isinstance(spec, Transport):
         name = getattr(spec, "name", None)
         return Member(name if isinstance(name, str) and name else type(spec).__name__, spec)
@@ -96,3 +148,11 @@ def resolve(spec: ComponentSpec) -> Member:
         "a Chain, an AcpAgent, a command string such as 'python proxy.py', an argv list, or an object "
         "with 'async open() -> Transport'"
     )
+
+
+def _process(name: str, command: Any) -> Member:
+    """The member for a program the conductor starts: its stderr lines are relayed to each run."""
+    from acpio.transports.subprocess import AcpAgent
+
+    relay = LineRelay()
+    return Member(name, AcpAgent(command, debug=relay), relay)

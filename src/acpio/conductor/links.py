@@ -5,7 +5,12 @@ connection to it and the task serving that connection. :class:`ComponentLinks` o
 when the chain starts. A :class:`~acpio.transports.Tap` on each link feeds the trace and reports the
 component's end before its connection does; a component that ends while the chain runs breaks the
 chain, which :class:`ComponentLinks` reports, once, with a :class:`ConductorError` that says which
-component ended and how (exit status, end of stderr). :meth:`ComponentLinks.close` ends them all.
+component ended and how (exit status, end of stderr). :meth:`ComponentLinks.close` ends them all;
+:meth:`ComponentLinks.kill` first, when the run is stopped before the chain was initialized (nothing
+is lost: a component still starting is killed at once instead of being given its grace periods).
+The same tap feeds the debug log, and the stderr lines of a component started from a command go to
+the trace and the debug log. Each link's transport is a :class:`~acpio.conductor.batches.Gathering`,
+so batches stay batches.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from acpio.errors import TransportError
 from acpio.jsonrpc import Builder, Connection, Role, open_transport
 from acpio.roles import Client, Conductor, ProxyMethods
 from acpio.transports.base import OversizedFrame, Transport
-from acpio.transports.tap import Direction, Tap
+from acpio.transports.tap import Direction, Tap, TapObserver
 
+from .batches import BatchScope, Gathering
 from .components import Member
+from .debuglog import DebugLog
 from .errors import ConductorError
 from .tracing import ChainTrace
 
@@ -72,11 +79,19 @@ class ComponentLinks:
     """
 
     def __init__(
-        self, conductor: str, trace: ChainTrace | None, on_broken: Callable[[ConductorError], None]
+        self,
+        conductor: str,
+        trace: ChainTrace | None,
+        on_broken: Callable[[ConductorError], None],
+        *,
+        scope: BatchScope,
+        debug: DebugLog | None = None,
     ) -> None:
         self._conductor = conductor
         self._trace = trace
         self._on_broken = on_broken
+        self._scope = scope
+        self._debug = debug
         self._links: list[Link] = []
         self._closing = False
 
@@ -111,6 +126,9 @@ class ComponentLinks:
             if not agent_mode:
                 names.append(("Successor", "successor"))
             self._trace.lanes(names)
+        if self._debug is not None:
+            for link in self._links:
+                self._debug.open_lane(link.index + 1, link.lane, link.name)
         for link in self._links:
             try:
                 await self._start(link, handler_for(link.index))
@@ -137,11 +155,14 @@ class ComponentLinks:
         # waiting are answered with the component's failure, not with a closed connection.
         tap = Tap(
             transport,
-            _ignore if self._trace is None else self._trace.watch(link.index),
+            self._observer(link),
             on_input_end=functools.partial(self.ended, link.index),
         )
+        relay = link.member.lines
+        if relay is not None:
+            relay.target = self._stderr_target(link.lane)
         link.task = asyncio.get_running_loop().create_task(
-            self._serve(link, builder, tap, main),
+            self._serve(link, builder, Gathering(tap, self._scope), main),
             name=f"conductor {self._conductor} link {link.lane}",
         )
         await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
@@ -149,10 +170,36 @@ class ComponentLinks:
             raise ConductorError(f"its connection ended as soon as it was opened ({link.name!r})")
         link.cx = ready.result()
 
-    async def _serve(self, link: Link, builder: Builder, tap: Tap, main: Any) -> None:
+    def _observer(self, link: Link) -> TapObserver:
+        trace = None if self._trace is None else self._trace.watch(link.index)
+        debug = None if self._debug is None else self._debug.observer(link.lane)
+        if trace is None or debug is None:
+            return trace or debug or _ignore
+        both = (trace, debug)
+
+        def observe(direction: Direction, frame: bytes | OversizedFrame) -> None:
+            for observer in both:
+                observer(direction, frame)
+
+        return observe
+
+    def _stderr_target(self, lane: str) -> Callable[[str], None] | None:
+        trace, debug = self._trace, self._debug
+        if trace is None and debug is None:
+            return None
+
+        def line(text: str) -> None:
+            if trace is not None:
+                trace.stderr(lane, text)
+            if debug is not None:
+                debug.stderr(lane, text)
+
+        return line
+
+    async def _serve(self, link: Link, builder: Builder, transport: Transport, main: Any) -> None:
         error: BaseException | None = None
         try:
-            await builder.connect_with(tap, main)
+            await builder.connect_with(transport, main)
         except Exception as exc:
             _log.debug("The link to %s %r ended with an error", link.lane, link.name, exc_info=exc)
             error = exc
@@ -192,9 +239,23 @@ class ComponentLinks:
             stderr_tail=stderr if isinstance(stderr, str) else None,
         )
 
+    def kill(self) -> None:
+        """Kill the components that can be killed (processes: SIGKILL to their group) at once.
+
+        For a run stopped during start-up: :meth:`close` then only reaps them.
+        """
+        self._closing = True
+        for link in self._links:
+            kill = getattr(link.transport, "kill", None)
+            if callable(kill):
+                kill()
+
     async def close(self) -> None:
         """Close every component connection (ending subprocesses) and wait for them to end."""
         self._closing = True
+        for link in self._links:
+            if link.member.lines is not None:
+                link.member.lines.target = None
         for link in self._links:
             if link.cx is not None:
                 link.cx.close()

@@ -14,6 +14,10 @@ each lane to a human name::
      "payload":{...},"session":"s1"}
     {"type":"notification","ts":0.015,"protocol":"acp","from":"Agent","to":"Client","method":"...",
      "params":{...},"session":"s1"}
+    {"type":"stderr","ts":0.016,"from":"Agent","to":"Agent","line":"DEBUG prompt received"}
+
+A ``stderr`` event (an acpio addition) is a line a component the conductor started from a command
+wrote to its stderr: ``from`` and ``to`` are that component's lane.
 
 * ``ts``: seconds since the trace started (monotonic clock).
 * ``from``/``to``: ``"Client"``, ``"Proxy(0)"``, ``"Proxy(1)"``... and ``"Agent"`` (agent mode) or
@@ -274,6 +278,12 @@ class ChainTrace:
         if session is not None:
             event["session"] = session
         self.writer.write(event)
+
+    def stderr(self, lane: str, line: str) -> None:
+        """Record a line the component on ``lane`` wrote to its stderr."""
+        if not self.writer.active:
+            return
+        self.writer.write({"type": "stderr", "ts": self.writer.now(), "from": lane, "to": lane, "line": line})
 
     def watch(self, link: object) -> TapObserver:
         """The observer of the :class:`~acpio.transports.Tap` on ``link``: it finds the responses there."""

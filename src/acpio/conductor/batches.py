@@ -1,0 +1,110 @@
+"""Keeping JSON-RPC batches whole through the conductor: :class:`BatchScope` and :class:`Gathering`.
+
+The engine dispatches the entries of a received batch one by one, and the conductor forwards each
+on its own. So that a batch stays a batch on the next hop, every transport of a run is wrapped in
+a :class:`Gathering`: when one of them receives an array, the task that reads it (that connection's
+dispatch loop, which forwards inline) opens a scope, and what it sends meanwhile, on any transport
+of the run, is held; when that task comes back for the next frame, the batch was dispatched, and
+the frames held for each transport go out as one array. Answers to the entries of a batch are
+gathered by the engine itself (one array back); a frame held that is itself an array (such an
+answer) is spliced in, never nested.
+
+Only frames sent by the dispatching task are held: what other connections send meanwhile goes
+out at once, as it would without a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from acpio.errors import ConnectionClosed
+from acpio.transports.base import OversizedFrame, Transport
+
+__all__ = ["BatchScope", "Gathering"]
+
+
+def is_batch(frame: bytes) -> bool:
+    """Whether ``frame`` is a JSON array (its first non-blank byte is ``[``)."""
+    first = frame[:1]
+    if first == b"[":
+        return True
+    return first.isspace() and frame.lstrip()[:1] == b"["
+
+
+class BatchScope:
+    """The batches being dispatched in one run: per dispatching task, the frames held per transport."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[asyncio.Task[Any], dict[Gathering, list[bytes]]] = {}
+
+    def begin(self, task: asyncio.Task[Any] | None) -> None:
+        """``task`` is about to dispatch a batch: hold what it sends."""
+        if task is not None:
+            self._held.setdefault(task, {})
+
+    def end(self, task: asyncio.Task[Any] | None) -> None:
+        """``task`` dispatched its batch: send what it held, one array per transport."""
+        if not self._held or task is None:
+            return
+        held = self._held.pop(task, None)
+        if held:
+            for transport, frames in held.items():
+                transport.release(frames)
+
+    def hold(self, transport: Gathering, frame: bytes) -> bool:
+        """Keep ``frame`` for ``transport`` if the current task is dispatching a batch."""
+        if not self._held:
+            return False
+        held = self._held.get(asyncio.current_task())  # type: ignore[arg-type]
+        if held is None:
+            return False
+        held.setdefault(transport, []).append(frame)
+        return True
+
+
+class Gathering:
+    """``inner``, whose frames sent while a batch is dispatched are sent as one array (see the module)."""
+
+    __slots__ = ("_inner", "_scope")
+
+    def __init__(self, inner: Transport, scope: BatchScope) -> None:
+        self._inner = inner
+        self._scope = scope
+
+    def __repr__(self) -> str:
+        return f"Gathering({self._inner!r})"
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        """The next frame; reading again means the previous one (a batch, maybe) was dispatched."""
+        task = asyncio.current_task()
+        self._scope.end(task)
+        frame = await self._inner.receive()
+        if type(frame) is bytes and is_batch(frame):
+            self._scope.begin(task)
+        return frame
+
+    def send(self, frame: bytes) -> None:
+        """Send ``frame``, or hold it while the sending task dispatches a batch."""
+        if not self._scope.hold(self, frame):
+            self._inner.send(frame)
+
+    def release(self, frames: list[bytes]) -> None:
+        """Send ``frames`` (held during one batch) as one array; dropped if the transport closed."""
+        if len(frames) == 1 and frames[0][:1] == b"[":
+            joined = frames[0]
+        else:
+            joined = b"[" + b",".join(f[1:-1] if f[:1] == b"[" else f for f in frames) + b"]"
+        with contextlib.suppress(ConnectionClosed):
+            self._inner.send(joined)
+
+    async def drain(self) -> None:
+        """Wait until the inner transport wrote what it was given."""
+        await self._inner.drain()
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self._inner.aclose()

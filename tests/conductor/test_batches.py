@@ -1,0 +1,103 @@
+"""A batch stays a batch through the conductor, and bad input is answered at the first hop.
+
+The test plays the client and the agent on the raw wire: what the agent receives is what the
+conductor wrote on its link, what the client receives what it answered.
+"""
+
+from __future__ import annotations
+
+from acpio.conductor import Chain
+
+from ._support import RawComponent, answer_initialize, raw_client
+
+INIT = {"protocolVersion": 1}
+
+
+def request(request_id: int, method: str, params: object) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def notification(method: str, params: object) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+async def test_a_client_batch_reaches_the_agent_as_one_batch_and_is_answered_with_one() -> None:
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent])) as client:
+        client.request("initialize", INIT, request_id="init")
+        me = await answer_initialize(agent)
+        await client.response_to("init")
+        client.send(
+            [request(7, "x/first", {"n": 1}), notification("x/note", {"n": 2}), request(8, "x/second", {})]
+        )
+        batch = await me.recv()
+        assert isinstance(batch, list), batch
+        assert [m["method"] for m in batch] == ["x/first", "x/note", "x/second"]
+        assert batch[0]["params"] == {"n": 1}
+        assert "id" not in batch[1]
+        first, second = batch[0]["id"], batch[2]["id"]
+        me.send(
+            [
+                {"jsonrpc": "2.0", "id": second, "result": {"two": True}},
+                {"jsonrpc": "2.0", "id": first, "error": {"code": -32000, "message": "nope"}},
+            ]
+        )
+        answers = await client.recv()
+        assert isinstance(answers, list), answers
+        by_id = {answer["id"]: answer for answer in answers}
+        assert set(by_id) == {7, 8}
+        assert by_id[8]["result"] == {"two": True}
+        assert by_id[7]["error"]["message"] == "nope"
+        # A single message afterwards is single again, both ways.
+        client.request("x/third", {}, request_id=9)
+        third = await me.recv()
+        assert isinstance(third, dict)
+        assert third["method"] == "x/third"
+        me.respond(third["id"], {})
+        assert (await client.recv()) == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+async def test_an_agent_batch_of_notifications_reaches_the_client_as_one_batch() -> None:
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent])) as client:
+        client.request("initialize", INIT, request_id="init")
+        me = await answer_initialize(agent)
+        await client.response_to("init")
+        updates = [notification("session/update", {"sessionId": "s", "n": i}) for i in range(3)]
+        me.send(updates)
+        assert (await client.recv()) == updates
+
+
+async def test_bad_entries_of_a_batch_are_answered_by_the_conductor_and_the_rest_goes_on() -> None:
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent])) as client:
+        client.request("initialize", INIT, request_id="init")
+        me = await answer_initialize(agent)
+        await client.response_to("init")
+        client.send([17, request(3, "x/ok", {})])
+        forwarded = await me.recv()
+        assert isinstance(forwarded, list)
+        assert [m["method"] for m in forwarded] == ["x/ok"]  # still a batch: of the one valid entry
+        me.send([{"jsonrpc": "2.0", "id": forwarded[0]["id"], "result": {"ok": 1}}])
+        answers = await client.recv()
+        assert isinstance(answers, list)
+        invalid = [a for a in answers if a["id"] is None]
+        assert [a["error"]["code"] for a in invalid] == [-32600]
+        assert [a["result"] for a in answers if a["id"] == 3] == [{"ok": 1}]
+
+
+async def test_a_line_that_is_not_json_is_answered_at_the_first_hop_and_goes_no_further() -> None:
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent])) as client:
+        client.request("initialize", INIT, request_id="init")
+        me = await answer_initialize(agent)
+        await client.response_to("init")
+        client.send(b'{"jsonrpc": "2.0", "id": 4, "method": ')
+        answer = await client.recv()
+        assert answer["id"] is None
+        assert answer["error"]["code"] == -32700
+        client.request("x/after", {}, request_id=5)
+        after = await me.recv()  # the agent's next frame is the next valid message: nothing else came
+        assert after["method"] == "x/after"
+        me.respond(after["id"], {"fine": True})
+        assert (await client.response_to(5))["result"] == {"fine": True}
