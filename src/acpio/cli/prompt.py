@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Any
 
+from acpio.cli import prompt_controls
+
 __all__ = ["register"]
 
 _DESCRIPTION = """\
@@ -121,16 +123,16 @@ def register(subparsers: Any) -> None:
         action="store_false",
         help="plain text even on a terminal (also: the NO_COLOR environment variable)",
     )
+    prompt_controls.add_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out ``acpio prompt``."""
-    import asyncio
     from pathlib import Path
 
     from acpio.cli import CliError
-    from acpio.oneshot import PolicyName, PromptFailed, PromptOptions, run_prompt
+    from acpio.oneshot import PolicyName, PromptOptions
     from acpio.oneshot.run import DEFAULT_INIT_TIMEOUT
     from acpio.transports import AgentCommand
 
@@ -156,12 +158,19 @@ def run(args: argparse.Namespace) -> int:
     cwd = Path(args.cwd).expanduser()
     if not cwd.is_dir():
         raise CliError(f"--cwd {args.cwd}: no such directory")
+    if args.logout:
+        return prompt_controls.logout(args, agent)
     from_stdin = args.text == ["-"]
     text = sys.stdin.read() if from_stdin else " ".join(args.text)
     if not text.strip():
         raise CliError("no prompt: give its text after the options, or '-' to read it from stdin")
     permissions: PolicyName = args.permissions or ("ask" if not from_stdin and sys.stdin.isatty() else "deny")
+    elicitation, controls = prompt_controls.settings(
+        args, agent, interactive=not from_stdin and sys.stdin.isatty()
+    )
     options = PromptOptions(
+        elicitation=elicitation,
+        controls=controls,
         agent=agent,
         prompt=text,
         cwd=cwd.resolve(),
@@ -172,10 +181,7 @@ def run(args: argparse.Namespace) -> int:
         init_timeout=DEFAULT_INIT_TIMEOUT if args.init_timeout is None else args.init_timeout,
         verbose=args.verbose,
     )
-    try:
-        return asyncio.run(run_prompt(options))
-    except PromptFailed as exc:
-        raise CliError(exc.message, code=exc.exit_code) from exc
+    return prompt_controls.run(options)
 
 
 def _seconds(text: str) -> float:

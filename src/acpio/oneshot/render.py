@@ -47,12 +47,15 @@ from acpio.schema import (
     AgentThoughtChunk,
     AudioContent,
     AvailableCommandsUpdate,
+    CompactionSummaryChunk,
+    CompactionUpdate,
     ConfigOptionUpdate,
     Content,
     CurrentModeUpdate,
     Diff,
     EmbeddedResource,
     ImageContent,
+    Notice,
     Plan,
     PlanEntry,
     RequestPermissionRequest,
@@ -168,7 +171,11 @@ class TextRenderer(ABC):
         "plan.completed": "[x]",
     }
     #: The mark at the start of each line of streamed thoughts and (replayed) user messages.
-    PREFIXES: ClassVar[dict[str, str]] = {"thought": "(thinking) ", "user": "you> "}
+    PREFIXES: ClassVar[dict[str, str]] = {
+        "thought": "(thinking) ",
+        "user": "you> ",
+        "compaction": "(summary) ",
+    }
 
     def __init__(self, terminals: TerminalLookup | None = None) -> None:
         self._terminals = terminals
@@ -227,6 +234,8 @@ class TextRenderer(ABC):
             if update.content is not None:
                 known.content = list(update.content)
             self._tool_changed(known, history)
+        elif isinstance(update, CompactionSummaryChunk):
+            self._stream("compaction", _block_text(update.content), history)
         elif isinstance(update, Plan):
             self._end_stream()
             self._lines(self._plan_lines(update.entries, history), key="plan")
@@ -486,9 +495,25 @@ def describe_update(update: SessionUpdate) -> str | None:
             text += f", {update.cost.amount} {update.cost.currency}"
         return text
     if isinstance(update, ConfigOptionUpdate):
-        values = ", ".join(f"{option.name}={option.current_value}" for option in update.config_options)
+        values = ", ".join(
+            f"{option.name}={_option_value(option.current_value)}" for option in update.config_options
+        )
         return f"config: {values or '(none)'}"
+    if isinstance(update, Notice):
+        detail = f": {update.description}" if update.description else ""
+        return f"{update.severity}: {update.title}{detail}"
+    if isinstance(update, CompactionUpdate):
+        error = update.error if isinstance(update.error, str) and update.error else None
+        return f"context compaction {update.compaction_id}: {update.status}" + (
+            f" ({error})" if error else ""
+        )
     return f"update: {getattr(update, 'session_update', type(update).__name__)}"
+
+
+def _option_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 def diff_lines(diff: Diff) -> list[Segment]:

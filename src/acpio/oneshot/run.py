@@ -39,7 +39,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 
@@ -68,6 +68,15 @@ from acpio.jsonrpc import (
     ResponseDispatch,
     Unhandled,
 )
+from acpio.oneshot.auth import LoginFailed, authenticate
+from acpio.oneshot.controls import (
+    ControlError,
+    Controls,
+    ElicitationMessages,
+    apply_controls,
+    client_capabilities,
+)
+from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
 from acpio.oneshot.notes import Notes, StdoutWatch, logging_to
 from acpio.oneshot.permissions import AskPolicy, CommandGrants, LineInput, command_request
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
@@ -77,8 +86,9 @@ from acpio.roles import Client
 from acpio.schema import (
     CancelledPermissionOutcome,
     ClientCapabilities,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     CreateTerminalRequest,
-    FileSystemCapabilities,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -183,6 +193,10 @@ class PromptOptions:
     #: Show the agent's stderr as it comes, the extension notifications it sends, and acpio's
     #: informational log records (``--verbose``).
     verbose: bool = False
+    #: How elicitations are answered (``--answer``, ``--answers``, ``--urls``, ``--decline-elicitations``).
+    elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
+    #: The mode and config options to set, and the auth method to log in with, before the prompt.
+    controls: Controls = field(default_factory=Controls)
 
 
 async def run_prompt(
@@ -212,7 +226,7 @@ async def run_prompt(
     json_renderer = JsonLinesRenderer(out) if options.output == "json" else None
     renderer: Renderer = json_renderer or _text_renderer(options.output, out, terminals)
     owned_answers = None
-    if options.permissions == "ask" and answers is None:
+    if (options.permissions == "ask" or options.elicitation.ask) and answers is None:
         answers = owned_answers = _open_answers(options.answers_from_terminal)
     policy: PermissionPolicy
     if options.permissions == "allow":
@@ -224,6 +238,12 @@ async def run_prompt(
         policy = AskPolicy(answers, err)
     answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
     notes = Notes(err, renderer.settle, colour=options.output == "rich")
+    answering.elicitor = Elicitor(
+        options.elicitation,
+        note=notes.note,
+        write=functools.partial(_ask_on, err, renderer),
+        read_line=answers.readline if answers is not None else None,
+    )
     run = _PromptRun(options, renderer, notes, files, terminals, answering)
     # Until the very end: a Ctrl-C while commands are being ended kills them.
     handling = (
@@ -251,6 +271,13 @@ def _text_renderer(output: OutputMode, out: TextIO, terminals: Terminals) -> Ren
 
         return RichRenderer(Console(file=out, force_terminal=True, highlight=False), terminals.snapshot)
     return PlainRenderer(out, terminals.snapshot)
+
+
+def _ask_on(err: TextIO, renderer: Renderer, text: str) -> None:
+    """Write a question (an elicitation's) on ``err``, once the renderer settled."""
+    renderer.settle()
+    err.write(sanitize(text))
+    err.flush()
 
 
 def _open_answers(from_terminal: bool) -> LineInput:
@@ -361,6 +388,8 @@ class _PromptRun:
         if self._ended:
             return self._ended_code()
         cx = cast(SessionConnection, connection)
+        if self._answers.elicitor is not None:
+            cx.add_dynamic_handler(ElicitationMessages(self._answers.elicitor)).run_indefinitely()
         if self._options.verbose:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
         session = await _open_session(
@@ -377,6 +406,12 @@ class _PromptRun:
             self._note(f"session {session.session_id} (it ends with the agent's process)")
         else:
             self._note(f"session {session.session_id} (continue it with --session {session.session_id})")
+        try:
+            await apply_controls(session, self._options.controls, self._note)
+        except ControlError as exc:
+            raise PromptFailed(str(exc), ExitCode.USAGE) from exc
+        except RequestError as exc:
+            raise PromptFailed(f"The agent refused the change: {exc}", ExitCode.AGENT_ERROR) from exc
         return await self._turn(session)
 
     async def _turn(self, session: ActiveSession) -> int:
@@ -504,6 +539,8 @@ class _RequestAnswers:
         self._commands_asked = 0
         #: Set once the turn is being cancelled: permission questions, pending or later, get ``cancelled``.
         self.cancelled = asyncio.Event()
+        #: Answers ``elicitation/create`` (set by :func:`run_prompt`; ``None`` refuses them).
+        self.elicitor: Elicitor | None = None
         # Requests answered inline (in the order they came) and in tasks (they may take long).
         self._inline: dict[str, _Serve] = {
             ReadTextFileRequest.METHOD: self._read_file,
@@ -511,6 +548,7 @@ class _RequestAnswers:
             CreateTerminalRequest.METHOD: self._create_terminal,
             TerminalOutputRequest.METHOD: self._terminal_output,
             RequestPermissionRequest.METHOD: self._permission,
+            CreateElicitationRequest.METHOD: self._elicit,
         }
         self._spawned: dict[str, _Serve] = {
             WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
@@ -575,6 +613,24 @@ class _RequestAnswers:
         self._renderer.permission(request, outcome)
         return RequestPermissionResponse(outcome=outcome)
 
+    async def _elicit(self, dispatch: RequestDispatch) -> Any:
+        """``elicitation/create``: the elicitor's answer; ``cancel`` once the turn is cancelled."""
+        request: CreateElicitationRequest = dispatch.parse(CreateElicitationRequest)
+        if self.elicitor is None:
+            raise MethodNotFound(dispatch.method)
+        self._renderer.settle()
+        answering = asyncio.ensure_future(self.elicitor.answer(request))
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait((answering, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (answering, cancelled):
+                task.cancel()
+            await asyncio.gather(answering, cancelled, return_exceptions=True)
+        if self.cancelled.is_set() or answering.cancelled():
+            return CreateElicitationResponse(action="cancel")
+        return answering.result()
+
     async def consent_to_command(self, command: TerminalCommand) -> None:
         """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides."""
         if self._grants.take(command):
@@ -627,23 +683,35 @@ async def _open_session(
     watch: StdoutWatch,
 ) -> ActiveSession:
     """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
-    initialized = await _initialize(cx, options.init_timeout, process, watch)
+    initialized = await _initialize(cx, options.init_timeout, process, watch, _capabilities(options))
+    if options.controls.auth_method is not None:
+        try:
+            await authenticate(cx, initialized, options.controls.auth_method)
+        except LoginFailed as exc:
+            raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     if options.session_id is None:
         return await _new_session(cx, root, initialized)
     return await _continue_session(cx, options.session_id, root, renderer)
 
 
+def _capabilities(options: PromptOptions) -> ClientCapabilities:
+    """What this run advertises (:func:`~acpio.oneshot.controls.client_capabilities`)."""
+    return client_capabilities(options.elicitation, terminal_auth=options.controls.terminal_auth)
+
+
 async def _initialize(
-    cx: SessionConnection, init_timeout: float | None, process: AgentProcess | None, watch: StdoutWatch
+    cx: SessionConnection,
+    init_timeout: float | None,
+    process: AgentProcess | None,
+    watch: StdoutWatch,
+    capabilities: ClientCapabilities,
 ) -> InitializeResponse:
-    """``initialize``, advertising the files and terminals this client serves."""
+    """``initialize``, advertising what this client serves (``capabilities``)."""
     from acpio import __version__
 
     request = InitializeRequest(
         protocol_version=LATEST_PROTOCOL_VERSION,
-        client_capabilities=ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
-        ),
+        client_capabilities=capabilities,
         client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
     )
     limit = init_timeout or None
@@ -669,8 +737,8 @@ async def _new_session(cx: SessionConnection, root: Path, initialized: Initializ
     except AuthRequired as exc:
         methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
         raise PromptFailed(
-            f"The agent requires authentication before session/new ({exc.message}), which acpio "
-            f"prompt does not do; authenticate with the agent's own tools first (its methods: {methods})",
+            f"The agent requires authentication before session/new ({exc.message}); log in with "
+            f"--auth METHOD (its methods: {methods})",
             ExitCode.AGENT_ERROR,
         ) from exc
     except RequestError as exc:
