@@ -57,10 +57,12 @@ postgres:
 schema: $(STAMP)
 	$(PY) scripts/generate_schema.py
 
-## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test);
+## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test); how acpio's
+## cost grows (message size, sessions, proxy chain, a slow reader) with PNG charts beside the JSON;
 ## then MCP tool calls through acpio's MCP-over-ACP binding against a direct mcp client
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/scale.py --plot $(SCALE_ARGS)
 	$(PY) benchmarks/mcp_over_acp.py
 
 clean:

@@ -4,13 +4,15 @@ It answers ``initialize``, ``session/new`` and ``session/set_mode`` (``{}``, for
 ``session/prompt`` whose first text block reads ``stream N`` with N ``agent_message_chunk`` updates, each a
 fresh typed :class:`~acpio.schema.SessionNotification` followed by ``await cx.drain()`` (the documented way
 to stream: the agent waits whenever its peer has more than 256 KiB unread, as the other SDKs' agents await
-each send), before its ``end_turn`` answer. Run by a client
+each send), before its ``end_turn`` answer; ``stream N B`` makes each update's text B characters long.
+Each ``session/new`` gets a fresh id (``bench-1``, ``bench-2``...). Run by a client
 over stdio: ``python benchmarks/peers/acpio_agent.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from acpio import Agent
@@ -22,6 +24,7 @@ from acpio.transports import Stdio
 STREAM_PREFIX = "stream "
 
 app = Agent.builder(name="bench-agent")
+session_numbers = itertools.count(1)
 
 
 @app.on_request
@@ -31,7 +34,7 @@ async def initialize(req: acp.InitializeRequest, responder: Any, cx: Connection)
 
 @app.on_request
 async def new_session(req: acp.NewSessionRequest, responder: Any, cx: Connection) -> acp.NewSessionResponse:
-    return acp.NewSessionResponse(session_id="bench-1")
+    return acp.NewSessionResponse(session_id=f"bench-{next(session_numbers)}")
 
 
 @app.on_request
@@ -43,19 +46,25 @@ async def set_mode(
 
 @app.on_request
 async def prompt(req: acp.PromptRequest, responder: Any, cx: Connection) -> acp.PromptResponse:
-    for _ in range(requested_updates(req)):
-        chunk = acp.AgentMessageChunk(content=acp.TextContent(text="chunk"))
+    count, size = requested_updates(req)
+    text = "x" * size if size else "chunk"
+    for _ in range(count):
+        chunk = acp.AgentMessageChunk(content=acp.TextContent(text=text))
         cx.send_notification(acp.SessionNotification(session_id=req.session_id, update=chunk))
         await cx.drain()  # backpressure: returns at once until 256 KiB are unread, then waits
     return acp.PromptResponse(stop_reason=acp.StopReason.END_TURN)
 
 
-def requested_updates(req: acp.PromptRequest) -> int:
-    """N from a first text block ``stream N``; 0 for any other prompt."""
+def requested_updates(req: acp.PromptRequest) -> tuple[int, int]:
+    """N and B from a first text block ``stream N`` or ``stream N B``; (0, 0) for any other prompt.
+
+    B (``benchmarks/scale.py``) is the length of each update's text; 0 or none: ``"chunk"``.
+    """
     first = req.prompt[0] if req.prompt else None
     if isinstance(first, acp.TextContent) and first.text.startswith(STREAM_PREFIX):
-        return int(first.text.removeprefix(STREAM_PREFIX))
-    return 0
+        count, _, size = first.text.removeprefix(STREAM_PREFIX).partition(" ")
+        return int(count), int(size or 0)
+    return 0, 0
 
 
 if __name__ == "__main__":
