@@ -140,6 +140,15 @@ class FormField:
             text += f" [{_show(self.default)}]"
         return text
 
+    def show(self, value: FormValue) -> str:
+        """``value`` as the person reads it: a choice by its label, yes/no, a list joined."""
+        labels = dict(self.options)
+        if isinstance(value, list):
+            return ", ".join(labels.get(v, v) for v in value) or "(none)"
+        if isinstance(value, str) and value in labels:
+            return labels[value]
+        return _show(value)
+
     def parse(self, text: str) -> FormValue:
         """The value typed ``text`` stands for; raises ``ValueError`` saying what this field takes."""
         text = text.strip()
@@ -149,16 +158,13 @@ class FormField:
             if text.casefold() in _NO:
                 return False
             raise ValueError("answer yes or no")
-        if self.kind == "integer":
+        if self.kind in ("integer", "number"):
             try:
-                return self.check(int(text))
+                number: float = int(text) if self.kind == "integer" else float(text)
             except ValueError:
-                raise ValueError(f"{text!r} is not a whole number") from None
-        if self.kind == "number":
-            try:
-                return self.check(float(text))
-            except ValueError:
-                raise ValueError(f"{text!r} is not a number") from None
+                what = "a whole number" if self.kind == "integer" else "a number"
+                raise ValueError(f"{text!r} is not {what}") from None
+            return self.check(number)
         if self.kind == "choice":
             return self.check(self._option(text))
         if self.kind == "choices":
@@ -417,9 +423,9 @@ class Elicitor:
                 self._write("You answered:\n")
                 for item in fields:
                     if item.name in values:
-                        self._write(
-                            f"  {sanitize(item.title, single_line=True)}: {_show(values[item.name])}\n"
-                        )
+                        title = sanitize(item.title, single_line=True)
+                        shown = sanitize(item.show(values[item.name]), single_line=True)
+                        self._write(f"  {title}: {shown}\n")
                 self._write("Send these answers? y) send  e) edit  d) decline  c) cancel: ")
                 typed = await self._read_line_or_cancel()
                 choice = typed.strip().casefold()[:1]
