@@ -9,6 +9,7 @@ any way a builder is served or to add handlers of one's own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 import weakref
@@ -20,7 +21,14 @@ from typing import Any, Literal, TypeAlias
 from acpio.app.menu import Menu, OptionValue, SessionSettings
 from acpio.app.turn import Exchange, Turn, exchanges
 from acpio.capabilities import ClientFeatures, negotiate_version
-from acpio.errors import InternalError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
+from acpio.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    RequestError,
+    ResourceNotFound,
+)
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.jsonrpc.messages import encode_value
 from acpio.roles import Agent
@@ -92,6 +100,11 @@ class AppSession:
     additional_directories: tuple[Path, ...] = ()
     #: How it was opened: ``session/new``, ``session/load``, ``session/resume`` or ``session/fork``.
     method: str = "session/new"
+    #: The mode and option values the store kept for it (a loaded or resumed session), even those
+    #: the app's own choices do not include: :meth:`offer_modes` and :meth:`offer_choices` restore
+    #: them when the session is first offered them.
+    restored_mode: str | None = None
+    restored_options: dict[str, Any] = field(default_factory=dict[str, Any])
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
     history: list[Exchange] = field(default_factory=list)
@@ -104,23 +117,30 @@ class AppSession:
         if not modes:
             raise ValueError("offer_modes needs at least one mode")
         ids = [m.id for m in modes]
-        chosen = current if current is not None else self.settings.mode
+        chosen = current
+        if chosen is None:
+            chosen = self.restored_mode if self.restored_mode in ids else self.settings.mode
+        self.restored_mode = None
         self.settings.modes = list(modes)
         self.settings.mode = chosen if chosen in ids else ids[0]
 
     def offer_choices(self, option_id: str, choices: Mapping[str, str], current: str | None = None) -> None:
         """Offer this session other ``choices`` (value -> label) for the select option ``option_id``.
 
-        The value stays when it is still a choice; else it becomes ``current`` (default: the first
-        choice). The client hears of it with the setup answer, or :meth:`AgentApp.refresh_options`.
+        The value is the stored one when the session was loaded with a value among ``choices`` (the
+        first offer only), else it stays when it is still a choice, else it becomes ``current``
+        (default: the first choice). The client hears of it with the setup answer, or
+        :meth:`AgentApp.refresh_options`.
         """
         if self.menu.choices_of(self.settings, option_id) is None:
             raise ValueError(f"{option_id!r} is not a select option of the app")
         if not choices:
             raise ValueError(f"offer_choices({option_id!r}) needs at least one choice")
         self.settings.choices[option_id] = dict(choices)
-        value = self.settings.options.get(option_id)
-        if value not in choices:
+        value = self.restored_options.pop(option_id, None)
+        if isinstance(value, str) and value in choices:
+            self.settings.options[option_id] = value
+        elif self.settings.options.get(option_id) not in choices:
             self.settings.options[option_id] = (
                 current if current is not None and current in choices else next(iter(choices))
             )
@@ -422,9 +442,9 @@ class AgentApp:
 
     def _offer_commands(self, cx: Connection, session_id: str) -> None:
         if self._menu.commands and not cx.closed:
-            cx.send_notification(
-                SessionNotification(session_id=session_id, update=self._menu.commands_update())
-            )
+            update = SessionNotification(session_id=session_id, update=self._menu.commands_update())
+            with contextlib.suppress(ConnectionClosed):  # the client left right after the answer
+                cx.send_notification(update)
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
@@ -440,6 +460,8 @@ class AgentApp:
             record.mcp_servers,
             tuple(Path(d) for d in record.additional_directories),
             method,
+            record.mode,
+            dict(record.config),
         )
         assert self._stored is not None
         if method != "session/new":
@@ -452,6 +474,7 @@ class AgentApp:
                 await self._stored.store.delete(record.session_id)
             raise
         self._sessions[record.session_id] = session
+        await self._store_settings(session)  # what the hooks chose is what a later load restores
         # the answer is sent when this returns; the commands go out right after it
         asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
         return SessionSetup(**self._menu.setup(settings))

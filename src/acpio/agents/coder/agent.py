@@ -1,0 +1,520 @@
+"""The reference coding agent: an :class:`~acpio.app.AgentApp` with models, modes, tools, auth and MCP.
+
+:func:`coder_app` builds it; ``acpio agent`` serves it on stdio. Sessions live in a store (SQLite
+under the user's data directory by default), so an editor can list, load and resume them after
+the agent restarted.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from acpio.agents.coder.catalogue import Catalogue, build_catalogue
+from acpio.agents.coder.conversation import conversation, user_message
+from acpio.agents.coder.model import (
+    REASONING_EFFORTS,
+    AssistantMessage,
+    Finish,
+    FinishReason,
+    Message,
+    ModelAuthError,
+    ModelError,
+    ModelInfo,
+    ModelRateLimited,
+    ModelRequest,
+    ReasoningEffort,
+    TextDelta,
+    TextPart,
+    ThinkingDelta,
+    ThinkingPart,
+    ToolCall,
+    ToolCallEvent,
+    UsageEvent,
+    UserMessage,
+)
+from acpio.agents.coder.settings import CredentialFile, ModeSpec, Settings, SettingsError, load_settings
+from acpio.agents.coder.tools import McpServers, ToolBox
+from acpio.app import AgentApp, AppSession, StopReasonName, Turn
+from acpio.errors import AuthRequired, InternalError, InvalidParams
+from acpio.jsonrpc import Connection
+from acpio.schema import (
+    AgentAuthCapabilities,
+    AudioContent,
+    AuthenticateRequest,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    AuthMethodTerminal,
+    CompactionUpdate,
+    CurrentModeUpdate,
+    ImageContent,
+    InitializeRequest,
+    InitializeResponse,
+    LogoutCapabilities,
+    LogoutRequest,
+    LogoutResponse,
+    McpCapabilities,
+    PromptCapabilities,
+    SessionMode,
+    SessionNotification,
+    SessionUpdate,
+    TextContent,
+    UsageUpdate,
+)
+from acpio.store import SessionStore
+
+__all__ = ["CoderOptions", "coder_app"]
+
+_EFFORT_DEFAULT = "default"
+_SYSTEM = """You are acpio's reference coding agent, working in the project at {cwd}.
+Use the tools to read and change the project's files and to run commands; paths are relative to
+the project. Keep the user informed with short messages; show a plan for work of several steps.
+Mode: {mode} ({description})."""
+
+
+@dataclass
+class CoderOptions:
+    """How the agent is set up (the command line of ``acpio agent``)."""
+
+    #: The session store, or its URL (default: SQLite in the user's data directory).
+    store: SessionStore | str = "sqlite:"
+    #: A settings file read after the user's and the project's (``--settings``).
+    settings: Path | None = None
+    #: The user's settings file (default: ``agent.toml`` in the user's config directory).
+    user_settings: Path | None = None
+    #: The credential file ``authenticate`` writes (default: in the user's config directory).
+    credentials: Path | None = None
+    #: The model of new sessions (``--model provider/id``), else the settings' or the first available.
+    model: str | None = None
+    #: The mode of new sessions (``--mode``), else the settings' or the first.
+    mode: str | None = None
+    #: Offer the scripted offline model (``--offline``).
+    offline: bool = False
+    #: The environment the API keys are read from (default: the process's).
+    environ: Mapping[str, str] | None = None
+
+
+@dataclass
+class _State:
+    """What the agent keeps per open session beside the app's settings."""
+
+    settings: Settings
+    catalogue: Catalogue
+    mcp: McpServers | None = None
+    compactions: int = 0
+    modes: dict[str, ModeSpec] = field(default_factory=dict[str, ModeSpec])
+
+
+def _version() -> str:
+    try:
+        return version("acpio")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def coder_app(options: CoderOptions | None = None) -> AgentApp:
+    """The reference agent as an :class:`~acpio.app.AgentApp` (serve it, or ``app.builder()`` in tests)."""
+    return _Coder(options or CoderOptions()).app
+
+
+class _Coder:
+    def __init__(self, options: CoderOptions) -> None:
+        self.options = options
+        self.environ = options.environ if options.environ is not None else os.environ
+        self.credentials = CredentialFile(options.credentials)
+        self.catalogues: dict[str, Catalogue] = {}
+        self.states: dict[str, _State] = {}
+        app = self.app = AgentApp(
+            "acpio-agent", version=_version(), title="acpio reference agent", store=options.store, mcp=True
+        )
+        app.command("help", "What this agent can do, its models and modes")
+        app.command("model", "Show the models, or switch to one", hint="provider/model")
+        app.command("mode", "Show the modes, or switch to one", hint="mode id")
+        app.command("compact", "Summarise the conversation so far and go on from the summary")
+        # placeholders: every session is offered its own choices when it opens (see _opened)
+        app.select_option("mode", "Mode", {"ask": "Ask"}, default="ask", category="mode")
+        app.select_option("model", "Model", {"none": "none"}, default="none", category="model")
+        efforts = {_EFFORT_DEFAULT: "Model default"} | {e: e.capitalize() for e in REASONING_EFFORTS}
+        app.select_option(
+            "reasoning_effort", "Reasoning effort", efforts, default=_EFFORT_DEFAULT, category="thought_level"
+        )
+        app.mode("ask", "Ask")
+        app.on_initialize(self.initialize)
+        app.on_open(self.opened)
+        app.on_close(self.closed)
+        app.on_change(self.changed)
+        app.on_request(self.authenticate)
+        app.on_request(self.logout)
+        app.prompt(self.prompt)
+
+    # --- catalogue, settings ----------------------------------------------------------------------
+
+    def settings_for(self, cwd: Path | None) -> Settings:
+        try:
+            return load_settings(cwd, self.options.settings, user=self.options.user_settings)
+        except SettingsError as exc:
+            raise InvalidParams(
+                {"cwd": str(cwd)}, message=f"The agent's settings are unusable: {exc}"
+            ) from exc
+
+    async def catalogue_for(self, settings: Settings) -> Catalogue:
+        key = repr((sorted(settings.providers.items()), settings.model))
+        if key not in self.catalogues:
+            self.catalogues[key] = await build_catalogue(
+                settings, self.credentials, self.environ, offline=self.options.offline
+            )
+        return self.catalogues[key]
+
+    async def forget_catalogues(self) -> None:
+        old, self.catalogues = self.catalogues, {}
+        for catalogue in old.values():
+            await catalogue.aclose()
+
+    # --- initialize and auth ------------------------------------------------------------------------
+
+    async def initialize(self, request: InitializeRequest, answer: InitializeResponse) -> None:
+        catalogue = await self.catalogue_for(self.settings_for(Path.cwd()))
+        capabilities = answer.agent_capabilities
+        assert capabilities is not None  # AgentApp always answers with capabilities
+        capabilities.prompt_capabilities = PromptCapabilities(
+            image=any(m.image for m in catalogue.models),
+            audio=any(m.audio for m in catalogue.models),
+            embedded_context=True,
+        )
+        capabilities.mcp_capabilities = McpCapabilities(http=True, sse=True, acp=True)
+        capabilities.auth = AgentAuthCapabilities(logout=LogoutCapabilities())
+        terminal = bool(
+            request.client_capabilities
+            and request.client_capabilities.auth
+            and request.client_capabilities.auth.terminal
+        )
+        methods: list[Any] = []
+        for spec in catalogue.specs.values():
+            if spec.key_env is None:
+                continue
+            present = bool(self.environ.get(spec.key_env) or self.credentials.get(spec.name))
+            described = "authenticated" if present else f"set {spec.key_env}, or send the key as _meta.apiKey"
+            methods.append(AuthMethodAgent(id=spec.name, name=f"{spec.title} API key", description=described))
+            if terminal:
+                methods.append(
+                    AuthMethodTerminal(
+                        id=f"{spec.name}-login",
+                        name=f"Enter a {spec.title} API key",
+                        args=["--login", spec.name],
+                    )
+                )
+        answer.auth_methods = methods
+
+    async def authenticate(self, request: AuthenticateRequest, cx: Connection) -> AuthenticateResponse:
+        """``authenticate`` with a provider's method: keep the key given in ``_meta.apiKey``."""
+        catalogue = await self.catalogue_for(self.settings_for(Path.cwd()))
+        spec = catalogue.specs.get(request.method_id)
+        if spec is None or spec.key_env is None:
+            known = [s.name for s in catalogue.specs.values() if s.key_env]
+            raise InvalidParams(
+                {"methodId": request.method_id, "methods": known}, message="Unknown auth method"
+            )
+        key = (request.meta or {}).get("apiKey")
+        if isinstance(key, str) and key:
+            self.credentials.set(spec.name, key)
+        elif not (self.environ.get(spec.key_env) or self.credentials.get(spec.name)):
+            raise AuthRequired(
+                {"methodId": spec.name},
+                message=f"No {spec.title} key: set {spec.key_env} or send the key in _meta.apiKey",
+            )
+        await self.refresh()
+        return AuthenticateResponse()
+
+    async def logout(self, request: LogoutRequest, cx: Connection) -> LogoutResponse:
+        """``logout``: forget every stored key (keys in the environment stay)."""
+        self.credentials.clear()
+        await self.refresh()
+        return LogoutResponse()
+
+    async def refresh(self) -> None:
+        """The keys changed: rebuild the catalogues and offer every open session its new models."""
+        await self.forget_catalogues()
+        for session in self.app.sessions:
+            state = self.states.get(session.id)
+            if state is None:
+                continue
+            state.catalogue = await self.catalogue_for(state.settings)
+            session.offer_choices("model", self.model_choices(state))
+            await self.app.refresh_options(session)
+
+    # --- sessions -----------------------------------------------------------------------------------
+
+    def model_choices(self, state: _State) -> dict[str, str]:
+        choices = {m.qualified_id: f"{m.label} ({m.provider})" for m in state.catalogue.models}
+        for mode in state.settings.modes:  # a mode may run several models in turn
+            if (
+                mode.model
+                and "," in mode.model
+                and all(state.catalogue.find(p.strip()) for p in mode.model.split(","))
+            ):
+                choices[mode.model] = " + ".join(p.strip() for p in mode.model.split(","))
+        return choices or {"none": "No model available"}
+
+    async def opened(self, session: AppSession) -> None:
+        settings = self.settings_for(session.cwd)
+        catalogue = await self.catalogue_for(settings)
+        if not catalogue.models:
+            raise AuthRequired(
+                {"providers": sorted(catalogue.specs)}, message=catalogue.missing_model_message()
+            )
+        state = _State(settings, catalogue, modes={m.id: m for m in settings.modes})
+        fresh = session.method == "session/new"
+        mode = (self.options.mode or settings.mode) if fresh else None
+        if mode is not None and mode not in state.modes:
+            raise InvalidParams({"mode": mode, "modes": list(state.modes)}, message=f"Unknown mode {mode!r}")
+        modes = [SessionMode(id=m.id, name=m.name, description=m.description) for m in settings.modes]
+        session.offer_modes(modes, mode)
+        session.offer_choices("mode", {m.id: m.name for m in settings.modes}, session.settings.mode)
+        session.settings.options["mode"] = str(session.settings.mode)
+        choices = self.model_choices(state)
+        session.offer_choices("model", choices)
+        if fresh:
+            model = self.options.model or state.modes[str(session.settings.mode)].model or settings.model
+            if model is not None and model not in choices:
+                raise InvalidParams(
+                    {"model": model, "models": list(choices)},
+                    message=f"The model {model!r} is not available; available: {', '.join(choices)}",
+                )
+            session.settings.options["model"] = model or next(iter(choices))
+            if settings.reasoning_effort:
+                session.settings.options["reasoning_effort"] = settings.reasoning_effort
+        if session.mcp_servers:
+            roots = (session.cwd, *session.additional_directories)
+            state.mcp = McpServers(session.cx, session.mcp_servers, roots[0])
+        self.states[session.id] = state
+
+    async def closed(self, session: AppSession) -> None:
+        state = self.states.pop(session.id, None)
+        if state is not None and state.mcp is not None:
+            await state.mcp.aclose()
+
+    async def changed(self, session: AppSession, config_id: str | None) -> None:
+        """Keep the mode option, the ACP mode and the mode's own model in step."""
+        settings = session.settings
+        if config_id == "mode":
+            settings.mode = str(settings.options["mode"])
+            session.cx.send_notification(
+                _update(session.id, CurrentModeUpdate(current_mode_id=settings.mode))
+            )
+        elif config_id is None:
+            settings.options["mode"] = str(settings.mode)
+        else:
+            return
+        state = self.states.get(session.id)
+        mode = state.modes.get(str(settings.mode)) if state else None
+        if mode is not None and mode.model and mode.model in (settings.choices.get("model") or {}):
+            settings.options["model"] = mode.model
+        if config_id is None:
+            await self.app.refresh_options(session)
+
+    # --- a turn -------------------------------------------------------------------------------------
+
+    async def prompt(self, turn: Turn) -> StopReasonName:
+        state = self.states[turn.session_id]
+        command = turn.command
+        if command is not None and command.name != "compact":
+            await self.command(turn, state, command.name, command.input)
+            return "end_turn"
+        models = self.selected_models(turn, state)
+        self.check_modalities(turn, models)
+        mode = state.modes[str(turn.mode)]
+        system = _SYSTEM.format(cwd=turn.cwd, mode=mode.name, description=mode.description or mode.id)
+        if state.settings.instructions:
+            system += "\n" + state.settings.instructions
+        if mode.instructions:
+            system += "\n" + mode.instructions
+        messages = conversation(system, turn.history)
+        if command is not None:
+            return await self.compact(turn, models[0], state, messages)
+        roots = [turn.cwd, *(Path(d) for d in self.session_dirs(turn))]
+        tools = ToolBox(turn, mode, roots, state.mcp)
+        specs = await tools.specs()
+        if state.mcp is not None and state.mcp.problems:
+            await turn.think("\n".join(state.mcp.problems))
+        messages.append(user_message(turn.prompt))
+        effort = turn.options.get("reasoning_effort")
+        for number in range(state.settings.max_turn_requests):
+            model = models[number % len(models)]
+            reasoning = _effort(effort) if model.reasoning else None
+            request = ModelRequest(model.id, list(messages), specs, reasoning)
+            reply, finish = await self.call_model(turn, state, model, request)
+            messages.append(reply)
+            if finish != "tool_use" or not reply.tool_calls:
+                return "end_turn" if finish == "tool_use" else finish
+            for call in reply.tool_calls:
+                messages.append(await tools.run(call))
+        return "max_turn_requests"
+
+    def session_dirs(self, turn: Turn) -> list[str]:
+        session = next((s for s in self.app.sessions if s.id == turn.session_id), None)
+        return [str(d) for d in session.additional_directories] if session else []
+
+    def selected_models(self, turn: Turn, state: _State) -> list[ModelInfo]:
+        value = str(turn.options.get("model", ""))
+        models = [state.catalogue.find(part.strip()) for part in value.split(",")]
+        found = [m for m in models if m is not None]
+        if not found or len(found) != len(models):
+            raise AuthRequired({"model": value}, message=state.catalogue.missing_model_message())
+        return found
+
+    def check_modalities(self, turn: Turn, models: list[ModelInfo]) -> None:
+        wants = {
+            "image": any(isinstance(b, ImageContent) for b in turn.prompt),
+            "audio": any(isinstance(b, AudioContent) for b in turn.prompt),
+        }
+        for modality, wanted in wants.items():
+            refusing = [m.qualified_id for m in models if wanted and not getattr(m, modality)]
+            if refusing:
+                raise InvalidParams(
+                    {"models": refusing, "modality": modality},
+                    message=f"The model {', '.join(refusing)} does not accept {modality} input: "
+                    f"choose another model or leave the {modality} out",
+                )
+
+    async def call_model(
+        self, turn: Turn, state: _State, model: ModelInfo, request: ModelRequest
+    ) -> tuple[AssistantMessage, FinishReason]:
+        provider = state.catalogue.providers[model.provider]
+        text: list[str] = []
+        thinking: list[str] = []
+        signature: str | None = None
+        calls: list[ToolCall] = []
+        finish: FinishReason = "end_turn"
+        stream = provider.stream(request)
+        try:
+            async for event in stream:
+                match event:
+                    case TextDelta(delta):
+                        text.append(delta)
+                        await turn.say(delta)
+                    case ThinkingDelta(delta, signed):
+                        thinking.append(delta)
+                        signature = signed or signature
+                        if delta:
+                            await turn.think(delta)
+                    case ToolCallEvent(call_id, name, arguments):
+                        calls.append(ToolCall(call_id, name, arguments))
+                    case UsageEvent():
+                        used = event.input_tokens + event.output_tokens
+                        await turn.update(UsageUpdate(used=used, size=model.context_window or used))
+                    case Finish(reason):
+                        finish = reason
+        except ModelAuthError as exc:
+            raise AuthRequired({"provider": exc.provider}, message=f"{model.qualified_id}: {exc}") from exc
+        except ModelRateLimited as exc:
+            wait = f"; retry in {exc.retry_after:g} s" if exc.retry_after is not None else ""
+            raise InternalError(
+                {"provider": exc.provider, "status": exc.status},
+                message=f"{model.qualified_id} is rate limited: {exc}{wait}",
+            ) from exc
+        except ModelError as exc:
+            raise InternalError(
+                {"provider": exc.provider, "status": exc.status},
+                message=f"{model.qualified_id} failed: {exc}",
+            ) from exc
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+        thought = (ThinkingPart("".join(thinking), signature),) if thinking or signature else ()
+        return AssistantMessage("".join(text), thought, tuple(calls)), finish
+
+    # --- slash commands -----------------------------------------------------------------------------
+
+    async def command(self, turn: Turn, state: _State, name: str, argument: str) -> None:
+        if name == "help":
+            models = "\n".join(f"- {m.qualified_id}: {m.label}" for m in state.catalogue.models)
+            modes = "\n".join(f"- {m.id}: {m.name}" for m in state.settings.modes)
+            await turn.say(
+                "I am acpio's reference coding agent. I read and edit the project's files, run commands in "
+                "your terminal and use the session's MCP servers.\nCommands: /help, /model [id], /mode [id], "
+                f"/compact.\nModel: {turn.options.get('model')}; mode: {turn.mode}.\n"
+                f"Models:\n{models}\nModes:\n{modes}\n"
+            )
+        elif name == "model" and not argument:
+            await turn.say(
+                f"Model: {turn.options.get('model')}. Available: {', '.join(self.model_choices(state))}\n"
+            )
+        elif name == "model":
+            try:
+                await turn.set_option("model", argument)
+            except InvalidParams:
+                await turn.say(f"No model {argument!r}; available: {', '.join(self.model_choices(state))}\n")
+                return
+            await turn.say(f"Model: {argument}\n")
+        elif name == "mode" and not argument:
+            await turn.say(f"Mode: {turn.mode}. Available: {', '.join(state.modes)}\n")
+        else:
+            if argument not in state.modes:
+                await turn.say(f"No mode {argument!r}; available: {', '.join(state.modes)}\n")
+                return
+            await turn.set_mode(argument)
+            await turn.set_option("mode", argument)
+            mode_model = state.modes[argument].model
+            if mode_model and mode_model in self.model_choices(state):
+                await turn.set_option("model", mode_model)
+            await turn.say(f"Mode: {state.modes[argument].name}\n")
+
+    async def compact(
+        self, turn: Turn, model: ModelInfo, state: _State, messages: list[Message]
+    ) -> StopReasonName:
+        if len(messages) <= 1:
+            await turn.say("Nothing to compact yet.")
+            return "end_turn"
+        state.compactions += 1
+        compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
+        report = turn.client.has("session.compaction")
+        if report:
+            await turn.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
+        ask = UserMessage(
+            (
+                TextPart(
+                    "Summarise our conversation so far for yourself: the task, what was done, files "
+                    "touched, decisions and what is left. Be complete but brief: this summary replaces "
+                    "the conversation."
+                ),
+            )
+        )
+        request = ModelRequest(model.id, [*messages, ask], (), None)
+        try:
+            reply, _ = await self.call_model(turn, state, model, request)
+        except BaseException as exc:
+            if report:
+                turn.cx.send_notification(
+                    _update(
+                        turn.session_id,
+                        CompactionUpdate(
+                            compaction_id=compaction_id,
+                            status="failed" if isinstance(exc, Exception) else "cancelled",
+                            error=str(exc) or None,
+                        ),
+                    )
+                )
+            raise
+        if report:
+            summary = [TextContent(text=reply.text)]
+            await turn.update(
+                CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary)
+            )
+        return "end_turn"
+
+
+def _effort(value: object) -> ReasoningEffort | None:
+    for effort in REASONING_EFFORTS:
+        if value == effort:
+            return effort
+    return None
+
+
+def _update(session_id: str, update: SessionUpdate) -> SessionNotification:
+    return SessionNotification(session_id=session_id, update=update)
