@@ -128,7 +128,7 @@ def settings(
         mode=args.mode,
         options=tuple(options),
         auth_method=args.auth,
-        terminal_auth=is_command and (interactive or args.auth is not None),
+        terminal_auth=is_command,
     )
     return elicitation, controls
 

@@ -1,0 +1,111 @@
+"""``acpio prompt --auth`` with a terminal method, ``--logout``, and the elicitation form, as real processes.
+
+The terminal login runs testy's own command line with the method's args and env, sharing
+acpio's stdin and terminal: piped here, and in a real terminal (tmux) below, where the person
+types the name, and where the elicitation form is filled in field by field.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from ._tmux import needs_tmux, tmux_running
+
+TESTY = [sys.executable, "-m", "acpio", "testy"]
+
+
+def _prompt(*args: str, agent: list[str]) -> list[str]:
+    return [sys.executable, "-m", "acpio", "prompt", "--agent", shlex.join(agent), *args]
+
+
+def _run(argv: list[str], cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ACPIO_AGENT", "ACPIO_TESTY_LOGIN")}
+    return subprocess.run(
+        argv, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=90, env=env, check=False
+    )
+
+
+def test_a_terminal_login_runs_the_agent_with_the_method_args_then_the_prompt(tmp_path: Path) -> None:
+    login = tmp_path / "login.json"
+    agent = [*TESTY, "--terminal-auth", str(login)]
+    done = _run(_prompt("--auth", "testy-terminal-login", "echo hello", agent=agent), tmp_path, stdin="Ann\n")
+    assert done.returncode == 0, done.stderr
+    assert "testy login: logged in as Ann" in done.stdout  # the login process wrote on the terminal (stdout)
+    assert "hello" in done.stdout
+    assert "acpio: logged in with testy-terminal-login" in done.stderr
+    assert login.exists()
+    out = _run(_prompt("--logout", agent=agent), tmp_path)
+    assert (out.returncode, out.stderr.strip()) == (0, "acpio: logged out")
+    assert not login.exists()
+    refused = _run(_prompt("echo hi", agent=agent), tmp_path)
+    assert refused.returncode == 4
+    assert "log in with --auth METHOD (its methods: testy-terminal-login)" in refused.stderr
+
+
+def test_a_failed_terminal_login_starts_no_session(tmp_path: Path) -> None:
+    agent = [*TESTY, "--terminal-auth", str(tmp_path / "login.json")]
+    done = _run(_prompt("--auth", "testy-terminal-login", "echo hello", agent=agent), tmp_path, stdin="\n")
+    assert done.returncode == 4
+    assert (
+        "The terminal login 'testy-terminal-login' failed (exit status 1): no session was started"
+        in done.stderr
+    )
+    assert "hello" not in done.stdout
+
+
+def test_logout_needs_an_agent_that_offers_it(tmp_path: Path) -> None:
+    done = _run(_prompt("--logout", agent=TESTY), tmp_path)
+    assert done.returncode == 4
+    assert "does not advertise agentCapabilities.auth.logout" in done.stderr
+
+
+@needs_tmux
+def test_the_terminal_login_in_a_real_terminal(tmp_path: Path) -> None:
+    login = tmp_path / "login.json"
+    agent = [*TESTY, "--terminal-auth", str(login)]
+    with tmux_running(
+        _prompt("--auth", "testy-terminal-login", "echo signed in", agent=agent), cwd=tmp_path
+    ) as term:
+        term.wait_for_text("testy login: your name (an empty line fails the login):")
+        term.type_line("Bea")
+        code, screen = term.exited()
+    assert code == 0, screen
+    assert "testy login: logged in as Bea" in screen
+    assert "signed in" in screen
+    assert login.read_text() == '{"user":"Bea"}'
+
+
+@needs_tmux
+def test_the_elicitation_form_in_a_real_terminal(tmp_path: Path) -> None:
+    with tmux_running(_prompt("--deny", "elicit Tell me about you", agent=TESTY), cwd=tmp_path) as term:
+        term.wait_for_text("The agent asks: Tell me about you")
+        for answer in ("Cy", "", "7", "", "no", "red", "2", "rust"):
+            term.wait_for(lambda screen: screen.rstrip().endswith(":"), "a question")
+            term.type_line(answer)
+        screen = term.wait_for_text("Send these answers?")
+        assert "  Name: Cy\n" in screen
+        assert "  Colour: red\n" in screen
+        assert "  Size: Medium\n" in screen
+        term.type_line("y")
+        code, screen = term.exited()
+    assert code == 0, screen
+    answer = '{"age":7,"colour":"red","name":"Cy","size":"m","subscribe":false,"tags":["rust"]}'
+    assert f"elicitation: accept {answer}" in screen
+
+
+@needs_tmux
+def test_a_url_elicitation_in_a_real_terminal_asks_before_opening(tmp_path: Path) -> None:
+    script = "elicit-url https://example.com/authorize Authorize the repository"
+    with tmux_running(_prompt("--deny", script, agent=TESTY), cwd=tmp_path) as term:
+        screen = term.wait_for_text("Open it?")
+        assert "The agent asks you to open a web page: Authorize the repository" in screen
+        assert "  https://example.com/authorize" in screen
+        assert "  host: example.com" in screen
+        term.type_line("d")
+        code, screen = term.exited()
+    assert code == 0, screen
+    assert "elicitation: decline" in screen
