@@ -105,7 +105,11 @@ class Editor:
             outcome = {"outcome": "selected", "optionId": option["optionId"]}
             self.peer.respond(request, {"outcome": outcome})
         elif method == "fs/read_text_file":
-            self.peer.respond(request, {"content": Path(params["path"]).read_text()})
+            try:
+                self.peer.respond(request, {"content": Path(params["path"]).read_text()})
+            except OSError as exc:
+                error = {"code": -32002, "message": f"cannot read {params['path']}: {exc.strerror}"}
+                self.peer.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
         elif method == "fs/write_text_file":
             Path(params["path"]).write_text(params["content"])
             self.peer.respond(request, {})
