@@ -183,7 +183,7 @@ async def test_ctrl_c_while_ending_kills_everything_at_once(launcher: Launcher) 
     run.process.send_signal(signal.SIGINT)
     returncode, err = await run.stopped()
     await wait_gone(run.pids, run.groups)
-    assert time.monotonic() - began < 1.5
+    assert time.monotonic() - began < 1.9  # the grace periods are 2 s and more; a busy machine is slow
     assert returncode == 129, err
 
 

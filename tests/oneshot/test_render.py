@@ -199,14 +199,52 @@ def rich() -> tuple[RichRenderer, io.StringIO]:
     return RichRenderer(console), out
 
 
-def test_rich_streams_text_as_it_arrives_and_styles_thoughts() -> None:
+def test_rich_shows_text_at_once_and_prints_it_for_good_line_by_line() -> None:
     renderer, out = rich()
-    renderer.update(text("Hel"))
-    assert ANSI.sub("", out.getvalue()) == "Hel"
-    renderer.update(text("lo"))
-    assert ANSI.sub("", out.getvalue()) == "Hello"
-    renderer.update(thought("hmm"))
-    assert "\x1b[2;3mhmm" in out.getvalue()  # dim italic
+    renderer.update(thought("Hel"))
+    assert "Hel" in ANSI.sub("", out.getvalue())  # drawn at once, in the live region
+    renderer.update(thought("lo\nwor"))
+    renderer.update(thought("ld"))
+    renderer.turn_ended("end_turn")
+    renderer.close()
+    written = out.getvalue()
+    assert "\x1b[2;3m  Hello" in written  # printed for good, dim italic, once the line is complete
+    assert "\x1b[2;3m  world" in written
+    # (the stream also holds the live region's drawings, erased on the screen: the order is what counts)
+    final = ANSI.sub("", written)
+    assert final.index("  world") < final.index("[stop reason: end_turn]")
+
+
+def test_rich_renders_markdown_block_by_block_keeping_line_breaks() -> None:
+    renderer, out = rich()
+    renderer.update(text("# Title\n\nsome **bold** text\nnext line\n\n```\ncode **not bold**\n"))
+    printed = ANSI.sub("", out.getvalue())
+    assert "Title" in printed
+    assert "# Title" not in printed
+    renderer.update(text("```\n"))
+    renderer.close()
+    written = out.getvalue()
+    assert "\x1b[1msome bold" not in written  # only the bold word is bold
+    assert "\x1b[1mbold\x1b[0m" in written
+    lines = ANSI.sub("", written).splitlines()
+    assert any(line.rstrip() == "some bold text" for line in lines)  # its own line: the break is kept
+    assert any(line.rstrip() == "next line" for line in lines)
+    assert "code **not bold**" in ANSI.sub("", written)  # code stays as it is
+
+
+def test_rich_prints_the_plan_once_as_it_ended() -> None:
+    renderer, out = rich()
+    renderer.update(plan("pending", "pending"))
+    renderer.update(plan("in_progress", "pending"))
+    renderer.update(plan("completed", "completed"))
+    renderer.turn_ended("end_turn")
+    renderer.close()
+    final = ANSI.sub("", out.getvalue())
+    assert final.count("☑ step 1") >= 1
+    # printed for good once: the earlier states were only drawn in the live region, then erased
+    tail = final[final.rindex("Plan:") :]
+    assert "☐" not in tail
+    assert "▶" not in tail
 
 
 def test_rich_colours_diffs_and_statuses() -> None:
@@ -229,11 +267,13 @@ def test_rich_colours_diffs_and_statuses() -> None:
 def test_rich_redraws_a_changing_tool_call_in_place() -> None:
     renderer, out = rich()
     renderer.update(ToolCall(tool_call_id="t", title="Work", status="pending"))
+    assert "○ Work" in ANSI.sub("", out.getvalue())
     renderer.update(ToolCallUpdate(tool_call_id="t", status="completed"))
     renderer.close()
     written = out.getvalue()
     assert "\x1b[1A" in written or "\x1b[2K" in written  # the line was erased and redrawn
     assert ANSI.sub("", written).rstrip().endswith("✔ Work")
+    assert ANSI.sub("", written).count("✔ Work") == 1
 
 
 # --- JSON lines -------------------------------------------------------------

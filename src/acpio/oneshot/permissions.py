@@ -41,11 +41,13 @@ from acpio.client.permissions import (
     describe_request,
     pick_option,
 )
+from acpio.oneshot.render import diff_lines
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand
 from acpio.schema import (
     CancelledPermissionOutcome,
     Content,
+    Diff,
     PermissionOption,
     PermissionOptionKind,
     RequestPermissionRequest,
@@ -72,6 +74,9 @@ __all__ = [
 ]
 
 _READ_SIZE: Final = 4096
+_GREEN: Final = "\x1b[32m"
+_RED: Final = "\x1b[31m"
+_RESET: Final = "\x1b[0m"
 #: Lines of a tool call's text content shown with an ``--ask`` question.
 _DETAIL_LINES: Final = 20
 #: Shells whose ``-c SCRIPT`` is shown (and granted) as the script itself.
@@ -248,9 +253,16 @@ class LineInput:
 class AskPolicy:
     """``--ask``: show the request on ``output`` and read the person's choice from ``answers``."""
 
-    def __init__(self, answers: LineInput, output: TextIO) -> None:
+    def __init__(self, answers: LineInput, output: TextIO, *, colour: bool = False) -> None:
         self._answers = answers
         self._output = output
+        self._colour = colour
+
+    def _detail(self, line: str) -> str:
+        """A line of the details, indented; with ``colour``, added diff lines green, removed ones red."""
+        if self._colour and line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
+            return f"    {_GREEN if line.startswith('+') else _RED}{line}{_RESET}"
+        return f"    {line}"
 
     async def decide(self, request: RequestPermissionRequest) -> Outcome:
         """Ask until the answer names an option; end of input refuses (reject option, else ``cancelled``)."""
@@ -263,7 +275,7 @@ class AskPolicy:
         lines = [
             sanitize(f"The agent asks for permission: {describe_request(request)}{about}", single_line=True)
         ]
-        lines += [f"    {sanitize(line, single_line=True)}" for line in _details(request)]
+        lines += [self._detail(sanitize(line, single_line=True)) for line in _details(request)]
         lines += [
             f"  {number}) {sanitize(option.name, single_line=True)}"
             for number, option in enumerate(options, 1)
@@ -287,11 +299,19 @@ class AskPolicy:
 
 
 def _details(request: RequestPermissionRequest) -> list[str]:
-    """The text content of the tool call a request is about, cut to its first lines."""
+    """What the tool call a request is about shows: its command, text and diffs, cut to the first lines."""
     lines: list[str] = []
+    raw = request.tool_call.raw_input
+    command = raw.get("command") if isinstance(raw, dict) else None
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        command = shlex.join(command)
+    if isinstance(command, str) and command.strip():
+        lines.append(f"$ {command}")
     for item in request.tool_call.content or ():
         if isinstance(item, Content) and isinstance(item.content, TextContent):
             lines += item.content.text.splitlines()
+        elif isinstance(item, Diff):
+            lines += [text for text, _ in diff_lines(item)]
     if len(lines) > _DETAIL_LINES:
         lines = [*lines[:_DETAIL_LINES], f"[… {len(lines) - _DETAIL_LINES} more lines]"]
     return lines

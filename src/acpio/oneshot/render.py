@@ -132,6 +132,14 @@ class Renderer(Protocol):
         """Finish the current line (and any in-place display) before something else writes to the screen."""
         ...
 
+    def status(self, waiting_for: str | None) -> None:
+        """What the run waits for now (``"starting the agent"``), shown with its time; ``None``: nothing."""
+        ...
+
+    def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
+        """What the agent said of the tool call ``tool_call_id`` (title, kind, content), if anything."""
+        ...
+
     def close(self) -> None:
         """The run is over: flush."""
         ...
@@ -183,6 +191,8 @@ class TextRenderer(ABC):
         self._stream_kind: str | None = None
         self._at_line_start = True
         self._history = False
+        #: The last ``available_commands_update`` shown: an agent repeating it is not shown again.
+        self._commands_shown: str | None = None
 
     # --- what subclasses write -------------------------------------------------------------------
 
@@ -241,6 +251,10 @@ class TextRenderer(ABC):
             self._lines(self._plan_lines(update.entries, history), key="plan")
         else:
             text = describe_update(update)
+            if isinstance(update, AvailableCommandsUpdate):
+                if text == self._commands_shown:
+                    return
+                self._commands_shown = text
             if text is not None:
                 self._end_stream()
                 self._lines([[(f"[{text}]", self._style("info", history))]])
@@ -298,6 +312,21 @@ class TextRenderer(ABC):
     def settle(self) -> None:
         """End a line left open by streamed text."""
         self._end_stream()
+
+    def status(self, waiting_for: str | None) -> None:  # noqa: B027 (a hook: most renderers show nothing)
+        """Nothing in text: a terminal renderer shows a spinner."""
+
+    def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
+        """The tool call's latest title, kind and content (``None`` for a tool call not seen)."""
+        tool = self._tools.get(tool_call_id)
+        if tool is None:
+            return None
+        known: dict[str, Any] = {"toolCallId": tool.tool_call_id, "title": tool.title}
+        if tool.kind is not None:
+            known["kind"] = tool.kind
+        if tool.content:
+            known["content"] = [item.to_wire() for item in tool.content]
+        return ToolCallUpdate.model_validate(known)
 
     def close(self) -> None:
         """Finish the last line."""
@@ -471,6 +500,13 @@ class JsonLinesRenderer:
 
     def settle(self) -> None:
         """Nothing: every line is complete."""
+
+    def status(self, waiting_for: str | None) -> None:
+        """Nothing: the messages say it all."""
+
+    def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
+        """Nothing is kept: ``None``."""
+        return None
 
     def close(self) -> None:
         """Flush the output."""

@@ -1,26 +1,39 @@
-"""The terminal renderer of ``acpio prompt``, built on rich: colours, and updates in place.
+"""The terminal renderer of ``acpio prompt``, built on rich: colours, markdown, and a live region.
 
 The only module of acpio that imports ``rich``. It shows what :class:`~acpio.oneshot.render.PlainRenderer`
-shows, with style: agent text streamed as it arrives, thoughts dim and italic, tool calls as
-coloured status lines, plans as checklists, diffs in green and red, replayed history dimmed.
+shows, with style, in two parts:
 
-Something that changes while nothing else is printed (a tool call going from pending to completed,
-consecutive plan updates) is redrawn in place with :class:`rich.live.Live`; once anything else is
-printed, it stays where it is and the next change is printed below.
+* **what is done** is printed once and stays: the agent's text rendered as markdown block by block
+  (a paragraph, a list, a code block is printed once it is complete), thoughts dim and italic,
+  each tool call's final line and its content (diff, command output), the plan as it was at the
+  end of the turn;
+* **what is under way** is drawn in place at the bottom (a :class:`rich.live.Live` region, erased
+  and drawn again): the line of text being written, one line per unfinished tool call, the last
+  lines of each running command's output as it comes, the plan (redrawn at each update), and a
+  spinner with the elapsed time while acpio waits (the agent starting, a silent agent).
+
+Before anything else writes to the terminal (a note on stderr, a permission question),
+:meth:`RichRenderer.settle` erases the region; it comes back with the next thing to show.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Sequence
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
 from rich.text import Text
 
 from acpio.oneshot.render import Line, TerminalLookup, TextRenderer
+from acpio.oneshot.sanitize import sanitize
+from acpio.schema import Terminal
 
-__all__ = ["STYLES", "RichRenderer"]
+__all__ = ["LIVE_OUTPUT_LINES", "STYLES", "RichRenderer"]
 
 #: The rich style of each style name the renderer uses.
 STYLES: Final[dict[str, str]] = {
@@ -52,11 +65,22 @@ STYLES: Final[dict[str, str]] = {
     "stop.end_turn": "green",
     "stop.cancelled": "yellow",
     "stop.other": "yellow",
+    "live.output": "dim",
+    "spinner": "cyan",
 }
+
+#: Lines of a running command's output shown under its tool call while it runs.
+LIVE_OUTPUT_LINES: Final = 6
+#: Seconds without news before the spinner shows during a turn (text streaming needs none).
+_QUIET_BEFORE_SPINNER: Final = 0.5
+_FINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_PLAN: Final = "plan"
+#: A line that neither is blank nor starts a block of its own (heading, list item, quote, fence, table).
+_IN_PARAGRAPH: Final = re.compile(r"(?!\s*$)(?!\s*(?:#|[-*+>|]|\d+[.)]|```|~~~|    ))")
 
 
 class RichRenderer(TextRenderer):
-    """Colour and in-place updates on a terminal (``console`` is where it writes)."""
+    """Colour, markdown and a live region on a terminal (``console`` is where it writes)."""
 
     LABELS: ClassVar[dict[str, str]] = {
         "pending": "○",
@@ -73,49 +97,249 @@ class RichRenderer(TextRenderer):
         "user": "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} ",
     }
 
-    def __init__(self, console: Console, terminals: TerminalLookup | None = None) -> None:
+    def __init__(
+        self, console: Console, terminals: TerminalLookup | None = None, *, markdown: bool = True
+    ) -> None:
         super().__init__(terminals)
         self._console = console
+        self._lookup = terminals
+        self._markdown = markdown
         self._live: Live | None = None
-        self._live_key: object = None
+        #: What is under way, by key (``("tool", id)`` or ``"plan"``), in the order it appeared.
+        self._region: dict[object, list[Line]] = {}
+        #: The terminals shown in each unfinished tool call, by the tool call's key.
+        self._running: dict[object, list[str]] = {}
+        #: A tool call's key while its final line is being shown: printed, not kept in the region.
+        self._finishing: object = None
+        #: Streamed text not printed yet (the line, or the markdown block, being written).
+        self._buffer = ""
+        self._buffer_history = False
+        #: Markdown blocks printed of the current agent message (a blank line goes between two).
+        self._blocks = 0
+        self._waiting_for: str | None = None
+        self._waiting_since = 0.0
+        self._last_news = time.monotonic()
+        self._spinner = Spinner("dots", style=STYLES["spinner"])
 
-    def _write(self, text: str, style: str) -> None:
-        self._stop_live()
-        self._console.print(Text(text, style=STYLES.get(style, "")), end="", soft_wrap=True)
+    # --- the live region -----------------------------------------------------------------------
 
-    def _show(self, lines: Sequence[Line], key: object = None) -> None:
-        renderable = Group(
-            *(Text.assemble(*((text, STYLES.get(style, "")) for text, style in line)) for line in lines)
-        )
-        if key is not None and key == self._live_key and self._live is not None:
-            self._live.update(renderable, refresh=True)
-            return
-        self._stop_live()
-        if key is None:
-            self._console.print(renderable, soft_wrap=True)
-            return
-        self._live = Live(
-            renderable,
-            console=self._console,
-            auto_refresh=False,
-            transient=False,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self._live.start(refresh=True)
-        self._live_key = key
+    def status(self, waiting_for: str | None) -> None:
+        """Show a spinner saying what the run waits for, with the elapsed time; ``None`` hides it."""
+        if waiting_for != self._waiting_for:
+            self._waiting_for = waiting_for
+            self._waiting_since = time.monotonic()
+        if waiting_for is not None:
+            self._start_live()
+        else:
+            self._refresh()
+
+    def _start_live(self) -> None:
+        if self._live is None:
+            self._live = Live(
+                get_renderable=self._render_region,
+                console=self._console,
+                auto_refresh=True,
+                refresh_per_second=8,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start(refresh=True)
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+        elif self._region or self._buffer or self._waiting_for is not None:
+            self._start_live()
 
     def _stop_live(self) -> None:
-        live, self._live, self._live_key = self._live, None, None
+        live, self._live = self._live, None
         if live is not None:
             live.stop()
 
+    def _render_region(self) -> RenderableType:
+        """What is under way, drawn at each refresh (rich calls it from its refresh thread too)."""
+        parts: list[RenderableType] = []
+        if self._buffer:
+            parts.append(self._buffered_renderable())
+        region = list(self._region.items())
+        # the plan under the tool calls, whatever came first
+        for key, lines in [*(i for i in region if i[0] != _PLAN), *(i for i in region if i[0] == _PLAN)]:
+            parts.extend(_text(line) for line in lines)
+            for terminal_id in self._running.get(key, ()):
+                parts.extend(self._output_tail(terminal_id))
+        waiting_for = self._waiting_for
+        now = time.monotonic()
+        if waiting_for is not None and (not self._buffer or now - self._last_news > _QUIET_BEFORE_SPINNER):
+            elapsed = now - self._waiting_since
+            label = Text.assemble((f"{waiting_for}… ", STYLES["spinner"]), (f"{elapsed:.0f} s", "dim"))
+            self._spinner.update(text=label)
+            parts.append(self._spinner)
+        return Group(*parts)
+
+    def _output_tail(self, terminal_id: str) -> list[Text]:
+        snapshot = self._lookup(terminal_id) if self._lookup is not None else None
+        if snapshot is None or snapshot.exit_status is not None:
+            return []
+        lines = sanitize(snapshot.output).rstrip("\n").split("\n")[-LIVE_OUTPUT_LINES:]
+        style = STYLES["live.output"]
+        return [
+            Text(f"    │ {line}", style=style, no_wrap=True, overflow="ellipsis") for line in lines if line
+        ]
+
+    def _print(self, renderable: RenderableType) -> None:
+        """Print for good: above the live region while it is shown."""
+        self._last_news = time.monotonic()
+        if self._live is not None:
+            # rich draws its last rendering of the region under what is printed: make it the current one
+            self._live.refresh()
+        self._console.print(renderable, soft_wrap=not isinstance(renderable, Markdown))
+
+    # --- TextRenderer's output ------------------------------------------------------------------
+
+    def _write(self, text: str, style: str) -> None:
+        self._print(Text(text, style=STYLES.get(style, "")))
+
+    def _show(self, lines: Sequence[Line], key: object = None) -> None:
+        self._last_news = time.monotonic()
+        if key is None or key == self._finishing:
+            self._region.pop(key, None)
+            self._running.pop(key, None)
+            self._print(Group(*(_text(line) for line in lines)))
+            self._refresh()
+            return
+        self._region[key] = list(lines)
+        self._refresh()
+
+    def _tool_changed(self, tool: Any, history: bool) -> None:
+        key = ("tool", tool.tool_call_id)
+        terminals = [item.terminal_id for item in tool.content if isinstance(item, Terminal)]
+        if tool.status in _FINAL or history:
+            self._finishing = key
+            self._running.pop(key, None)
+        elif terminals:
+            self._running[key] = terminals
+        try:
+            super()._tool_changed(tool, history)
+        finally:
+            self._finishing = None
+
+    # --- streamed text ---------------------------------------------------------------------------
+
+    def _stream(self, kind: str, text: str, history: bool) -> None:
+        text = sanitize(text)
+        if not text:
+            return
+        if kind != self._stream_kind:
+            self._end_stream()
+            self._stream_kind = kind
+            self._buffer_history = history
+        self._buffer += text
+        self._last_news = time.monotonic()
+        self._print_complete(final=False)
+        self._refresh()
+
+    def _end_stream(self) -> None:
+        if self._buffer:
+            self._print_complete(final=True)
+        self._stream_kind = None
+        self._blocks = 0
+
+    def _as_markdown(self) -> bool:
+        return self._markdown and self._stream_kind == "agent" and not self._buffer_history
+
+    def _print_complete(self, *, final: bool) -> None:
+        """Print what of the buffer is complete: lines, or markdown blocks; everything when ``final``."""
+        if self._as_markdown():
+            cut = len(self._buffer) if final else _last_block_end(self._buffer)
+            done, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            if done.strip():
+                if self._blocks:
+                    self._print(Text(""))
+                self._blocks += 1
+                self._print(Markdown(_hard_breaks(done.strip("\n")), hyperlinks=False))
+            return
+        cut = len(self._buffer) if final else self._buffer.rfind("\n") + 1
+        done, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        if done:
+            self._print(Group(*(self._stream_line(line) for line in done.rstrip("\n").split("\n"))))
+
+    def _stream_line(self, line: str) -> Text:
+        kind = self._stream_kind or "agent"
+        style = STYLES.get("history" if self._buffer_history else kind, "")
+        prefix = self.PREFIXES.get(kind, "") if line else ""
+        return Text(prefix + line, style=style)
+
+    def _buffered_renderable(self) -> RenderableType:
+        if self._as_markdown():
+            return Markdown(_hard_breaks(self._buffer), hyperlinks=False)
+        lines = self._buffer.split("\n")
+        return Group(*(self._stream_line(line) for line in lines))
+
+    # --- the end of things -------------------------------------------------------------------------
+
+    def _print_region(self) -> None:
+        """Print what the region shows (the plan, unfinished tool calls) for good, and empty it."""
+        region, self._region = self._region, {}
+        self._running.clear()
+        lines = [line for item in region.values() for line in item]
+        if lines:
+            self._print(Group(*(_text(line) for line in lines)))
+
+    def end_history(self) -> None:
+        """The replayed history is over: its plan stays where it is."""
+        self._end_stream()
+        self._print_region()
+        super().end_history()
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """The plan as it ended stays; then the stop reason. The spinner goes."""
+        self._end_stream()
+        if _PLAN in self._region:
+            plan = self._region.pop(_PLAN)
+            self._print(Group(*(_text(line) for line in plan)))
+        self._waiting_for = None
+        super().turn_ended(stop_reason)
+
     def settle(self) -> None:
-        """Leave the in-place display where it is and finish the current line."""
+        """Finish the current text and erase the live region: something else writes to the terminal."""
         super().settle()
         self._stop_live()
 
     def close(self) -> None:
-        """Stop the in-place display."""
-        super().close()
+        """Print what is still under way as it is, and stop the live region."""
+        self._end_stream()
+        self._waiting_for = None
+        self._print_region()
         self._stop_live()
+
+
+def _text(line: Line) -> Text:
+    return Text.assemble(*((text, STYLES.get(style, "")) for text, style in line))
+
+
+def _last_block_end(text: str) -> int:
+    """Where the last complete markdown block of ``text`` ends: its last blank line out of code fences."""
+    end = 0
+    fenced = False
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not stripped and not fenced and line.endswith("\n"):
+            end = position
+    return end
+
+
+def _hard_breaks(text: str) -> str:
+    """``text`` with the line breaks inside paragraphs kept (markdown would join those lines), not in code."""
+    lines = text.split("\n")
+    fenced = False
+    for index, line in enumerate(lines[:-1]):
+        if line.strip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and _IN_PARAGRAPH.match(line) and _IN_PARAGRAPH.match(lines[index + 1]):
+            lines[index] = line + "\\"
+    return "\n".join(lines)

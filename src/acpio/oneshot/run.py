@@ -235,7 +235,7 @@ async def run_prompt(
         policy = DenyPolicy()
     else:
         assert answers is not None
-        policy = AskPolicy(answers, err)
+        policy = AskPolicy(answers, err, colour=options.output == "rich")
     answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
     notes = Notes(err, renderer.settle, colour=options.output == "rich")
     answering.elicitor = Elicitor(
@@ -329,6 +329,7 @@ class _PromptRun:
         agent = self._options.agent
         debug = self._agent_debug if self._options.verbose else None
         component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
+        self._renderer.status("starting the agent")
         try:
             opened = await component.open()
         except TransportError as exc:
@@ -392,6 +393,7 @@ class _PromptRun:
             cx.add_dynamic_handler(ElicitationMessages(self._answers.elicitor)).run_indefinitely()
         if self._options.verbose:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
+        self._renderer.status("waiting for the agent to initialize")
         session = await _open_session(
             cx, self._options, self._files.root, self._renderer, self._process, self._watch
         )
@@ -418,6 +420,7 @@ class _PromptRun:
         self._session = session
         session.send_prompt(self._options.prompt)
         self._turn_running = True
+        self._renderer.status("waiting for the agent")
         try:
             while True:
                 item = await session.read_update()
@@ -608,6 +611,17 @@ class _RequestAnswers:
 
     async def _permission(self, dispatch: RequestDispatch) -> Any:
         request: RequestPermissionRequest = dispatch.parse(RequestPermissionRequest)
+        # The question shows what it is about: the title, diff or command the tool call showed before.
+        known = self._renderer.known_tool(request.tool_call.tool_call_id)
+        if known is not None:
+            asked = request.tool_call
+            missing = {
+                name: getattr(known, name)
+                for name in ("title", "kind", "content")
+                if getattr(asked, name) is None and getattr(known, name) is not None
+            }
+            if missing:
+                request = request.model_copy(update={"tool_call": asked.model_copy(update=missing)})
         outcome = await self._decide(request)
         self._grants.record(request, outcome)
         self._renderer.permission(request, outcome)
@@ -689,6 +703,7 @@ async def _open_session(
             await authenticate(cx, initialized, options.controls.auth_method)
         except LoginFailed as exc:
             raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
+    renderer.status("opening the session")
     if options.session_id is None:
         return await _new_session(cx, root, initialized)
     return await _continue_session(cx, options.session_id, root, renderer)

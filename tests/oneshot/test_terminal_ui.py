@@ -1,0 +1,144 @@
+"""``acpio prompt`` as a person sees it: the real command in a real terminal (tmux), read off the screen.
+
+* a running command's output shows under its tool call while it runs, then once, in full;
+* the plan is one checklist, updated in place: the final screen holds it once;
+* a spinner with the elapsed time while the agent is silent, gone when the turn ends;
+* the agent's markdown rendered (plain text when piped);
+* the permission question shows the diff it is about.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from ._agents import agent_script
+from ._tmux import needs_tmux, tmux_running
+
+pytestmark = needs_tmux
+
+TESTY = [sys.executable, "-m", "acpio", "testy"]
+
+
+def prompt_argv(*args: str, agent: list[str] | str = TESTY) -> list[str]:
+    command = agent if isinstance(agent, str) else shlex.join(agent)
+    return [sys.executable, "-m", "acpio", "prompt", "--agent", command, *args]
+
+
+def test_live_command_output_and_the_plan_updated_in_place(tmp_path: Path) -> None:
+    go_on = tmp_path / "go-on"
+    wait = f"while [ ! -e {shlex.quote(str(go_on))} ]; do sleep 0.05; done"
+    # the output's words are not in the command line (shown on the screen too)
+    command = f"printf 'output %s\\n' one; {wait}; printf 'output %s\\n' two"
+    script = "\n".join(
+        [
+            "plan Look around; Run the command; Report",
+            "progress 1",
+            f"run sh -c {shlex.quote(command)}",
+            "progress 2",
+            "echo All done.",
+            "progress 3",
+        ]
+    )
+    with tmux_running(prompt_argv("--allow", script), cwd=tmp_path) as terminal:
+        # the command's first line is on screen while the command still runs (it waits for go-on)
+        screen = terminal.wait_for_text("│ output one")
+        assert "▶ Run the command" in screen
+        assert "output two" not in screen
+        go_on.touch()
+        code, screen = terminal.exited()
+    assert code == 0, screen
+    lines = screen.splitlines()
+    # the plan: once, as it ended; no earlier state of it left behind
+    assert lines.count("Plan:") == 1, screen
+    assert "  ☑ Report" in lines
+    assert not any("▶" in line or "☐" in line for line in lines), screen
+    # the tool call: one line, final; its output once, under it (the live tail is gone)
+    assert sum("(execute)" in line for line in lines) == 1, screen
+    assert lines.count("    output one") == 1, screen
+    assert lines.count("    output two") == 1, screen
+    assert not any("│" in line for line in lines), screen
+    assert lines[-1] == "[stop reason: end_turn]"
+
+
+def test_a_spinner_with_the_elapsed_time_while_the_agent_is_silent(tmp_path: Path) -> None:
+    with tmux_running(prompt_argv("--deny", "sleep 3\necho woke up"), cwd=tmp_path) as terminal:
+        terminal.wait_for(
+            lambda screen: any(
+                line.endswith(" s") and "waiting for the agent…" in line for line in screen.splitlines()
+            ),
+            "the spinner",
+        )
+        screen = terminal.wait_for(
+            lambda screen: "waiting for the agent… 2 s" in screen or "woke up" in screen, "the time going on"
+        )
+        code, screen = terminal.exited()
+    assert code == 0, screen
+    assert "waiting for the agent" not in screen  # gone with the turn
+    assert "woke up" in screen
+
+
+def test_markdown_is_rendered_on_a_terminal_and_plain_in_a_pipe(tmp_path: Path) -> None:
+    script = "\n".join(
+        [
+            "echo # Release notes",
+            "echo",
+            "echo This is **important** and `quoted`.",
+            "echo",
+            "echo - one",
+            "echo - two",
+        ]
+    )
+    with tmux_running(prompt_argv("--deny", script), cwd=tmp_path) as terminal:
+        code, screen = terminal.exited()
+    assert code == 0, screen
+    assert "This is important and quoted." in screen
+    assert "**" not in screen
+    assert "`" not in screen
+    assert "# Release" not in screen
+    assert "Release notes" in screen
+    assert " • one" in screen
+    assert " • two" in screen
+    piped = subprocess.run(
+        prompt_argv("--deny", script),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "ACPIO_AGENT"},
+        check=False,
+    )
+    assert "This is **important** and `quoted`." in piped.stdout
+    assert "# Release notes" in piped.stdout
+
+
+def test_the_permission_question_shows_the_diff_it_is_about(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    agent = agent_script(
+        tmp_path,
+        f"""
+update(cx, {{"sessionUpdate": "tool_call", "toolCallId": "t-1", "title": "Edit notes.txt", "kind": "edit",
+             "status": "pending", "content": [{{"type": "diff", "path": {str(path)!r},
+             "oldText": "keep me\\nold line\\n", "newText": "keep me\\nnew line\\n"}}]}})
+answer = await cx.send_request("session/request_permission", {{
+    "sessionId": "s-1", "toolCall": {{"toolCallId": "t-1"}},
+    "options": [{{"optionId": "yes", "name": "Apply", "kind": "allow_once"}},
+                {{"optionId": "no", "name": "Skip", "kind": "reject_once"}}]}})
+say(cx, "answer: " + answer["outcome"].get("optionId", "none"))
+""",
+    )
+    with tmux_running(prompt_argv("--ask", "edit the notes", agent=agent), cwd=tmp_path) as terminal:
+        screen = terminal.wait_for_text("Choose 1-2")
+        assert "The agent asks for permission: Edit notes.txt" in screen, screen
+        question = screen[screen.index("The agent asks for permission: Edit notes.txt") :]
+        assert "    -old line" in question, screen
+        assert "    +new line" in question
+        assert "  1) Apply" in question
+        assert "  2) Skip" in question
+        terminal.type_line("1")
+        code, screen = terminal.exited()
+    assert code == 0, screen
+    assert "answer: yes" in screen
