@@ -1,8 +1,11 @@
-"""``acpio trace view FILE``: draw a conductor trace as a sequence diagram in the browser.
+"""``acpio trace view FILE`` and ``acpio trace show FILE``: a trace in the browser, or in the terminal.
 
-The viewer listens on a loopback address only (default ``127.0.0.1``, a free port), prints its URL and
-serves until Ctrl-C. It follows a trace that is still being written: start it before the conductor and
-watch the messages arrive. The format and the page are described in ``docs/trace.md``.
+``view``: the viewer listens on a loopback address only (default ``127.0.0.1``, a free port), prints its
+URL and serves until Ctrl-C. It follows a trace that is still being written: start it before the
+conductor and watch the messages arrive. ``show``: the same rows as text, one line per message (runs of
+streamed chunks as one), coloured on a terminal and plain when piped. Both read conductor traces,
+``acpio prompt --json`` logs and Tap recordings. The format and the page are described in
+``docs/trace.md``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shutil
 import sys
 from typing import Any
 
@@ -20,8 +24,9 @@ def register(subparsers: Any) -> None:
     """Add the ``trace`` subcommand and its ``view`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "trace",
-        help="view a conductor trace (acpio conductor --trace FILE)",
-        description="Tools for the traces `acpio conductor --trace FILE` writes.",
+        help="view or print a trace (acpio conductor --trace FILE, acpio prompt --json)",
+        description="Tools for the traces `acpio conductor --trace FILE` writes (and the message logs of "
+        "`acpio prompt --json` and of a Tap).",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     view = commands.add_parser(
@@ -42,6 +47,44 @@ def register(subparsers: Any) -> None:
     )
     view.add_argument("--open", action="store_true", help="open the page in the default web browser")
     view.set_defaults(run=run_view)
+    show = commands.add_parser(
+        "show",
+        help="print the trace in the terminal, one line per message",
+        description="Print the trace, one line per message: time, lanes, method, what it is about (the "
+        "command of terminal/create, the path of fs/*, a tool call's title...) and how long a request "
+        "waited. Runs of streamed chunks are one line. Coloured on a terminal, plain when piped.",
+    )
+    show.add_argument("file", metavar="FILE", help="the trace file (newline-delimited JSON)")
+    show.add_argument(
+        "--edge",
+        choices=["all", "client"],
+        default="all",
+        help="client: only what crosses the client's edge, each logical message once (default: all hops)",
+    )
+    show.add_argument("--session", help="only this session (an empty string: messages of no session)")
+    show.add_argument(
+        "--method",
+        action="append",
+        default=[],
+        metavar="WORD",
+        help="only methods containing WORD (repeatable); -WORD hides methods containing it",
+    )
+    show.add_argument("--search", default="", metavar="TEXT", help="only events whose JSON contains TEXT")
+    show.add_argument(
+        "--kind",
+        action="append",
+        choices=["request", "response", "notification", "stderr"],
+        help="only these kinds (repeatable; default: all)",
+    )
+    show.add_argument("--expand", action="store_true", help="show each chunk of a run too, under the run")
+    show.add_argument("--no-collapse", action="store_true", help="one line per chunk, no runs")
+    show.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="colours: on a terminal (auto, the default), always or never",
+    )
+    show.set_defaults(run=run_show)
 
 
 def run_view(args: argparse.Namespace) -> int:
@@ -77,6 +120,45 @@ def run_view(args: argparse.Namespace) -> int:
             viewer.serve_forever()
         except KeyboardInterrupt:
             print("Stopped.", file=sys.stderr)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print ``args.file`` as rows of text."""
+    from acpio.trace import read_trace
+    from acpio.trace.show import Filters, build_rows, format_rows
+
+    path: str = args.file
+    if os.path.isdir(path):
+        raise CliError(f"{path} is a directory: give the trace file (acpio conductor --trace FILE)")
+    try:
+        events = read_trace(path)
+    except FileNotFoundError:
+        raise CliError(f"trace file not found: {path}") from None
+    except OSError as error:
+        raise CliError(f"cannot read the trace file {path}: {error.strerror or error}") from None
+    kinds = frozenset(args.kind) if args.kind else Filters().kinds
+    filters = Filters(
+        session=args.session,
+        methods=[word for value in args.method for word in value.split()],
+        kinds=kinds,
+        search=args.search,
+        edge="client" if args.edge == "client" else None,
+    )
+    rows = build_rows(events, filters, collapse=not args.no_collapse, expand=args.expand)
+    styled = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else 160
+    lines = format_rows(rows, styled=styled, width=width)
+    if styled:
+        from rich.console import Console
+
+        console = Console(highlight=False, soft_wrap=True, force_terminal=True)
+        for line in lines:
+            console.print(line)
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+    if not events:
+        print(f"{path}: no events (is it a trace? acpio conductor --trace FILE writes one)", file=sys.stderr)
     return 0
 
 

@@ -1,8 +1,10 @@
-"""Conductor traces: reading them (:mod:`acpio.trace.events`) and viewing them (:mod:`acpio.trace.viewer`).
+"""Traces: reading them (:mod:`acpio.trace.events`), showing them (:mod:`~acpio.trace.viewer`, ``show``).
 
 A trace is the newline-delimited JSON file ``acpio conductor --trace FILE`` writes: one event per message
-crossing a hop of the proxy chain. ``acpio trace view FILE`` draws it as a sequence diagram in a browser.
-The format and the viewer are described in ``docs/trace.md``.
+crossing a hop of the proxy chain (and per line a component wrote on its stderr). The message logs of
+``acpio prompt --json`` and of a Tap are read as traces too (:mod:`acpio.trace.formats`).
+``acpio trace view FILE`` draws one as a sequence diagram in a browser, ``acpio trace show FILE`` prints
+it in a terminal. The format and the viewer are described in ``docs/trace.md``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from acpio.trace.events import (
     NotificationEvent,
     RequestEvent,
     ResponseEvent,
+    StderrEvent,
     TraceEvent,
     TraceFollower,
     iter_events,
     parse_event,
+    parse_events,
     parse_line,
     read_trace,
 )
@@ -30,11 +34,13 @@ __all__ = [
     "NotificationEvent",
     "RequestEvent",
     "ResponseEvent",
+    "StderrEvent",
     "TraceEvent",
     "TraceFollower",
     "TraceViewer",
     "iter_events",
     "parse_event",
+    "parse_events",
     "parse_line",
     "read_trace",
 ]

@@ -1,10 +1,13 @@
 """Typed reading of conductor traces: newline-delimited JSON, one event per line.
 
-A trace (written by ``acpio conductor --trace FILE``, format in ``docs/trace.md``) holds four kinds of
-event: :class:`LanesEvent` (written first: a human name for each lane) and the three message kinds,
-:class:`RequestEvent`, :class:`ResponseEvent` and :class:`NotificationEvent`. Reading is lenient, as the
-format asks: blank lines, lines that are not JSON objects, events of an unknown ``type`` and events
-missing a required field are skipped; unknown fields are ignored (and kept in each event's ``raw``).
+A trace (written by ``acpio conductor --trace FILE``, format in ``docs/trace.md``) holds five kinds of
+event: :class:`LanesEvent` (written first: a human name for each lane), the three message kinds,
+:class:`RequestEvent`, :class:`ResponseEvent` and :class:`NotificationEvent`, and :class:`StderrEvent`
+(a line a component wrote on its stderr). Reading is lenient, as the format asks: blank lines, lines
+that are not JSON objects, events of an unknown ``type`` and events missing a required field are
+skipped; unknown fields are ignored (and kept in each event's ``raw``). The lines of message logs
+(``acpio prompt --json``, Tap recordings) are read as the events they stand for
+(:mod:`acpio.trace.formats`).
 
 >>> [event.method for event in iter_events(['{"type":"notification","ts":0.5,"from":"Agent",'
 ...     '"to":"Client","method":"session/update","params":{}}', "", "not json"])]
@@ -31,10 +34,12 @@ __all__ = [
     "NotificationEvent",
     "RequestEvent",
     "ResponseEvent",
+    "StderrEvent",
     "TraceEvent",
     "TraceFollower",
     "iter_events",
     "parse_event",
+    "parse_events",
     "parse_line",
     "read_trace",
 ]
@@ -142,10 +147,29 @@ class NotificationEvent:
     """The event's JSON object as read, unknown fields included."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StderrEvent:
+    """A line a component wrote on its stderr (or, ``stream == "stdout"``, a non-JSON stdout line)."""
+
+    type: ClassVar[str] = "stderr"
+    ts: float
+    """Seconds since the trace started."""
+    from_lane: str
+    """The component's lane."""
+    to_lane: str
+    """The same lane (a line goes nowhere: the field is there so every event has both)."""
+    line: str
+    """The line, without its newline."""
+    stream: str = "stderr"
+    """``"stderr"``, or ``"stdout"`` for a line of the protocol stream that was not JSON."""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The event's JSON object as read, unknown fields included."""
+
+
 MessageEvent: TypeAlias = RequestEvent | ResponseEvent | NotificationEvent
 """An event that draws an arrow from one lane to another."""
 
-TraceEvent: TypeAlias = LanesEvent | MessageEvent
+TraceEvent: TypeAlias = LanesEvent | MessageEvent | StderrEvent
 """Any event a trace holds."""
 
 
@@ -191,6 +215,12 @@ def parse_event(obj: object) -> TraceEvent | None:
     if not isinstance(from_lane, str) or not isinstance(to_lane, str):
         return None
     session = _optional_str(obj.get("session"))
+    if kind == "stderr":
+        line = obj.get("line")
+        if not isinstance(line, str):
+            return None
+        stream = _optional_str(obj.get("stream")) or "stderr"
+        return StderrEvent(ts=ts, from_lane=from_lane, to_lane=to_lane, line=line, stream=stream, raw=obj)
     if kind == "response":
         is_error = obj.get("is_error")
         return ResponseEvent(
@@ -234,23 +264,43 @@ def parse_event(obj: object) -> TraceEvent | None:
     return None
 
 
+def parse_events(obj: object) -> list[TraceEvent]:
+    """The events a decoded line holds: the conductor event it is, or those of a message-log record.
+
+    A message-log line (``acpio prompt --json``, a Tap recording; :mod:`acpio.trace.formats`) holds
+    one event per message (a batch, several); anything else :func:`parse_event` reads, or nothing.
+    """
+    from acpio.trace.formats import convert_record
+
+    converted = convert_record(obj)
+    if converted is None:
+        event = parse_event(obj)
+        return [] if event is None else [event]
+    return [event for record in converted if (event := parse_event(record)) is not None]
+
+
 def parse_line(line: bytes | str) -> TraceEvent | None:
-    """The event on one line of a trace, or ``None`` for a blank, unparsable or unknown line."""
+    """The (first) event on one line of a trace, or ``None`` for a blank, unparsable or unknown line."""
     if not line.strip():
         return None
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    return parse_event(value)
+    events = parse_events(value)
+    return events[0] if events else None
 
 
 def iter_events(lines: Iterable[bytes | str]) -> Iterator[TraceEvent]:
-    """The events on ``lines``, in order, skipping the lines :func:`parse_line` rejects."""
+    """The events on ``lines``, in order, skipping lines that hold none (message logs are read too)."""
     for line in lines:
-        event = parse_line(line)
-        if event is not None:
-            yield event
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        yield from parse_events(value)
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[TraceEvent]:
@@ -327,9 +377,7 @@ class TraceFollower:
             except orjson.JSONDecodeError:
                 return events  # a line still being written: wait for the rest
             self._pending = b""
-            event = parse_event(last)
-            if event is not None:
-                events.append(event)
+            events.extend(parse_events(last))
         return events
 
     def _sample_unchanged(self, file: BinaryIO) -> bool:

@@ -8,7 +8,10 @@ reads what was added) or start over (a conductor truncates it when it starts: th
 its :attr:`~TraceIndex.epoch` goes up).
 
 An event is a line that :func:`acpio.trace.parse_event` accepts (blank lines, lines that are not JSON and
-unknown events are skipped, and not counted). Two kinds of line are served as a placeholder rather than as
+unknown events are skipped, and not counted). A line of a message log (``acpio prompt --json``, a Tap
+recording) is served as the events it stands for (:mod:`acpio.trace.formats`; a batch, several).
+
+Two kinds of line are served as a placeholder rather than as
 written, the fields the viewer needs (``type``, ``ts``, ``from``, ``to``, ``id``, ``method``, ``session``)
 taken from the start of the line, with an ``omitted`` field saying why:
 
@@ -33,6 +36,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from acpio.trace.formats import convert_record
+
 __all__ = ["CHECKPOINT_EVERY", "MAX_EVENT_BYTES", "TraceIndex", "Window", "event_type"]
 
 #: One event in this many has its byte offset kept: a window starts reading at most this many events early.
@@ -46,7 +51,7 @@ _CHUNK = 1 << 20
 #: How much of the last line read is kept (from its start) to notice a file rewritten from the start.
 _SAMPLE_SIZE = 512
 
-_KINDS = frozenset({"lanes", "request", "response", "notification"})
+_KINDS = frozenset({"lanes", "request", "response", "notification", "stderr"})
 
 
 def event_type(value: object) -> str | None:
@@ -68,6 +73,8 @@ def event_type(value: object) -> str | None:
         return kind if isinstance(value.get("lanes"), list) else None
     if not isinstance(value.get("from"), str) or not isinstance(value.get("to"), str):
         return None
+    if kind == "stderr":
+        return kind if isinstance(value.get("line"), str) else None
     if kind != "response" and not isinstance(value.get("method"), str):
         return None
     return kind
@@ -165,24 +172,31 @@ def _blank(text: bytes) -> bool:
     return not text or text.isspace()
 
 
-def _served(text: bytes, size: int) -> tuple[str | None, bytes]:
-    """The event type of a line (``None``: not an event) and the text to serve for it."""
+def _served(text: bytes, size: int) -> tuple[str | None, list[bytes]]:
+    """The event type of a line (``None``: not an event) and the text of each event to serve for it."""
     if len(text) != size:
         reason = (
             f"this event's line is {_size(size)}, more than the viewer shows "
             f"({_size(MAX_EVENT_BYTES)}): read it with acpio.trace.read_trace"
         )
         served = placeholder(text, reason)
-        return (None, text) if served is None else ("placeholder", served)
+        return (None, []) if served is None else ("placeholder", [served])
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         if "depth" not in str(exc):
-            return None, text
+            return None, []
         reason = "this event is nested deeper than the viewer reads (1024 levels): read it with a JSON tool"
         served = placeholder(text[:_HEAD_BYTES], reason)
-        return (None, text) if served is None else ("placeholder", served)
-    return event_type(value), text
+        return (None, []) if served is None else ("placeholder", [served])
+    kind = event_type(value)
+    if kind is not None:
+        return kind, [text]
+    converted = convert_record(value)
+    if not converted:
+        return None, []
+    events = [orjson.dumps(event) for event in converted if event_type(event) is not None]
+    return ("record" if events else None), events
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +233,9 @@ class TraceIndex:
     def _reset(self) -> None:
         self._scanned = 0  # bytes indexed: the events before this offset are counted
         self._count = 0
+        #: Where the line holding event ``k * CHECKPOINT_EVERY`` starts, and that line's first event number.
         self._checkpoints = array("q")
+        self._checkpoint_numbers = array("q")
         self._lanes: bytes | None = None
         self._identity: tuple[int, int] | None = None
         self._sample_at = 0
@@ -296,12 +312,14 @@ class TraceIndex:
 
     def _index(self, offset: int, text: bytes, size: int) -> None:
         kind, served = _served(text, size)
-        if kind is not None:
-            if self._count % CHECKPOINT_EVERY == 0:
+        if kind is not None and served:
+            first = self._count
+            self._count += len(served)
+            while len(self._checkpoints) * CHECKPOINT_EVERY < self._count:
                 self._checkpoints.append(offset)
-            self._count += 1
+                self._checkpoint_numbers.append(first)
             if kind == "lanes":
-                self._lanes = served
+                self._lanes = served[0]
         self._sample_at = offset
         self._sample = text[:_SAMPLE_SIZE]
 
@@ -322,8 +340,10 @@ class TraceIndex:
             file_size, caught_up = self._size, self._caught_up
             first = min(start, total)
             checkpoint = first // CHECKPOINT_EVERY
-            offset = self._checkpoints[checkpoint] if checkpoint < len(self._checkpoints) else scanned
-            number = checkpoint * CHECKPOINT_EVERY
+            if checkpoint < len(self._checkpoints):
+                offset, number = self._checkpoints[checkpoint], self._checkpoint_numbers[checkpoint]
+            else:
+                offset, number = scanned, total
         events: list[bytes] = []
         if limit > 0 and first < total:
             size = 0
@@ -334,14 +354,21 @@ class TraceIndex:
                     kind, served = _served(text, line_size)
                     if kind is None:
                         continue
-                    if number >= first:
-                        if events and size + len(served) > max_bytes:
+                    full = False
+                    for one in served:
+                        if number >= first:
+                            if events and size + len(one) > max_bytes:
+                                full = True
+                                break
+                            events.append(one)
+                            size += len(one)
+                            if len(events) >= limit:
+                                full = True
+                                break
+                        number += 1
+                        if number >= total:
+                            full = True
                             break
-                        events.append(served)
-                        size += len(served)
-                        if len(events) >= limit:
-                            break
-                    number += 1
-                    if number >= total:
+                    if full:
                         break
         return Window(epoch, first, first + len(events), events, total, file_size, scanned, caught_up, lanes)
