@@ -138,6 +138,13 @@ def _parse(line: str) -> _Step:
             return _Step(text=line.strip())
 
 
+def _offered(step: _Step, tools: set[str]) -> _Step:
+    """A step whose tool is not offered says so instead (the mode or the client does not allow it)."""
+    if step.tool is None or step.tool[0] in tools:
+        return step
+    return _Step(thinking=step.thinking, text=f"(the tool {step.tool[0]} is not available here)")
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -188,7 +195,8 @@ class OfflineProvider(ModelProvider):
             for event in _chunks(summary):
                 yield event
         else:
-            steps = [_parse(line) for line in text.splitlines() if line.strip()]
+            known = {t.name for t in request.tools}
+            steps = [_offered(_parse(line), known) for line in text.splitlines() if line.strip()]
             if any(s.loop for s in steps):
                 steps = [_Step(tool=("read_file", {"path": "."}))] * (calls_made + 1)
             tool_steps = [i for i, s in enumerate(steps) if s.tool is not None or s.stop is not None]
@@ -204,7 +212,6 @@ class OfflineProvider(ModelProvider):
                 if media:
                     output.append(media)
                     yield TextDelta(media)
-            known = {t.name for t in request.tools}
             for step in mine:
                 if step.wait:
                     await asyncio.sleep(step.wait)
@@ -219,13 +226,8 @@ class OfflineProvider(ModelProvider):
                     reason = step.stop
                 if step.tool is not None:
                     name, arguments = step.tool
-                    if name in known:
-                        yield ToolCallEvent(f"call_{calls_made + 1}", name, json.dumps(arguments))
-                        reason = "tool_use"
-                    else:
-                        said = f"(the tool {name} is not available here)\n"
-                        output.append(said)
-                        yield TextDelta(said)
+                    yield ToolCallEvent(f"call_{calls_made + 1}", name, json.dumps(arguments))
+                    reason = "tool_use"
             if reason == "end_turn":
                 final = _report(results) if results else ("" if output else "(offline model) Nothing to do.")
                 if final:
