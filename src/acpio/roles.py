@@ -736,6 +736,11 @@ class ProxySessionMessages:
     def __repr__(self) -> str:
         return f"ProxySessionMessages({self.session_id!r})"
 
+    @property
+    def session_scope(self) -> str:
+        """Only this session's messages: the handler chain offers it no other (its session index)."""
+        return self.session_id
+
     def accepts(self, message: Dispatch) -> bool:
         """Requests and notifications from the agent about this handler's session."""
         return (

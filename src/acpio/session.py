@@ -615,6 +615,11 @@ class _SessionRouter:
     def __repr__(self) -> str:
         return f"_SessionRouter({self.session_id!r}, mode={self.mode!r})"
 
+    @property
+    def session_scope(self) -> str:
+        """Only this session's messages: the handler chain offers it no other (its session index)."""
+        return self.session_id
+
     def accepts(self, message: Dispatch) -> bool:
         """Requests and notifications from the agent carrying this session's id."""
         kind = type(message)

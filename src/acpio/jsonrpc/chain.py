@@ -7,6 +7,13 @@ What nobody claims falls back: ``-32601 Method not found`` for a request, delive
 caller for a response, nothing for a notification. A message declined with ``retry=True`` is
 parked (:mod:`~acpio.jsonrpc.parking`) and offered again to each dynamic handler added later.
 
+A dynamic handler whose ``session_scope`` attribute is a string declares that it takes only
+requests and notifications whose params carry that ``sessionId`` (a session's router). The chain
+indexes those by session: a message is offered to the scoped handlers of its own session only, so
+that its cost does not grow with the number of sessions open on the connection, and responses skip
+them. Order is kept: a message meets its session's handlers and the unscoped dynamic handlers in
+the order they were added.
+
 While a handler runs for a request, the chain records that request in a context variable: a task
 spawned then (``cx.spawn``; asyncio copies the context into each new task, so tasks those tasks
 spawn too) belongs to the request (:meth:`HandlerChain.request_in_context`). A handler or such a
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -27,6 +35,7 @@ from acpio.jsonrpc.dispatch import (
     Dispatch,
     Forward,
     Handler,
+    NotificationDispatch,
     RequestDispatch,
     ResponseDispatch,
     Unhandled,
@@ -71,6 +80,12 @@ def _link(handler: Handler) -> _Link:
     return (getattr(handler, "accepts", None), handler.handle)
 
 
+def session_scope(handler: object) -> str | None:
+    """The ``sessionId`` a handler is limited to (its ``session_scope`` string), or ``None``."""
+    scope = getattr(handler, "session_scope", None)
+    return scope if type(scope) is str else None
+
+
 class DynamicHandlerRegistration:
     """A handler added to a running connection with :meth:`Connection.add_dynamic_handler`.
 
@@ -78,7 +93,7 @@ class DynamicHandlerRegistration:
     :meth:`run_indefinitely` keeps it for the connection's lifetime (``remove`` then does nothing).
     """
 
-    __slots__ = ("_accepts", "_active", "_chain", "_kept", "handler")
+    __slots__ = ("_accepts", "_active", "_chain", "_kept", "handler", "order", "scope")
 
     def __init__(self, chain: HandlerChain, handler: Handler) -> None:
         self._chain = chain
@@ -86,6 +101,10 @@ class DynamicHandlerRegistration:
         self._accepts: Callable[[Dispatch], bool] | None = getattr(handler, "accepts", None)
         self._active = True
         self._kept = False
+        #: The one ``sessionId`` whose messages the handler takes (``None``: any message).
+        self.scope = session_scope(handler)
+        #: Its place among the dynamic handlers (set when it joins the chain).
+        self.order = 0
 
     @property
     def active(self) -> bool:
@@ -116,14 +135,22 @@ class DynamicHandlerRegistration:
     def __exit__(self, *exc_info: object) -> None:
         self.remove()
 
+    def accepts(self, message: Dispatch) -> bool:
+        """Whether the handler is still registered and accepts ``message`` (its own ``accepts``)."""
+        if not self._active:
+            return False
+        accepts = self._accepts
+        return accepts is None or accepts(message)
+
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Offer ``message`` to the handler while it is registered and accepts it."""
-        if not self._active:
-            return Unhandled(message)
-        accepts = self._accepts
-        if accepts is not None and not accepts(message):
+        if not self.accepts(message):
             return Unhandled(message)
         return await self.handler.handle(message, cx)
+
+    def link(self) -> _Link:
+        """Its chain link: the checks of :meth:`accepts` first, then the handler itself."""
+        return (self.accepts, self.handler.handle)
 
 
 class HandlerChain:
@@ -140,10 +167,14 @@ class HandlerChain:
         "_disabled",
         "_disabled_links",
         "_dynamic",
+        "_joined",
         "_links",
         "_new",
         "_parked",
         "_role",
+        "_scoped",
+        "_scoped_links",
+        "_unscoped",
         "_warned",
         "after_each",
         "handler_methods",
@@ -166,7 +197,14 @@ class HandlerChain:
         self._disabled = role.disabled_methods()
         disabled = role.disabled_handler()
         self._disabled_links = (_link(disabled),) if disabled is not None else ()
-        self._dynamic: list[DynamicHandlerRegistration] = []
+        #: The dynamic handlers in the chain, in the order they joined it (a dict: removal is O(1)).
+        self._dynamic: dict[DynamicHandlerRegistration, None] = {}
+        #: The scoped ones by session, and each session's whole chain (built when first needed).
+        self._scoped: dict[str, dict[DynamicHandlerRegistration, None]] = {}
+        self._scoped_links: dict[str, tuple[_Link, ...]] = {}
+        self._unscoped: tuple[DynamicHandlerRegistration, ...] = ()
+        #: Numbers the dynamic handlers as they join (their ``order``).
+        self._joined = itertools.count()
         #: Added, not yet in the chain: activated by the dispatch loop between two messages.
         self._new: list[DynamicHandlerRegistration] = []
         self._links: tuple[_Link, ...] = ()
@@ -197,15 +235,38 @@ class HandlerChain:
     def remove(self, registration: DynamicHandlerRegistration) -> None:
         """Take ``registration`` out of the chain (or out of the handlers waiting to join)."""
         if registration in self._dynamic:
-            self._dynamic.remove(registration)
-            self._relink()
+            del self._dynamic[registration]
+            scope = registration.scope
+            if scope is not None:
+                scoped = self._scoped[scope]
+                del scoped[registration]
+                if not scoped:
+                    del self._scoped[scope]
+            self._relink(scope)
         elif registration in self._new:
             self._new.remove(registration)
 
-    def _relink(self) -> None:
-        links = self._builder_links + tuple(_link(r) for r in self._dynamic) + self._default_links
+    def _relink(self, scope: str | None = None) -> None:
+        """The links after the dynamic handlers changed (``scope``: only that session's changed)."""
+        if scope is not None:
+            self._scoped_links.pop(scope, None)  # the unscoped chain is the same
+            return
+        self._scoped_links.clear()
+        self._unscoped = tuple(r for r in self._dynamic if r.scope is None)
+        links = self._builder_links + tuple(r.link() for r in self._unscoped) + self._default_links
         self._links = links
-        self.intercepts_responses = bool(self._dynamic) or any(a is None for a, _ in links)
+        self.intercepts_responses = bool(self._unscoped) or any(a is None for a, _ in links)
+
+    def _session_links(self, session_id: str) -> tuple[_Link, ...]:
+        """The chain of a message of ``session_id``: its scoped handlers among the unscoped ones."""
+        links = self._scoped_links.get(session_id)
+        if links is None:
+            dynamic = [*self._scoped[session_id]]
+            if self._unscoped:  # both kinds: in the order they joined the chain
+                dynamic = sorted([*self._unscoped, *dynamic], key=lambda r: r.order)
+            links = self._builder_links + tuple(r.link() for r in dynamic) + self._default_links
+            self._scoped_links[session_id] = links
+        return links
 
     async def activate_new(self) -> None:
         """Put the added handlers in the chain, each first offered the parked messages, in order."""
@@ -213,8 +274,12 @@ class HandlerChain:
             registration = self._new.pop(0)
             if not registration.active:
                 continue
-            self._dynamic.append(registration)
-            self._relink()
+            registration.order = next(self._joined)
+            self._dynamic[registration] = None
+            scope = registration.scope
+            if scope is not None:
+                self._scoped.setdefault(scope, {})[registration] = None
+            self._relink(scope)
             if self._parked:
                 await self._replay(registration)
 
@@ -252,6 +317,10 @@ class HandlerChain:
         links = self._links
         if message.method in self._disabled:
             links = self._disabled_links
+        elif self._scoped and (type(message) is NotificationDispatch or type(message) is RequestDispatch):
+            session_id = message.session_id
+            if session_id is not None and session_id in self._scoped:
+                links = self._session_links(session_id)
         retry = False
         cx = self._cx
         token = None
