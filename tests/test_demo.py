@@ -1,4 +1,5 @@
-"""``make demo`` (scripts/demo.py): the conversation runs end to end and leaves a readable trace."""
+"""``make demo`` (scripts/demo.py): the conversation runs end to end and leaves a readable trace; the
+reference agent edits a file, and a second process continues its session from SQLite."""
 
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ def test_the_demo_shows_every_feature_and_writes_a_trace(tmp_path: Path) -> None
         f"acpio trace view {trace}",
     ):
         assert expected in out, f"{expected!r} missing from:\n{out}"
+    # the reference agent with its offline model: a turn, then the same session in a new process
+    agent = out[out.index("=== The reference agent") :]
+    first, _, second = agent.partition("=== A new agent process continues session")
+    for expected in (
+        "(thinking) The notes need one more line",
+        "[completed] Read notes.txt (read)",
+        "[permission] Edit notes.txt: Allow (allow)",
+        "    +- try the reference agent",
+        "[stop reason: end_turn]",
+    ):
+        assert expected in first, f"{expected!r} missing from:\n{first}"
+    assert "loaded from .sessions.db" in second
+    history, _, turn = second.partition("--- end of history ---")
+    assert "you> read notes.txt" in history  # the first process's turn, replayed by the second
+    assert "Still here, after a restart." in turn
+    assert turn.rstrip().endswith("[stop reason: end_turn]")
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [lane["lane"] for lane in events[0]["lanes"]] == ["Client", "Proxy(0)", "Agent"]
     hops = {(e["from"], e["to"], e.get("method")) for e in events[1:]}
