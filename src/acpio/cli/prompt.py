@@ -123,6 +123,28 @@ def register(subparsers: Any) -> None:
         action="store_false",
         help="plain text even on a terminal (also: the NO_COLOR environment variable)",
     )
+    parser.add_argument(
+        "--proxy",
+        metavar="CMD",
+        action="append",
+        default=[],
+        help="run this ACP proxy in front of the agent (repeatable: the first is nearest to acpio), "
+        "through a conductor; shell words, JSON or a URL as for --agent",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write a trace of every message between acpio, the proxies and the agent to FILE "
+        "(view it with `acpio trace view FILE`)",
+    )
+    parser.add_argument(
+        "--add-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="another directory the session may use besides --cwd (repeatable): sent as "
+        "additionalDirectories, and the agent may read and write files there too",
+    )
     prompt_controls.add_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -158,6 +180,14 @@ def run(args: argparse.Namespace) -> int:
     cwd = Path(args.cwd).expanduser()
     if not cwd.is_dir():
         raise CliError(f"--cwd {args.cwd}: no such directory")
+    proxies = tuple(_component("--proxy", text) for text in args.proxy)
+    added = tuple(Path(directory).expanduser().resolve() for directory in args.add_dir)
+    for directory, given in zip(added, args.add_dir, strict=True):
+        if not directory.is_dir():
+            raise CliError(f"--add-dir {given}: no such directory")
+    trace = Path(args.trace).expanduser() if args.trace else None
+    if trace is not None and not trace.parent.is_dir():
+        raise CliError(f"--trace {args.trace}: no such directory {trace.parent}")
     if args.logout:
         return prompt_controls.logout(args, agent)
     from_stdin = args.text == ["-"]
@@ -180,8 +210,28 @@ def run(args: argparse.Namespace) -> int:
         answers_from_terminal=from_stdin,
         init_timeout=DEFAULT_INIT_TIMEOUT if args.init_timeout is None else args.init_timeout,
         verbose=args.verbose,
+        proxies=proxies,
+        trace=trace,
+        add_dirs=added,
     )
     return prompt_controls.run(options)
+
+
+def _component(option: str, text: str) -> Any:
+    """A proxy's command (or URL) as given to ``option``; a mistake is a usage error."""
+    from acpio.cli import CliError
+    from acpio.transports import AgentCommand
+
+    if text.split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
+        try:
+            from acpio.remote import RemoteAgent
+        except ImportError as exc:
+            raise CliError(f"{option} {text}: needs the remote extra: pip install 'acpio[remote]'") from exc
+        return RemoteAgent(text, token=os.environ.get("ACPIO_TOKEN"))
+    try:
+        return AgentCommand.from_string(text)
+    except ValueError as exc:
+        raise CliError(f"{option}: {exc}") from exc
 
 
 def _seconds(text: str) -> float:

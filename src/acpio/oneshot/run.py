@@ -46,7 +46,7 @@ from typing import Any, Final, Literal, TextIO, TypeAlias, cast
 import orjson
 
 from acpio._lifecycle import handling_endings, signal_exit_code
-from acpio.capabilities import LATEST_PROTOCOL_VERSION, UnsupportedProtocolVersion
+from acpio.capabilities import LATEST_PROTOCOL_VERSION, CapabilityNotAdvertised, UnsupportedProtocolVersion
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, DenyPolicy, Outcome, PermissionPolicy, allows
 from acpio.errors import (
@@ -93,6 +93,7 @@ from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
     KillTerminalRequest,
+    NewSessionRequest,
     ReadTextFileRequest,
     ReleaseTerminalRequest,
     RequestPermissionRequest,
@@ -107,7 +108,6 @@ from acpio.session import (
     SessionConnection,
     SessionMessage,
     TurnEnded,
-    build_session,
 )
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, OversizedFrame, Tap
 
@@ -193,6 +193,15 @@ class PromptOptions:
     #: Show the agent's stderr as it comes, the extension notifications it sends, and acpio's
     #: informational log records (``--verbose``).
     verbose: bool = False
+    #: Proxies to run in front of the agent, first to last (``--proxy``): commands or components,
+    #: run with the agent by a conductor (:class:`acpio.conductor.Chain`).
+    proxies: tuple[AgentCommand | Component, ...] = ()
+    #: Write the conductor's trace of every message between the client, the proxies and the agent
+    #: to this file (``--trace``; ``acpio trace view FILE`` shows it).
+    trace: Path | None = None
+    #: More directories the session may use besides ``cwd`` (``--add-dir``): sent as the session's
+    #: ``additionalDirectories``, and the agent's file access is allowed there too.
+    add_dirs: tuple[Path, ...] = ()
     #: How elicitations are answered (``--answer``, ``--answers``, ``--urls``, ``--decline-elicitations``).
     elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
     #: The mode and config options to set, and the auth method to log in with, before the prompt.
@@ -219,6 +228,7 @@ async def run_prompt(
     err = stderr if stderr is not None else sys.stderr
     try:
         files = ConfinedFiles(options.cwd, set_by="acpio prompt --cwd")
+        added = [ConfinedFiles(directory, set_by="acpio prompt --add-dir") for directory in options.add_dirs]
     except ValueError as exc:
         raise PromptFailed(str(exc), ExitCode.USAGE) from exc
     # The agent's commands run only once answering.consent_to_command allowed them (made below).
@@ -237,6 +247,7 @@ async def run_prompt(
         assert answers is not None
         policy = AskPolicy(answers, err, colour=options.output == "rich")
     answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
+    answering.added_dirs = added
     notes = Notes(err, renderer.settle, colour=options.output == "rich")
     answering.elicitor = Elicitor(
         options.elicitation,
@@ -313,6 +324,9 @@ class _PromptRun:
         self._terminals = terminals
         self._answers = answers
         self._process: AgentProcess | None = None
+        #: The agent's command once started, and every command this run started (proxies too).
+        self._agent: AcpAgent | None = None
+        self._spawned: list[AcpAgent] = []
         self._main: asyncio.Task[Any] | None = None
         self._session: ActiveSession | None = None
         self._turn_running = False
@@ -326,15 +340,13 @@ class _PromptRun:
     # --- the run -----------------------------------------------------------------------------
 
     async def run(self, recorder: JsonLinesRenderer | None) -> int:
-        agent = self._options.agent
-        debug = self._agent_debug if self._options.verbose else None
-        component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
+        component = self._component()
         self._renderer.status("starting the agent")
         try:
             opened = await component.open()
         except TransportError as exc:
             raise PromptFailed(str(exc), ExitCode.AGENT_FAILED) from exc
-        self._process = process = opened if isinstance(opened, AgentProcess) else None
+        self._process = opened if isinstance(opened, AgentProcess) else None
         transport: Any = Tap(opened, self._watch)
         if recorder is not None:
             transport = Tap(transport, functools.partial(self._record, recorder))
@@ -346,11 +358,39 @@ class _PromptRun:
             code = self._ended_code()
         except (TransportError, ConnectionClosed) as exc:
             if not self._ended and self._output_failure is None:
-                raise PromptFailed(_agent_gone(process, exc), ExitCode.AGENT_FAILED) from exc
+                raise PromptFailed(_agent_gone(self._agent_process, exc), ExitCode.AGENT_FAILED) from exc
             code = self._ended_code()
         if self._output_failure is not None:
             raise self._output_failure
         return code
+
+    def _component(self) -> Component:
+        """What to connect to: the agent, or a conductor running the proxies and the agent (and its trace)."""
+        options = self._options
+        debug = self._agent_debug if options.verbose else None
+        agent = options.agent
+        component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
+        if isinstance(component, AcpAgent):
+            self._spawned.append(component)
+            self._agent = component
+        if not options.proxies and options.trace is None:
+            return component
+        from acpio.conductor import Chain
+
+        proxies: list[Any] = []
+        for proxy in options.proxies:
+            if isinstance(proxy, AgentCommand):
+                proxy = AcpAgent(proxy)
+                self._spawned.append(proxy)
+            proxies.append(proxy)
+        return Chain.agent("acpio prompt", [*proxies, component]).trace_to(options.trace)
+
+    @property
+    def _agent_process(self) -> AgentProcess | None:
+        """The agent's process, once started (by this run, or by the conductor in front of it)."""
+        if self._process is not None:
+            return self._process
+        return self._agent.process if self._agent is not None else None
 
     def _agent_debug(self, direction: str, line: str) -> None:
         """``--verbose``: each line of the agent's stderr, as it comes."""
@@ -395,7 +435,7 @@ class _PromptRun:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
         self._renderer.status("waiting for the agent to initialize")
         session = await _open_session(
-            cx, self._options, self._files.root, self._renderer, self._process, self._watch
+            cx, self._options, self._files.root, self._renderer, self._agent_process, self._watch
         )
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
@@ -498,6 +538,8 @@ class _PromptRun:
         self._note("stopped: the agent was killed", fresh_line=True)
         if self._process is not None:
             self._process.kill()
+        for spawned in self._spawned:
+            spawned.kill()  # behind a conductor: the agent and the proxies
         self._terminals.kill_now()
         if self._main is not None:
             self._main.cancel()
@@ -538,6 +580,8 @@ class _RequestAnswers:
         self._files = files
         self._terminals = terminals
         self._policy = policy
+        #: The ``--add-dir`` directories, where the agent's file access is allowed too.
+        self.added_dirs: list[ConfinedFiles] = []
         self._grants = CommandGrants()
         self._commands_asked = 0
         #: Set once the turn is being cancelled: permission questions, pending or later, get ``cancelled``.
@@ -589,10 +633,19 @@ class _RequestAnswers:
             self._renderer.request_failed(dispatch.method, error.message)
 
     async def _read_file(self, dispatch: RequestDispatch) -> Any:
-        return self._files.read(dispatch.parse(ReadTextFileRequest))
+        request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
+        return self._files_for(request.path).read(request)
 
     async def _write_file(self, dispatch: RequestDispatch) -> Any:
-        return self._files.write(dispatch.parse(WriteTextFileRequest))
+        request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
+        return self._files_for(request.path).write(request)
+
+    def _files_for(self, path: str) -> ConfinedFiles:
+        """The directory of ``path``: an ``--add-dir`` one, else ``--cwd`` (which refuses what is outside)."""
+        for files in self.added_dirs:
+            if Path(path).is_relative_to(files.root):
+                return files
+        return self._files
 
     async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
         return await self._terminals.create(dispatch.parse(CreateTerminalRequest))
@@ -705,7 +758,7 @@ async def _open_session(
             raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     renderer.status("opening the session")
     if options.session_id is None:
-        return await _new_session(cx, root, initialized)
+        return await _new_session(cx, root, initialized, options.add_dirs)
     return await _continue_session(cx, options.session_id, root, renderer)
 
 
@@ -746,9 +799,18 @@ async def _initialize(
     return response
 
 
-async def _new_session(cx: SessionConnection, root: Path, initialized: InitializeResponse) -> ActiveSession:
+async def _new_session(
+    cx: SessionConnection, root: Path, initialized: InitializeResponse, add_dirs: tuple[Path, ...]
+) -> ActiveSession:
+    request = NewSessionRequest(cwd=str(root), mcp_servers=[])
+    if add_dirs:
+        request.additional_directories = [str(directory.resolve()) for directory in add_dirs]
     try:
-        return await build_session(cx, root).start_session()
+        return await cx.build_session_from(request).start_session()
+    except CapabilityNotAdvertised as exc:
+        raise PromptFailed(
+            f"--add-dir: the agent does not take more directories than its cwd ({exc})", ExitCode.USAGE
+        ) from exc
     except AuthRequired as exc:
         methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
         raise PromptFailed(
