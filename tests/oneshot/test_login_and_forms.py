@@ -94,7 +94,7 @@ def test_the_elicitation_form_in_a_real_terminal(tmp_path: Path) -> None:
         code, screen = term.exited()
     assert code == 0, screen
     answer = '{"age":7,"colour":"red","name":"Cy","size":"m","subscribe":false,"tags":["rust"]}'
-    assert f"elicitation: accept {answer}" in screen
+    assert f"elicitation: accept{answer}" in screen.replace("\n", "").replace(" {", "{")  # may wrap
 
 
 @needs_tmux

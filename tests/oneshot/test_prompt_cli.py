@@ -130,7 +130,12 @@ def test_json_prints_every_message_both_ways_in_order(project: Path) -> None:
     assert direction == "send"
     assert initialize["method"] == "initialize"
     capabilities = initialize["params"]["clientCapabilities"]
-    assert capabilities == {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+    assert capabilities == {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": True,
+        "session": {"notices": {}, "compaction": {}, "configOptions": {"boolean": {}}},
+        "auth": {"terminal": True},  # the agent is a command acpio can run again for a terminal login
+    }  # no elicitation: piped, with no --answer, --urls or --decline-elicitations, nobody could answer
     assert messages[1] == ("recv", messages[1][1])
     assert messages[1][1]["id"] == initialize["id"]
     assert messages[1][1]["result"]["protocolVersion"] == 1
