@@ -25,6 +25,7 @@ from acpio.app.agent_app import (
     PromptFunction,
     StopReasonName,
 )
+from acpio.app.forms import Ask, Elicited, FormError
 from acpio.app.menu import CommandCall, OptionValue
 from acpio.app.turn import ActiveToolCall, CommandResult, Exchange, ToolKindName, ToolStatusName, Turn
 
@@ -32,11 +33,14 @@ __all__ = [
     "ActiveToolCall",
     "AgentApp",
     "AppSession",
+    "Ask",
     "ChangeFunction",
     "CloseFunction",
     "CommandCall",
     "CommandResult",
+    "Elicited",
     "Exchange",
+    "FormError",
     "InitializeFunction",
     "OpenFunction",
     "OptionValue",

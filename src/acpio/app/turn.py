@@ -13,22 +13,30 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
+from acpio.app.forms import Elicited, form_schema, form_value
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
-from acpio.capabilities import ClientFeatures
+from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    CompleteElicitationNotification,
     ConfigOptionUpdate,
     Content,
     ContentBlock,
+    Cost,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     CreateTerminalRequest,
     CreateTerminalResponse,
     CurrentModeUpdate,
     Diff,
     EnvVariable,
+    Notice,
     PermissionOption,
     Plan,
     PlanEntry,
@@ -37,6 +45,7 @@ from acpio.schema import (
     ReleaseTerminalRequest,
     RequestPermissionRequest,
     SelectedPermissionOutcome,
+    SessionInfoUpdate,
     SessionNotification,
     SessionUpdate,
     Terminal,
@@ -47,6 +56,7 @@ from acpio.schema import (
     ToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
+    UsageUpdate,
     UserMessageChunk,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
@@ -65,6 +75,8 @@ __all__ = [
     "Turn",
     "exchanges",
 ]
+
+T = TypeVar("T")
 
 #: The kinds of tool call ACP names (``ToolKind``), as strings.
 ToolKindName: TypeAlias = Literal[
@@ -376,6 +388,110 @@ class Turn:
         except ImportError as exc:
             raise ImportError(f"turn.mcp() needs the mcp package: pip install 'acpio[mcp]' ({exc})") from exc
         return connect_declared(self.cx, declaration)
+
+    # --- elicitation, notices, and what the client shows beside the conversation ------------------
+
+    async def elicit(self, message: str, form: type[T], *, call: ActiveToolCall | None = None) -> Elicited[T]:
+        """Ask the user to fill ``form`` (a dataclass, see :mod:`acpio.app.forms`); their answer.
+
+        ``answer.value`` is the filled form when they accepted, ``None`` when they declined or
+        cancelled. With ``call``, the question is tied to that tool call. Raises
+        :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no form
+        elicitation (do without, or fail the work), and :class:`~acpio.app.forms.FormError` when an
+        accepted answer does not fit the form.
+        """
+        if not self.client.elicitation_form:
+            raise CapabilityNotAdvertised(
+                CreateElicitationRequest.METHOD, "C.elicitation.form", what="a form"
+            )
+        request = CreateElicitationRequest(
+            session_id=self.session_id,
+            mode="form",
+            message=message,
+            requested_schema=form_schema(form),
+            **_given(tool_call_id=call.id if call is not None else None),
+        )
+        answer: CreateElicitationResponse = await self.cx.send_request(request)
+        action = str(answer.action)
+        value = form_value(form, answer.content) if action == "accept" else None
+        return Elicited(action, value)
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, call: ActiveToolCall | None = None
+    ) -> Elicited[None]:
+        """Ask the user to open ``url`` (a login, a payment: what a form must not ask); their answer.
+
+        ``accept`` means they agreed to open it, not that they finished there: once the work at the
+        URL is done, call :meth:`complete_elicitation` with ``answer.elicitation_id``. Raises
+        :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no URL elicitation.
+        """
+        if not self.client.elicitation_url:
+            raise CapabilityNotAdvertised(CreateElicitationRequest.METHOD, "C.elicitation.url", what="a URL")
+        elicitation_id = elicitation_id or f"elicit_{uuid.uuid4().hex[:16]}"
+        request = CreateElicitationRequest(
+            session_id=self.session_id,
+            mode="url",
+            message=message,
+            url=url,
+            elicitation_id=elicitation_id,
+            **_given(tool_call_id=call.id if call is not None else None),
+        )
+        answer: CreateElicitationResponse = await self.cx.send_request(request)
+        return Elicited(str(answer.action), None, elicitation_id)
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client the work behind an accepted URL elicitation is done (``elicitation/complete``)."""
+        self.cx.send_notification(CompleteElicitationNotification(elicitation_id=elicitation_id))
+        await self.cx.drain()
+
+    async def notice(
+        self,
+        title: str,
+        *,
+        severity: Literal["info", "warning", "error"] = "info",
+        description: str | None = None,
+    ) -> None:
+        """Tell the user something that is not part of the conversation (a ``notice`` update).
+
+        Only clients that advertise ``session.notices`` take notices; to others the same words are
+        said as a message (``say``), so the user still reads them.
+        """
+        if self.client.has("session.notices"):
+            await self.update(Notice(severity=severity, title=title, **_given(description=description)))
+            return
+        detail = f": {description}" if description else ""
+        await self.say(f"{severity}: {title}{detail}\n")
+
+    async def report_usage(
+        self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
+    ) -> None:
+        """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
+        extra = {"cost": Cost(amount=cost, currency=currency)} if cost is not None else {}
+        await self.update(UsageUpdate(used=used, size=size, **extra))
+
+    async def set_title(self, title: str | None) -> None:
+        """Give the session a title (``session_info_update``; ``None`` clears it)."""
+        await self.update(SessionInfoUpdate(title=title))
+
+    async def compact(self, summary: str | Sequence[str], *, compaction_id: str | None = None) -> str:
+        """Report a context compaction: ``in_progress``, its summary chunk by chunk, then ``completed``.
+
+        ``summary`` is the text the conversation was compacted to (one chunk), or its chunks. Returns the
+        compaction's id. Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` unless the client
+        advertised ``session.compaction``.
+        """
+        if not self.client.has("session.compaction"):
+            raise CapabilityNotAdvertised(
+                SessionNotification.METHOD, "C.session.compaction", what="a compaction update"
+            )
+        compaction_id = compaction_id or f"compaction_{uuid.uuid4().hex[:16]}"
+        await self.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
+        for chunk in [summary] if isinstance(summary, str) else summary:
+            await self.update(
+                CompactionSummaryChunk(compaction_id=compaction_id, content=TextContent(text=chunk))
+            )
+        await self.update(CompactionUpdate(compaction_id=compaction_id, status="completed"))
+        return compaction_id
 
     def _absolute(self, path: str | Path) -> Path:
         # ACP wants absolute paths on the wire; a turn's paths are relative to the session's cwd

@@ -132,6 +132,7 @@ CONTEXT_SIZE: Final = 200_000
 
 #: The form ``elicit`` asks the user to fill: one field of every kind the schema has.
 ELICITATION_FORM: Final = ElicitationSchema(
+    type="object",
     title="testy wants to know you",
     properties={
         "name": StringPropertySchema(title="Name", description="What to call you", min_length=1),
