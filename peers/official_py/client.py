@@ -2,14 +2,16 @@
 
 Run it with the interpreter of the official SDK's virtualenv (``peers/install.py`` makes it)::
 
-    <official-python> peers/official_py/client.py --cwd DIR [--prompt TEXT]... [--cancel-prompt TEXT]
-        [--permission allow|reject|cancel] [--timeout SECONDS] [--write-returns-none] -- AGENT [ARGS...]
+    <official-python> peers/official_py/client.py --cwd DIR [--load SESSION_ID] [--prompt TEXT]...
+        [--cancel-prompt TEXT] [--permission allow|reject|cancel] [--timeout SECONDS]
+        [--write-returns-none] -- AGENT [ARGS...]
 
 It behaves like ``peers/ts/client.mjs``: spawns AGENT, sends ``initialize`` (fs read/write and terminal
-advertised), ``session/new`` with cwd DIR, each ``--prompt`` as one turn, then ``--cancel-prompt`` as a turn
-it cancels once the turn's first ``session/update`` arrives. The file system is confined to DIR, terminals
-run real processes, permissions are answered per ``--permission``. It prints one JSON summary on stdout (see
-``peers/README.md``) and exits 0 when the run got to its end, 1 when it could not (``fatal`` says why).
+advertised), ``session/new`` with cwd DIR (or ``session/load`` of ``--load``), each ``--prompt`` as one
+turn, then ``--cancel-prompt`` as a turn it cancels once the turn's first ``session/update`` arrives. The
+file system is confined to DIR, terminals run real processes, permissions are answered per
+``--permission``. It prints one JSON summary on stdout (see ``peers/README.md``) and exits 0 when the run
+got to its end, 1 when it could not (``fatal`` says why).
 """
 
 from __future__ import annotations
@@ -128,6 +130,8 @@ class PeerClient:
         self.root = Path(options.cwd).resolve()
         self.summary = summary
         self.turn: Turn | None = None
+        #: Whether a session/load is waiting for its answer (its replayed updates go to ``replay``).
+        self.loading = False
         self.agent: Agent | None = None
         self.session_id: str | None = None
         self.terminals: dict[str, Terminal] = {}
@@ -163,6 +167,9 @@ class PeerClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Record the update in the current turn; cancel a turn that is to be cancelled."""
         turn = self.turn
+        if turn is None and self.loading:
+            self.summary["replay"].append(dump(update))
+            return
         if turn is None:
             self.summary["sdkErrors"].append(f"session/update outside a turn: {dump(update)}")
             return
@@ -392,7 +399,7 @@ async def run(options: argparse.Namespace, summary: dict[str, Any]) -> None:
 async def run_turns(
     conn: Any, client: PeerClient, options: argparse.Namespace, summary: dict[str, Any]
 ) -> None:
-    """initialize, session/new, then one turn per prompt and the cancelled turn."""
+    """initialize, session/new (or session/load), then one turn per prompt and the cancelled turn."""
     timeout = options.timeout
     response = await asyncio.wait_for(
         conn.initialize(
@@ -405,8 +412,20 @@ async def run_turns(
         timeout,
     )
     summary["initialize"] = dump(response)
-    session = await asyncio.wait_for(conn.new_session(cwd=str(client.root), mcp_servers=[]), timeout)
-    summary["newSession"] = dump(session)
+    session_id = options.load
+    if session_id is None:
+        session = await asyncio.wait_for(conn.new_session(cwd=str(client.root), mcp_servers=[]), timeout)
+        summary["newSession"] = dump(session)
+        session_id = session.session_id
+    else:
+        client.loading = True
+        try:
+            loaded = await asyncio.wait_for(
+                conn.load_session(cwd=str(client.root), session_id=session_id, mcp_servers=[]), timeout
+            )
+        finally:
+            client.loading = False
+        summary["loadSession"] = dump(loaded)
     turns = [(text, False) for text in options.prompt]
     if options.cancel_prompt is not None:
         turns.append((options.cancel_prompt, True))
@@ -422,7 +441,7 @@ async def run_turns(
         client.turn = Turn(record=record, cancel=cancel)
         try:
             answer = await asyncio.wait_for(
-                conn.prompt(session_id=session.session_id, prompt=[text_block(text)]), timeout
+                conn.prompt(session_id=session_id, prompt=[text_block(text)]), timeout
             )
             record["stopReason"] = str(answer.stop_reason)
         except (RequestError, TimeoutError) as error:
@@ -435,6 +454,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="client.py", description=__doc__.splitlines()[0])
     parser.add_argument("--cwd", required=True, help="the session's directory; file access is confined to it")
+    parser.add_argument("--load", metavar="SESSION_ID", help="continue this session (session/load)")
     parser.add_argument("--prompt", action="append", default=[], help="a prompt turn (repeatable)")
     parser.add_argument("--cancel-prompt", help="a last turn, cancelled at its first update")
     parser.add_argument("--permission", choices=["allow", "reject", "cancel"], default="allow")
@@ -455,6 +475,8 @@ def main() -> int:
         "client": {"name": NAME, "sdk": "agent-client-protocol", "version": version("agent-client-protocol")},
         "initialize": None,
         "newSession": None,
+        "loadSession": None,
+        "replay": [],
         "turns": [],
         "requests": [],
         "notifications": [],

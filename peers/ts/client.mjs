@@ -1,6 +1,6 @@
 // An ACP client written with the official TypeScript SDK, for acpio's interoperability tests.
 //
-// Run: node peers/ts/client.mjs --cwd DIR [--prompt TEXT]... [--cancel-prompt TEXT]
+// Run: node peers/ts/client.mjs --cwd DIR [--load SESSION_ID] [--prompt TEXT]... [--cancel-prompt TEXT]
 //                               [--permission allow|reject|cancel] [--cancel-with session|request]
 //                               [--timeout SECONDS] -- AGENT [ARGS...]
 //      node peers/ts/client.mjs --cwd DIR --url http://HOST:PORT|ws://HOST:PORT [--token TOKEN] [...]
@@ -22,7 +22,7 @@ import { Readable, Writable } from "node:stream";
 import { captureSdkComplaints, loadSdk } from "./sdk.mjs";
 
 const USAGE =
-  "usage: client.mjs --cwd DIR [--prompt TEXT]... [--cancel-prompt TEXT] " +
+  "usage: client.mjs --cwd DIR [--load SESSION_ID] [--prompt TEXT]... [--cancel-prompt TEXT] " +
   "[--permission allow|reject|cancel] [--cancel-with session|request] [--timeout SECONDS] -- AGENT [ARGS...]";
 
 function parseArgs(argv) {
@@ -36,6 +36,7 @@ function parseArgs(argv) {
     agent: [],
     url: null,
     token: null,
+    load: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -54,6 +55,7 @@ function parseArgs(argv) {
     else if (arg === "--timeout") options.timeout = Number(value());
     else if (arg === "--url") options.url = value();
     else if (arg === "--token") options.token = value();
+    else if (arg === "--load") options.load = value();
     else throw new Error(`unknown argument ${arg}\n${USAGE}`);
   }
   if (!options.cwd || (options.agent.length === 0 && options.url === null)) throw new Error(USAGE);
@@ -79,6 +81,8 @@ const summary = {
   client: { name: "ts-peer-client", sdk: "@agentclientprotocol/sdk", version },
   initialize: null,
   newSession: null,
+  loadSession: null,
+  replay: [],
   turns: [],
   requests: [],
   notifications: [],
@@ -92,6 +96,8 @@ captureSdkComplaints(summary.sdkErrors);
 
 /** The turn being read: its record and the callback run on its first update. */
 let currentTurn = null;
+/** Whether a session/load is waiting for its answer (its replayed updates go to summary.replay). */
+let loading = false;
 
 function errorRecord(error) {
   if (error && typeof error.code === "number") {
@@ -173,6 +179,10 @@ function record(method, params) {
 const app = acp
   .client({ name: "ts-peer-client" })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
+    if (currentTurn === null && loading) {
+      summary.replay.push(params.update);
+      return;
+    }
     if (currentTurn === null) {
       summary.sdkErrors.push(`session/update outside a turn: ${JSON.stringify(params)}`);
       return;
@@ -334,11 +344,24 @@ try {
       }),
       "initialize",
     );
-    summary.newSession = await withTimeout(
-      agent.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] }),
-      "session/new",
-    );
-    const { sessionId } = summary.newSession;
+    let sessionId = options.load;
+    if (sessionId === null) {
+      summary.newSession = await withTimeout(
+        agent.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] }),
+        "session/new",
+      );
+      sessionId = summary.newSession.sessionId;
+    } else {
+      loading = true;
+      try {
+        summary.loadSession = await withTimeout(
+          agent.request(acp.methods.agent.session.load, { sessionId, cwd: options.cwd, mcpServers: [] }),
+          "session/load",
+        );
+      } finally {
+        loading = false;
+      }
+    }
     for (const text of options.prompts) await runTurn(agent, sessionId, text, false);
     if (options.cancelPrompt !== null) await runTurn(agent, sessionId, options.cancelPrompt, true);
   });
