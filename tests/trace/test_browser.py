@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,8 +22,7 @@ from acpio.trace import LanesEvent, ResponseEvent, TraceViewer, read_trace
 webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium is not installed (pip install selenium)"
 )
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
@@ -35,54 +33,6 @@ EVENTS = read_trace(FIXTURE)
 MESSAGES = [event for event in EVENTS if not isinstance(event, LanesEvent)]
 S1, S2 = "testy-session-1", "testy-session-2"
 REPO = Path(__file__).resolve().parents[2]
-
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-    "--window-size=1440,900",
-]
-
-
-def _find(name: str, *fallbacks: str) -> str | None:
-    for candidate in (name, *fallbacks):
-        found = shutil.which(candidate)
-        if found:
-            return found
-    return None
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    chromium = _find("chromium", "chromium-browser")
-    chromedriver = _find("chromedriver")
-    if chromium is None or chromedriver is None:
-        missing = "chromium" if chromium is None else "chromedriver"
-        pytest.skip(
-            f"{missing} not found: run scripts/install_browser.sh (apt-get install chromium chromium-driver)"
-        )
-    profile = tempfile.mkdtemp(prefix="acpio-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]:
-        options.add_argument(flag)
-    try:
-        browser = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    except WebDriverException as error:
-        shutil.rmtree(profile, ignore_errors=True)
-        pytest.skip(f"chromium did not start: {error.msg}")
-    browser.set_page_load_timeout(30)
-    try:
-        yield browser
-    finally:
-        browser.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
@@ -96,7 +46,7 @@ def trace(tmp_path: Path) -> Path:
 def page(driver: Any, trace: Path) -> Iterator[Any]:
     """The viewer page for a copy of the fixture trace, loaded and drawn."""
     with TraceViewer(trace).start() as viewer:
-        driver.get(viewer.url)
+        driver.get(viewer.url + "/?collapse=0")  # one row per message (runs of chunks: test_viewer_features)
         wait_until(driver, lambda: len(arrows(driver)) == len(MESSAGES))
         yield driver
 
