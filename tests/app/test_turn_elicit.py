@@ -194,3 +194,33 @@ async def test_a_client_without_the_capabilities_gets_no_elicitation_and_notices
             "content": {"type": "text", "text": "info: plain: as a message\n"},
         }
     ]
+
+
+async def test_run_command_kills_a_command_past_kill_after(tmp_path: Path) -> None:
+    app = AgentApp("killer")
+    results: list[Any] = []
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        results.append(await turn.run_command("sleep", "60", kill_after=0.1))
+        return "end_turn"
+
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {"terminal": True}})
+        await peer.response_to(1)
+        new = await peer.response_to(peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        sid = new["result"]["sessionId"]
+        prompt_id = _prompt(peer, sid, "go")
+        peer.respond(await peer.message_for("terminal/create"), {"terminalId": "t-1"})
+        await peer.message_for("terminal/wait_for_exit")  # left unanswered: the limit passes
+        kill = await peer.message_for("terminal/kill")
+        assert kill["params"] == {"sessionId": sid, "terminalId": "t-1"}
+        peer.respond(kill, {})
+        peer.respond(
+            await peer.message_for("terminal/wait_for_exit"), {"exitCode": None, "signal": "SIGTERM"}
+        )
+        peer.respond(await peer.message_for("terminal/output"), {"output": "", "truncated": False})
+        peer.respond(await peer.message_for("terminal/release"), {})
+        await peer.response_to(prompt_id)
+    (result,) = results
+    assert (result.timed_out, result.signal, result.exit_code) == (True, "SIGTERM", None)

@@ -109,3 +109,19 @@ def test_a_url_elicitation_in_a_real_terminal_asks_before_opening(tmp_path: Path
         code, screen = term.exited()
     assert code == 0, screen
     assert "elicitation: decline" in screen
+
+
+def test_sessions_are_listed_closed_and_deleted(tmp_path: Path) -> None:
+    agent = [*TESTY, "--store", f"sqlite:///{tmp_path / 'sessions.db'}"]
+    assert (
+        _run(_prompt("--cwd", str(tmp_path), "title Fixing the parser", agent=agent), tmp_path).returncode
+        == 0
+    )
+    listed = _run(_prompt("--cwd", str(tmp_path), "--list-sessions", agent=agent), tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("testy-1  Fixing the parser  ")
+    closed = _run(_prompt("--cwd", str(tmp_path), "--close-session", "testy-1", agent=agent), tmp_path)
+    assert (closed.returncode, closed.stderr) == (0, "acpio: closed session testy-1\n")
+    deleted = _run(_prompt("--cwd", str(tmp_path), "--delete-session", "testy-1", agent=agent), tmp_path)
+    assert (deleted.returncode, deleted.stderr) == (0, "acpio: deleted session testy-1\n")
+    assert _run(_prompt("--cwd", str(tmp_path), "--list-sessions", agent=agent), tmp_path).stdout == ""

@@ -7,6 +7,7 @@ what it sends for its session goes out in the order it was sent.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -36,6 +37,7 @@ from acpio.schema import (
     CurrentModeUpdate,
     Diff,
     EnvVariable,
+    KillTerminalRequest,
     Notice,
     PermissionOption,
     Plan,
@@ -113,6 +115,8 @@ class CommandResult:
     exit_code: int | None
     #: The signal that ended it, if any.
     signal: str | None
+    #: Whether it was killed (``terminal/kill``) for running past ``kill_after``.
+    timed_out: bool = False
 
 
 async def exchanges(updates: AsyncIterator[bytes]) -> list[Exchange]:
@@ -334,13 +338,15 @@ class Turn:
         env: Mapping[str, str] | None = None,
         output_limit: int | None = None,
         call: ActiveToolCall | None = None,
+        kill_after: float | None = None,
     ) -> CommandResult:
         """Run ``command`` with ``args`` in a terminal of the client, wait for it, and return how it went.
 
         ``cwd`` is relative to :attr:`cwd` (default: the session's directory); ``output_limit`` caps
         the bytes the client keeps. With ``call``, the terminal is shown in that tool call while it
-        runs. The terminal is released at the end, also when the turn is cancelled (which kills the
-        command). Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers
+        runs. Past ``kill_after`` seconds the command is killed (``terminal/kill``) and the result says
+        ``timed_out``. The terminal is released at the end, also when the turn is cancelled (which
+        kills the command). Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers
         no terminals.
         """
         self.client.require(CreateTerminalRequest.METHOD)
@@ -357,16 +363,24 @@ class Turn:
         try:
             if call is not None:
                 await call.show_terminal(terminal)
-            ended: WaitForTerminalExitResponse = await self.cx.send_request(
-                WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal)
-            )
+            wait = WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal)
+            timed_out = False
+            try:
+                async with asyncio.timeout(kill_after):
+                    ended: WaitForTerminalExitResponse = await self.cx.send_request(wait)
+            except TimeoutError:
+                timed_out = True
+                await self.cx.send_request(
+                    KillTerminalRequest(session_id=self.session_id, terminal_id=terminal)
+                )
+                ended = await self.cx.send_request(wait)
             output: TerminalOutputResponse = await self.cx.send_request(
                 TerminalOutputRequest(session_id=self.session_id, terminal_id=terminal)
             )
         finally:
             if not self.cx.closed:  # not awaited: a cancelled turn must still release it
                 self.cx.send_request(ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal))
-        return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal)
+        return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal, timed_out)
 
     def mcp(self, name: str) -> AbstractAsyncContextManager[McpClient]:
         """An ``mcp`` client for the MCP server the client declared as ``name``.

@@ -190,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--trace {args.trace}: no such directory {trace.parent}")
     if args.logout:
         return prompt_controls.logout(args, agent)
+    managed = prompt_controls.manage_sessions(args, agent, cwd.resolve())
+    if managed is not None:
+        return managed
     from_stdin = args.text == ["-"]
     text = sys.stdin.read() if from_stdin else " ".join(args.text)
     if not text.strip():

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from acpio.oneshot.controls import Controls
     from acpio.oneshot.elicitation import ElicitationSettings
 
-__all__ = ["add_arguments", "logout", "run", "settings"]
+__all__ = ["add_arguments", "logout", "manage_sessions", "run", "settings"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--logout",
         action="store_true",
         help="log out (the agent's logout method) and end; takes no prompt",
+    )
+    session.add_argument(
+        "--list-sessions",
+        action="store_true",
+        help="list the agent's sessions in --cwd (session/list) and end; takes no prompt",
+    )
+    session.add_argument(
+        "--close-session", metavar="ID", help="close session ID (session/close) and end; takes no prompt"
+    )
+    session.add_argument(
+        "--delete-session", metavar="ID", help="delete session ID (session/delete) and end; takes no prompt"
     )
     session.add_argument("--mode", metavar="ID", help="switch the session to mode ID before the prompt")
     session.add_argument(
@@ -189,4 +200,37 @@ def logout(args: argparse.Namespace, agent: Any) -> int:
         raise CliError(str(exc), code=4) from exc
     except AcpError as exc:
         raise CliError(f"logging out failed: {exc}", code=3) from exc
+    return 0
+
+
+def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | None:
+    """``--list-sessions``, ``--close-session ID``, ``--delete-session ID``: do it and end (exit 0).
+
+    ``None`` when none of them was given. ``CliError`` when the agent does not offer the method or
+    refuses it.
+    """
+    import asyncio
+
+    from acpio.errors import AcpError
+    from acpio.oneshot.auth import LoginFailed
+    from acpio.oneshot.sessions import close_session, delete_session, list_sessions
+
+    if not (args.list_sessions or args.close_session or args.delete_session):
+        return None
+    if args.text:
+        raise CliError("--list-sessions, --close-session and --delete-session take no prompt")
+    try:
+        if args.list_sessions:
+            for line in asyncio.run(list_sessions(agent, cwd)):
+                print(line)
+        elif args.close_session:
+            asyncio.run(close_session(agent, cwd, args.close_session))
+            _note(f"closed session {args.close_session}")
+        else:
+            asyncio.run(delete_session(agent, cwd, args.delete_session))
+            _note(f"deleted session {args.delete_session}")
+    except LoginFailed as exc:
+        raise CliError(str(exc), code=4) from exc
+    except AcpError as exc:
+        raise CliError(f"the agent failed: {exc}", code=3) from exc
     return 0

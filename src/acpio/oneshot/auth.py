@@ -43,11 +43,12 @@ from acpio.schema import (
     InitializeResponse,
     LogoutRequest,
 )
-from acpio.transports import AcpAgent, AgentCommand
+from acpio.transports import AcpAgent, AgentCommand, Component
 
 __all__ = [
     "LoginFailed",
     "authenticate",
+    "connect",
     "find_method",
     "login_in_terminal",
     "logout",
@@ -90,12 +91,15 @@ async def authenticate(cx: Connection, initialized: InitializeResponse, method_i
     return True
 
 
-async def _connect(
-    command: AgentCommand,
+async def connect(
+    command: AgentCommand | Component,
     capabilities: ClientCapabilities,
     then: Callable[[Connection, InitializeResponse], Any],
 ) -> Any:
-    """Start the agent, ``initialize``, run ``then(cx, answer)``, and end the agent."""
+    """Start the agent (a command, or any component), ``initialize``, run ``then(cx, answer)``, end it.
+
+    Returns what ``then`` returned.
+    """
     from acpio import __version__
 
     async def main(cx: Connection) -> Any:
@@ -107,7 +111,8 @@ async def _connect(
         initialized: InitializeResponse = await cx.send_request(request)
         return await then(cx, initialized)
 
-    return await Client.builder(name="acpio prompt").connect_with(AcpAgent(command), main)
+    target = AcpAgent(command) if isinstance(command, AgentCommand) else command
+    return await Client.builder(name="acpio prompt").connect_with(target, main)
 
 
 async def prepare_login(
@@ -123,7 +128,7 @@ async def prepare_login(
     ) -> AuthMethodAgent | AuthMethodTerminal:
         return find_method(initialized, method_id)
 
-    method = await _connect(command, capabilities, method_of)
+    method = await connect(command, capabilities, method_of)
     if not isinstance(method, AuthMethodTerminal):
         return
     note(f"logging in with {method.name} ({method_id}) in this terminal")
@@ -170,5 +175,5 @@ async def logout(
         except RequestError as error:
             raise LoginFailed(f"The agent refused logout: {error}") from error
 
-    await _connect(command, capabilities, log_out)
+    await connect(command, capabilities, log_out)
     note("logged out")
