@@ -332,3 +332,63 @@ async def test_notices_compactions_and_config_updates_are_shown(tmp_path: Path) 
         "OK",
         "[stop reason: end_turn]",
     ]
+
+
+async def test_every_stable_update_kind_is_shown_plain_and_rich(tmp_path: Path) -> None:
+    script = "\n".join(
+        [
+            "think Let me see",
+            "plan Look; Fix",
+            "tool Look around",
+            "echo hello",
+            "mode plan",
+            "title Fixing things",
+            "usage",
+            "commands",
+            "option verbosity brief",
+            "notice info Heads up",
+            "compact Short summary",
+        ]
+    )
+    done = await run(script, tmp_path)
+    assert done.code == ExitCode.OK, done.err
+    lines = done.out.splitlines()
+    for expected in [
+        "(thinking) Let me see",
+        "Plan:",
+        "  [ ] Look",
+        "[completed] Look around",
+        "    Look around: done",
+        "hello",
+        "[mode: plan]",
+        "[title: Fixing things]",
+        "[config: Verbosity=brief, Shout=off]",
+        "[info: Heads up]",
+        "[context compaction compaction-1: in_progress]",
+        "(summary) Short summary",
+        "[context compaction compaction-1: completed]",
+    ]:
+        assert expected in lines, (expected, lines)
+    assert any(line.startswith("[usage: ") and line.endswith(" of 200000 tokens]") for line in lines)
+    assert any(line.startswith("[commands: /echo, /stream") for line in lines)
+    rich = await run(script, tmp_path, output="rich")
+    assert rich.code == ExitCode.OK, rich.err
+    for words in (
+        "Heads up",
+        "Short summary",
+        "context compaction compaction-1",
+        "Fixing things",
+        "Verbosity",
+    ):
+        assert words in rich.out
+
+
+async def test_a_command_past_its_limit_is_killed_when_the_agent_asks(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    options = PromptOptions(
+        agent=testy_agent(), prompt="timeout 0.3 sleep 30", cwd=tmp_path, permissions="allow"
+    )
+    code = await run_prompt(options, stdout=out, stderr=err, handle_sigint=False)
+    assert code == ExitCode.OK, err.getvalue()
+    assert "killed after 0.3 s" in out.getvalue()
+    assert "signal SIGTERM" in out.getvalue()  # terminal/kill ended the real process
