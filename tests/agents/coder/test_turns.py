@@ -225,7 +225,8 @@ async def test_slash_commands(tmp_path: Path) -> None:
         compacted = await client.prompt(session, "/compact")
         statuses = [u["status"] for u in compacted.kinds("compaction_update")]
         assert statuses == ["in_progress", "completed"]
-        summary = compacted.kinds("compaction_update")[-1]["summary"][0]["text"]
+        [chunk] = compacted.kinds("compaction_summary_chunk")
+        summary = chunk["content"]["text"]
         assert summary.startswith("Summary of")
         assert "banana" in summary
         assert compacted.text == summary

@@ -8,7 +8,6 @@ the agent restarted.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -50,7 +49,6 @@ from acpio.schema import (
     AuthenticateResponse,
     AuthMethodAgent,
     AuthMethodTerminal,
-    CompactionUpdate,
     CurrentModeUpdate,
     ImageContent,
     InitializeRequest,
@@ -63,14 +61,16 @@ from acpio.schema import (
     SessionMode,
     SessionNotification,
     SessionUpdate,
-    TextContent,
-    UsageUpdate,
 )
 from acpio.store import SessionStore
 
 __all__ = ["CoderOptions", "coder_app"]
 
 _EFFORT_DEFAULT = "default"
+_COMPACT = (
+    "Summarise our conversation so far for yourself: the task, what was done, files touched, decisions "
+    "and what is left. Be complete but brief: this summary replaces the conversation."
+)
 _SYSTEM = """You are acpio's reference coding agent, working in the project at {cwd}.
 Use the tools to read and change the project's files and to run commands; paths are relative to
 the project. Keep the user informed with short messages; show a plan for work of several steps.
@@ -106,7 +106,6 @@ class _State:
     settings: Settings
     catalogue: Catalogue
     mcp: McpServers | None = None
-    compactions: int = 0
     modes: dict[str, ModeSpec] = field(default_factory=dict[str, ModeSpec])
 
 
@@ -406,7 +405,7 @@ class _Coder:
                         calls.append(ToolCall(call_id, name, arguments))
                     case UsageEvent():
                         used = event.input_tokens + event.output_tokens
-                        await turn.update(UsageUpdate(used=used, size=model.context_window or used))
+                        await turn.report_usage(used, model.context_window or used)
                     case Finish(reason):
                         finish = reason
         except ModelAuthError as exc:
@@ -471,41 +470,10 @@ class _Coder:
         if len(messages) <= 1:
             await turn.say("Nothing to compact yet.")
             return "end_turn"
-        state.compactions += 1
-        compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
-        report = turn.client.has("session.compaction")
-        if report:
-            await turn.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
-        ask = UserMessage(
-            (
-                TextPart(
-                    "Summarise our conversation so far for yourself: the task, what was done, files "
-                    "touched, decisions and what is left. Be complete but brief: this summary replaces "
-                    "the conversation."
-                ),
-            )
-        )
-        request = ModelRequest(model.id, [*messages, ask], (), None)
-        try:
-            reply, _ = await self.call_model(turn, state, model, request)
-        except BaseException as exc:
-            if report:
-                turn.cx.send_notification(
-                    _update(
-                        turn.session_id,
-                        CompactionUpdate(
-                            compaction_id=compaction_id,
-                            status="failed" if isinstance(exc, Exception) else "cancelled",
-                            error=str(exc) or None,
-                        ),
-                    )
-                )
-            raise
-        if report:
-            summary = [TextContent(text=reply.text)]
-            await turn.update(
-                CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary)
-            )
+        ask = UserMessage((TextPart(_COMPACT),))
+        reply, _ = await self.call_model(turn, state, model, ModelRequest(model.id, [*messages, ask]))
+        if turn.client.has("session.compaction"):  # the reply, said, is what the next turns start from
+            await turn.compact(reply.text)
         return "end_turn"
 
 
