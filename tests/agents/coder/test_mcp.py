@@ -1,10 +1,13 @@
 """MCP servers per session: a stdio server the client declares is started in the session's directory,
-its tools offered to the model and used in a turn, and stopped when the session closes."""
+its tools offered to the model and used in a turn, stopped when the session closes, and connected again
+when a new agent process loads the session."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from acpio.store import SqliteStore
 
 from ._support import editor, options
 
@@ -21,7 +24,8 @@ def stdio_server(tag: str) -> dict[str, object]:
 
 
 async def test_a_stdio_mcp_server_tool_is_used_in_a_turn(tmp_path: Path) -> None:
-    async with editor(options(tmp_path)) as client:
+    database = tmp_path / "sessions.db"
+    async with editor(options(tmp_path, store=SqliteStore(database))) as client:
         session = await client.session(tmp_path, mcp=[stdio_server("t1")])
         turn = await client.prompt(session, 'call notes__add {"text": "first"}\ncall notes__fail {}')
         assert turn.stop_reason == "end_turn"
@@ -37,6 +41,13 @@ async def test_a_stdio_mcp_server_tool_is_used_in_a_turn(tmp_path: Path) -> None
         assert "- notes__add: 2 note(s); tag t1" in again.text
         closed = await client.call("session/close", {"sessionId": session})
         assert closed["result"] == {}
+
+    # another agent process loads the session with the server the client gives again: reconnected
+    async with editor(options(tmp_path, store=SqliteStore(database))) as client:
+        params = {"sessionId": session, "cwd": str(tmp_path), "mcpServers": [stdio_server("t2")]}
+        assert "result" in await client.call("session/load", params)
+        loaded = await client.prompt(session, 'call notes__add {"text": "third"}')
+        assert "- notes__add: 3 note(s); tag t2" in loaded.text
 
 
 async def test_an_mcp_server_that_does_not_start_is_reported_and_the_turn_goes_on(tmp_path: Path) -> None:
