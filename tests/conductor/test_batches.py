@@ -6,9 +6,13 @@ conductor wrote on its link, what the client receives what it answered.
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+
 from acpio.conductor import Chain
 
-from ._support import RawComponent, answer_initialize, raw_client
+from ._support import PYTHON, ROOT, TIMEOUT, RawComponent, answer_initialize, raw_client
 
 INIT = {"protocolVersion": 1}
 
@@ -101,3 +105,54 @@ async def test_a_line_that_is_not_json_is_answered_at_the_first_hop_and_goes_no_
         assert after["method"] == "x/after"
         me.respond(after["id"], {"fine": True})
         assert (await client.response_to(5))["result"] == {"fine": True}
+
+
+async def test_acpio_conductor_passes_a_batch_to_its_agent_process_as_one_line(tmp_path: Path) -> None:
+    """The program, on the wire: the client's batch is one line on the agent's stdin (its --debug log
+    shows the lines as they crossed), and the answer one line on the conductor's stdout."""
+    debug = tmp_path / "debug"
+    process = await asyncio.create_subprocess_exec(
+        PYTHON,
+        "-m",
+        "acpio",
+        "conductor",
+        "--debug",
+        str(debug),
+        "agent",
+        f"{PYTHON} -m acpio testy",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        process.stdin.write(json.dumps(request(0, "initialize", INIT)).encode() + b"\n")
+        new = {"cwd": str(tmp_path), "mcpServers": []}
+        process.stdin.write(
+            json.dumps([request(1, "session/new", new), request(2, "session/new", new)]).encode() + b"\n"
+        )
+        await process.stdin.drain()
+        async with asyncio.timeout(TIMEOUT):
+            assert json.loads(await process.stdout.readline())["id"] == 0
+            answers = json.loads(await process.stdout.readline())
+        assert isinstance(answers, list)
+        assert sorted(answer["id"] for answer in answers) == [1, 2]
+        assert all("sessionId" in answer["result"] for answer in answers)
+    finally:
+        process.stdin.close()
+        async with asyncio.timeout(TIMEOUT):
+            await process.wait()
+    sent = [
+        line.split(" ", 2)[2]
+        for line in (debug / "1-agent.log").read_text().splitlines()[1:]
+        if " → " in line
+    ]
+    batch = json.loads(sent[1])
+    assert [entry["method"] for entry in batch] == ["session/new", "session/new"]
+    received = [
+        line.split(" ", 2)[2]
+        for line in (debug / "1-agent.log").read_text().splitlines()[1:]
+        if " ← " in line
+    ]
+    assert isinstance(json.loads(received[1]), list)  # testy answered the batch with one array

@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write the trace file {args.trace!r}: {exc.strerror or exc}") from None
     if args.debug is not None:
         import os
+        import sys
 
         try:
             os.makedirs(args.debug, exist_ok=True)
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             reason = exc.strerror or exc
             raise CliError(f"cannot make the --debug directory {args.debug!r}: {reason}") from None
         chain.debug_to(args.debug)
+        print(f"acpio: debug logs in {os.path.abspath(args.debug)} (one per component)", file=sys.stderr)
 
     async def serve() -> int:
         return await _serve_until_stopped(chain.serve(Stdio()), processes)
