@@ -23,7 +23,6 @@ any other mode is refused with ``-32602``, as the spec says.
 from __future__ import annotations
 
 import re
-import webbrowser
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
@@ -322,7 +321,7 @@ class Elicitor:
     """Answers ``elicitation/create`` as :class:`ElicitationSettings` say; notes what it did with ``note``.
 
     ``read_line`` reads what the person types (for ``ask``); questions go to ``write`` (stderr).
-    ``open_url`` opens a URL in the browser (default :func:`webbrowser.open`).
+    ``open_url`` opens a URL in the browser (default: the standard library's ``webbrowser.open``).
     """
 
     def __init__(
@@ -332,13 +331,13 @@ class Elicitor:
         note: Callable[[str], None],
         write: Callable[[str], None],
         read_line: ReadLine | None = None,
-        open_url: Callable[[str], bool] = webbrowser.open,
+        open_url: Callable[[str], bool] | None = None,
     ) -> None:
         self._settings = settings
         self._note = note
         self._write = write
         self._read_line = read_line if settings.ask else None
-        self._open_url = open_url
+        self._open_url = open_url if open_url is not None else _open_in_browser
         #: URL elicitations accepted and not completed yet.
         self._pending: set[str] = set()
 
@@ -509,6 +508,12 @@ class Elicitor:
         extra = f" (not asked for: {', '.join(unknown)})" if unknown else ""
         self._note(f"elicitation answered ({message}): {shown or 'nothing'}{extra}")
         return CreateElicitationResponse(action="accept", content=values)
+
+
+def _open_in_browser(url: str) -> bool:
+    import webbrowser
+
+    return webbrowser.open(url)
 
 
 def _with_default(item: FormField, default: FormValue | None) -> FormField:
