@@ -170,8 +170,8 @@ async def test_ctrl_c_while_a_component_is_slow_to_start_ends_the_conductor_at_o
             await process.wait()
     assert process.returncode == 130
     # The graceful end would take 3 s (2 s for stdin, 1 s after SIGTERM, which it ignores); well under
-    # a second on an idle machine, with room for a loaded one.
-    assert took < 2.0, f"the conductor took {took:.2f} s to stop"
+    # a second on an idle machine (0.3 s measured), with room for a loaded one.
+    assert took < 2.5, f"the conductor took {took:.2f} s to stop"
     try:
         os.kill(slow_pid, 0)
     except ProcessLookupError:
@@ -190,4 +190,4 @@ async def test_a_run_cancelled_during_start_up_kills_its_components_at_once(tmp_
                 await asyncio.sleep(0.02)
         started = time.monotonic()
     took = time.monotonic() - started  # the client closed; the run ended and closed its component
-    assert took < 2.0, f"the run took {took:.2f} s to end"
+    assert took < 2.5, f"the run took {took:.2f} s to end"
