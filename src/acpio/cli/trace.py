@@ -33,8 +33,10 @@ def register(subparsers: Any) -> None:
         "view",
         help="serve a page that draws the trace as a sequence diagram",
         description="Serve a local web page that draws the trace as a sequence diagram, one lane per "
-        "component, filtered by session and method; click a message for its JSON. A trace still being "
-        "written is followed live. Stop with Ctrl-C.",
+        "component: runs of streamed chunks as one row, each request's wait on a time axis, the client "
+        "edge alone if you like, filters by session, method, kind and full text (kept in the page's URL), "
+        "export of what the filters show; click a message for its JSON. A trace still being written is "
+        "followed live. Stop with Ctrl-C.",
     )
     view.add_argument("file", metavar="FILE", help="the trace file (newline-delimited JSON)")
     view.add_argument(
