@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from acpio.cli import CliError
 
     if args.login:
-        return _login(args.login, args.credentials)
+        return _login(args.login, args.credentials, args.settings)
     from acpio.agents.coder.agent import CoderOptions, coder_app
     from acpio.store import StoreError
 
@@ -90,17 +90,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _login(provider: str, credentials: Path | None) -> int:
+def _login(provider: str, credentials: Path | None, settings: Path | None) -> int:
     import getpass
 
-    from acpio.agents.coder.providers import ProviderUnavailable, provider_class
-    from acpio.agents.coder.settings import CredentialFile
+    from acpio.agents.coder.catalogue import provider_classes
+    from acpio.agents.coder.settings import CredentialFile, SettingsError, load_settings
     from acpio.cli import CliError
 
     try:
-        spec = provider_class(provider).spec
-    except ProviderUnavailable as exc:
+        classes = provider_classes(load_settings(Path.cwd(), settings))
+    except SettingsError as exc:
         raise CliError(str(exc)) from exc
+    if provider not in classes:
+        known = ", ".join(sorted(name for name, cls in classes.items() if cls.spec.key_env))
+        raise CliError(f"no provider {provider!r} takes a key here; these do: {known}")
+    spec = classes[provider].spec
     if spec.key_env is None:
         raise CliError(f"the {spec.title} provider needs no key")
     key = getpass.getpass(f"{spec.title} API key (as in {spec.key_env}; not shown): ").strip()
