@@ -4,7 +4,10 @@
 * the plan is one checklist, updated in place: the final screen holds it once;
 * a spinner with the elapsed time while the agent is silent, gone when the turn ends;
 * the agent's markdown rendered (plain text when piped);
-* the permission question shows the diff it is about.
+* the permission question shows the diff it is about;
+* the interactive mode: a second turn, the agent's commands completed, Ctrl-C cancelling a turn and
+  not the program, a mode switched, the history, Ctrl-D to leave;
+* closing the window (the terminal gone, SIGHUP) still ends the agent's commands.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ._agents import agent_script
+from ._processes import alive, kill_all
 from ._tmux import needs_tmux, tmux_running
 
 pytestmark = needs_tmux
@@ -65,7 +70,7 @@ def test_live_command_output_and_the_plan_updated_in_place(tmp_path: Path) -> No
 
 
 def test_a_spinner_with_the_elapsed_time_while_the_agent_is_silent(tmp_path: Path) -> None:
-    with tmux_running(prompt_argv("--deny", "sleep 3\necho woke up"), cwd=tmp_path) as terminal:
+    with tmux_running(prompt_argv("--deny", "sleep 2\necho woke up"), cwd=tmp_path) as terminal:
         terminal.wait_for(
             lambda screen: any(
                 line.endswith(" s") and "waiting for the agent…" in line for line in screen.splitlines()
@@ -73,7 +78,7 @@ def test_a_spinner_with_the_elapsed_time_while_the_agent_is_silent(tmp_path: Pat
             "the spinner",
         )
         screen = terminal.wait_for(
-            lambda screen: "waiting for the agent… 2 s" in screen or "woke up" in screen, "the time going on"
+            lambda screen: "waiting for the agent… 1 s" in screen or "woke up" in screen, "the time going on"
         )
         code, screen = terminal.exited()
     assert code == 0, screen
@@ -142,3 +147,48 @@ say(cx, "answer: " + answer["outcome"].get("optionId", "none"))
         code, screen = terminal.exited()
     assert code == 0, screen
     assert "answer: yes" in screen
+
+
+def test_the_interactive_mode_a_second_turn_completion_and_ctrl_c(tmp_path: Path) -> None:
+    # the first turn: testy lists its slash commands (available_commands_update)
+    with tmux_running(prompt_argv("-i", "--deny", "commands"), cwd=tmp_path) as terminal:
+        terminal.wait_for(lambda screen: screen.endswith("you>"), "the prompt for the next turn")
+        terminal.send_keys("/ec", "Tab")  # the agent's /echo, completed
+        terminal.wait_for(lambda screen: screen.endswith("you> /echo"), "/echo completed")
+        terminal.type_line("second turn")
+        screen = terminal.wait_for(lambda screen: screen.count("[stop reason: end_turn]") == 2, "two turns")
+        assert "you> /echo second turn\nsecond turn\n[stop reason: end_turn]" in screen
+        # Ctrl-C cancels the turn, not the program
+        terminal.type_line("sleep 30")
+        terminal.wait_for_text("waiting for the agent…")
+        terminal.send_keys("C-c")
+        screen = terminal.wait_for_text("[stop reason: cancelled]")
+        terminal.wait_for(lambda screen: screen.endswith("you>"), "the prompt after the cancelled turn")
+        terminal.type_line(":mode plan")
+        terminal.wait_for_text("acpio: mode: plan")
+        terminal.send_keys("Up", "Up")  # the history: the line before
+        terminal.wait_for(lambda screen: screen.endswith("you> sleep 30"), "the line typed before")
+        terminal.send_keys("C-u", "C-d")  # clear it; Ctrl-D on an empty line leaves
+        code, screen = terminal.exited()
+    assert code == 0, screen
+
+
+def test_closing_the_terminal_ends_the_agents_commands(tmp_path: Path) -> None:
+    pid_file = tmp_path / "command.pid"
+    command = f"echo $$ > {shlex.quote(str(pid_file))}; exec sleep 300"
+    with tmux_running(prompt_argv("--allow", f"run sh -c {shlex.quote(command)}"), cwd=tmp_path) as terminal:
+        terminal.wait_for_text("(execute)")  # the command runs, the live region is on screen
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        assert alive(pid)
+        terminal.tmux("kill-server")  # the window closes: SIGHUP, and a terminal that is gone
+    # acpio ends the agent and its commands in order though it can no longer write anything
+    deadline = time.monotonic() + 15
+    while alive(pid):
+        if time.monotonic() > deadline:
+            kill_all([pid])
+            raise AssertionError("the agent's command outlived the terminal")
+        time.sleep(0.05)

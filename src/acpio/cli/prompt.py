@@ -124,6 +124,14 @@ def register(subparsers: Any) -> None:
         help="plain text even on a terminal (also: the NO_COLOR environment variable)",
     )
     parser.add_argument(
+        "-i",
+        "--interactive",
+        action="store_true",
+        help="a conversation: after the turn, ask for the next prompt (Tab completes the agent's "
+        "/commands; :mode, :option, :help; Ctrl-C cancels a turn; :quit or Ctrl-D leaves); the TEXT "
+        "is then optional",
+    )
+    parser.add_argument(
         "--proxy",
         metavar="CMD",
         action="append",
@@ -194,8 +202,10 @@ def run(args: argparse.Namespace) -> int:
     if managed is not None:
         return managed
     from_stdin = args.text == ["-"]
+    if from_stdin and args.interactive:
+        raise CliError("-i reads the prompts from the terminal: give the first one as TEXT, not '-'")
     text = sys.stdin.read() if from_stdin else " ".join(args.text)
-    if not text.strip():
+    if not text.strip() and not args.interactive:
         raise CliError("no prompt: give its text after the options, or '-' to read it from stdin")
     permissions: PolicyName = args.permissions or ("ask" if not from_stdin and sys.stdin.isatty() else "deny")
     elicitation, controls = prompt_controls.settings(
@@ -216,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         proxies=proxies,
         trace=trace,
         add_dirs=added,
+        interactive=args.interactive,
     )
     return prompt_controls.run(options)
 

@@ -52,12 +52,17 @@ class Notes:
         self.write(f"agent| {sanitize(line, single_line=True)}", dim=True)
 
     def write(self, line: str, *, dim: bool = False) -> None:
-        """Write ``line`` (already clean) and a newline on stderr, after the renderer settled."""
-        self._settle()
+        """Write ``line`` (already clean) and a newline on stderr, after the renderer settled.
+
+        A terminal that is gone (the window closed: SIGHUP) cannot be told anything: the note is
+        dropped rather than fail what wanted to say it (such as ending the run in order).
+        """
         if dim and self._colour:
             line = f"{_DIM}{line}{_RESET}"
-        self._err.write(line + "\n")
-        self._err.flush()
+        with contextlib.suppress(OSError, ValueError):
+            self._settle()
+            self._err.write(line + "\n")
+            self._err.flush()
 
 
 class NotesLogHandler(logging.Handler):

@@ -18,10 +18,12 @@ Before anything else writes to the terminal (a note on stderr, a permission ques
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -33,7 +35,7 @@ from acpio.oneshot.render import Line, TerminalLookup, TextRenderer
 from acpio.oneshot.sanitize import sanitize
 from acpio.schema import Terminal
 
-__all__ = ["LIVE_OUTPUT_LINES", "STYLES", "RichRenderer"]
+__all__ = ["LIVE_OUTPUT_LINES", "STYLES", "GoneTolerant", "RichRenderer"]
 
 #: The rich style of each style name the renderer uses.
 STYLES: Final[dict[str, str]] = {
@@ -155,7 +157,9 @@ class RichRenderer(TextRenderer):
     def _stop_live(self) -> None:
         live, self._live = self._live, None
         if live is not None:
-            live.stop()
+            # The terminal may be gone (SIGHUP): stopping must not fail, the run has to end in order.
+            with contextlib.suppress(OSError):
+                live.stop()
 
     def _render_region(self) -> RenderableType:
         """What is under way, drawn at each refresh (rich calls it from its refresh thread too)."""
@@ -307,11 +311,56 @@ class RichRenderer(TextRenderer):
         self._stop_live()
 
     def close(self) -> None:
-        """Print what is still under way as it is, and stop the live region."""
-        self._end_stream()
+        """Print what is still under way as it is, and stop the live region (also on a terminal gone)."""
         self._waiting_for = None
-        self._print_region()
-        self._stop_live()
+        try:
+            self._end_stream()
+            self._print_region()
+        except OSError:
+            self._buffer = ""
+            self._region.clear()
+        finally:
+            self._stop_live()
+
+
+class GoneTolerant(io.TextIOBase):
+    """A terminal's output that drops what cannot be written once the terminal is gone.
+
+    The live region is redrawn from rich's refresh thread too; when the window closes, its writes
+    fail with ``EIO`` while the SIGHUP that came with it ends the run in order: nothing is left to
+    show, so nothing fails for it.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__()
+        self._out = out
+        #: Whether a write failed (the terminal is gone).
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text``, or drop it once the terminal is gone."""
+        if not self.gone:
+            try:
+                self._out.write(text)
+            except OSError:
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, unless the terminal is gone."""
+        if not self.gone:
+            try:
+                self._out.flush()
+            except OSError:
+                self.gone = True
+
+    def isatty(self) -> bool:
+        """Whether the output is a terminal (as the wrapped one says)."""
+        return self._out.isatty()
+
+    def fileno(self) -> int:
+        """The wrapped output's descriptor (rich asks for the terminal's size)."""
+        return self._out.fileno()
 
 
 def _text(line: Line) -> Text:

@@ -41,7 +41,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, TextIO, TypeAlias, cast
+from typing import IO, Any, Final, Literal, TextIO, TypeAlias, cast
 
 import orjson
 
@@ -77,6 +77,7 @@ from acpio.oneshot.controls import (
     client_capabilities,
 )
 from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
+from acpio.oneshot.interactive import CommandWatch, LineReader, PipeReader, TerminalReader, converse
 from acpio.oneshot.notes import Notes, StdoutWatch, logging_to
 from acpio.oneshot.permissions import AskPolicy, CommandGrants, LineInput, command_request
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
@@ -202,6 +203,9 @@ class PromptOptions:
     #: More directories the session may use besides ``cwd`` (``--add-dir``): sent as the session's
     #: ``additionalDirectories``, and the agent's file access is allowed there too.
     add_dirs: tuple[Path, ...] = ()
+    #: A conversation (``-i``): after the first turn (none when ``prompt`` is empty), ask for the
+    #: next prompt, until ``:quit`` or the end of input (:mod:`acpio.oneshot.interactive`).
+    interactive: bool = False
     #: How elicitations are answered (``--answer``, ``--answers``, ``--urls``, ``--decline-elicitations``).
     elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
     #: The mode and config options to set, and the auth method to log in with, before the prompt.
@@ -215,6 +219,7 @@ async def run_prompt(
     stderr: TextIO | None = None,
     answers: LineInput | None = None,
     handle_sigint: bool = True,
+    lines: LineReader | None = None,
 ) -> int:
     """Run one prompt turn against a freshly started agent; return the exit code (see :class:`ExitCode`).
 
@@ -248,6 +253,9 @@ async def run_prompt(
         policy = AskPolicy(answers, err, colour=options.output == "rich")
     answering = _RequestAnswers(options.permissions, renderer, files, terminals, policy)
     answering.added_dirs = added
+    owned_lines = None
+    if options.interactive and lines is None:
+        lines = owned_lines = _line_reader(answers, out)
     notes = Notes(err, renderer.settle, colour=options.output == "rich")
     answering.elicitor = Elicitor(
         options.elicitation,
@@ -256,6 +264,7 @@ async def run_prompt(
         read_line=answers.readline if answers is not None else None,
     )
     run = _PromptRun(options, renderer, notes, files, terminals, answering)
+    run.lines = lines
     # Until the very end: a Ctrl-C while commands are being ended kills them.
     handling = (
         handling_endings(run.on_ending_signal, run.on_parent_gone, on_sigint=run.on_sigint)
@@ -270,17 +279,27 @@ async def run_prompt(
                 await run.end_terminals()
     finally:
         renderer.close()
+        if owned_lines is not None:
+            owned_lines.close()
         if owned_answers is not None:
             owned_answers.close()
+
+
+def _line_reader(answers: LineInput | None, out: TextIO) -> LineReader:
+    """``-i``: readline at a terminal, else lines of stdin (shared with ``--ask``'s answers)."""
+    if sys.stdin.isatty():
+        return TerminalReader(out=out)
+    return PipeReader(answers if answers is not None else LineInput.stdin(), out)
 
 
 def _text_renderer(output: OutputMode, out: TextIO, terminals: Terminals) -> Renderer:
     if output == "rich":
         from rich.console import Console
 
-        from acpio.oneshot.render_rich import RichRenderer
+        from acpio.oneshot.render_rich import GoneTolerant, RichRenderer
 
-        return RichRenderer(Console(file=out, force_terminal=True, highlight=False), terminals.snapshot)
+        console = Console(file=cast(IO[str], GoneTolerant(out)), force_terminal=True, highlight=False)
+        return RichRenderer(console, terminals.snapshot)
     return PlainRenderer(out, terminals.snapshot)
 
 
@@ -324,6 +343,9 @@ class _PromptRun:
         self._terminals = terminals
         self._answers = answers
         self._process: AgentProcess | None = None
+        #: ``-i``: where the next prompts come from; the agent's commands, for completion.
+        self.lines: LineReader | None = None
+        self._commands = CommandWatch()
         #: The agent's command once started, and every command this run started (proxies too).
         self._agent: AcpAgent | None = None
         self._spawned: list[AcpAgent] = []
@@ -360,6 +382,10 @@ class _PromptRun:
             if not self._ended and self._output_failure is None:
                 raise PromptFailed(_agent_gone(self._agent_process, exc), ExitCode.AGENT_FAILED) from exc
             code = self._ended_code()
+        except OSError:
+            if not self._ended:
+                raise
+            code = self._ended_code()  # the terminal went away with the SIGHUP that ends the run
         if self._output_failure is not None:
             raise self._output_failure
         return code
@@ -433,6 +459,7 @@ class _PromptRun:
             cx.add_dynamic_handler(ElicitationMessages(self._answers.elicitor)).run_indefinitely()
         if self._options.verbose:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
+        cx.add_dynamic_handler(self._commands).run_indefinitely()
         self._renderer.status("waiting for the agent to initialize")
         session = await _open_session(
             cx, self._options, self._files.root, self._renderer, self._agent_process, self._watch
@@ -454,11 +481,18 @@ class _PromptRun:
             raise PromptFailed(str(exc), ExitCode.USAGE) from exc
         except RequestError as exc:
             raise PromptFailed(f"The agent refused the change: {exc}", ExitCode.AGENT_ERROR) from exc
-        return await self._turn(session)
+        if self.lines is None:
+            return await self._turn(session, self._options.prompt)
+        if self._options.prompt.strip():
+            await self._turn(session, self._options.prompt)
+        self._renderer.status(None)
+        turn = functools.partial(self._turn, session)
+        return await converse(session, turn, self.lines, self._note, self._commands, self._renderer.settle)
 
-    async def _turn(self, session: ActiveSession) -> int:
+    async def _turn(self, session: ActiveSession, text: str) -> int:
         self._session = session
-        session.send_prompt(self._options.prompt)
+        self._answers.cancelled.clear()
+        session.send_prompt(text)
         self._turn_running = True
         self._renderer.status("waiting for the agent")
         try:
@@ -504,6 +538,9 @@ class _PromptRun:
         session = self._session
         if self._stopping is not None:
             self._abort()
+            return
+        if session is not None and not self._turn_running and self.lines is not None:
+            self._note("(leave with Ctrl-D or :quit)", fresh_line=True)
             return
         if session is not None and self._turn_running and not self._answers.cancelled.is_set():
             self._answers.cancelled.set()
