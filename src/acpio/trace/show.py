@@ -48,12 +48,19 @@ class Row:
     kind: str
     """``request``, ``response``, ``notification`` or ``stderr``."""
     ts: float
+    """Seconds since the trace started (0 for an untimed log)."""
     from_lane: str
+    """The sending lane, as shown (on the client edge, the agent's lane stands for the chain)."""
     to_lane: str
+    """The receiving lane, as shown."""
     method: str
+    """The method (a response: its request's); for a stderr row, the stream."""
     label: str
+    """What the message is about (see :func:`label_of`); a stderr row's line."""
     session: str | None = None
+    """The session the message belongs to, when known."""
     untimed: bool = False
+    """Whether the log has no times (``acpio prompt --json``): no time, no durations."""
     #: Seconds between a request and its answer (on both rows), when both are known and timed.
     duration: float | None = None
     #: The error code of an error response.
@@ -384,13 +391,9 @@ def format_rows(rows: Sequence[Row], *, styled: bool = False, width: int = 160) 
             body = row.label
             if row.error is not None:
                 body = f"✕ {row.error or 'error'} {body}".strip()
-        took = (
-            f"  [{_duration(row.duration)}]"
-            if row.duration is not None and row.kind != "notification"
-            else ""
-        )
-        if row.count > 1 and row.duration is not None:
-            took = f"  [{_duration(row.duration)}]"
+        # A request and its answer carry the request's wait; a run, the time from its first chunk to its last.
+        timed = row.duration is not None and (row.kind != "notification" or row.count > 1)
+        took = f"  [{_duration(row.duration)}]" if timed and row.duration is not None else ""
         room = max(width - len(head) - len(took) - 2, 10)
         if len(body) > room:
             body = body[: room - 1] + "…"
@@ -402,11 +405,9 @@ def format_rows(rows: Sequence[Row], *, styled: bool = False, width: int = 160) 
         ]
         if row.error is not None:
             colour = "red"
-        rest = _escape(head[len(ts) + len(hop) + 4 :])
-        text = f"[dim]{_escape(ts)}[/dim]  {_escape(hop)}  [bold {colour}]{rest}[/]"
-        lines.append(f"{text}  {_escape(body)}[dim]{_escape(took)}[/dim]")
+        from rich.markup import escape
+
+        rest = escape(head[len(ts) + len(hop) + 4 :])
+        text = f"[dim]{escape(ts)}[/dim]  {escape(hop)}  [bold {colour}]{rest}[/]"
+        lines.append(f"{text}  {escape(body)}[dim]{escape(took)}[/dim]")
     return lines
-
-
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
