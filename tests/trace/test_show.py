@@ -202,3 +202,26 @@ def test_trace_show_says_what_is_wrong_with_its_file(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stdout == ""
     assert "no events" in done.stderr
+
+
+def test_deeply_nested_events_are_shown_and_searched(tmp_path: Path) -> None:
+    """An event nested deeper than orjson writes (254 levels) is read, labelled and searched all the same."""
+    deep: object = {"leaf": "needle"}
+    for _ in range(400):
+        deep = {"a": deep}
+    trace = tmp_path / "deep.jsons"
+    event = {
+        "type": "request",
+        "ts": 1.0,
+        "from": "Client",
+        "to": "Agent",
+        "id": 1,
+        "method": "x/deep",
+        "params": deep,
+    }
+    trace.write_text(json.dumps(event) + "\n")
+    rows = build_rows(read_trace(trace), Filters(search="NEEDLE"))
+    assert [row.method for row in rows] == ["x/deep"]
+    done = show("--search", "needle", str(trace))
+    assert done.returncode == 0, done.stderr
+    assert "x/deep" in done.stdout

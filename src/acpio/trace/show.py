@@ -19,6 +19,7 @@ with what a reader looks for:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,11 +103,18 @@ class Filters:
             return False
         if any(w in method for w in exclude):
             return False
-        if self.search:
-            haystack = orjson.dumps(event.raw).decode("utf-8", "replace").lower()
-            if self.search.lower() not in haystack:
-                return False
-        return True
+        return not self.search or self.search.lower() in _haystack(event.raw)
+
+
+def _haystack(raw: dict[str, Any]) -> str:
+    """An event's JSON text, lower case, for the full-text search (past orjson's 254 levels: json's)."""
+    try:
+        return orjson.dumps(raw).decode("utf-8", "replace").lower()
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(raw, ensure_ascii=False).lower()
+        except (RecursionError, ValueError):
+            return ""
 
 
 def _text(value: Any, limit: int) -> str:
