@@ -12,8 +12,9 @@ that its peak memory is its own. The scenarios:
   handler: time per message (linear in the size: time per MB stays flat) and each side's peak memory
   above its idle memory, as a multiple of the message size;
 * ``sessions``: 1 ... 10,000 sessions on one connection, each opened with ``start_session()`` (one
-  dynamic handler per session) and streaming its share of the same total of updates at once:
-  updates per second (flat: no per-message cost that grows with the sessions or the handlers);
+  dynamic handler per session), all streaming at once: 20,000 updates shared among them, at least 20
+  per session (a prompt's own round trip is spread over 20 updates or more): updates per second (flat:
+  no per-message cost that grows with the sessions or the handlers);
 * ``chain``: 0 ... 5 pass-through proxies in a conductor between the client and the agent, and one
   proxy with ``--trace`` on: updates per second (direct is the agent without a conductor);
 * ``slow``: 100,000 updates to a client that reads its pipe slowly (8 KiB every millisecond): the
@@ -58,6 +59,8 @@ QUICK_SIZES = (1_000, 100_000, 10_000_000)
 #: Bytes streamed per size point (at least 3 updates, at most 5,000).
 SIZE_VOLUME = 100_000_000
 SESSION_COUNTS = (1, 10, 100, 1_000, 10_000)
+#: The fewest updates each session streams.
+SESSION_SHARE = 20
 QUICK_SESSION_COUNTS = (1, 100, 1_000)
 CHAIN_LENGTHS = (0, 1, 2, 3, 4, 5)
 QUICK_CHAIN_LENGTHS = (0, 1, 2)
@@ -126,8 +129,9 @@ async def stream_point(point: dict[str, Any]) -> dict[str, float]:
     async def typed(cx: SessionConnection) -> float:
         # One session, a typed handler: what the size and chain points measure.
         session = await cx.send_request(acp.NewSessionRequest(cwd=str(ROOT), mcp_servers=[]))
-        prompt = acp.TextContent(text=f"stream {max(updates // 10, 1)} {size}")
-        await cx.send_request(acp.PromptRequest(session_id=session.session_id, prompt=[prompt]))  # warm-up
+        # Warm-up with small updates: the idle memory then holds no large message yet.
+        prompt = acp.TextContent(text=f"stream {min(max(updates // 10, 100), 1_000)}")
+        await cx.send_request(acp.PromptRequest(session_id=session.session_id, prompt=[prompt]))
         figures["client_idle_mb"] = memory_mb("self", "VmRSS")
         figures["agent_idle_mb"] = tree_memory_mb(pid, "VmRSS")
         nonlocal received
@@ -257,7 +261,7 @@ def points(scenario: str, quick: bool, tmp: Path) -> list[dict[str, Any]]:
                 "kind": "stream",
                 "x": count,
                 "size": 0,
-                "updates": total,
+                "updates": max(total, SESSION_SHARE * count),
                 "sessions": count,
                 "session_builder": True,
                 "proxies": None,

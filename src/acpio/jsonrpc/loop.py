@@ -183,6 +183,8 @@ class DispatchLoop:
                 finally:
                     self._dispatcher = None
                     lock.release()
+                # Not held while the next frame is awaited: a large message would be kept twice.
+                frame = decoded = None
             else:
                 return
         except asyncio.CancelledError:

@@ -189,9 +189,12 @@ class Lines:
         if self._debug is not None:
             self._report("send", frame)
         queued = self._queued
-        # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
-        # short they are (200,000 queued frames of 65 bytes held 786 MB; copies hold 23 MB).
-        queued.append(frame + b"\n")
+        if len(frame) < _LARGE_FRAME:
+            # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
+            # short they are (200,000 queued frames of 65 bytes held 786 MB; copies hold 23 MB).
+            queued.append(frame + b"\n")
+        else:  # a large frame is queued as it is: a copy would double the memory it takes
+            queued += (frame, b"\n")
         self._queued_total += len(frame) + 1
         if len(queued) >= self._eager_at and not self._writing:
             self._write_queued_now()
@@ -253,16 +256,17 @@ class Lines:
                     self._wakeup = loop.create_future()
                     await self._wakeup
                     continue
-                data = b"".join(self._queued)
-                self._queued.clear()
+                queued, self._queued = self._queued, []
                 self._writing = True
                 try:
-                    await self._write(data)
+                    for data in _batches(queued):
+                        await self._write(data)
+                        self._writes += 1
+                        self._written_total += len(data)
+                        self._wake_drained()
                 finally:
                     self._writing = False
-                self._writes += 1
-                self._written_total += len(data)
-                self._wake_drained()
+                    queued.clear()
         except Exception as exc:
             self._write_failure = self._write_failed(exc)
             self._write_failure.__cause__ = exc
@@ -348,6 +352,29 @@ class Lines:
 
 # Queued frames after which send() writes without waiting.
 _EAGER_WRITE_ENTRIES = 256
+# Frames from this size on are queued and written as they are, never copied into a batch.
+_LARGE_FRAME = 64 * 1024
+# The most bytes handed to an asyncio stream at once (it copies what the peer does not take at once).
+_WRITE_SLICE = 1024 * 1024
+
+
+def _batches(queued: list[bytes]) -> list[bytes]:
+    """What to write for the ``queued`` lines: small ones joined, a large frame on its own (no copy)."""
+    if len(queued) == 1:
+        return queued
+    out: list[bytes] = []
+    start = 0
+    for i, item in enumerate(queued):
+        if len(item) >= _LARGE_FRAME:
+            if start < i:
+                out.append(b"".join(queued[start:i]))
+            out.append(item)
+            start = i + 1
+    if start == 0:
+        return [b"".join(queued)]
+    if start < len(queued):
+        out.append(b"".join(queued[start:]))
+    return out
 
 
 class ByteStreams(Lines):
@@ -387,8 +414,18 @@ class ByteStreams(Lines):
         writer = self._stream_writer
         if writer.is_closing():
             raise ConnectionResetError("the stream is closed")
-        writer.write(data)
-        await writer.drain()
+        if len(data) <= _WRITE_SLICE:
+            writer.write(data)
+            await writer.drain()
+            return
+        # In slices: the stream copies what the peer does not read at once, so a whole 50 MB frame
+        # would be held twice.
+        view = memoryview(data)
+        for start in range(0, len(view), _WRITE_SLICE):
+            if writer.is_closing():
+                raise ConnectionResetError("the stream is closed")
+            writer.write(view[start : start + _WRITE_SLICE])
+            await writer.drain()
 
     def _unwritten(self) -> int:
         return super()._unwritten() + self._stream_writer.transport.get_write_buffer_size()
