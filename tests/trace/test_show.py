@@ -225,3 +225,18 @@ def test_deeply_nested_events_are_shown_and_searched(tmp_path: Path) -> None:
     done = show("--search", "needle", str(trace))
     assert done.returncode == 0, done.stderr
     assert "x/deep" in done.stdout
+
+
+def test_a_deep_message_of_a_prompt_json_log_is_served_to_the_viewer(tmp_path: Path) -> None:
+    deep: object = "needle"
+    for _ in range(400):
+        deep = [deep]
+    log = tmp_path / "deep.jsonl"
+    message = {"jsonrpc": "2.0", "method": "x/deep", "params": {"d": deep}}
+    log.write_text(json.dumps({"direction": "recv", "message": message}) + "\n")
+    index = TraceIndex(log)
+    index.refresh(1.0)
+    [served] = index.window(0, 10, 1 << 20).events
+    event = json.loads(served)
+    assert (event["type"], event["method"], event["from"]) == ("notification", "x/deep", "Agent")
+    assert event["params"] == {"d": deep}

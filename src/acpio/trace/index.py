@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from acpio.jsonrpc.messages import encode_value
 from acpio.trace.formats import convert_record
 
 __all__ = ["CHECKPOINT_EVERY", "MAX_EVENT_BYTES", "TraceIndex", "Window", "event_type"]
@@ -195,8 +196,19 @@ def _served(text: bytes, size: int) -> tuple[str | None, list[bytes]]:
     converted = convert_record(value)
     if not converted:
         return None, []
-    events = [orjson.dumps(event) for event in converted if event_type(event) is not None]
+    events = [_encoded(event) for event in converted if event_type(event) is not None]
     return ("record" if events else None), events
+
+
+def _encoded(event: dict[str, Any]) -> bytes:
+    """A converted event's text: as the engine writes frames (past orjson's 254 levels, json's encoder)."""
+    try:
+        return encode_value(event)
+    except TypeError:  # NestedTooDeeply: too deep for any encoder
+        kept = {key: value for key, value in event.items() if key not in ("params", "payload")}
+        kept["params" if "params" in event else "payload"] = None
+        kept["omitted"] = "this message is nested too deeply to show: read the log with a JSON tool"
+        return orjson.dumps(kept)
 
 
 @dataclass(frozen=True, slots=True)
