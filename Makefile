@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## demo: the demo conversation: `acpio prompt` driving the `acpio testy` agent
+## demo: the demo conversation: `acpio prompt` driving the `acpio testy` agent, then `acpio agent --offline`
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
