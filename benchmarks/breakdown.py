@@ -1,0 +1,189 @@
+"""Where the time of one typed ``session/update`` goes, stage by stage, on each side of the pipe.
+
+    .venv/bin/python benchmarks/breakdown.py [--updates 50000] [--repeat 5]
+
+In one process, without pipes: each stage timed on its own over ``--updates`` updates (the best of
+``--repeat`` runs, in microseconds per update), then each side whole, as the benchmark agent and
+client run it, over an in-memory transport. What the stages do not add up to is the engine and
+asyncio around them (dispatch, the handler call, the event loop). The pipe and the other process
+come on top (``run.py`` measures them together). Figures for the README come from this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acpio import Client
+from acpio import schema as acp
+from acpio.jsonrpc import Connection
+from acpio.jsonrpc.messages import decode, encode_notification
+from acpio.jsonrpc.typed import fast_validator
+from acpio.transports import Lines
+from acpio.transports.lines import LineSplitter
+
+
+def _load_agent() -> Any:
+    """``peers/acpio_agent.py`` (the benchmark agent itself, served in-process below), loaded by path."""
+    spec = importlib.util.spec_from_file_location(
+        "acpio_bench_agent", Path(__file__).parent / "peers" / "acpio_agent.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+acpio_agent = _load_agent()
+
+SESSION = "bench-1"
+
+
+def build() -> acp.SessionNotification:
+    """A fresh typed update, as the benchmark agent builds each one."""
+    chunk = acp.AgentMessageChunk(content=acp.TextContent(text="chunk"))
+    return acp.SessionNotification(session_id=SESSION, update=chunk)
+
+
+def per_update(work: Callable[[], object], updates: int, repeat: int) -> float:
+    """The best time of ``repeat`` runs of ``updates`` calls, in microseconds per call."""
+    work()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(updates):
+            work()
+        best = min(best, time.perf_counter() - start)
+    return best / updates * 1e6
+
+
+async def _agent_side(updates: int) -> float:
+    """The benchmark agent answering ``stream N`` over a transport that discards what it writes."""
+    prompt = {"sessionId": SESSION, "prompt": [{"type": "text", "text": f"stream {updates}"}]}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt},
+    ]
+    chunks = [orjson.dumps(line) + b"\n" for line in lines]
+    done = asyncio.Event()
+    answered = 0
+
+    async def read() -> bytes:
+        if chunks:
+            return chunks.pop(0)
+        await done.wait()
+        return b""
+
+    async def write(data: bytes) -> None:
+        nonlocal answered
+        answered += data.count(b'"id":')
+        if answered >= 2:
+            done.set()
+
+    start = time.perf_counter()
+    await acpio_agent.app.serve(Lines(read, write))
+    return time.perf_counter() - start
+
+
+async def _client_side(updates: int) -> float:
+    """The benchmark client's typed handler fed ``updates`` updates read from a transport."""
+    line = encode_notification("session/update", build()) + b"\n"
+    per_chunk = 256 * 1024 // len(line)
+    chunks = [line * per_chunk for _ in range(updates // per_chunk)]
+    received = 0
+    app = Client.builder(name="breakdown")
+
+    @app.on_notification
+    async def on_update(note: acp.SessionNotification, cx: Connection) -> None:
+        nonlocal received
+        if isinstance(note.update, acp.AgentMessageChunk):
+            received += 1
+
+    async def read() -> bytes:
+        return chunks.pop() if chunks else b""
+
+    async def write(data: bytes) -> None:
+        pass
+
+    start = time.perf_counter()
+    await app.serve(Lines(read, write))
+    elapsed = time.perf_counter() - start
+    assert received == per_chunk * (updates // per_chunk), received
+    return elapsed / received * updates
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table of stages."""
+    parser = argparse.ArgumentParser(prog="benchmarks/breakdown.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=50_000, help="updates per timed run")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per stage (the best is kept)")
+    args = parser.parse_args(argv)
+    n, repeat = args.updates, args.repeat
+
+    text = acp.TextContent(text="chunk")
+    chunk = acp.AgentMessageChunk(content=text)
+    note = build()
+    frame = encode_notification("session/update", note)
+    params = orjson.loads(frame)["params"]
+    validate = fast_validator(acp.SessionNotification)
+    splitter = LineSplitter()
+    block = (frame + b"\n") * 1000
+
+    rows: list[tuple[str, str, float]] = [
+        ("agent", "TextContent(text=...)", per_update(lambda: acp.TextContent(text="chunk"), n, repeat)),
+        (
+            "agent",
+            "AgentMessageChunk(content=...)",
+            per_update(lambda: acp.AgentMessageChunk(content=text), n, repeat),
+        ),
+        (
+            "agent",
+            "SessionNotification(session_id, update)",
+            per_update(lambda: acp.SessionNotification(session_id=SESSION, update=chunk), n, repeat),
+        ),
+        (
+            "agent",
+            "frame: encode_notification (to_wire_json)",
+            per_update(lambda: encode_notification("session/update", note), n, repeat),
+        ),
+        ("agent", "transport: frame + newline, queued", per_update(lambda: frame + b"\n", n, repeat)),
+        (
+            "client",
+            "transport: LineSplitter.feed (per line)",
+            per_update(lambda: splitter.feed(block), max(n // 1000, 10), repeat) / 1000,
+        ),
+        (
+            "client",
+            "envelope: decode (orjson.loads + classify)",
+            per_update(lambda: decode(frame), n, repeat),
+        ),
+        ("client", "validation: SessionNotification", per_update(lambda: validate(params), n, repeat)),
+    ]
+    agent_total = min(asyncio.run(_agent_side(n)) for _ in range(repeat)) / n * 1e6
+    client_total = min(asyncio.run(_client_side(n)) for _ in range(repeat)) / n * 1e6
+
+    print(f"{'side':<7} {'stage':<45} {'us/update':>10}")
+    for side, total in (("agent", agent_total), ("client", client_total)):
+        stages = [row for row in rows if row[0] == side]
+        for _, stage, micros in stages:
+            print(f"{side:<7} {stage:<45} {micros:>10.2f}")
+        rest = total - sum(micros for _, _, micros in stages)
+        print(f"{side:<7} {'engine and asyncio (the rest)':<45} {rest:>10.2f}")
+        print(f"{side:<7} {'whole side, in process':<45} {total:>10.2f}")
+    print(
+        f"\nbest of {repeat} runs of {n:,} updates each; load average {__import__('os').getloadavg()[0]:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
