@@ -29,7 +29,7 @@ from acpio.errors import (
 
 if TYPE_CHECKING:
     from acpio import schema, testing
-    from acpio.app import AgentApp, StopReasonName, Turn
+    from acpio.app import AgentApp, Ask, StopReasonName, Turn
     from acpio.capabilities import (
         AgentFeatures,
         CapabilityNotAdvertised,
@@ -79,6 +79,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "ActiveSession": "acpio.session",
     "AgentApp": "acpio.app",
+    "Ask": "acpio.app",
     "StopReasonName": "acpio.app",
     "Turn": "acpio.app",
     "AgentSideConnection": "acpio.traits",
@@ -146,6 +147,7 @@ __all__ = [
     "AgentRequestMessage",
     "AgentSideConnection",
     "AgentTrait",
+    "Ask",
     "AuthRequired",
     "Builder",
     "ByteStreams",
