@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -105,8 +105,10 @@ class _State:
 
     settings: Settings
     catalogue: Catalogue
+    modes: dict[str, ModeSpec]
+    #: The directories the session's files may be in: its cwd and its additional directories.
+    roots: list[Path]
     mcp: McpServers | None = None
-    modes: dict[str, ModeSpec] = field(default_factory=dict[str, ModeSpec])
 
 
 def _version() -> str:
@@ -135,7 +137,7 @@ class _Coder:
         app.command("model", "Show the models, or switch to one", hint="provider/model")
         app.command("mode", "Show the modes, or switch to one", hint="mode id")
         app.command("compact", "Summarise the conversation so far and go on from the summary")
-        # placeholders: every session is offered its own choices when it opens (see _opened)
+        # placeholders: every session is offered its own choices when it opens (see opened)
         app.select_option("mode", "Mode", {"ask": "Ask"}, default="ask", category="mode")
         app.select_option("model", "Model", {"none": "none"}, default="none", category="model")
         efforts = {_EFFORT_DEFAULT: "Model default"} | {e: e.capitalize() for e in REASONING_EFFORTS}
@@ -266,7 +268,8 @@ class _Coder:
             raise AuthRequired(
                 {"providers": sorted(catalogue.specs)}, message=catalogue.missing_model_message()
             )
-        state = _State(settings, catalogue, modes={m.id: m for m in settings.modes})
+        roots = [session.cwd, *session.additional_directories]
+        state = _State(settings, catalogue, {m.id: m for m in settings.modes}, roots)
         fresh = session.method == "session/new"
         mode = (self.options.mode or settings.mode) if fresh else None
         if mode is not None and mode not in state.modes:
@@ -288,8 +291,7 @@ class _Coder:
             if settings.reasoning_effort:
                 session.settings.options["reasoning_effort"] = settings.reasoning_effort
         if session.mcp_servers:
-            roots = (session.cwd, *session.additional_directories)
-            state.mcp = McpServers(session.cx, session.mcp_servers, roots[0])
+            state.mcp = McpServers(session.cx, session.mcp_servers, session.cwd)
         self.states[session.id] = state
 
     async def closed(self, session: AppSession) -> None:
@@ -335,8 +337,7 @@ class _Coder:
         messages = conversation(system, turn.history)
         if command is not None:
             return await self.compact(turn, models[0], state, messages)
-        roots = [turn.cwd, *(Path(d) for d in self.session_dirs(turn))]
-        tools = ToolBox(turn, mode, roots, state.mcp)
+        tools = ToolBox(turn, mode, state.roots, state.mcp)
         specs = await tools.specs()
         if state.mcp is not None and state.mcp.problems:
             await turn.think("\n".join(state.mcp.problems))
@@ -353,10 +354,6 @@ class _Coder:
             for call in reply.tool_calls:
                 messages.append(await tools.run(call))
         return "max_turn_requests"
-
-    def session_dirs(self, turn: Turn) -> list[str]:
-        session = next((s for s in self.app.sessions if s.id == turn.session_id), None)
-        return [str(d) for d in session.additional_directories] if session else []
 
     def selected_models(self, turn: Turn, state: _State) -> list[ModelInfo]:
         value = str(turn.options.get("model", ""))
