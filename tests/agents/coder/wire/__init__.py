@@ -1,0 +1,1 @@
+"""Local servers that speak the model providers' real HTTP APIs, scripted per test (see ``_http``)."""
