@@ -392,3 +392,10 @@ async def test_a_command_past_its_limit_is_killed_when_the_agent_asks(tmp_path: 
     assert code == ExitCode.OK, err.getvalue()
     assert "killed after 0.3 s" in out.getvalue()
     assert "signal SIGTERM" in out.getvalue()  # terminal/kill ended the real process
+
+
+async def test_a_notice_is_coloured_by_its_severity_on_a_terminal(tmp_path: Path) -> None:
+    done = await run("notice error Build broken\nnotice info FYI\nusage", tmp_path, output="rich")
+    assert "\x1b[1;31m[error: Build broken]" in done.out  # bold red
+    assert "\x1b[1m[info: FYI]" in done.out  # bold
+    assert "\x1b[2m[usage: " in done.out  # the other updates stay dim

@@ -257,7 +257,9 @@ class TextRenderer(ABC):
                 self._commands_shown = text
             if text is not None:
                 self._end_stream()
-                self._lines([[(f"[{text}]", self._style("info", history))]])
+                # a notice stands out by its severity; the other updates are side information
+                style = f"notice.{update.severity}" if isinstance(update, Notice) else "info"
+                self._lines([[(f"[{text}]", self._style(style, history))]])
 
     def begin_history(self, session_id: str) -> None:
         """Mark the start of the replayed history."""
