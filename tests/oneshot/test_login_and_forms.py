@@ -125,3 +125,28 @@ def test_sessions_are_listed_closed_and_deleted(tmp_path: Path) -> None:
     deleted = _run(_prompt("--cwd", str(tmp_path), "--delete-session", "testy-1", agent=agent), tmp_path)
     assert (deleted.returncode, deleted.stderr) == (0, "acpio: deleted session testy-1\n")
     assert _run(_prompt("--cwd", str(tmp_path), "--list-sessions", agent=agent), tmp_path).stdout == ""
+
+
+def test_a_request_scoped_elicitation_and_an_unadvertised_mode(tmp_path: Path) -> None:
+    from ._agents import agent_script
+
+    agent = agent_script(
+        tmp_path,
+        """
+answer = await cx.send_request("elicitation/create", {
+    "requestId": 7, "mode": "form", "message": "Which workspace?",
+    "requestedSchema": {"type": "object", "properties": {"workspace": {"type": "string"}},
+                        "required": ["workspace"]}})
+say(cx, "scoped: " + answer["action"] + " " + str(answer.get("content")) + "\\n")
+try:
+    await cx.send_request("elicitation/create", {
+        "sessionId": "s-1", "mode": "url", "message": "Log in", "elicitationId": "u-1",
+        "url": "https://example.com/"})
+except RequestError as error:
+    say(cx, f"url refused: {error.code}\\n")
+""",
+    )
+    done = _run(_prompt("--answer", "workspace=main", "go", agent=shlex.split(agent)), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "scoped: accept {'workspace': 'main'}" in done.stdout
+    assert "url refused: -32602" in done.stdout  # no --urls and no terminal: URL mode not advertised
