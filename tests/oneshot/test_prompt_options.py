@@ -1,4 +1,4 @@
-"""``acpio prompt --proxy``, ``--trace`` and ``--add-dir``: real processes, real files."""
+"""``acpio prompt --proxy``, ``--trace``, ``--add-dir`` and ``--mcp``: real processes, real files."""
 
 from __future__ import annotations
 
@@ -6,16 +6,20 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from acpio import Agent
 from acpio import schema as acp
 from acpio.errors import RequestError
 from acpio.jsonrpc import Connection
 from acpio.oneshot import ExitCode, PromptOptions, run_prompt
+from acpio.oneshot.mcp_servers import parse_mcp
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTY = shlex.join([sys.executable, "-m", "acpio", "testy"])
@@ -26,7 +30,7 @@ TIMEOUT = 60
 def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ACPIO_AGENT"}
     return subprocess.run(
-        [sys.executable, "-m", "acpio", "prompt", "--deny", "--no-color", "--agent", TESTY, *args],
+        [sys.executable, "-m", "acpio", "prompt", "--deny", "--agent", TESTY, *args],  # piped: plain text
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -135,3 +139,77 @@ async def test_without_add_dir_the_other_directory_is_refused(tmp_path: Path) ->
     code = await run_prompt(options, stdout=io.StringIO(), stderr=io.StringIO(), handle_sigint=False)
     assert code == ExitCode.OK
     assert seen[-1].startswith(f"Refused to read {tmp_path}/shared.txt: it is outside {project}")
+
+
+CALC_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("calc")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+
+def test_an_mcp_server_acpio_serves_over_acp(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra (acpio[mcp]) is not installed")
+    (tmp_path / "calc.py").write_text(CALC_SERVER)
+    agent = f"{TESTY} --mcp-acp"
+    done = acpio_prompt(
+        tmp_path,
+        "--mcp",
+        f"calc=python:{tmp_path / 'calc.py'}:server",
+        "--agent",
+        agent,
+        'mcp calc add {"a": 2, "b": 40}',
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[completed] mcp calc add\n    tools: add\n    42\n" in done.stdout
+
+
+def test_stdio_and_http_mcp_servers_are_declared(tmp_path: Path) -> None:
+    done = acpio_prompt(
+        tmp_path,
+        "--json",
+        "--mcp",
+        "files=LOG=debug sh -c 'exec my-mcp-server .'",
+        "--mcp",
+        "docs=https://mcp.example.com/mcp",
+        "hi",
+    )
+    assert done.returncode == 0, done.stderr
+    sent = [json.loads(line)["message"] for line in done.stdout.splitlines()]
+    new_session = next(message for message in sent if message.get("method") == "session/new")
+    assert new_session["params"]["mcpServers"] == [
+        {
+            "name": "files",
+            "command": shutil.which("sh"),  # the absolute path ACP wants
+            "args": ["-c", "exec my-mcp-server ."],
+            "env": [{"name": "LOG", "value": "debug"}],
+        },
+        {"type": "http", "name": "docs", "url": "https://mcp.example.com/mcp", "headers": []},
+    ]
+
+
+def test_mcp_mistakes_are_one_line(tmp_path: Path) -> None:
+    for spec, says in [
+        (f"calc=python:{tmp_path / 'missing.py'}:server", "no such file"),
+        ("calc=python:server", "give the file or module and the server's name"),
+        ("files=no-such-program-here --flag", "'no-such-program-here' is not found on PATH"),
+    ]:
+        with pytest.raises(ValueError) as caught:
+            parse_mcp(spec)
+        assert says in str(caught.value)
+    done = acpio_prompt(tmp_path, "--mcp", "nonsense", "hi")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("acpio: error: --mcp: 'nonsense' is not NAME=SPEC"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    pytest.importorskip("mcp", reason="the mcp extra (acpio[mcp]) is not installed")
+    (tmp_path / "calc.py").write_text(CALC_SERVER)
+    # testy without --mcp-acp does not advertise mcpCapabilities.acp: refused before session/new
+    done = acpio_prompt(tmp_path, "--mcp", f"calc=python:{tmp_path / 'calc.py'}:server", "hi")
+    assert done.returncode == 2, done.stderr
+    assert "--mcp: the agent does not take this kind of MCP server" in done.stderr

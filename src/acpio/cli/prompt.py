@@ -146,6 +146,14 @@ def register(subparsers: Any) -> None:
         "(view it with `acpio trace view FILE`)",
     )
     parser.add_argument(
+        "--mcp",
+        metavar="NAME=SPEC",
+        action="append",
+        default=[],
+        help="offer the agent an MCP server (repeatable): NAME=https://... (HTTP), NAME=python:FILE.py:ATTR "
+        "(an mcp package server that acpio serves over ACP; needs acpio[mcp]), or NAME=COMMAND (stdio)",
+    )
+    parser.add_argument(
         "--add-dir",
         metavar="DIR",
         action="append",
@@ -194,6 +202,14 @@ def run(args: argparse.Namespace) -> int:
         if not directory.is_dir():
             raise CliError(f"--add-dir {given}: no such directory")
     trace = Path(args.trace).expanduser() if args.trace else None
+    mcp_servers = []
+    for spec in args.mcp:
+        from acpio.oneshot.mcp_servers import parse_mcp
+
+        try:
+            mcp_servers.append(parse_mcp(spec))
+        except ValueError as exc:
+            raise CliError(f"--mcp: {exc}") from exc
     if trace is not None and not trace.parent.is_dir():
         raise CliError(f"--trace {args.trace}: no such directory {trace.parent}")
     if args.logout:
@@ -227,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
         trace=trace,
         add_dirs=added,
         interactive=args.interactive,
+        mcp_servers=tuple(mcp_servers),
     )
     return prompt_controls.run(options)
 

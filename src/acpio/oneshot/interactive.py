@@ -290,7 +290,7 @@ class _Line:
         matches = [word for word in words if word.startswith(self.text)]
         if not matches:
             return
-        common = os.path.commonprefix(matches)  # noqa: RUF071 (words, not paths: character by character is meant)
+        common = os.path.commonprefix(matches)  # noqa: RUF071 (words: by character is meant)
         if len(matches) == 1:
             common += " "
         self.text = common

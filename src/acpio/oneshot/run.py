@@ -105,6 +105,7 @@ from acpio.schema import (
 )
 from acpio.session import (
     ActiveSession,
+    McpServerList,
     SessionBuilder,
     SessionConnection,
     SessionMessage,
@@ -206,6 +207,10 @@ class PromptOptions:
     #: A conversation (``-i``): after the first turn (none when ``prompt`` is empty), ask for the
     #: next prompt, until ``:quit`` or the end of input (:mod:`acpio.oneshot.interactive`).
     interactive: bool = False
+    #: MCP servers for the session (``--mcp``, :mod:`acpio.oneshot.mcp_servers`): declarations
+    #: (``McpServerStdio``, ``McpServerHttp``...) and servers acpio serves over the connection
+    #: (:class:`acpio.mcp.McpServer`, anything with ``attach``).
+    mcp_servers: tuple[Any, ...] = ()
     #: How elicitations are answered (``--answer``, ``--answers``, ``--urls``, ``--decline-elicitations``).
     elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
     #: The mode and config options to set, and the auth method to log in with, before the prompt.
@@ -373,7 +378,10 @@ class _PromptRun:
         if recorder is not None:
             transport = Tap(transport, functools.partial(self._record, recorder))
         try:
-            code: int = await Client.builder(name="acpio prompt").connect_with(transport, self._main_function)
+            # mcp/message, the method of MCP servers served over ACP, is unstable
+            hosting = any(hasattr(server, "attach") for server in self._options.mcp_servers)
+            builder = Client.builder(name="acpio prompt", unstable=hosting)
+            code: int = await builder.connect_with(transport, self._main_function)
         except asyncio.CancelledError:
             if not self._ended and self._output_failure is None:
                 raise
@@ -795,8 +803,8 @@ async def _open_session(
             raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     renderer.status("opening the session")
     if options.session_id is None:
-        return await _new_session(cx, root, initialized, options.add_dirs)
-    return await _continue_session(cx, options.session_id, root, renderer)
+        return await _new_session(cx, root, initialized, options)
+    return await _continue_session(cx, options, root, renderer)
 
 
 def _capabilities(options: PromptOptions) -> ClientCapabilities:
@@ -837,17 +845,15 @@ async def _initialize(
 
 
 async def _new_session(
-    cx: SessionConnection, root: Path, initialized: InitializeResponse, add_dirs: tuple[Path, ...]
+    cx: SessionConnection, root: Path, initialized: InitializeResponse, options: PromptOptions
 ) -> ActiveSession:
     request = NewSessionRequest(cwd=str(root), mcp_servers=[])
-    if add_dirs:
-        request.additional_directories = [str(directory.resolve()) for directory in add_dirs]
+    if options.add_dirs:
+        request.additional_directories = [str(directory.resolve()) for directory in options.add_dirs]
     try:
-        return await cx.build_session_from(request).start_session()
+        return await _with_mcp_servers(cx.build_session_from(request), options).start_session()
     except CapabilityNotAdvertised as exc:
-        raise PromptFailed(
-            f"--add-dir: the agent does not take more directories than its cwd ({exc})", ExitCode.USAGE
-        ) from exc
+        raise _not_taken(exc) from exc
     except AuthRequired as exc:
         methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
         raise PromptFailed(
@@ -860,9 +866,11 @@ async def _new_session(
 
 
 async def _continue_session(
-    cx: SessionConnection, session_id: str, root: Path, renderer: Renderer
+    cx: SessionConnection, options: PromptOptions, root: Path, renderer: Renderer
 ) -> ActiveSession:
     """``session/load`` (showing the replayed history) or else ``session/resume``, as the agent can."""
+    session_id = options.session_id
+    assert session_id is not None
     features = cx.agent_features
     builder: SessionBuilder[Any]
     if features is not None and features.load_session:
@@ -877,13 +885,34 @@ async def _continue_session(
             ExitCode.USAGE,
         )
     try:
-        session = await builder.start_session()
+        session = await _with_mcp_servers(builder, options).start_session()
+    except CapabilityNotAdvertised as exc:
+        raise _not_taken(exc) from exc
     except RequestError as exc:
         raise PromptFailed(
             f"The agent refused {builder.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
         ) from exc
     _show_history(session, renderer)
     return session
+
+
+def _with_mcp_servers(builder: SessionBuilder[Any], options: PromptOptions) -> SessionBuilder[Any]:
+    """``--mcp``: the declared servers, and those acpio serves itself over the connection."""
+    declared = [server for server in options.mcp_servers if not hasattr(server, "attach")]
+    if declared:
+        builder = builder.with_mcp_server(McpServerList(declared))
+    for hosted in (server for server in options.mcp_servers if hasattr(server, "attach")):
+        builder = builder.with_mcp_server(hosted)
+    return builder
+
+
+def _not_taken(exc: CapabilityNotAdvertised) -> PromptFailed:
+    """An ``--add-dir`` or ``--mcp`` the agent does not advertise: a usage mistake, said before sending."""
+    if "additionalDirectories" in str(exc):
+        return PromptFailed(
+            f"--add-dir: the agent does not take more directories than its cwd ({exc})", ExitCode.USAGE
+        )
+    return PromptFailed(f"--mcp: the agent does not take this kind of MCP server ({exc})", ExitCode.USAGE)
 
 
 def _show_history(session: ActiveSession, renderer: Renderer) -> None:
