@@ -25,6 +25,7 @@ from acpio.trace.events import (
     parse_line,
     read_trace,
 )
+from acpio.trace.record import TapRecorder
 from acpio.trace.viewer import TraceViewer
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "RequestEvent",
     "ResponseEvent",
     "StderrEvent",
+    "TapRecorder",
     "TraceEvent",
     "TraceFollower",
     "TraceViewer",

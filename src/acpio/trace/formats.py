@@ -6,13 +6,9 @@ and ``acpio trace show``) take all of them, line by line, in the same file or no
 * **Conductor traces** (``acpio conductor --trace FILE``): events as they are (``docs/trace.md``).
 * **Message logs**: ``acpio prompt --json`` writes ``{"direction": "send" | "recv", "message": {...}}``
   per message (``{"direction": "recv", "invalid": "text"}`` for a line of the agent's stdout that is
-  not JSON). A :class:`~acpio.transports.Tap` recording is the same with the tap's own words,
-  ``"outgoing"`` and ``"incoming"``, and ``message`` may be a whole batch (a list)::
-
-      def record(direction: Direction, frame: bytes | OversizedFrame) -> None:
-          if isinstance(frame, bytes):
-              log.write(orjson.dumps({"direction": direction.value, "ts": time.monotonic() - start,
-                                      "message": orjson.loads(frame)}) + b"\n")
+  not JSON). A Tap recording (:class:`acpio.trace.TapRecorder`, the observer of a
+  :class:`~acpio.transports.Tap`) is the same with the tap's own words, ``"outgoing"`` and
+  ``"incoming"``, and a ``ts``; its ``message`` may be a whole batch (a list).
 
   What was sent (``send``, ``outgoing``) goes from the ``Client`` lane to the ``Agent`` lane, what was
   received the other way: the side that wrote the log is the client (a tap on an agent's side reads
