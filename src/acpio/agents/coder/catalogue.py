@@ -1,10 +1,10 @@
 """The model catalogue: which providers can be used now, and their models.
 
 A provider is usable when its key is known (its environment variable, or the credential file),
-when it needs none, or when the settings point it at an endpoint of one's own (``base_url``, a
-local server). The offline provider is used only when asked for (``--offline``, an ``offline/``
-model, or a ``[providers.offline]`` table): an agent with no real model says so instead of
-answering with a scripted one.
+when it has no key at all, or when it is pointed at an endpoint of one's own (``base_url`` in the
+settings, or its ``base_url_env`` variable: a local server). The offline provider is used only when
+asked for (``--offline``, an ``offline/`` model, or a ``[providers.offline]`` table): an agent with
+no real model says so instead of answering with a scripted one.
 """
 
 from __future__ import annotations
@@ -110,13 +110,8 @@ async def build_catalogue(
         )
         if name == "offline":
             usable = wants_offline
-        else:
-            usable = (
-                key is not None
-                or spec.key_env is None
-                or not spec.key_required
-                or (table is not None and table.base_url is not None)
-            )
+        else:  # a key, or an endpoint of one's own (a local server needs no key)
+            usable = key is not None or spec.key_env is None or base_url is not None
         if not usable:
             continue
         config = ProviderConfig(

@@ -89,8 +89,9 @@ class ProviderSpec:
     ``key_env`` is the environment variable that holds the API key (``"OPENAI_API_KEY"``), ``None``
     for a provider that has none; ``key_required`` is false when the provider also works without
     one (a local OpenAI-compatible server). ``base_url_env`` names the variable that points the
-    provider at another endpoint (``"OPENAI_BASE_URL"``). The agent offers ``authenticate`` for
-    each provider with a ``key_env``.
+    provider at another endpoint (``"OPENAI_BASE_URL"``). The agent uses a provider that has its
+    key, or that is pointed at an endpoint (that variable, or ``base_url`` in the settings); it
+    offers ``authenticate`` for each provider with a ``key_env``.
     """
 
     name: str
