@@ -32,11 +32,7 @@ async def test_a_provider_is_used_with_its_key_or_an_endpoint_of_ones_own(tmp_pa
     assert from_file.providers["keyed"].config.api_key == "k-file"
     keys.clear()
 
-    settings_file.write_text(
-        KEYED
-        + 'base_url = "http://127.0.0.1:9/v1"\nmodels = [{ id = "local", image = true }]\n'
-        'model = "keyed/local"\n'.replace("model =", "#")  # (a comment: the table takes no model key)
-    )
+    settings_file.write_text(KEYED + 'base_url = "http://127.0.0.1:9/v1"\nmodels = [{ id = "local" }]\n')
     local = await build_catalogue(load_settings(None, user=settings_file), keys, {}, offline=True)
     provider = local.providers["keyed"]
     assert (provider.config.api_key, provider.config.base_url) == (None, "http://127.0.0.1:9/v1")
