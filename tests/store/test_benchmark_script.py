@@ -20,7 +20,13 @@ def test_a_quick_run_prints_every_figure_for_memory_and_sqlite() -> None:
     )
     assert done.returncode == 0, done.stderr
     for kind in ("memory", "sqlite"):
-        for figure in ("append:", "streaming while recording:", "session/load of", "session/list over"):
+        for figure in (
+            "append:",
+            "streaming typed updates while recording:",
+            "streaming dict updates while recording:",
+            "session/load of",
+            "session/list over",
+        ):
             assert any(line.startswith(f"{kind:8} {figure}") for line in done.stdout.splitlines()), (
                 kind,
                 figure,

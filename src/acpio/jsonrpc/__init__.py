@@ -36,7 +36,7 @@ from acpio.jsonrpc.dispatch import (
 )
 from acpio.jsonrpc.handlers import NotificationHandler, RequestHandler
 from acpio.jsonrpc.lifecycle import Phase
-from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, UntypedMessage
+from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId, UntypedMessage
 from acpio.jsonrpc.parking import ParkingLimits
 from acpio.jsonrpc.responses import Responder, ResponseRouter, SentRequest
 from acpio.jsonrpc.role import PeerLike, Role
@@ -58,6 +58,7 @@ __all__ = [
     "ParkingLimits",
     "PeerLike",
     "Phase",
+    "RawJson",
     "RequestDispatch",
     "RequestHandler",
     "RequestId",

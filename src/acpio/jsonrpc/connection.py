@@ -22,7 +22,7 @@ from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain
 from acpio.jsonrpc.dispatch import Dispatch, Handler, as_handler
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.loop import DispatchLoop
-from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RequestId, encode_error
+from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId, encode_error
 from acpio.jsonrpc.responses import SentRequest
 from acpio.jsonrpc.role import Role
 from acpio.jsonrpc.tasks import ConnectionTasks
@@ -37,8 +37,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 #: ``observer(cx, method, params)``, called for each notification ``cx`` sends, right before it is queued:
-#: ``params`` as the sender gave them (a typed object, a dict, ``None``). It runs on the sender's
-#: path: keep it quick (see ``Builder.on_send_notification``).
+#: ``params`` serialized once (a :class:`RawJson`, its ``source`` what the sender gave) or ``None``. It runs
+#: on the sender's path: keep it quick (see ``Builder.on_send_notification``).
 SendObserver = Callable[["Connection", str, Any], None]
 
 
@@ -193,10 +193,13 @@ class Connection:
         method, params, _ = outgoing(message, params, request=False)
         if method in self._disabled:
             raise self.role.disabled_error(method, "send")
-        # Observed before it is queued: what an observer schedules runs before the frame is written
-        # (a session store commits an update before the client can have it).
-        for observe in self._send_observers:
-            observe(self, method, params)
+        if self._send_observers:
+            if params is not None:  # serialized once, for the observers and the frame
+                params = RawJson.of(params)
+            # Observed before it is queued: what an observer schedules runs before the frame is
+            # written (a session store commits an update before the client can have it).
+            for observe in self._send_observers:
+                observe(self, method, params)
         self._outbox.notify(peer, method, params)
 
     async def drain(self) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "JsonValue",
     "Notification",
     "NestedTooDeeply",
+    "RawJson",
     "Request",
     "RequestId",
     "Response",
@@ -276,6 +277,38 @@ _SERIALIZERS: dict[type, Callable[[Any], Any]] = {}
 
 class NestedTooDeeply(TypeError):
     """A value nested too deeply for any JSON encoder (about 900 levels and more)."""
+
+
+class RawJson:
+    """Params serialized already: the frame carries :attr:`json` as it is, never encoded again.
+
+    ``source`` is what the JSON was made from (a typed object, a dict), when known. The engine makes
+    one when a connection has send observers, so that they and the frame share one serialization
+    (:meth:`Builder.on_send_notification <acpio.jsonrpc.Builder.on_send_notification>`); a sender
+    may pass one too, for JSON it holds as text (a session store replaying its history).
+    """
+
+    __slots__ = ("json", "source")
+
+    def __init__(self, json: bytes, source: Any = None) -> None:
+        self.json = json
+        self.source = source
+
+    @classmethod
+    def of(cls, value: Any) -> RawJson:
+        """``value`` serialized (with the frames' rules), or ``value`` itself if it is a ``RawJson``."""
+        return value if type(value) is cls else cls(_dumps(value), value)
+
+    def to_wire_json(self) -> bytes:
+        """The JSON text, spliced into the frame."""
+        return self.json
+
+    def to_wire(self) -> Any:
+        """The JSON text for orjson, inside another value (a proxy's envelope)."""
+        return orjson.Fragment(self.json)
+
+    def __repr__(self) -> str:
+        return f"RawJson({self.json[:60]!r}{'...' if len(self.json) > 60 else ''})"
 
 
 def _serializer_for(kind: type) -> Callable[[Any], Any]:

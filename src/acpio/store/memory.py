@@ -76,7 +76,7 @@ class MemoryStore(SessionStore):
         """Append at once: memory is written synchronously."""
         history = self._histories.get(session_id)
         if history is not None:
-            history.append(bytes(update))
+            history.append(update if type(update) is bytes else bytes(update))
             record = self._records[session_id]
             # The updated time moves at most every 100 ms: a new record per update would cost more.
             if now_us() - record.updated > 100_000:

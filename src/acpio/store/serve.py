@@ -32,8 +32,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 from acpio.errors import InvalidParams
-from acpio.jsonrpc import Builder, Connection
-from acpio.jsonrpc.messages import encode_value
+from acpio.jsonrpc import Builder, Connection, RawJson
 from acpio.schema import (
     AgentCapabilities,
     ArchiveSessionRequest,
@@ -184,13 +183,20 @@ class StoredSessions:
 
     def record(self, cx: Connection, method: str, params: Any) -> None:
         """The send observer: store a ``session/update`` for an open session, as sent."""
-        if method != _UPDATE:
+        # On the sending path of every update: plain type checks, no helper calls.
+        if method != _UPDATE or type(params) is not RawJson:
             return
-        session_id = session_id_of(params)
-        if session_id is None or session_id not in self._live or session_id in self._replaying:
+        source = params.source
+        if type(source) is dict:
+            session_id = source.get("sessionId")
+        elif source is None:  # JSON the sender held as text
+            session_id = session_id_of(orjson.loads(params.json))
+        else:
+            session_id = getattr(source, "session_id", None)
+        if type(session_id) is not str or session_id not in self._live or session_id in self._replaying:
             return
         try:
-            self.store.append_soon(session_id, encode_value(params))
+            self.store.append_soon(session_id, params.json)
         except StoreError as exc:
             if not self._record_failed:  # once: a broken database would fill the log
                 _log.error("Session updates are not being recorded: %s", exc)
@@ -219,7 +225,7 @@ class StoredSessions:
             sent = 0
             async for body in self.store.history(session_id):
                 if own in body:  # sent as stored, without parsing it again
-                    cx.send_notification(_UPDATE, _StoredJson(body))
+                    cx.send_notification(_UPDATE, RawJson(body))
                 else:  # a fork's copy of its parent's history: it names the parent
                     params = orjson.loads(body)
                     if isinstance(params, dict):
@@ -371,19 +377,6 @@ def serve_sessions(
     )
     sessions.register(builder)
     return sessions
-
-
-class _StoredJson:
-    """Params already JSON: the engine's encoder writes :meth:`to_wire_json` into the frame as it is."""
-
-    __slots__ = ("body",)
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def to_wire_json(self) -> bytes:
-        """The stored JSON text."""
-        return self.body
 
 
 def _check_cwd(method: str, cwd: str) -> None:

@@ -15,12 +15,14 @@ thread: each is one short statement or transaction, and histories are read a chu
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -47,6 +49,9 @@ _CHUNK: Final = 64
 _BURST: Final = 256
 #: Between the updates of one burst in one row: NUL never occurs in JSON text.
 _SEPARATOR: Final = b"\x00"
+#: The session id and the body of a pending ``(session_id, update)``.
+_SESSION: Final = itemgetter(0)
+_BODY: Final = itemgetter(1)
 
 _log = logging.getLogger("acpio.store")
 
@@ -272,22 +277,19 @@ class SqliteStore(SessionStore):
         pending, self._pending = self._pending, []
         now = now_us()
         # A session's updated time moves at most every 100 ms: one row write less per update.
+        # One row per run of updates of the same session: a row per update cost SQLite about 5 us
+        # each, several times what sending it costs a streaming agent.
+        rows = [
+            (session_id, _SEPARATOR.join(map(_BODY, run)))
+            for session_id, run in itertools.groupby(pending, _SESSION)
+        ]
         touched = [
             (now, session_id)
-            for session_id in dict.fromkeys(session_id for session_id, _ in pending)
+            for session_id in {session_id for session_id, _ in rows}
             if now - self._touched.get(session_id, 0) > 100_000
         ]
         for _, session_id in touched:
             self._touched[session_id] = now
-
-        # One row per run of updates of the same session: a row per update cost SQLite about 5 us
-        # each, several times what sending it costs a streaming agent.
-        rows: list[tuple[str, bytes]] = []
-        start = 0
-        for end in range(1, len(pending) + 1):
-            if end == len(pending) or pending[end][0] != pending[start][0]:
-                rows.append((pending[start][0], _SEPARATOR.join(update for _, update in pending[start:end])))
-                start = end
 
         def run(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
