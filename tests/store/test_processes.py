@@ -95,7 +95,9 @@ async def test_sigkill_mid_turn_loses_nothing_already_sent(tmp_path: Path) -> No
         if message.get("method") == "session/update":
             received += 1
     first.process.kill()
-    await asyncio.wait_for(first.process.wait(), TIMEOUT)
+    # Read its output to the end: asyncio's wait() also waits for the pipes, and a reader paused on
+    # a full buffer (the agent streamed faster than we read) never sees the end of the pipe.
+    await asyncio.wait_for(first.process.communicate(), TIMEOUT)
 
     second = await Agent.start(*agent_argv(url))
     replay: list[Any] = []
