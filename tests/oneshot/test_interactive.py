@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 from pathlib import Path
 
@@ -67,3 +68,26 @@ async def test_modes_and_options_are_switched_with_acpio_commands(tmp_path: Path
     assert notes[6].startswith("acpio: acpio's commands: :mode ID")
     assert "never" not in out  # :quit ended it
     assert "[stop reason" not in out  # no prompt was sent: no turn
+
+
+async def test_with_json_output_stdout_holds_only_the_messages(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"echo two\n")
+    os.close(write_end)
+    out, err = io.StringIO(), io.StringIO()
+    lines = LineInput(read_end, name="typed", owned=True)
+    try:
+        options = PromptOptions(
+            agent=testy.testy_agent(), prompt="echo one", cwd=tmp_path, interactive=True, output="json"
+        )
+        async with asyncio.timeout(30):
+            code = await run_prompt(
+                options, stdout=out, stderr=err, handle_sigint=False, lines=PipeReader(lines, err)
+            )
+    finally:
+        lines.close()
+    assert code == ExitCode.OK
+    messages = [json.loads(line) for line in out.getvalue().splitlines()]  # every line is JSON
+    prompts = [m["message"] for m in messages if m["message"].get("method") == "session/prompt"]
+    assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["echo one", "echo two"]
+    assert err.getvalue().count("you> ") == 2

@@ -28,6 +28,8 @@ plans as checklists, diffs, then the stop reason. The agent's file reads and wri
 inside --cwd only, its terminal commands run as real processes, and its permission requests are
 answered by --allow, --deny or --ask. Ctrl-C cancels the turn; a second Ctrl-C stops at once.
 SIGTERM, SIGHUP or the exit of the parent process end the agent and its commands, then acpio.
+With -i, a conversation: after each turn acpio asks for the next prompt (:help lists its own
+commands, such as :mode and :option; :quit or Ctrl-D leaves).
 
 exit codes: 0 end_turn; 2 usage mistake; 3 the agent could not start, did not answer initialize in
 time, or exited; 4 the agent answered with an error; 5 the turn stopped for another reason

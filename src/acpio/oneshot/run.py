@@ -260,7 +260,8 @@ async def run_prompt(
     answering.added_dirs = added
     owned_lines = None
     if options.interactive and lines is None:
-        lines = owned_lines = _line_reader(answers, out)
+        # with --json, stdout is for the messages only: the question goes to stderr
+        lines = owned_lines = _line_reader(answers, err if options.output == "json" else out)
     notes = Notes(err, renderer.settle, colour=options.output == "rich")
     answering.elicitor = Elicitor(
         options.elicitation,
