@@ -14,9 +14,20 @@ from typing import Any
 import pytest
 
 from acpio import schema as acp
-from acpio.conductor import Chain, ConductorError, Instantiation, MemorySink
+from acpio.conductor import Chain, ConductorError, Instantiation, MemorySink, Named
+from acpio.conductor.components import resolve
 
-from ._support import ARROW, PYTHON, ROOT, TIMEOUT, RawComponent, answer_initialize, raw_client
+from ._support import (
+    ARROW,
+    PYTHON,
+    ROOT,
+    TIMEOUT,
+    RawComponent,
+    answer_initialize,
+    prompt_text,
+    raw_client,
+    run_client,
+)
 
 NOISY = f"{PYTHON} {Path(__file__).resolve().parent / 'noisy_agent.py'}"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -191,3 +202,22 @@ async def test_a_run_cancelled_during_start_up_kills_its_components_at_once(tmp_
         started = time.monotonic()
     took = time.monotonic() - started  # the client closed; the run ended and closed its component
     assert took < 2.5, f"the run took {took:.2f} s to end"
+
+
+async def test_a_traced_chain_records_the_stderr_of_components_given_as_commands() -> None:
+    sink = MemorySink()
+    chain = Chain.agent("conductor", [NOISY]).trace_to(sink)
+
+    async def main(cx: Any) -> str:
+        return await prompt_text(cx, "hi")
+
+    assert await run_client(chain, main) == "hi"
+    stderr = [e for e in sink.events if e["type"] == "stderr"]
+    assert [(e["from"], e["line"]) for e in stderr] == [("Agent", "noisy agent starting")]
+
+
+def test_the_stderr_of_a_command_is_watched_only_for_a_run_that_records_it() -> None:
+    # Untraced, nothing watches the process's lines: a debug callback would have each frame decoded.
+    assert resolve(NOISY).lines is None
+    assert resolve(NOISY, stderr=True).lines is not None
+    assert resolve(Named("n", NOISY), stderr=True).lines is not None

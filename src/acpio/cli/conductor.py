@@ -132,12 +132,14 @@ def run(args: argparse.Namespace) -> int:
 
     components: list[Any] = []
     processes: list[AcpAgent] = []
+    watch_stderr = args.trace is not None or args.debug is not None
     for text in args.components:
         try:
             command = AgentCommand.from_string(text)
         except (ValueError, TypeError) as exc:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
-        member = resolve(Named(text.strip(), command))  # started with its stderr relayed to the trace
+        # With --trace or --debug, the process's stderr lines go to the trace and the log.
+        member = resolve(Named(text.strip(), command), stderr=watch_stderr)
         processes.append(member.component)
         components.append(member)
     if getattr(args, "mcp_bridge", False):

@@ -280,7 +280,7 @@ class Chain:
         """
         components = self._components
         if isinstance(components, list):
-            return [resolve(component) for component in components], None
+            return [resolve(component, stderr=self._watches_stderr) for component in components], None
         from acpio.schema import InitializeRequest
 
         initialize = request.parse(InitializeRequest)
@@ -302,7 +302,12 @@ class Chain:
                 f"The instantiator returned {chosen!r}, not a list of components (or an Instantiation)"
             )
         _check_count(self.mode, len(chosen))
-        return [resolve(component) for component in chosen], params
+        return [resolve(component, stderr=self._watches_stderr) for component in chosen], params
+
+    @property
+    def _watches_stderr(self) -> bool:
+        """Whether a run records its components' stderr lines (it traces, or writes a debug log)."""
+        return self._trace_target is not None or self._debug_directory is not None
 
 
 def _both(observers: list[Any]) -> Any:

@@ -19,10 +19,10 @@ The component list is either given up front or chosen by an *instantiator* when 
 :class:`~acpio.schema.InitializeRequest` and returns the list, or an :class:`Instantiation` (the list
 and the ``initialize`` to send the chain instead of the client's).
 
-A component started from a command (a string, an argv list, an
-:class:`~acpio.transports.AgentCommand`) has its stderr lines reported to the conductor, which writes
-them into its trace and its debug log; an :class:`~acpio.transports.AcpAgent` built by the caller
-keeps its own ``debug`` callback, and its stderr stays its own.
+When the conductor traces or writes a debug log, a component started from a command (a string, an
+argv list, an :class:`~acpio.transports.AgentCommand`) has its stderr lines reported to it, for the
+trace and the log; an :class:`~acpio.transports.AcpAgent` built by the caller keeps its own
+``debug`` callback, and its stderr stays its own.
 """
 
 from __future__ import annotations
@@ -112,11 +112,13 @@ class Member:
     lines: LineRelay | None = field(default=None, compare=False)
 
 
-def resolve(spec: ComponentSpec) -> Member:
+def resolve(spec: ComponentSpec, *, stderr: bool = False) -> Member:
     """The :class:`Member` for ``spec``; a command becomes an :class:`~acpio.transports.AcpAgent`.
 
-    Raises ``ValueError`` for a command that cannot be parsed (the message says why) and
-    ``TypeError`` for an object that is no component.
+    ``stderr=True``: the process started for a command relays its stderr lines (:attr:`Member.lines`),
+    for a run that traces or logs them; otherwise nothing watches its lines (a debug callback would
+    have every frame decoded for it). Raises ``ValueError`` for a command that cannot be parsed (the
+    message says why) and ``TypeError`` for an object that is no component.
     """
     from acpio.transports.base import Transport
     from acpio.transports.commands import AgentCommand
@@ -125,21 +127,21 @@ def resolve(spec: ComponentSpec) -> Member:
     if isinstance(spec, Member):
         return spec
     if isinstance(spec, Named):
-        inner = resolve(spec.component)
+        inner = resolve(spec.component, stderr=stderr)
         return Member(spec.name, inner.component, inner.lines)
     if isinstance(spec, str):
         if spec.strip().split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
             from acpio.remote import RemoteAgent  # an agent served over the network
 
             return Member(spec.strip(), RemoteAgent(spec.strip()))
-        return _process(spec.strip(), AgentCommand.from_string(spec))
+        return _process(spec.strip(), AgentCommand.from_string(spec), stderr)
     if isinstance(spec, AgentCommand):
-        return _process(spec.display(), spec)
+        return _process(spec.display(), spec, stderr)
     if isinstance(spec, AcpAgent):
         return Member(spec.command.display(), spec)
     if isinstance(spec, list | tuple) and all(isinstance(word, str) for word in spec):
         command = AgentCommand.parse(list(spec))
-        return _process(command.display(), command)
+        return _process(command.display(), command, stderr)
     if callable(getattr(spec, "open", None)) or isinstance(spec, Transport):
         name = getattr(spec, "name", None)
         return Member(name if isinstance(name, str) and name else type(spec).__name__, spec)
@@ -150,9 +152,11 @@ def resolve(spec: ComponentSpec) -> Member:
     )
 
 
-def _process(name: str, command: Any) -> Member:
-    """The member for a program the conductor starts: its stderr lines are relayed to each run."""
+def _process(name: str, command: Any, stderr: bool) -> Member:
+    """The member for a program the conductor starts (its stderr lines relayed to each run, if asked)."""
     from acpio.transports.subprocess import AcpAgent
 
+    if not stderr:
+        return Member(name, AcpAgent(command))
     relay = LineRelay()
     return Member(name, AcpAgent(command, debug=relay), relay)
