@@ -192,6 +192,10 @@ class AgentApp:
     ``session/list``, ``session/close`` and ``session/delete`` from it, advertises them, keeps each
     session's mode and option values, and a turn's :attr:`~acpio.app.Turn.history` includes the
     turns of earlier processes.
+
+    ``unstable=True`` turns on the methods the schema marks unstable: handlers of them may be
+    added (:meth:`on_request`), and a store also serves ``session/fork``, ``archive``,
+    ``unarchive``, ``status`` and ``set_title``.
     """
 
     def __init__(
@@ -204,6 +208,7 @@ class AgentApp:
         error_details: bool = True,
         store: SessionStore | str | None = None,
         mcp: bool = False,
+        unstable: bool = False,
     ) -> None:
         #: The ``agentInfo`` the app answers ``initialize`` with.
         self.info = (
@@ -214,6 +219,7 @@ class AgentApp:
         self._prompt_capabilities = prompt_capabilities or PromptCapabilities()
         self._error_details = error_details
         self._mcp = mcp
+        self._unstable = unstable
         self._prompt: PromptFunction | None = None
         self._on_initialize: list[InitializeFunction] = []
         self._on_open: list[OpenFunction] = []
@@ -229,7 +235,9 @@ class AgentApp:
             store = open_store(store)
         #: The session methods served from the store, when there is one.
         self._stored = (
-            StoredSessions(store, on_open=self._opened, on_close=self._closed) if store is not None else None
+            StoredSessions(store, on_open=self._opened, on_close=self._closed, unstable=unstable)
+            if store is not None
+            else None
         )
 
     def __repr__(self) -> str:
@@ -361,7 +369,7 @@ class AgentApp:
                 f"{self!r} has no prompt function: decorate one with @app.prompt before serving the app"
             )
         # mcp/message (MCP over ACP) is an unstable method
-        app = Agent.builder(name=self.info.name, unstable=self._mcp)
+        app = Agent.builder(name=self.info.name, unstable=self._mcp or self._unstable)
         app.on_request(InitializeRequest, self._initialize)
         if self._stored is not None:
             self._stored.register(app)

@@ -58,6 +58,11 @@ def register(subparsers: Any) -> None:
         "--credentials", type=Path, metavar="FILE", help="the credential file (default: in ~/.config/acpio)"
     )
     parser.add_argument(
+        "--unstable",
+        action="store_true",
+        help="turn on ACP's unstable methods: auth/status and its updates, session fork, archive, title",
+    )
+    parser.add_argument(
         "--login", metavar="PROVIDER", help="ask for PROVIDER's API key on the terminal, keep it, and exit"
     )
     parser.set_defaults(run=run)
@@ -79,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         mode=args.mode,
         offline=args.offline or bool(args.model and args.model.startswith("offline/")),
+        unstable=args.unstable,
     )
     if args.settings is not None and not args.settings.is_file():
         raise CliError(f"the settings file {args.settings} does not exist")

@@ -121,3 +121,25 @@ async def test_a_refused_key_answers_the_turn_with_auth_required(tmp_path: Path)
         answer = (await client.prompt(session, "hi")).answer
     assert answer["error"]["code"] == -32000
     assert answer["error"]["message"] == "keyed/big: the key was refused (401)"
+
+
+async def test_with_unstable_methods_auth_status_is_served_and_its_changes_sent(tmp_path: Path) -> None:
+    keyed_settings(tmp_path)
+    async with editor(options(tmp_path, unstable=True)) as client:
+        answer = await client.initialize(FS)
+        assert answer["agentCapabilities"]["auth"] == {"logout": {}, "status": {}}
+        assert set(answer["agentCapabilities"]["sessionCapabilities"]) >= {"fork", "archive", "status"}
+        status = await client.call("auth/status", {})
+        assert status["result"] == {"state": "not_required"}  # the offline model needs no key
+
+        seen: list[Any] = []
+        await client.call("authenticate", {"methodId": "keyed", "_meta": {"apiKey": KEY}}, seen)
+        [update] = [m["params"] for m in seen if m.get("method") == "auth/status_update"]
+        assert update == {"state": "authenticated", "accounts": [{"label": "Keyed API key", "active": True}]}
+        seen.clear()
+        await client.call("authenticate", {"methodId": "keyed"}, seen)  # nothing changed: nothing sent
+        assert [m for m in seen if m.get("method") == "auth/status_update"] == []
+
+        await client.call("logout", {}, seen)
+        [update] = [m["params"] for m in seen if m.get("method") == "auth/status_update"]
+        assert update == {"state": "not_required"}

@@ -136,3 +136,18 @@ async def test_a_loaded_session_keeps_its_selection_and_conversation_after_a_res
         [call] = second.kinds("tool_call")
         assert call["title"] == "Read notes.txt"
         assert second.text == "Done. Tool results:\n- read_file: one"
+
+
+async def test_a_forked_session_goes_on_from_the_same_conversation(tmp_path: Path) -> None:
+    async with editor(options(tmp_path, unstable=True)) as client:
+        session = await client.session(tmp_path)
+        await client.call("session/set_mode", {"sessionId": session, "modeId": "read-only"})
+        await client.prompt(session, "say the original turn")
+        forked = await client.call(
+            "session/fork", {"sessionId": session, "cwd": str(tmp_path), "mcpServers": []}
+        )
+        fork = forked["result"]["sessionId"]
+        assert fork != session
+        assert forked["result"]["modes"]["currentModeId"] == "read-only"
+        summary = await client.prompt(fork, "/compact")
+        assert "the original turn" in summary.text  # the fork's model sees the parent's turns

@@ -8,6 +8,7 @@ the agent restarted.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -45,10 +46,16 @@ from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentAuthCapabilities,
     AudioContent,
+    AuthAccount,
     AuthenticateRequest,
     AuthenticateResponse,
     AuthMethodAgent,
     AuthMethodTerminal,
+    AuthState,
+    AuthStatusCapabilities,
+    AuthStatusRequest,
+    AuthStatusResponse,
+    AuthStatusUpdateNotification,
     CurrentModeUpdate,
     ImageContent,
     InitializeRequest,
@@ -97,6 +104,9 @@ class CoderOptions:
     offline: bool = False
     #: The environment the API keys are read from (default: the process's).
     environ: Mapping[str, str] | None = None
+    #: Turn on the unstable methods (``--unstable``): ``auth/status`` and ``auth/status_update``,
+    #: ``session/fork``, ``archive``, ``unarchive``, ``status`` and ``set_title``.
+    unstable: bool = False
 
 
 @dataclass
@@ -131,7 +141,12 @@ class _Coder:
         self.catalogues: dict[str, Catalogue] = {}
         self.states: dict[str, _State] = {}
         app = self.app = AgentApp(
-            "acpio-agent", version=_version(), title="acpio reference agent", store=options.store, mcp=True
+            "acpio-agent",
+            version=_version(),
+            title="acpio reference agent",
+            store=options.store,
+            mcp=True,
+            unstable=options.unstable,
         )
         app.command("help", "What this agent can do, its models and modes")
         app.command("model", "Show the models, or switch to one", hint="provider/model")
@@ -151,6 +166,10 @@ class _Coder:
         app.on_change(self.changed)
         app.on_request(self.authenticate)
         app.on_request(self.logout)
+        if options.unstable:
+            app.on_request(self.auth_status)
+        #: The auth status last told each connection (``auth/status_update`` only when it changes).
+        self.told: weakref.WeakKeyDictionary[Connection, AuthStatusResponse] = weakref.WeakKeyDictionary()
         app.prompt(self.prompt)
 
     # --- catalogue, settings ----------------------------------------------------------------------
@@ -189,6 +208,8 @@ class _Coder:
         )
         capabilities.mcp_capabilities = McpCapabilities(http=True, sse=True, acp=True)
         capabilities.auth = AgentAuthCapabilities(logout=LogoutCapabilities())
+        if self.options.unstable:
+            capabilities.auth.status = AuthStatusCapabilities()
         terminal = bool(
             request.client_capabilities
             and request.client_capabilities.auth
@@ -229,13 +250,42 @@ class _Coder:
                 message=f"No {spec.title} key: set {spec.key_env} or send the key in _meta.apiKey",
             )
         await self.refresh()
+        await self.tell_status(cx)
         return AuthenticateResponse()
 
     async def logout(self, request: LogoutRequest, cx: Connection) -> LogoutResponse:
         """``logout``: forget every stored key (keys in the environment stay)."""
         self.credentials.clear()
         await self.refresh()
+        await self.tell_status(cx)
         return LogoutResponse()
+
+    async def auth_status(self, request: AuthStatusRequest, cx: Connection) -> AuthStatusResponse:
+        """``auth/status`` (unstable): authenticated when a provider has a key, the keys as accounts."""
+        self.told[cx] = status = await self.status()
+        return status
+
+    async def status(self) -> AuthStatusResponse:
+        catalogue = await self.catalogue_for(self.settings_for(Path.cwd()))
+        accounts = [
+            AuthAccount(label=f"{spec.title} API key", active=spec.name in catalogue.providers)
+            for spec in catalogue.specs.values()
+            if spec.key_env and (self.environ.get(spec.key_env) or self.credentials.get(spec.name))
+        ]
+        if accounts:
+            state = AuthState.AUTHENTICATED
+        else:
+            state = AuthState.NOT_REQUIRED if catalogue.models else AuthState.UNAUTHENTICATED
+        return AuthStatusResponse(state=state, **({"accounts": accounts} if accounts else {}))
+
+    async def tell_status(self, cx: Connection) -> None:
+        """Send ``auth/status_update`` (unstable) when the status differs from what ``cx`` was told."""
+        if not self.options.unstable:
+            return
+        status = await self.status()
+        if self.told.get(cx) != status:
+            cx.send_notification(AuthStatusUpdateNotification(state=status.state, accounts=status.accounts))
+            self.told[cx] = status
 
     async def refresh(self) -> None:
         """The keys changed: rebuild the catalogues and offer every open session its new models."""
