@@ -408,7 +408,7 @@ async def test_real_openai() -> None:
     try:
         models = {m.id: m for m in await provider.models()}
         model = os.environ.get("ACPIO_TEST_OPENAI_MODEL", "gpt-4o-mini")
-        assert model in models
+        assert model in models, f"{model} is not among the key's models: set ACPIO_TEST_OPENAI_MODEL"
         request = ModelRequest(
             model, [UserMessage((TextPart("Say the word 'pong' and nothing else."),))], max_tokens=20
         )

@@ -71,7 +71,7 @@ def message_stream(
     stop_reason: str | None = "end_turn",
     usage: tuple[int, int] = (25, 15),
     cache: tuple[int, int] = (0, 0),
-    model: str = "claude-sonnet-4-5",
+    model: str = "claude-sonnet-4-6",
     delay: float = 0.0,
     hold: bool = False,
 ) -> Sse:
@@ -214,7 +214,7 @@ class AnthropicWire(ScriptedServer):
     """The Messages and models endpoints; ``base_url`` is what ``AsyncAnthropic(base_url=...)`` takes."""
 
     def __init__(self, infos: Iterable[dict[str, Any]] | None = None) -> None:
-        listed = infos if infos is not None else [model_info("claude-sonnet-4-5", "Claude Sonnet 4.5")]
+        listed = infos if infos is not None else [model_info("claude-sonnet-4-6", "Claude Sonnet 4.6")]
         super().__init__({MESSAGES: None, MODELS: models(listed)})
 
     @property
