@@ -5,6 +5,7 @@ Every test runs against the memory, SQLite and PostgreSQL stores (the ``store`` 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -283,6 +284,39 @@ async def test_the_end_of_the_connection_closes_its_sessions(store: SessionStore
     assert closed == [sid]
     assert not sessions.is_open(sid)
     assert await store.status(sid) == "saved"
+
+
+async def test_a_connection_that_fails_closes_its_sessions_too(store: SessionStore) -> None:
+    closed: list[str] = []
+    all_closed = asyncio.Event()
+
+    async def on_close(session_id: str) -> None:
+        closed.append(session_id)
+        all_closed.set()
+
+    app, sessions = echo_agent(store, on_close=on_close, unstable=True)
+    fail = asyncio.Event()
+    opened: list[str] = []
+
+    async def breaks(cx: Connection) -> None:
+        await fail.wait()
+        raise OSError("the transport broke")
+
+    async def open_a_session_then_fail() -> None:
+        async with serving(app.with_spawned(breaks)) as peer:
+            await call(peer, "initialize", INIT)
+            opened.append(await new_session(peer))
+            assert await store.status(opened[0]) == "open"
+            fail.set()
+            await peer.recv_raw()  # the end of the connection's output
+
+    with pytest.raises(OSError, match="the transport broke"):
+        await open_a_session_then_fail()
+    async with asyncio.timeout(5):
+        await all_closed.wait()
+    assert closed == opened
+    assert not sessions.is_open(opened[0])
+    assert await store.status(opened[0]) == "saved"
 
 
 async def test_a_broken_database_fails_the_request_with_its_path_and_the_agent_goes_on(tmp_path: Any) -> None:

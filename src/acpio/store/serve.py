@@ -23,6 +23,7 @@ session opened and closed through ``on_open`` and ``on_close``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -132,6 +133,8 @@ class StoredSessions:
         self._live: dict[str, Connection] = {}
         self._replaying: set[str] = set()
         self._record_failed = False
+        #: Closings of failed connections' sessions, still running.
+        self._closing: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"<StoredSessions {self.store!r} open={len(self._live)}>"
@@ -148,6 +151,7 @@ class StoredSessions:
             builder.on_request(handler)
         builder.on_send_notification(self.record)
         builder.on_close(self.connection_closed)
+        builder.with_spawned(self._watch)
 
     def _handlers(self) -> list[Callable[..., Awaitable[Any]]]:
         handlers: list[Callable[..., Awaitable[Any]]] = [
@@ -358,6 +362,23 @@ class StoredSessions:
         for session_id in [sid for sid, owner in self._live.items() if owner is cx]:
             await self._shut(session_id)
         await self.store.flush()
+
+    async def _watch(self, cx: Connection) -> None:
+        """Close the sessions of a connection that failed (``on_close`` runs on a clean end only)."""
+        try:
+            await cx.wait_closed()
+        finally:
+            if any(owner is cx for owner in self._live.values()):
+                # Cancelled with the connection's tasks: the closing runs in a task of its own.
+                task = asyncio.get_running_loop().create_task(self._close_after_failure(cx))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+
+    async def _close_after_failure(self, cx: Connection) -> None:
+        try:
+            await self.connection_closed(cx)
+        except Exception:
+            _log.exception("Closing the sessions of a failed connection failed")
 
 
 def serve_sessions(
