@@ -1,0 +1,59 @@
+"""``acpio prompt`` against ``acpio agent`` in real processes: Ctrl-C while the agent's command runs in
+a real terminal cancels the turn, and the command's process is gone."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _running(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_while_a_command_runs_cancels_the_turn_and_ends_the_command(tmp_path: Path) -> None:
+    seconds = f"{random.randint(100, 999)}.{random.randint(100, 999)}"  # names this test's process
+    agent = (
+        f"{sys.executable} -m acpio agent --offline --store sqlite:///{tmp_path / 's.db'}"
+        f" --credentials {tmp_path / 'keys.json'}"
+    )
+    prompt = subprocess.Popen(
+        [sys.executable, "-m", "acpio", "prompt", "--allow", "--agent", agent, f"run sleep {seconds}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        assert prompt.stdout is not None
+        seen = []
+        for line in prompt.stdout:
+            seen.append(line)
+            if f"Run `sleep {seconds}`" in line:  # the agent's tool call; its command starts soon
+                break
+        deadline = time.monotonic() + 20
+        while not _running(f"sleep {seconds}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _running(f"sleep {seconds}"), "".join(seen)
+        prompt.send_signal(signal.SIGINT)
+        rest, errors = prompt.communicate(timeout=30)
+    finally:
+        if prompt.poll() is None:
+            prompt.kill()
+    out = "".join(seen) + rest
+    assert prompt.returncode == 130, errors
+    assert f"[failed] Run `sleep {seconds}` (execute)" in out
+    assert out.rstrip().endswith("[stop reason: cancelled]")
+    assert _running(f"sleep {seconds}") == []
