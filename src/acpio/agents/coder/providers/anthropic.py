@@ -71,6 +71,7 @@ from acpio.agents.coder.model import (
     UsageEvent,
     UserMessage,
 )
+from acpio.agents.coder.providers import ProviderUnavailable
 from acpio.agents.coder.providers._common import RetryPolicy, option, retry_after, retrying
 
 if TYPE_CHECKING:
@@ -151,7 +152,13 @@ class AnthropicProvider(ModelProvider):
     def client(self) -> anthropic.AsyncAnthropic:
         """The ``AsyncAnthropic`` client, made on first use, without retries of its own (the provider's)."""
         if self._client is None:
-            import anthropic
+            try:
+                import anthropic
+            except ImportError as exc:
+                raise ProviderUnavailable(
+                    f"the anthropic package is missing ({exc}): pip install 'acpio[anthropic]'",
+                    provider=self.spec.name,
+                ) from exc
 
             if not self.config.api_key:
                 raise ModelAuthError(
@@ -177,13 +184,14 @@ class AnthropicProvider(ModelProvider):
 
     async def models(self) -> list[ModelInfo]:
         """The declared models, then the listed ones, with what each accepts."""
-        import anthropic
-
         declared = [replace(m, provider=self.spec.name) for m in self.config.models]
         found: list[ModelInfo] = []
         if option(self.config.options, "discover", bool, True):
+            client = self.client()
+            import anthropic
+
             try:
-                listed = [m async for m in self.client().models.list()]
+                listed = [m async for m in client.models.list()]
             except anthropic.APIError as exc:
                 raise self.error(exc) from exc
             have = {m.id for m in declared}
@@ -256,11 +264,12 @@ class AnthropicProvider(ModelProvider):
         return body
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        body = self.body(request)
+        client = self.client()
         import anthropic
 
-        body = self.body(request)
         try:
-            stream = await self.client().messages.create(**body)
+            stream = await client.messages.create(**body)
         except anthropic.APIError as exc:
             raise self.error(exc) from exc
         tools: dict[int, _ToolUse] = {}

@@ -72,6 +72,7 @@ from acpio.agents.coder.model import (
     UsageEvent,
     UserMessage,
 )
+from acpio.agents.coder.providers import ProviderUnavailable
 from acpio.agents.coder.providers._common import RetryPolicy, option, retry_after, retrying
 
 if TYPE_CHECKING:
@@ -178,7 +179,13 @@ class OpenAIProvider(ModelProvider):
     def client(self) -> openai.AsyncOpenAI:
         """The ``AsyncOpenAI`` client, made on first use; its own retries are off (the provider retries)."""
         if self._client is None:
-            import openai
+            try:
+                import openai
+            except ImportError as exc:
+                raise ProviderUnavailable(
+                    f"the openai package is missing ({exc}): pip install 'acpio[openai]'",
+                    provider=self.spec.name,
+                ) from exc
 
             key = self.config.api_key
             if not key:
@@ -211,13 +218,14 @@ class OpenAIProvider(ModelProvider):
 
     async def models(self) -> list[ModelInfo]:
         """The declared models, then the endpoint's chat models, with what each accepts."""
-        import openai
-
         declared = [replace(m, provider=self.spec.name) for m in self.config.models]
         if not option(self.config.options, "discover", bool, True):
             return declared
+        client = self.client()
+        import openai
+
         try:
-            listed = [m.id async for m in self.client().models.list()]
+            listed = [m.id async for m in client.models.list()]
         except openai.APIError as exc:
             raise self.error(exc) from exc
         have = {m.id for m in declared}
@@ -271,11 +279,12 @@ class OpenAIProvider(ModelProvider):
         return body
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        body = self.body(request)
+        client = self.client()
         import openai
 
-        body = self.body(request)
         try:
-            stream = await self.client().chat.completions.create(**body)
+            stream = await client.chat.completions.create(**body)
         except openai.APIError as exc:
             raise self.error(exc) from exc
         calls: dict[int, _ToolCallParts] = {}
