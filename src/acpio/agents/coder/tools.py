@@ -161,6 +161,8 @@ class McpServers:
                 self._servers[name] = _Mcp(client, tools)
                 ready.set()
                 await self._stop.wait()
+        except ImportError as exc:
+            self.problems.append(f"MCP server {name!r} is unavailable: pip install 'acpio[mcp]' ({exc})")
         except Exception as exc:  # a broken server costs its tools, not the session
             _log.warning("MCP server %r: %s", name, exc)
             self.problems.append(f"MCP server {name!r} is unavailable: {exc}")
