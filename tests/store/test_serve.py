@@ -248,6 +248,27 @@ async def test_unstable_fork_archive_status_and_title(store: SessionStore) -> No
         assert len((await call(peer, "session/list", {}))["result"]["sessions"]) == 2
 
 
+async def test_a_new_title_reaches_the_open_session_and_its_history(store: SessionStore) -> None:
+    app, _ = echo_agent(store, unstable=True)
+    async with serving(app) as peer:
+        await call(peer, "initialize", INIT)
+        sid = await new_session(peer)
+        seen: list[Any] = []
+        await call(peer, "session/set_title", {"sessionId": sid, "title": "Fix the parser"}, seen)
+        [info] = [frame["params"] for frame in seen]
+        assert info["sessionId"] == sid
+        assert info["update"]["sessionUpdate"] == "session_info_update"
+        assert info["update"]["title"] == "Fix the parser"
+        assert info["update"]["updatedAt"] <= (await store.require(sid)).updated_at  # its own update moves it
+        await call(peer, "session/close", {"sessionId": sid})
+        closed: list[Any] = []
+        await call(peer, "session/set_title", {"sessionId": sid, "title": "Closed now"}, closed)
+        assert closed == []  # not open anywhere: the title is stored, nothing is sent
+        replay: list[Any] = []
+        await call(peer, "session/load", {"sessionId": sid, "cwd": "/work", "mcpServers": []}, replay)
+        assert [frame["params"] for frame in replay] == [info]
+
+
 async def test_the_open_hook_fills_the_setup_answers_and_mcp_servers_are_kept(store: SessionStore) -> None:
     opened: list[tuple[str, str]] = []
     modes = SessionModeState(current_mode_id="chat", available_modes=[SessionMode(id="chat", name="Chat")])

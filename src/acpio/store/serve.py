@@ -59,8 +59,10 @@ from acpio.schema import (
     SessionDeleteCapabilities,
     SessionForkCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionModeState,
+    SessionNotification,
     SessionResumeCapabilities,
     SessionStatusCapabilities,
     SessionStatusRequest,
@@ -342,11 +344,19 @@ class StoredSessions:
         return SessionStatusResponse(status=status or "saved")
 
     async def set_title(self, req: SetSessionTitleRequest) -> SetSessionTitleResponse:
-        """``session/set_title`` (unstable): store the title, trimmed (``-32602`` if that leaves nothing)."""
+        """``session/set_title`` (unstable): store the title, trimmed (``-32602`` if that leaves nothing).
+
+        Where the session is open (on this connection or another client's), a ``session_info_update``
+        with the title goes there too, and into its history: every view of it shows the new title.
+        """
         title = " ".join(req.title.split())
         if not title:
             raise InvalidParams({"title": req.title}, message="session/set_title: the title is empty")
-        await self.store.set_title(req.session_id, title)
+        record = await self.store.set_title(req.session_id, title)
+        owner = self._live.get(req.session_id)
+        if owner is not None:
+            info = SessionInfoUpdate(title=title, updated_at=record.updated_at)
+            owner.send_notification(SessionNotification(session_id=req.session_id, update=info))
         return SetSessionTitleResponse(title=title)
 
     async def _shut(self, session_id: str) -> None:
