@@ -150,3 +150,14 @@ except RequestError as error:
     assert done.returncode == 0, done.stderr
     assert "scoped: accept {'workspace': 'main'}" in done.stdout
     assert "url refused: -32602" in done.stdout  # no --urls and no terminal: URL mode not advertised
+
+
+@needs_tmux
+def test_ctrl_c_during_a_form_cancels_it_and_the_turn(tmp_path: Path) -> None:
+    with tmux_running(_prompt("--deny", "elicit\necho after", agent=TESTY), cwd=tmp_path) as term:
+        term.wait_for_text("Name (string, required):")
+        term.send_keys("C-c")
+        code, screen = term.exited()
+    assert code == 130, screen
+    assert "cancelling the turn" in screen
+    assert "after" not in screen.split("cancelling the turn")[-1]
