@@ -366,16 +366,18 @@ async def test_an_error_mid_stream_keeps_what_came_and_is_not_retried(
 
 async def test_an_unreachable_server_says_so() -> None:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed when the test connects: nothing listens there
-    provider = OpenAIProvider(ProviderConfig(base_url=f"http://127.0.0.1:{port}/v1", options=FAST))
-    try:
-        with pytest.raises(
-            ModelError, match=rf"cannot reach http://127.0.0.1:{port}/v1 .*is the server running"
-        ):
-            await events(provider)
-    finally:
-        await provider.aclose()
+        sock.bind(
+            ("127.0.0.1", 0)
+        )  # bound, never listening: connections are refused, and the port stays ours
+        port = sock.getsockname()[1]
+        provider = OpenAIProvider(ProviderConfig(base_url=f"http://127.0.0.1:{port}/v1", options=FAST))
+        try:
+            with pytest.raises(
+                ModelError, match=rf"cannot reach http://127.0.0.1:{port}/v1 .*is the server running"
+            ):
+                await events(provider)
+        finally:
+            await provider.aclose()
 
 
 async def test_cancelling_a_call_closes_its_http_stream(
