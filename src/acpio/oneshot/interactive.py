@@ -134,13 +134,13 @@ class TerminalReader:
         """Apply the keys typed; what is left (a key sequence cut in two) and the outcome so far."""
         while keys:
             if keys.startswith("\x1b"):
-                if len(keys) < 3 and keys in ("\x1b", "\x1b["):
+                length = _escape_length(keys)
+                if length is None:
                     return keys, _GO_ON  # the rest of the sequence is on its way
-                sequence = _ESCAPES.get(keys[:3]) or _ESCAPES.get(keys[:4])
-                length = 3 if keys[:3] in _ESCAPES else 4 if keys[:4] in _ESCAPES else 1
+                action = _ESCAPES.get(keys[:length])
                 keys = keys[length:]
-                if sequence is not None:
-                    getattr(line, sequence)()
+                if action is not None:  # other keys (Ctrl-Right, F5, Alt-x...) are ignored whole
+                    getattr(line, action)()
                 continue
             key, keys = keys[0], keys[1:]
             if key in "\r\n":
@@ -229,6 +229,24 @@ _ESCAPES: Final = {
     "\x1bOF": "end",
     "\x1b[3~": "delete",
 }
+
+
+def _escape_length(keys: str) -> int | None:
+    """The length of the escape sequence ``keys`` starts with; ``None`` while it is incomplete.
+
+    ``ESC [`` parameters and a final byte (a CSI sequence), ``ESC O`` and one character, or ``ESC``
+    and one character (Alt and a key).
+    """
+    if len(keys) < 2:
+        return None
+    if keys[1] == "[":
+        for index in range(2, len(keys)):
+            if "\x40" <= keys[index] <= "\x7e":
+                return index + 1
+        return None
+    if keys[1] == "O":
+        return 3 if len(keys) >= 3 else None
+    return 2
 
 
 class _Line:
