@@ -25,6 +25,10 @@ from acpio.transports.base import OversizedFrame, Transport
 __all__ = ["BatchScope", "Gathering"]
 
 
+#: The first bytes a batch's line can start with (``[``, or blanks before it).
+_MAYBE_BATCH = frozenset((b"[", b" ", b"\t", b"\r"))
+
+
 def is_batch(frame: bytes) -> bool:
     """Whether ``frame`` is a JSON array (its first non-blank byte is ``[``)."""
     first = frame[:1]
@@ -80,16 +84,18 @@ class Gathering:
 
     async def receive(self) -> bytes | OversizedFrame | None:
         """The next frame; reading again means the previous one (a batch, maybe) was dispatched."""
-        task = asyncio.current_task()
-        self._scope.end(task)
+        scope = self._scope
+        if scope._held:  # (the common case, no batch anywhere, costs this one test)
+            scope.end(asyncio.current_task())
         frame = await self._inner.receive()
-        if type(frame) is bytes and is_batch(frame):
-            self._scope.begin(task)
+        if type(frame) is bytes and frame[:1] in _MAYBE_BATCH and is_batch(frame):
+            scope.begin(asyncio.current_task())
         return frame
 
     def send(self, frame: bytes) -> None:
         """Send ``frame``, or hold it while the sending task dispatches a batch."""
-        if not self._scope.hold(self, frame):
+        scope = self._scope
+        if not scope._held or not scope.hold(self, frame):
             self._inner.send(frame)
 
     def release(self, frames: list[bytes]) -> None:
