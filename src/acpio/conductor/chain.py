@@ -209,7 +209,8 @@ class Chain:
 
         Returns when the upstream input ended and the components were closed. Raises
         :class:`ConductorError` if a component could not be started or ended on its own (the waiting
-        requests were answered with an error first), ``OSError`` if the trace file cannot be opened.
+        requests were answered with an error first), ``OSError`` if the trace file or the debug
+        directory cannot be opened.
         """
         trace = self._new_trace()
         try:
