@@ -63,11 +63,14 @@ schema: $(STAMP)
 
 ## bench: acpio against the official SDKs and a bare loop, medians and ratios (not a test); how acpio's
 ## cost grows (message size, sessions, proxy chain, a slow reader) with PNG charts beside the JSON;
-## then MCP tool calls through acpio's MCP-over-ACP binding against a direct mcp client
+## then MCP tool calls through acpio's MCP-over-ACP binding against a direct mcp client; WebSocket and
+## HTTP against stdio, acpio and the TypeScript SDK side by side; the session stores
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 	$(PY) benchmarks/scale.py --plot $(SCALE_ARGS)
 	$(PY) benchmarks/mcp_over_acp.py
+	$(PY) benchmarks/remote.py
+	$(PY) benchmarks/store.py
 
 clean:
 	rm -rf $(VENV) build dist site .pytest_cache .mypy_cache .ruff_cache

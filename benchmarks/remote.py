@@ -1,17 +1,20 @@
-"""ACP over WebSocket and Streamable HTTP against stdio: round trips/s and streamed updates/s.
+"""ACP over WebSocket and Streamable HTTP against stdio, acpio and the TypeScript SDK side by side.
 
-    python benchmarks/remote.py                 # 2000 round trips, 20000 updates, 3 runs each
+    python benchmarks/remote.py                 # 1000 round trips, 20000 updates, 3 rounds
     python benchmarks/remote.py --quick         # small sizes, to check the script runs
 
-The agent is ``acpio testy`` in a process of its own: on stdio (spawned by the client), and served by
-``RemoteServer`` (uvicorn, one process) for WebSocket and HTTP. The client is acpio's, in this process:
+Every pairing of a client and an agent, acpio's and the official TypeScript SDK's (2.4.0, its
+experimental ``AcpServer`` and remote clients; installed by ``peers/install.py``, left out with the
+reason when it cannot be), over each transport: stdio (the client spawns the agent), WebSocket and
+Streamable HTTP (one server process per implementation, ``--listen``). The clients and agents are
+the benchmark peers of ``benchmarks/run.py`` (``benchmarks/peers``), each client a process of its own:
 
 * round trips: sequential ``session/set_mode`` requests, one in flight: requests/s;
-* streaming: one turn of ``stream N`` (N ``agent_message_chunk`` updates), each read by the client:
-  updates/s.
+* streaming: one turn of ``stream N`` (N typed ``agent_message_chunk`` updates), each read by the
+  client: updates/s; and the cost per update against the same pairing over stdio.
 
-Each figure is the median of --repeat runs, transports interleaved; the load average is printed with
-them. The TypeScript SDK's remote transports are not measured here (its benchmark peers speak stdio).
+Each figure is the median of --repeat rounds, every pairing run once per round; the load average is
+printed at the start and the end.
 
     python benchmarks/remote.py --connections 1000
 
@@ -25,17 +28,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib.util
+import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from acpio import Client, SessionConnection
-from acpio import schema as acp
-from acpio.remote import RemoteAgent
-from acpio.transports import AcpAgent, Component
+ROOT = Path(__file__).resolve().parents[1]
 
 SERVE = """
 import asyncio, sys
@@ -52,61 +56,115 @@ asyncio.run(main())
 """
 
 
-async def measure(component: Component, requests: int, updates: int) -> tuple[float, float]:
-    figures: list[float] = []
+PEERS = Path(__file__).resolve().parent / "peers"
+TRANSPORTS = ("stdio", "websocket", "http+sse")
 
-    async def main(cx: SessionConnection) -> None:
-        await cx.send_request(acp.InitializeRequest(protocol_version=1))
-        async with cx.build_session(Path.cwd()).start_session() as session:
-            started = time.perf_counter()
-            for i in range(requests):
-                await cx.send_request(
-                    acp.SetSessionModeRequest(
-                        session_id=session.session_id, mode_id="plan" if i % 2 else "chat"
-                    )
-                )
-            figures.append(requests / (time.perf_counter() - started))
-            started = time.perf_counter()
-            session.send_prompt(f"stream {updates}")
-            text = await session.read_to_string()
-            figures.append(updates / (time.perf_counter() - started))
-            assert len(text) == updates, (len(text), updates)
 
-    await Client.builder().connect_with(component, main)
-    return figures[0], figures[1]
+def load_installer() -> Any:
+    """``peers/install.py``, loaded by path (``benchmarks/peers`` would shadow a ``peers`` import)."""
+    spec = importlib.util.spec_from_file_location("acpio_peers_install", ROOT / "peers" / "install.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def implementations(names: set[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The benchmark clients and agents by implementation: acpio, and the TypeScript SDK when installable."""
+    clients = {"acpio": [sys.executable, str(PEERS / "acpio_client.py")]}
+    agents = {"acpio": [sys.executable, str(PEERS / "acpio_agent.py")]}
+    if "ts" not in names:
+        return clients, agents
+    install = load_installer()
+    try:
+        modules, node = str(install.node_modules()), str(install.node())
+    except install.PeersUnavailable as error:
+        print(f"the TypeScript SDK is not measured: {error}", file=sys.stderr)
+    else:
+        tail = ["--node-modules", modules]
+        clients["ts"] = [node, str(PEERS / "ts_client.mjs"), *tail]
+        agents["ts"] = [node, str(PEERS / "ts_agent.mjs"), *tail]
+    return clients, agents
+
+
+@contextlib.asynccontextmanager
+async def listening(agent: list[str]) -> AsyncIterator[str]:
+    """The agent served over WebSocket and Streamable HTTP (``--listen 0``) by a process; yields its URL."""
+    server = await asyncio.create_subprocess_exec(
+        *agent, "--listen", "0", stdout=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL
+    )
+    assert server.stdout is not None
+    try:
+        line = (await asyncio.wait_for(server.stdout.readline(), 60)).decode()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"{agent}: expected 'listening on URL', got {line!r}")
+        yield line.split()[-1]
+    finally:
+        server.terminate()
+        await server.communicate()
+
+
+async def measure(client: list[str], target: list[str], args: argparse.Namespace) -> tuple[float, float]:
+    """Round trips/s and updates/s of one client run (``--agent`` or ``--url``, see peers/_harness.py)."""
+    argv = [
+        *client,
+        *target,
+        "--requests",
+        str(args.requests),
+        "--warmup-requests",
+        str(args.requests // 10),
+        "--updates",
+        str(args.updates),
+        "--warmup-updates",
+        str(args.updates // 10),
+    ]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL, cwd=ROOT
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 600)
+    if process.returncode != 0:
+        raise RuntimeError(f"{argv} exited with {process.returncode}")
+    figures = json.loads(out.decode().strip().splitlines()[-1])
+    return figures["req_per_s"], figures["msgs_per_s"]
 
 
 async def run(args: argparse.Namespace) -> None:
-    server = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SERVE, stdout=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL
-    )
-    assert server.stdout is not None
-    url = (await server.stdout.readline()).decode().strip()
-    try:
-        makers = {
-            "stdio": lambda: AcpAgent([sys.executable, "-m", "acpio", "testy"]),
-            "websocket": lambda: RemoteAgent(url.replace("http", "ws", 1)),
-            "http+sse": lambda: RemoteAgent(url),
-        }
-        results: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
-        for _ in range(args.repeat):
-            for name, make in makers.items():
-                results[name].append(await measure(make(), args.requests, args.updates))
-                print(
-                    f"  {name}: {results[name][-1][0]:,.0f} req/s, {results[name][-1][1]:,.0f} updates/s",
-                    file=sys.stderr,
-                )
-    finally:
-        server.terminate()
-        await server.wait()
-    load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores")
-    print(f"{'transport':<12}{'round trips/s':>16}{'updates/s':>14}{'cost/msg vs stdio':>20}")
-    base = statistics.median(u for _, u in results["stdio"])
-    for name, runs in results.items():
-        rps = statistics.median(r for r, _ in runs)
-        ups = statistics.median(u for _, u in runs)
-        print(f"{name:<12}{rps:>16,.0f}{ups:>14,.0f}{base / ups:>19.2f}x")
+    clients, agents = implementations(set(args.impls.split(",")))
+    results: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    print(f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+    async with contextlib.AsyncExitStack() as stack:
+        urls = {name: await stack.enter_async_context(listening(agent)) for name, agent in agents.items()}
+        for _ in range(args.repeat):  # rounds, so that a disturbance spreads over every pairing
+            for client_name, client in clients.items():
+                for agent_name, agent in agents.items():
+                    url = urls[agent_name]
+                    targets = {
+                        "stdio": ["--agent", json.dumps(agent)],
+                        "websocket": ["--url", url.replace("http", "ws", 1)],
+                        "http+sse": ["--url", url],
+                    }
+                    for transport, target in targets.items():
+                        figures = await measure(client, target, args)
+                        results.setdefault((client_name, agent_name, transport), []).append(figures)
+                        print(
+                            f"  {client_name} -> {agent_name} {transport}: "
+                            f"{figures[0]:,.0f} req/s, {figures[1]:,.0f} updates/s",
+                            file=sys.stderr,
+                        )
+    print(f"load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    columns = f"{'client -> agent':<18}{'transport':<12}{'round trips/s':>15}{'updates/s':>12}"
+    print(f"{columns}{'cost/update vs stdio':>22}")
+    medians = {
+        key: (statistics.median(r for r, _ in runs), statistics.median(u for _, u in runs))
+        for key, runs in results.items()
+    }
+    for (client_name, agent_name, transport), (rps, ups) in medians.items():
+        stdio = medians[(client_name, agent_name, "stdio")][1]
+        pair = f"{client_name} -> {agent_name}"
+        print(f"{pair:<18}{transport:<12}{rps:>15,.0f}{ups:>12,.0f}{stdio / ups:>21.2f}x")
+    ws = medians[("acpio", "acpio", "stdio")][1] / medians[("acpio", "acpio", "websocket")][1]
+    print(f"target: acpio over WebSocket within 1.5x of stdio's cost per update: {ws:.2f}x")
 
 
 def rss_kb(pid: int) -> int:
@@ -196,9 +254,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--updates", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--impls", default="acpio,ts", help="acpio, or acpio,ts (the TypeScript SDK too)")
     parser.add_argument("--quick", action="store_true", help="100 round trips, 1000 updates, one run")
     parser.add_argument("--connections", type=int, help="N concurrent WebSocket connections instead")
     args = parser.parse_args()

@@ -10,6 +10,9 @@ The command line::
     <client> --agent '["python", "agent.py"]' [--requests N] [--warmup-requests N]
              [--updates N] [--warmup-updates N] [--spawns K] [--cwd DIR]
 
+``--url URL`` instead of ``--agent`` connects to a remote agent over WebSocket or Streamable HTTP
+(``benchmarks/remote.py``: acpio's and the TypeScript client; no memory figures, there is no child).
+
 With ``--spawns K`` the client spawns the agent K times and times each spawn up to the ``initialize`` reply.
 Otherwise it runs one *session*: spawn, ``initialize``, ``session/new``, the agent's idle memory, then
 ``--requests`` sequential ``session/set_mode`` round trips, then a ``session/prompt`` asking for ``--updates``
@@ -39,7 +42,11 @@ IDLE_SETTLE = 0.2
 def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The client's command line (the same for every implementation, see the module docstring)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--agent", required=True, type=_argv, help="the agent's command, as a JSON list")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--agent", type=_argv, help="the agent's command, as a JSON list")
+    target.add_argument(
+        "--url", help="a remote agent instead (http:// or ws://; acpio's and the TypeScript client only)"
+    )
     parser.add_argument("--requests", type=int, default=0, help="timed session/set_mode round trips")
     parser.add_argument("--warmup-requests", type=int, default=0, help="untimed round trips first")
     parser.add_argument("--updates", type=int, default=0, help="session/update notifications to stream")
@@ -100,9 +107,16 @@ def main(
     description: str,
     spawn_run: Callable[[list[str], int], Coroutine[Any, Any, dict[str, Any]]],
     session_run: Callable[[list[str], argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
+    *,
+    remote: bool = False,
 ) -> None:
-    """A client's entry point: parse the command line, run spawns or one session, report."""
+    """A client's entry point: parse the command line, run spawns or one session, report.
+
+    ``remote``: the client's ``session_run`` honours ``--url`` (it is refused otherwise).
+    """
     args = parse_args(description)
+    if args.url is not None and not remote:
+        raise SystemExit(f"{description}: this client does not connect to remote agents (--url)")
     if args.spawns:
         report(asyncio.run(spawn_run(args.agent, args.spawns)))
     else:

@@ -6,13 +6,15 @@ fresh typed :class:`~acpio.schema.SessionNotification` followed by ``await cx.dr
 to stream: the agent waits whenever its peer has more than 256 KiB unread, as the other SDKs' agents await
 each send), before its ``end_turn`` answer; ``stream N B`` makes each update's text B characters long.
 Each ``session/new`` gets a fresh id (``bench-1``, ``bench-2``...). Run by a client
-over stdio: ``python benchmarks/peers/acpio_agent.py``.
+over stdio: ``python benchmarks/peers/acpio_agent.py``; ``--listen PORT`` serves it over WebSocket and
+Streamable HTTP instead (``benchmarks/remote.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from typing import Any
 
 from acpio import Agent
@@ -67,5 +69,18 @@ def requested_updates(req: acp.PromptRequest) -> tuple[int, int]:
     return 0, 0
 
 
+async def listen(port: int) -> None:
+    """Serve over WebSocket and Streamable HTTP on 127.0.0.1:``port`` (``benchmarks/remote.py``)."""
+    from acpio.remote import Limits, RemoteServer
+
+    limits = Limits(idle_timeout=3600, max_connections=5000)
+    async with RemoteServer(app, port=port, limits=limits, uvicorn={"backlog": 4096}) as server:
+        print(f"listening on {server.url}", flush=True)
+        await server.wait_closed()
+
+
 if __name__ == "__main__":
-    asyncio.run(app.serve(Stdio()))
+    if sys.argv[1:2] == ["--listen"]:
+        asyncio.run(listen(int(sys.argv[2])))
+    else:
+        asyncio.run(app.serve(Stdio()))

@@ -1,7 +1,8 @@
 """The benchmark client on acpio, in the builder style: a typed ``session/update`` handler counts updates.
 
-It spawns the agent with :class:`~acpio.transports.AcpAgent` and sends typed requests (the generated
-models); see ``_harness.py`` for the command line and the report.
+It spawns the agent with :class:`~acpio.transports.AcpAgent` (or, with ``--url``, connects to a remote one
+with :class:`~acpio.remote.RemoteAgent`) and sends typed requests (the generated models); see
+``_harness.py`` for the command line and the report.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from _harness import (
 from acpio import Client
 from acpio import schema as acp
 from acpio.jsonrpc import Connection
-from acpio.transports import AcpAgent
+from acpio.transports import AcpAgent, Component
 
 
 async def session_run(argv: list[str], args: Any) -> dict[str, object]:
@@ -37,15 +38,21 @@ async def session_run(argv: list[str], args: Any) -> dict[str, object]:
         if isinstance(note.update, acp.AgentMessageChunk):
             received += 1
 
-    agent = AcpAgent(argv)
+    agent: Component
+    if args.url is not None:
+        from acpio.remote import RemoteAgent
+
+        agent = RemoteAgent(args.url)
+    else:
+        agent = AcpAgent(argv)
 
     async def main(cx: Connection) -> dict[str, object]:
         nonlocal received
         await cx.send_request(acp.InitializeRequest(protocol_version=1))
         session = await cx.send_request(acp.NewSessionRequest(cwd=args.cwd, mcp_servers=[]))
-        assert agent.pid is not None
+        pid = agent.pid if isinstance(agent, AcpAgent) else None
         await asyncio.sleep(IDLE_SETTLE)
-        figures: dict[str, object] = {"idle_rss_mb": memory_mb(agent.pid, "VmRSS")}
+        figures: dict[str, object] = {} if pid is None else {"idle_rss_mb": memory_mb(pid, "VmRSS")}
 
         async def round_trip() -> None:
             await cx.send_request(acp.SetSessionModeRequest(session_id=session.session_id, mode_id=MODE_ID))
@@ -75,7 +82,8 @@ async def session_run(argv: list[str], args: Any) -> dict[str, object]:
             if args.warmup_updates:
                 await stream(args.warmup_updates)
             figures["msgs_per_s"] = args.updates / await stream(args.updates)
-            figures["peak_rss_mb"] = memory_mb(agent.pid, "VmHWM")
+            if pid is not None:
+                figures["peak_rss_mb"] = memory_mb(pid, "VmHWM")
         return figures
 
     result: dict[str, object] = await app.connect_with(agent, main)
@@ -98,4 +106,4 @@ async def spawn_run(argv: list[str], spawns: int) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], spawn_run, session_run)
+    main(__doc__.splitlines()[0], spawn_run, session_run, remote=True)

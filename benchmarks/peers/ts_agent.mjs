@@ -2,7 +2,11 @@
 // `agent()` with typed `onRequest` handlers (params parsed by the SDK's schemas), served over stdio with
 // `ndJsonStream`. The same behaviour as acpio_agent.py; each update is sent with `await client.notify(...)`.
 //
-//   node ts_agent.mjs --node-modules <dir holding @agentclientprotocol/sdk>
+//   node ts_agent.mjs --node-modules <dir holding @agentclientprotocol/sdk> [--listen PORT]
+//
+// With --listen, the SDK's experimental AcpServer serves it over Streamable HTTP and WebSocket on
+// 127.0.0.1:PORT (0: any), one agent connection per remote connection (benchmarks/remote.py); it prints
+// `listening on http://127.0.0.1:N` once ready.
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -11,7 +15,7 @@ import { parseArgs } from "node:util";
 
 const STREAM_PREFIX = "stream ";
 
-const { values } = parseArgs({ options: { "node-modules": { type: "string" } } });
+const { values } = parseArgs({ options: { "node-modules": { type: "string" }, listen: { type: "string" } } });
 if (!values["node-modules"]) {
   console.error("ts_agent.mjs: --node-modules <dir> is required (the directory holding @agentclientprotocol/sdk)");
   process.exit(2);
@@ -45,5 +49,27 @@ const app = acp
     return { stopReason: "end_turn" };
   });
 
-const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
-await connection.closed;
+if (values.listen !== undefined) {
+  const { createServer } = await import("node:http");
+  const transports = join(values["node-modules"], "@agentclientprotocol", "sdk", "dist", "transports");
+  const { AcpServer } = await import(pathToFileURL(join(transports, "server.js")).href);
+  const adapter = await import(pathToFileURL(join(transports, "node-adapter.js")).href);
+  const { WebSocketServer } = await import(pathToFileURL(join(values["node-modules"], "ws", "wrapper.mjs")).href);
+  const server = new AcpServer({ agent: app });
+  const http = createServer(adapter.createNodeHttpHandler(server));
+  const sockets = new WebSocketServer({ noServer: true });
+  http.on("upgrade", adapter.createNodeWebSocketUpgradeHandler(server, sockets));
+  http.listen(Number(values.listen), "127.0.0.1", () => {
+    process.stdout.write(`listening on http://127.0.0.1:${http.address().port}\n`);
+  });
+  const stop = async () => {
+    await server.close();
+    http.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+} else {
+  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+  await connection.closed;
+}

@@ -26,15 +26,16 @@ const { values: args } = parseArgs({
     "warmup-updates": { type: "string", default: "0" },
     spawns: { type: "string", default: "0" },
     cwd: { type: "string", default: process.cwd() },
+    url: { type: "string" },
   },
 });
-if (!args["node-modules"] || !args.agent) {
-  console.error("ts_client.mjs: --node-modules <dir> and --agent '<json argv>' are required");
+if (!args["node-modules"] || !(args.agent || args.url)) {
+  console.error("ts_client.mjs: --node-modules <dir> and --agent '<json argv>' (or --url URL) are required");
   process.exit(2);
 }
 const require = createRequire(join(args["node-modules"], "resolve.js"));
 const acp = await import(pathToFileURL(require.resolve("@agentclientprotocol/sdk")).href);
-const argv = JSON.parse(args.agent);
+const argv = args.agent ? JSON.parse(args.agent) : null;
 const count = (name) => Number.parseInt(args[name], 10);
 
 function memoryMb(pid, field) {
@@ -51,7 +52,20 @@ function spawnAgent() {
   return { child, stream };
 }
 
+// --url: the SDK's experimental remote clients (benchmarks/remote.py); no child, so no memory figures.
+async function connectRemote() {
+  const transports = join(args["node-modules"], "@agentclientprotocol", "sdk", "dist", "transports");
+  if (args.url.startsWith("ws")) {
+    const { createWebSocketStream } = await import(pathToFileURL(join(transports, "ws-stream.js")).href);
+    const { default: WebSocket } = await import(pathToFileURL(join(args["node-modules"], "ws", "wrapper.mjs")).href);
+    return { child: null, stream: createWebSocketStream(args.url, { WebSocket }) };
+  }
+  const { createHttpStream } = await import(pathToFileURL(join(transports, "http-stream.js")).href);
+  return { child: null, stream: createHttpStream(args.url) };
+}
+
 async function endAgent(child) {
+  if (child === null) return;
   const exited = once(child, "exit");
   child.stdin.end();
   await exited;
@@ -62,12 +76,12 @@ async function sessionRun() {
   const app = acp.client({ name: "bench-client" }).onNotification(acp.methods.client.session.update, ({ params }) => {
     if (params.update.sessionUpdate === "agent_message_chunk") received++;
   });
-  const { child, stream } = spawnAgent();
+  const { child, stream } = args.url ? await connectRemote() : spawnAgent();
   const figures = await app.connectWith(stream, async (agent) => {
     await agent.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
     const session = await agent.request(acp.methods.agent.session.new, { cwd: args.cwd, mcpServers: [] });
     await sleep(IDLE_SETTLE_MS);
-    const figures = { idle_rss_mb: memoryMb(child.pid, "VmRSS") };
+    const figures = child === null ? {} : { idle_rss_mb: memoryMb(child.pid, "VmRSS") };
     const roundTrip = () =>
       agent.request(acp.methods.agent.session.setMode, { sessionId: session.sessionId, modeId: MODE_ID });
     const requests = count("requests");
@@ -103,7 +117,7 @@ async function sessionRun() {
     if (updates) {
       if (count("warmup-updates")) await stream(count("warmup-updates"));
       figures.msgs_per_s = updates / (await stream(updates));
-      figures.peak_rss_mb = memoryMb(child.pid, "VmHWM");
+      if (child !== null) figures.peak_rss_mb = memoryMb(child.pid, "VmHWM");
     }
     return figures;
   });
@@ -128,3 +142,4 @@ async function spawnRun(spawns) {
 
 const figures = count("spawns") ? await spawnRun(count("spawns")) : await sessionRun();
 process.stdout.write(JSON.stringify(figures) + "\n");
+if (args.url) process.exit(0); // a remote stream may hold the event loop open after the connection ended
