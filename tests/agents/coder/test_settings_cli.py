@@ -59,6 +59,7 @@ def test_settings_merge_user_project_and_extra_files(tmp_path: Path) -> None:
         ("max_turn_requests = 0", "max_turn_requests is 0: a positive integer"),
         ("[[modes]]\nid = 'x'\nedit = 'sometimes'", "mode 'x': edit is 'sometimes': allow, ask or deny"),
         ("[providers]\nopenai = 3", "providers.openai is 3: a table"),
+        ("[providers.openai]\nmodels = [{ id = 'm', context_window = 'big' }]", "context_window is 'big'"),
     ],
 )
 def test_a_bad_settings_file_is_refused_naming_the_file_and_the_mistake(

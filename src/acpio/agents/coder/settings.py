@@ -188,6 +188,12 @@ def _string(value: Any, key: str) -> str:
     return value
 
 
+def _count(value: Any, key: str) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{key} is {value!r}: a positive integer")
+    return value
+
+
 def _table(value: Any, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{key} is {value!r}: a table")
@@ -206,8 +212,8 @@ def _provider(name: str, table: dict[str, Any]) -> ProviderSettings:
                 image=bool(entry.get("image", False)),
                 audio=bool(entry.get("audio", False)),
                 reasoning=bool(entry.get("reasoning", False)),
-                context_window=entry.get("context_window"),
-                max_output_tokens=entry.get("max_output_tokens"),
+                context_window=_count(entry.get("context_window"), "context_window"),
+                max_output_tokens=_count(entry.get("max_output_tokens"), "max_output_tokens"),
                 description=entry.get("description"),
             )
         )

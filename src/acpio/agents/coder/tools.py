@@ -181,7 +181,10 @@ class McpServers:
         connected = self._servers.get(server)
         if connected is None:
             raise _Failed(f"the MCP server {server!r} is not connected")
-        result = await connected.client.call_tool(tool, dict(arguments))
+        try:
+            result = await connected.client.call_tool(tool, dict(arguments))
+        except Exception as exc:  # the server's failure (an MCP error, a broken pipe) is the model's to hear
+            raise _Failed(f"the MCP server {server!r} failed: {exc}") from exc
         texts = [
             getattr(block, "text", None) or f"[{getattr(block, 'type', 'content')}]"
             for block in result.content
