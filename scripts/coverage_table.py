@@ -82,19 +82,19 @@ METHODS: dict[str, Row] = {
         "lists the stored sessions (`title TEXT` names one)",
         "`--list-sessions`",
         "`AgentApp(store=...)`",
-        f"{_L}::test_sessions_are_listed_closed_and_deleted",
+        f"{_T}::test_sessions_are_listed_closed_and_deleted",
     ),
     "session/close": Row(
         "closes the session, cancelling its turn",
         "`--close-session ID`",
         "`AgentApp(store=...)` (`@app.on_close` sees it)",
-        f"{_L}::test_sessions_are_listed_closed_and_deleted",
+        f"{_T}::test_sessions_are_listed_closed_and_deleted",
     ),
     "session/delete": Row(
         "forgets the session, cancelling its turn",
         "`--delete-session ID`",
         "`AgentApp(store=...)`",
-        f"{_L}::test_sessions_are_listed_closed_and_deleted",
+        f"{_T}::test_sessions_are_listed_closed_and_deleted",
     ),
     "session/prompt": Row(
         "runs the prompt as a script, or echoes it",

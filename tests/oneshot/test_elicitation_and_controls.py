@@ -399,3 +399,20 @@ async def test_a_notice_is_coloured_by_its_severity_on_a_terminal(tmp_path: Path
     assert "\x1b[1;31m[error: Build broken]" in done.out  # bold red
     assert "\x1b[1m[info: FYI]" in done.out  # bold
     assert "\x1b[2m[usage: " in done.out  # the other updates stay dim
+
+
+async def test_sessions_are_listed_closed_and_deleted(tmp_path: Path) -> None:
+    from acpio.oneshot.auth import LoginFailed
+    from acpio.oneshot.sessions import close_session, delete_session, list_sessions
+
+    agent = testy_agent()  # one builder: its sessions outlive each connection
+    assert (await run("title Fixing the parser", tmp_path, agent=agent)).code == ExitCode.OK
+    (line,) = await list_sessions(agent, tmp_path)
+    assert line.startswith("testy-1  Fixing the parser  ")
+    await close_session(agent, tmp_path, "testy-1")
+    with pytest.raises(LoginFailed, match="refused session/close of 'nope'"):
+        await close_session(agent, tmp_path, "nope")
+    await delete_session(agent, tmp_path, "testy-1")
+    assert await list_sessions(agent, tmp_path) == []
+    with pytest.raises(LoginFailed, match=r"does not advertise agentCapabilities\.sessionCapabilities\.list"):
+        await list_sessions(testy_agent(TestyOptions(session_list=False)), tmp_path)
