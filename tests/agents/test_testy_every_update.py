@@ -3,6 +3,7 @@ config options, elicitation (form and URL), terminal/kill, and the terminal logi
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from acpio.agents.testy import TestyOptions, testy_agent
 from acpio.agents.testy.agent import TERMINAL_AUTH_METHOD_ID
+from acpio.agents.testy.login import logged_in, terminal_login
 from acpio.testing import WirePeer, serving
 
 FILES_AND_TERMINAL: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
@@ -277,14 +279,28 @@ async def test_the_terminal_method_is_offered_to_clients_that_can_run_it(tmp_pat
         ({}, "Ann\n", 2, "did not apply the auth method's env"),
     ],
 )
-def test_the_terminal_login_process(
-    tmp_path: Path, env: dict[str, str], answer: str, status: int, says: str
+def test_the_terminal_login(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], answer: str, status: int, says: str
 ) -> None:
     login = tmp_path / "login.json"
-    environment = {k: v for k, v in os.environ.items() if k != "ACPIO_TESTY_LOGIN"} | env
+    monkeypatch.delenv("ACPIO_TESTY_LOGIN", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    screen = io.StringIO()
+    assert terminal_login(login, stdin=io.StringIO(answer), stdout=screen) == status
+    assert says in screen.getvalue()
+    assert logged_in(login) == ("Ann" if status == 0 else None)
+
+
+def test_acpio_testy_login_is_the_terminal_login(tmp_path: Path) -> None:
+    login = tmp_path / "login.json"
+    environment = {k: v for k, v in os.environ.items() if k != "ACPIO_TESTY_LOGIN"} | {
+        "ACPIO_TESTY_LOGIN": "1"
+    }
     done = subprocess.run(
         [sys.executable, "-m", "acpio", "testy", "--terminal-auth", str(login), "--login"],
-        input=answer, capture_output=True, text=True, env=environment, timeout=30, check=False,
+        input="Ann\n", capture_output=True, text=True, env=environment, timeout=30, check=False,
     )  # fmt: skip
-    assert (done.returncode, says in done.stdout) == (status, True), done.stdout + done.stderr
-    assert login.exists() == (status == 0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "logged in as Ann" in done.stdout
+    assert logged_in(login) == "Ann"
