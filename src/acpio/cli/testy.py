@@ -76,7 +76,8 @@ sessions:
   verbosity (brief: help lists only the words; normal; verbose: a thought chunk announces each
   command); to clients that advertise session.configOptions.boolean, a boolean option shout
   (messages in upper case). notice, compact and elicit/elicit-url send their updates and requests
-  only to clients that advertise session.notices, session.compaction and elicitation.form/url. session/load replays the history (user and agent message chunks) before answering;
+  only to clients that advertise session.notices, session.compaction and elicitation.form/url.
+  session/load replays the history (user and agent message chunks) before answering;
   session/list (cwd filter, newest first, one page), session/resume, session/close (the session
   stays listed and can be loaded again), session/delete, session/set_mode and
   session/set_config_option work on the sessions of the store (--store; in memory by default).
