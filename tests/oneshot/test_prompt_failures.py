@@ -5,12 +5,14 @@
 * ``--verbose`` shows the agent's stderr while the turn runs (and extension notifications);
 * the engine's log lines carry the ``acpio:`` prefix;
 * Ctrl-C, then an agent that ends the cancelled turn with ``end_turn``: exit code 130;
-* an error's ``data`` is printed as JSON, not as a Python repr.
+* an error's ``data`` is printed as JSON, not as a Python repr;
+* a running command's output is live in a pipe too, and printed once.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -165,3 +167,42 @@ raise RequestError(-32000, "Quota exceeded", {"retryAfter": 30, "plan": "free", 
         "acpio: error: The agent answered session/prompt with an error: -32000 Quota exceeded: "
         '{"retryAfter": 30, "plan": "free", "ok": false}'
     )
+
+
+def test_a_running_commands_output_is_live_in_a_pipe_too(tmp_path: Path) -> None:
+    go_on = tmp_path / "go-on"
+    wait = f"while [ ! -e {shlex.quote(str(go_on))} ]; do sleep 0.05; done"
+    command = f"printf 'output %s\\n' one; {wait}; printf 'output %s\\n' two"
+    testy = shlex.join([sys.executable, "-m", "acpio", "testy"])
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "acpio",
+            "prompt",
+            "--allow",
+            "--agent",
+            testy,
+            f"run sh -c {shlex.quote(command)}",
+        ],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(),
+        start_new_session=True,
+    )
+    try:
+        before = read_until(process.stdout, "    output one")  # while the command still waits
+        go_on.touch()
+        out, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, err
+    lines = before + out.splitlines(keepends=True)
+    assert [line.rstrip("\n") for line in lines if line.startswith("    output")] == [
+        "    output one",
+        "    output two",
+    ]  # each once: not again when the tool call ends

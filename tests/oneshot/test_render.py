@@ -128,14 +128,61 @@ def test_a_terminal_in_a_tool_call_shows_the_command_its_output_and_status() -> 
     out = io.StringIO()
     renderer = PlainRenderer(out, terminals={"term-1": snapshot}.get)
     renderer.update(
-        ToolCall(tool_call_id="t", title="Run it", kind="execute", content=[Terminal(terminal_id="term-1")])
+        ToolCall(
+            tool_call_id="t",
+            title="Run it",
+            kind="execute",
+            status="failed",
+            content=[Terminal(terminal_id="term-1")],
+        )
     )
-    renderer.update(ToolCallUpdate(tool_call_id="t", status="failed"))
-    assert out.getvalue().splitlines()[-4:] == [
+    assert out.getvalue().splitlines() == [
         "[failed] Run it (execute)",
         "    $ sh -c 'exit 3'",
         "    oops",
         "    [exit status 3]",
+    ]
+
+
+def test_a_running_commands_output_is_printed_as_it_comes_then_not_again() -> None:
+    output = ["first\nsec"]
+    status: list[TerminalExitStatus | None] = [None]
+
+    def lookup(terminal_id: str) -> TerminalSnapshot:
+        return TerminalSnapshot(
+            terminal_id=terminal_id,
+            command_line="make test",
+            output=output[0],
+            truncated=False,
+            exit_status=status[0],
+            released=False,
+        )
+
+    out = io.StringIO()
+    renderer = PlainRenderer(out, terminals=lookup)
+    renderer.update(ToolCall(tool_call_id="t", title="make test", kind="execute", status="in_progress"))
+    renderer.update(ToolCallUpdate(tool_call_id="t", content=[Terminal(terminal_id="term-1")]))
+    assert out.getvalue().splitlines() == [
+        "[in progress] make test (execute)",
+        "    $ make test",
+        "    first",
+    ]
+    output[0] += "ond\nthird\nfour"
+    renderer.terminal_output("term-1")  # complete lines only
+    renderer.terminal_output("term-2")  # a terminal shown in no tool call: nothing
+    assert out.getvalue().splitlines()[-2:] == ["    second", "    third"]
+    output[0] += "th\n"
+    status[0] = TerminalExitStatus(exit_code=0)
+    renderer.update(ToolCallUpdate(tool_call_id="t", status="completed"))
+    assert out.getvalue().splitlines() == [
+        "[in progress] make test (execute)",
+        "    $ make test",
+        "    first",
+        "    second",
+        "    third",
+        "[completed] make test (execute)",
+        "    fourth",
+        "    [exit status 0]",
     ]
 
 

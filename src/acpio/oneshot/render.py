@@ -140,6 +140,10 @@ class Renderer(Protocol):
         """What the agent said of the tool call ``tool_call_id`` (title, kind, content), if anything."""
         ...
 
+    def terminal_output(self, terminal_id: str) -> None:
+        """The command of terminal ``terminal_id`` wrote more output (for a renderer that streams it)."""
+        ...
+
     def close(self) -> None:
         """The run is over: flush."""
         ...
@@ -178,6 +182,9 @@ class TextRenderer(ABC):
         "plan.in_progress": "[>]",
         "plan.completed": "[x]",
     }
+    #: Whether a running command's output is printed as it comes, under its tool call (then not
+    #: again when the tool call ends); otherwise it is shown once the tool call ended.
+    STREAMS_OUTPUT: ClassVar[bool] = False
     #: The mark at the start of each line of streamed thoughts and (replayed) user messages.
     PREFIXES: ClassVar[dict[str, str]] = {
         "thought": "(thinking) ",
@@ -193,6 +200,9 @@ class TextRenderer(ABC):
         self._history = False
         #: The last ``available_commands_update`` shown: an agent repeating it is not shown again.
         self._commands_shown: str | None = None
+        #: With ``STREAMS_OUTPUT``: the terminals whose output is being printed, and how many of its
+        #: lines were printed so far.
+        self._streamed: dict[str, int] = {}
 
     # --- what subclasses write -------------------------------------------------------------------
 
@@ -308,6 +318,7 @@ class TextRenderer(ABC):
                 if tool.status not in _FINAL_STATUSES:
                     tool.status = "cancelled"
                     self._tool_changed(tool, False)
+        self._streamed.clear()  # a command still running past its turn is not shown below it
         style = {"end_turn": "stop.end_turn", "cancelled": "stop.cancelled"}.get(stop_reason, "stop.other")
         self._lines([[(f"[stop reason: {stop_reason}]", style)]])
 
@@ -363,11 +374,28 @@ class TextRenderer(ABC):
 
     # --- tool calls --------------------------------------------------------------------------------
 
+    def terminal_output(self, terminal_id: str) -> None:
+        """With ``STREAMS_OUTPUT``: print the new complete lines of a terminal in a running tool call."""
+        printed = self._streamed.get(terminal_id)
+        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
+        if printed is None or snapshot is None:
+            return
+        complete = snapshot.output.split("\n")[:-1]
+        if len(complete) > printed:
+            self._end_stream()
+            style = self._style("content", False)
+            self._lines([[("    ", "content"), (text, style)] for text in complete[printed:]])
+            self._streamed[terminal_id] = len(complete)
+
     def _tool_changed(self, tool: _Tool, history: bool) -> None:
         if (tool.status, tool.title) != tool.shown:
             self._end_stream()
             tool.shown = (tool.status, tool.title)
             self._lines([self._tool_line(tool, history)], key=("tool", tool.tool_call_id))
+        if self.STREAMS_OUTPUT and not history and tool.status not in _FINAL_STATUSES:
+            for item in tool.content:
+                if isinstance(item, Terminal) and item.terminal_id not in self._streamed:
+                    self._start_streaming(item.terminal_id)
         if tool.status in _SHOW_CONTENT and not tool.content_shown and tool.content:
             tool.content_shown = True
             lines: list[Line] = []
@@ -395,12 +423,29 @@ class TextRenderer(ABC):
         kind = getattr(item, "type", None) or "content"
         return [[(f"[{kind}]", self._style("info", history))]]
 
+    def _start_streaming(self, terminal_id: str) -> None:
+        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
+        if snapshot is None:
+            return
+        self._end_stream()
+        self._lines([[("    ", "content"), (f"$ {snapshot.command_line}", self._style("command", False))]])
+        self._streamed[terminal_id] = 0
+        self.terminal_output(terminal_id)
+
     def _terminal_lines(self, terminal_id: str, history: bool) -> list[Line]:
         snapshot = self._terminals(terminal_id) if self._terminals is not None else None
         if snapshot is None:
             return [[(f"[terminal {terminal_id}]", self._style("info", history))]]
-        lines: list[Line] = [[(f"$ {snapshot.command_line}", self._style("command", history))]]
+        printed = self._streamed.pop(terminal_id, None)
+        lines: list[Line] = []
         output = snapshot.output.rstrip("\n")
+        if printed is not None:  # its command line and first lines are above: the rest, then the status
+            rest = output.split("\n")[printed:] if output else []
+            style = self._style("content", history)
+            lines.extend([(text, style)] for text in _clip(rest, keep="end"))
+            output = ""
+        else:
+            lines.append([(f"$ {snapshot.command_line}", self._style("command", history))])
         if output:
             if snapshot.truncated:
                 lines.append([("[… earlier output dropped]", self._style("info", history))])
@@ -432,7 +477,12 @@ class TextRenderer(ABC):
 
 
 class PlainRenderer(TextRenderer):
-    """Text without colour, for a pipe or a file: every line written once, in order."""
+    """Text without colour, for a pipe or a file: every line written once, in order.
+
+    A running command's output is printed as it comes, line by line, under its tool call.
+    """
+
+    STREAMS_OUTPUT: ClassVar[bool] = True
 
     def __init__(self, out: TextIO, terminals: TerminalLookup | None = None) -> None:
         super().__init__(terminals)
@@ -509,6 +559,9 @@ class JsonLinesRenderer:
     def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
         """Nothing is kept: ``None``."""
         return None
+
+    def terminal_output(self, terminal_id: str) -> None:
+        """Nothing: the terminal requests and answers say it all."""
 
     def close(self) -> None:
         """Flush the output."""

@@ -242,7 +242,11 @@ async def run_prompt(
     except ValueError as exc:
         raise PromptFailed(str(exc), ExitCode.USAGE) from exc
     # The agent's commands run only once answering.consent_to_command allowed them (made below).
-    terminals = Terminals(files, consent=lambda command: answering.consent_to_command(command))
+    terminals = Terminals(
+        files,
+        consent=lambda command: answering.consent_to_command(command),
+        on_output=lambda terminal_id: renderer.terminal_output(terminal_id),
+    )
     json_renderer = JsonLinesRenderer(out) if options.output == "json" else None
     renderer: Renderer = json_renderer or _text_renderer(options.output, out, terminals)
     owned_answers = None

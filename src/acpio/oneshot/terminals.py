@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -228,9 +229,13 @@ class _OutputProtocol(asyncio.SubprocessProtocol):
         self._buffer = buffer
         self.exited: asyncio.Future[None] = loop.create_future()
         self.output_closed: asyncio.Future[None] = loop.create_future()
+        #: Called after each piece of output (once the terminal has its id).
+        self.on_data: Callable[[], None] | None = None
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         self._buffer.append(data.encode() if isinstance(data, str) else data)
+        if self.on_data is not None:
+            self.on_data()
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1 and not self.output_closed.done():
@@ -330,8 +335,9 @@ class Terminals:
 
     ``files`` gives the root that a ``cwd`` must lie in (and the default ``cwd``). ``consent`` is
     awaited with each :class:`TerminalCommand` before it is started, and refuses it by raising
-    (without it, every command runs). Call :meth:`aclose` at the end: commands still running are
-    ended. :meth:`kill_now` ends them at once, without waiting (for a second Ctrl-C).
+    (without it, every command runs). ``on_output(terminal_id)`` is called each time a command
+    wrote output (for a client that shows it live). Call :meth:`aclose` at the end: commands still
+    running are ended. :meth:`kill_now` ends them at once, without waiting (for a second Ctrl-C).
     """
 
     def __init__(
@@ -342,9 +348,11 @@ class Terminals:
         max_output_limit: int = MAX_OUTPUT_LIMIT,
         kill_grace: float = KILL_GRACE,
         consent: Consent | None = None,
+        on_output: Callable[[str], None] | None = None,
     ) -> None:
         self._files = files
         self._consent = consent
+        self._on_output = on_output
         self._default_limit = default_output_limit
         self._max_limit = max_output_limit
         self._kill_grace = kill_grace
@@ -386,6 +394,8 @@ class Terminals:
             terminal_id, request.session_id, command.command_line, buffer, transport, protocol
         )
         self._terminals[terminal_id] = terminal
+        if self._on_output is not None:
+            protocol.on_data = functools.partial(self._on_output, terminal_id)
         _log.debug(
             "Started %s for the agent as %s (pid %d)", terminal.command_line, terminal_id, terminal.pid
         )
