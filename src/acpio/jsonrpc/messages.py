@@ -297,7 +297,10 @@ class RawJson:
     @classmethod
     def of(cls, value: Any) -> RawJson:
         """``value`` serialized (with the frames' rules), or ``value`` itself if it is a ``RawJson``."""
-        return value if type(value) is cls else cls(_dumps(value), value)
+        if type(value) is cls:
+            return value
+        typed = _typed_json(value)  # a typed object's own serializer: what the frame would use
+        return cls(typed if typed is not None else _dumps(value), value)
 
     def to_wire_json(self) -> bytes:
         """The JSON text, spliced into the frame."""
