@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         WriteTextFileMessage,
     )
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
-    from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio
+    from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio, Tap
     from acpio.updates import text_update, thought_update, user_text_update
 
 __version__ = "0.1.0"
@@ -117,6 +117,7 @@ _LAZY: dict[str, str] = {
     "Channel": "acpio.transports",
     "ChannelListener": "acpio.transports",
     "Stdio": "acpio.transports",
+    "Tap": "acpio.transports",
     "negotiate_version": "acpio.capabilities",
     "AgentRequestMessage": "acpio.session",
     "CreateElicitationMessage": "acpio.session",
@@ -192,6 +193,7 @@ __all__ = [
     "SessionMessage",
     "Stdio",
     "StopReasonName",
+    "Tap",
     "TerminalOutputMessage",
     "TransportError",
     "Turn",
