@@ -63,3 +63,33 @@ async def test_thinking_and_a_tool_call_through_an_anthropic_server(
     assert result["role"] == "user"
     assert result["content"][0]["type"] == "tool_result"
     assert result["content"][0]["tool_use_id"] == "toolu_1"
+
+
+async def test_two_signed_thinking_blocks_go_back_as_two_blocks(
+    tmp_path: Path, wire: aw.AnthropicWire
+) -> None:
+    (tmp_path / "user-settings.toml").write_text(
+        f'reasoning_effort = "low"\n[providers.anthropic]\nbase_url = "{wire.base_url}"\nmax_retries = 0\n'
+    )
+    (tmp_path / "notes.txt").write_text("milk\n")
+    wire.messages(
+        aw.message_stream(
+            aw.thinking(["First, ", "look."], signature="sig-a"),
+            aw.thinking(["Then read it."], signature="sig-b"),
+            aw.tool_use("toolu_1", "read_file", '{"path": "notes.txt"}'),
+            stop_reason="tool_use",
+        ),
+        aw.message_stream(aw.text("Milk.")),
+    )
+    async with editor(
+        options(tmp_path, offline=False, environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
+    ) as client:
+        created = (await client.new(tmp_path))["result"]
+        turn = await client.prompt(created["sessionId"], "notes?")
+
+    assert turn.stop_reason == "end_turn"
+    assistant = wire.sent[1].body["messages"][-2]
+    assert [block for block in assistant["content"] if block["type"] == "thinking"] == [
+        {"type": "thinking", "thinking": "First, look.", "signature": "sig-a"},
+        {"type": "thinking", "thinking": "Then read it.", "signature": "sig-b"},
+    ]

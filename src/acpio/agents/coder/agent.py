@@ -432,8 +432,8 @@ class _Coder:
     ) -> tuple[AssistantMessage, FinishReason]:
         provider = state.catalogue.providers[model.provider]
         text: list[str] = []
-        thinking: list[str] = []
-        signature: str | None = None
+        thought: list[ThinkingPart] = []
+        thinking: list[str] = []  # the block being received: it ends with its signature
         calls: list[ToolCall] = []
         finish: FinishReason = "end_turn"
         stream = provider.stream(request)
@@ -445,7 +445,9 @@ class _Coder:
                         await turn.say(delta)
                     case ThinkingDelta(delta, signed):
                         thinking.append(delta)
-                        signature = signed or signature
+                        if signed:  # each signed block goes back as it came, or the provider refuses it
+                            thought.append(ThinkingPart("".join(thinking), signed))
+                            thinking = []
                         if delta:
                             await turn.think(delta)
                     case ToolCallEvent(call_id, name, arguments):
@@ -472,8 +474,9 @@ class _Coder:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
-        thought = (ThinkingPart("".join(thinking), signature),) if thinking or signature else ()
-        return AssistantMessage("".join(text), thought, tuple(calls)), finish
+        if any(thinking):
+            thought.append(ThinkingPart("".join(thinking)))
+        return AssistantMessage("".join(text), tuple(thought), tuple(calls)), finish
 
     # --- slash commands -----------------------------------------------------------------------------
 
