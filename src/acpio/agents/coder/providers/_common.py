@@ -1,4 +1,4 @@
-"""What the HTTP providers share: retrying a call with bounded, jittered backoff, and their settings.
+"""What the HTTP providers share: their base class, retries with a bounded, jittered backoff, options.
 
 A call is retried only while it has yielded nothing (the request was refused, or the stream failed
 before its first event): once text has reached the agent, a retry would repeat it. Retried are rate
@@ -8,6 +8,7 @@ limits (:class:`~acpio.agents.coder.model.ModelRateLimited`) and server errors (
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import email.utils
 import logging
@@ -15,11 +16,19 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from acpio.agents.coder.model import ModelError, ModelEvent, ModelRateLimited
+from acpio.agents.coder.model import (
+    ModelError,
+    ModelEvent,
+    ModelProvider,
+    ModelRateLimited,
+    ModelRequest,
+    ProviderConfig,
+)
+from acpio.agents.coder.providers import ProviderUnavailable
 
-__all__ = ["RetryPolicy", "option", "retry_after", "retrying"]
+__all__ = ["HttpProvider", "RetryPolicy", "option", "retry_after", "retrying"]
 
 log = logging.getLogger("acpio.agents.coder")
 
@@ -50,14 +59,67 @@ class RetryPolicy:
 
     def wait(self, error: ModelError, failures: int) -> float | None:
         """Seconds to wait before trying again after ``failures`` failed attempts; ``None``: give up."""
-        retryable = isinstance(error, ModelRateLimited) or (error.status or 0) >= 500
-        if not retryable or failures >= self.attempts:
+        if not _retryable(error) or failures >= self.attempts:
             return None
         asked = error.retry_after if isinstance(error, ModelRateLimited) else None
         if asked is not None:
             return asked if asked <= self.max_delay else None
         backoff: float = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
         return backoff * random.uniform(0.5, 1.0)
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Closable)
+
+
+class HttpProvider(ModelProvider, Generic[ClientT]):
+    """A provider on an official HTTP client package: one client made on first use, calls retried.
+
+    A subclass makes its client in :meth:`make_client` (importing its package there, so that the
+    module loads without the extra) and makes one attempt at a call in :meth:`attempt`;
+    :meth:`stream` retries that attempt by :attr:`policy`, from the ``max_retries``,
+    ``retry_base_delay`` and ``retry_max_delay`` options.
+    """
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self.policy = RetryPolicy.from_options(config.options)
+        self._client: ClientT | None = None
+
+    @abc.abstractmethod
+    def make_client(self) -> ClientT:
+        """A new client, its own retries off; raises :class:`ProviderUnavailable` without its package."""
+
+    @abc.abstractmethod
+    def attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """One try at the call, not retried; raises :class:`~acpio.agents.coder.model.ModelError`."""
+
+    def client(self) -> ClientT:
+        """The client, made on first use."""
+        if self._client is None:
+            self._client = self.make_client()
+        return self._client
+
+    def missing_package(self, exc: ImportError) -> ProviderUnavailable:
+        """The error for a client package that cannot be imported: it names the extra to install."""
+        extra = self.spec.extra or self.spec.name
+        return ProviderUnavailable(
+            f"the {extra} package is missing ({exc}): pip install 'acpio[{extra}]'",
+            provider=self.spec.name,
+        )
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one call, retried while it fails before its first event."""
+        return retrying(lambda: self.attempt(request), self.policy)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
 
 def option(options: Mapping[str, Any], name: str, kind: type[Any], default: Any) -> Any:
@@ -108,9 +170,12 @@ async def retrying(
         await asyncio.sleep(delay)
 
 
+def _retryable(error: ModelError) -> bool:
+    return isinstance(error, ModelRateLimited) or (error.status or 0) >= 500
+
+
 def _given_up(error: ModelError, failures: int) -> ModelError:
-    retryable = isinstance(error, ModelRateLimited) or (error.status or 0) >= 500
-    if not retryable:
+    if not _retryable(error):
         return error
     if isinstance(error, ModelRateLimited):
         asked = error.retry_after

@@ -57,7 +57,6 @@ from acpio.agents.coder.model import (
     ModelError,
     ModelEvent,
     ModelInfo,
-    ModelProvider,
     ModelRateLimited,
     ModelRequest,
     ProviderConfig,
@@ -71,8 +70,7 @@ from acpio.agents.coder.model import (
     UsageEvent,
     UserMessage,
 )
-from acpio.agents.coder.providers import ProviderUnavailable
-from acpio.agents.coder.providers._common import RetryPolicy, option, retry_after, retrying
+from acpio.agents.coder.providers._common import HttpProvider, option, retry_after
 
 if TYPE_CHECKING:
     import anthropic
@@ -131,7 +129,7 @@ class _ToolUse:
     arguments: list[str] = field(default_factory=list[str])
 
 
-class AnthropicProvider(ModelProvider):
+class AnthropicProvider(HttpProvider["anthropic.AsyncAnthropic"]):
     """Claude models through the Messages API (see the module's docstring)."""
 
     spec = ProviderSpec(
@@ -144,41 +142,28 @@ class AnthropicProvider(ModelProvider):
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        self.policy = RetryPolicy.from_options(config.options)
-        self._client: anthropic.AsyncAnthropic | None = None
         self._catalogue: dict[str, ModelInfo] = {}
         self._thinking: dict[str, ThinkingStyle] = {}
 
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The ``AsyncAnthropic`` client, made on first use, without retries of its own (the provider's)."""
-        if self._client is None:
-            try:
-                import anthropic
-            except ImportError as exc:
-                raise ProviderUnavailable(
-                    f"the anthropic package is missing ({exc}): pip install 'acpio[anthropic]'",
-                    provider=self.spec.name,
-                ) from exc
+    def make_client(self) -> anthropic.AsyncAnthropic:
+        """An ``AsyncAnthropic`` client, without retries of its own (the provider retries)."""
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise self.missing_package(exc) from exc
 
-            if not self.config.api_key:
-                raise ModelAuthError(
-                    "No Anthropic API key: set ANTHROPIC_API_KEY, or authenticate with the agent's "
-                    "anthropic method",
-                    provider=self.spec.name,
-                )
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.config.api_key,
-                base_url=self.config.base_url,
-                max_retries=0,
-                timeout=float(option(self.config.options, "timeout", float, 600.0)),
+        if not self.config.api_key:
+            raise ModelAuthError(
+                "No Anthropic API key: set ANTHROPIC_API_KEY, or authenticate with the agent's "
+                "anthropic method",
+                provider=self.spec.name,
             )
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+        return anthropic.AsyncAnthropic(
+            api_key=self.config.api_key,
+            base_url=self.config.base_url,
+            max_retries=0,
+            timeout=float(option(self.config.options, "timeout", float, 600.0)),
+        )
 
     # -- the catalogue ----------------------------------------------------------------------------
 
@@ -227,10 +212,6 @@ class AnthropicProvider(ModelProvider):
 
     # -- a call -----------------------------------------------------------------------------------
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream one message, retried while it fails before its first event."""
-        return retrying(lambda: self._attempt(request), self.policy)
-
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of the Messages request for ``request`` (what is sent on the wire)."""
         known = self._catalogue.get(request.model)
@@ -263,7 +244,8 @@ class AnthropicProvider(ModelProvider):
                 body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return body
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one message, not retried (:meth:`stream` retries it)."""
         body = self.body(request)
         client = self.client()
         import anthropic

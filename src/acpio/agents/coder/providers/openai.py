@@ -58,10 +58,8 @@ from acpio.agents.coder.model import (
     ModelError,
     ModelEvent,
     ModelInfo,
-    ModelProvider,
     ModelRateLimited,
     ModelRequest,
-    ProviderConfig,
     ProviderSpec,
     SystemMessage,
     TextDelta,
@@ -72,8 +70,7 @@ from acpio.agents.coder.model import (
     UsageEvent,
     UserMessage,
 )
-from acpio.agents.coder.providers import ProviderUnavailable
-from acpio.agents.coder.providers._common import RetryPolicy, option, retry_after, retrying
+from acpio.agents.coder.providers._common import HttpProvider, option, retry_after
 
 if TYPE_CHECKING:
     import openai
@@ -146,7 +143,7 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-class OpenAIProvider(ModelProvider):
+class OpenAIProvider(HttpProvider["openai.AsyncOpenAI"]):
     """Chat completions on OpenAI or any OpenAI-compatible server (see the module's docstring)."""
 
     spec = ProviderSpec(
@@ -157,11 +154,6 @@ class OpenAIProvider(ModelProvider):
         base_url_env="OPENAI_BASE_URL",
         extra="openai",
     )
-
-    def __init__(self, config: ProviderConfig) -> None:
-        super().__init__(config)
-        self.policy = RetryPolicy.from_options(config.options)
-        self._client: openai.AsyncOpenAI | None = None
 
     @property
     def base_url(self) -> str:
@@ -176,43 +168,32 @@ class OpenAIProvider(ModelProvider):
     def _where(self) -> str:
         return "OpenAI" if self.is_openai else f"the server at {self.base_url}"
 
-    def client(self) -> openai.AsyncOpenAI:
-        """The ``AsyncOpenAI`` client, made on first use; its own retries are off (the provider retries)."""
-        if self._client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise ProviderUnavailable(
-                    f"the openai package is missing ({exc}): pip install 'acpio[openai]'",
+    def make_client(self) -> openai.AsyncOpenAI:
+        """An ``AsyncOpenAI`` client for the endpoint; its own retries are off (the provider retries)."""
+        try:
+            import openai
+        except ImportError as exc:
+            raise self.missing_package(exc) from exc
+
+        key = self.config.api_key
+        if not key:
+            if self.is_openai:
+                raise ModelAuthError(
+                    "No OpenAI API key: set OPENAI_API_KEY, or authenticate with the agent's openai "
+                    "method (a local OpenAI-compatible server needs none: set its base URL instead)",
                     provider=self.spec.name,
-                ) from exc
-
-            key = self.config.api_key
-            if not key:
-                if self.is_openai:
-                    raise ModelAuthError(
-                        "No OpenAI API key: set OPENAI_API_KEY, or authenticate with the agent's openai "
-                        "method (a local OpenAI-compatible server needs none: set its base URL instead)",
-                        provider=self.spec.name,
-                    )
-                key = "no-key"  # a local server ignores it, and the client insists on one
-            headers = self.config.options.get("headers")
-            self._client = openai.AsyncOpenAI(
-                api_key=key,
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=float(option(self.config.options, "timeout", float, 600.0)),
-                default_headers={str(k): str(v) for k, v in headers.items()}
-                if isinstance(headers, dict)
-                else None,
-            )
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+                )
+            key = "no-key"  # a local server ignores it, and the client insists on one
+        headers = self.config.options.get("headers")
+        return openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=float(option(self.config.options, "timeout", float, 600.0)),
+            default_headers={str(k): str(v) for k, v in headers.items()}
+            if isinstance(headers, dict)
+            else None,
+        )
 
     # -- the catalogue ----------------------------------------------------------------------------
 
@@ -248,10 +229,6 @@ class OpenAIProvider(ModelProvider):
 
     # -- a call -----------------------------------------------------------------------------------
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream one chat completion, retried while it fails before its first event."""
-        return retrying(lambda: self._attempt(request), self.policy)
-
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of the chat completion request for ``request`` (what is sent on the wire)."""
         body: dict[str, Any] = {
@@ -278,7 +255,8 @@ class OpenAIProvider(ModelProvider):
             body["max_completion_tokens" if self.is_openai else "max_tokens"] = request.max_tokens
         return body
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one chat completion, not retried (:meth:`stream` retries it)."""
         body = self.body(request)
         client = self.client()
         import openai
