@@ -38,10 +38,10 @@ import functools
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, Literal, TextIO, TypeAlias, cast
+from typing import IO, Any, Final, Literal, TextIO, TypeAlias, TypeVar, cast
 
 import orjson
 
@@ -612,6 +612,7 @@ class _PromptRun:
 
 
 _Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
+_T = TypeVar("_T")
 
 
 class _RequestAnswers:
@@ -736,17 +737,8 @@ class _RequestAnswers:
         if self.elicitor is None:
             raise MethodNotFound(dispatch.method)
         self._renderer.settle()
-        answering = asyncio.ensure_future(self.elicitor.answer(request))
-        cancelled = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            await asyncio.wait((answering, cancelled), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (answering, cancelled):
-                task.cancel()
-            await asyncio.gather(answering, cancelled, return_exceptions=True)
-        if self.cancelled.is_set() or answering.cancelled():
-            return CreateElicitationResponse(action="cancel")
-        return answering.result()
+        answer = await self._unless_cancelled(self.elicitor.answer(request))
+        return CreateElicitationResponse(action="cancel") if answer is None else answer
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
         """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides."""
@@ -775,20 +767,25 @@ class _RequestAnswers:
 
     async def _decide(self, request: RequestPermissionRequest) -> Outcome:
         """The policy's outcome for ``request``; ``cancelled`` once the turn is cancelled (even meanwhile)."""
-        outcome: Outcome = CancelledPermissionOutcome()
-        if not self.cancelled.is_set():
-            self._renderer.settle()
-            deciding = asyncio.ensure_future(self._policy.decide(request))
-            cancelled = asyncio.ensure_future(self.cancelled.wait())
-            try:
-                await asyncio.wait((deciding, cancelled), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (deciding, cancelled):
-                    task.cancel()
-                await asyncio.gather(deciding, cancelled, return_exceptions=True)
-            if not self.cancelled.is_set() and not deciding.cancelled():
-                outcome = deciding.result()
-        return outcome
+        if self.cancelled.is_set():
+            return CancelledPermissionOutcome()
+        self._renderer.settle()
+        outcome = await self._unless_cancelled(self._policy.decide(request))
+        return CancelledPermissionOutcome() if outcome is None else outcome
+
+    async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:
+        """What ``work`` returns, or ``None`` once the turn is cancelled (``work`` is cancelled then)."""
+        doing = asyncio.ensure_future(work)
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait((doing, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (doing, cancelled):
+                task.cancel()
+            await asyncio.gather(doing, cancelled, return_exceptions=True)
+        if self.cancelled.is_set() or doing.cancelled():
+            return None
+        return doing.result()
 
 
 async def _open_session(
