@@ -11,6 +11,8 @@ import pytest
 
 pytest.importorskip("anthropic")
 
+from acpio.agents.coder.agent import CoderOptions
+
 from ._support import editor, options
 from .wire import anthropic_wire as aw
 
@@ -21,13 +23,22 @@ async def wire() -> AsyncIterator[aw.AnthropicWire]:
         yield server
 
 
-async def test_thinking_and_a_tool_call_through_an_anthropic_server(
-    tmp_path: Path, wire: aw.AnthropicWire
-) -> None:
+def notes_and_settings(tmp_path: Path, wire: aw.AnthropicWire) -> None:
+    """A notes file to read, and settings that point the Anthropic provider at ``wire``, thinking low."""
     (tmp_path / "user-settings.toml").write_text(
         f'reasoning_effort = "low"\n[providers.anthropic]\nbase_url = "{wire.base_url}"\nmax_retries = 0\n'
     )
     (tmp_path / "notes.txt").write_text("milk\n")
+
+
+def anthropic_options(tmp_path: Path) -> CoderOptions:
+    return options(tmp_path, offline=False, environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
+
+
+async def test_thinking_and_a_tool_call_through_an_anthropic_server(
+    tmp_path: Path, wire: aw.AnthropicWire
+) -> None:
+    notes_and_settings(tmp_path, wire)
     wire.messages(
         aw.message_stream(
             aw.thinking(["The user ", "wants the notes."], signature="sig-1"),
@@ -36,9 +47,7 @@ async def test_thinking_and_a_tool_call_through_an_anthropic_server(
         ),
         aw.message_stream(aw.text("They say milk.")),
     )
-    async with editor(
-        options(tmp_path, offline=False, environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
-    ) as client:
+    async with editor(anthropic_options(tmp_path)) as client:
         created = (await client.new(tmp_path))["result"]
         values = {o["id"]: o["currentValue"] for o in created["configOptions"]}
         assert values["model"] == "anthropic/claude-sonnet-4-6"
@@ -68,10 +77,7 @@ async def test_thinking_and_a_tool_call_through_an_anthropic_server(
 async def test_two_signed_thinking_blocks_go_back_as_two_blocks(
     tmp_path: Path, wire: aw.AnthropicWire
 ) -> None:
-    (tmp_path / "user-settings.toml").write_text(
-        f'reasoning_effort = "low"\n[providers.anthropic]\nbase_url = "{wire.base_url}"\nmax_retries = 0\n'
-    )
-    (tmp_path / "notes.txt").write_text("milk\n")
+    notes_and_settings(tmp_path, wire)
     wire.messages(
         aw.message_stream(
             aw.thinking(["First, ", "look."], signature="sig-a"),
@@ -81,9 +87,7 @@ async def test_two_signed_thinking_blocks_go_back_as_two_blocks(
         ),
         aw.message_stream(aw.text("Milk.")),
     )
-    async with editor(
-        options(tmp_path, offline=False, environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
-    ) as client:
+    async with editor(anthropic_options(tmp_path)) as client:
         created = (await client.new(tmp_path))["result"]
         turn = await client.prompt(created["sessionId"], "notes?")
 
