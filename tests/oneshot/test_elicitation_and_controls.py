@@ -409,10 +409,10 @@ async def test_sessions_are_listed_closed_and_deleted(tmp_path: Path) -> None:
     assert (await run("title Fixing the parser", tmp_path, agent=agent)).code == ExitCode.OK
     (line,) = await list_sessions(agent, tmp_path)
     assert line.startswith("testy-1  Fixing the parser  ")
-    await close_session(agent, tmp_path, "testy-1")
+    await close_session(agent, "testy-1")
     with pytest.raises(LoginFailed, match="refused session/close of 'nope'"):
-        await close_session(agent, tmp_path, "nope")
-    await delete_session(agent, tmp_path, "testy-1")
+        await close_session(agent, "nope")
+    await delete_session(agent, "testy-1")
     assert await list_sessions(agent, tmp_path) == []
     with pytest.raises(LoginFailed, match=r"does not advertise agentCapabilities\.sessionCapabilities\.list"):
         await list_sessions(testy_agent(TestyOptions(session_list=False)), tmp_path)

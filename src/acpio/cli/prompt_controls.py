@@ -224,10 +224,10 @@ def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | No
             for line in asyncio.run(list_sessions(agent, cwd)):
                 print(line)
         elif args.close_session:
-            asyncio.run(close_session(agent, cwd, args.close_session))
+            asyncio.run(close_session(agent, args.close_session))
             _note(f"closed session {args.close_session}")
         else:
-            asyncio.run(delete_session(agent, cwd, args.delete_session))
+            asyncio.run(delete_session(agent, args.delete_session))
             _note(f"deleted session {args.delete_session}")
     except LoginFailed as exc:
         raise CliError(str(exc), code=4) from exc

@@ -59,27 +59,23 @@ async def list_sessions(agent: Any, cwd: Path) -> list[str]:
     return result
 
 
-async def close_session(agent: Any, cwd: Path, session_id: str) -> None:
+async def close_session(agent: Any, session_id: str) -> None:
     """``session/close`` of ``session_id``."""
-
-    async def close(cx: Connection, initialized: InitializeResponse) -> None:
-        _require(initialized, "close", "session/close")
-        try:
-            await cx.send_request(CloseSessionRequest(session_id=session_id))
-        except RequestError as error:
-            raise LoginFailed(f"The agent refused session/close of {session_id!r}: {error}") from error
-
-    await connect(agent, client_capabilities(), close)
+    await _end(agent, "close", CloseSessionRequest(session_id=session_id))
 
 
-async def delete_session(agent: Any, cwd: Path, session_id: str) -> None:
+async def delete_session(agent: Any, session_id: str) -> None:
     """``session/delete`` of ``session_id``."""
+    await _end(agent, "delete", DeleteSessionRequest(session_id=session_id))
 
-    async def delete(cx: Connection, initialized: InitializeResponse) -> None:
-        _require(initialized, "delete", "session/delete")
+
+async def _end(agent: Any, capability: str, request: CloseSessionRequest | DeleteSessionRequest) -> None:
+    async def send(cx: Connection, initialized: InitializeResponse) -> None:
+        _require(initialized, capability, request.METHOD)
         try:
-            await cx.send_request(DeleteSessionRequest(session_id=session_id))
+            await cx.send_request(request)
         except RequestError as error:
-            raise LoginFailed(f"The agent refused session/delete of {session_id!r}: {error}") from error
+            refused = f"The agent refused {request.METHOD} of {request.session_id!r}: {error}"
+            raise LoginFailed(refused) from error
 
-    await connect(agent, client_capabilities(), delete)
+    await connect(agent, client_capabilities(), send)
