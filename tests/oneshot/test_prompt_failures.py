@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,9 +50,11 @@ def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def started(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "acpio", "prompt", "--deny", *args],
+@contextlib.contextmanager
+def started(cwd: Path, *args: str, policy: str = "--deny") -> Iterator[subprocess.Popen[str]]:
+    """``acpio prompt`` running in its own process group, which is killed at the end whatever happened."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acpio", "prompt", policy, *args],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -59,6 +63,12 @@ def started(cwd: Path, *args: str) -> subprocess.Popen[str]:
         env=environment(),
         start_new_session=True,
     )
+    try:
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the agent and its commands too
+        process.communicate()
 
 
 def read_until(stream: object, wanted: str) -> list[str]:
@@ -111,15 +121,11 @@ say(cx, "done")
 cx.send_notification("_acme/progress", {{"percent": 50}})
 """,
     )
-    process = started(tmp_path, "--verbose", "--no-color", "--agent", agent, "hello")
-    try:
+    with started(tmp_path, "--verbose", "--no-color", "--agent", agent, "hello") as process:
         # seen on stderr while the agent still waits: live, not at its death
         read_until(process.stderr, "agent| agent log: thinking hard")
         go_on.touch()
         out, err = process.communicate(timeout=TIMEOUT)
-    finally:
-        process.kill()
-        process.wait()
     assert process.returncode == 0, err
     assert 'acpio: extension notification _acme/progress {"percent":50}' in err
     assert out.splitlines() == ["done", "[stop reason: end_turn]"]
@@ -140,14 +146,10 @@ await cancelled.wait()
 say(cx, "stopped as asked\\n")
 """,
     )
-    process = started(tmp_path, "--no-color", "--agent", agent, "hello")
-    try:
+    with started(tmp_path, "--no-color", "--agent", agent, "hello") as process:
         read_until(process.stdout, "working")
         os.killpg(process.pid, signal.SIGINT)
         out, err = process.communicate(timeout=TIMEOUT)
-    finally:
-        process.kill()
-        process.wait()
     assert "stopped as asked" in out
     assert "[stop reason: end_turn]" in out
     assert "acpio: cancelling the turn" in err
@@ -174,32 +176,11 @@ def test_a_running_commands_output_is_live_in_a_pipe_too(tmp_path: Path) -> None
     wait = f"while [ ! -e {shlex.quote(str(go_on))} ]; do sleep 0.05; done"
     command = f"printf 'output %s\\n' one; {wait}; printf 'output %s\\n' two"
     testy = shlex.join([sys.executable, "-m", "acpio", "testy"])
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "acpio",
-            "prompt",
-            "--allow",
-            "--agent",
-            testy,
-            f"run sh -c {shlex.quote(command)}",
-        ],
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment(),
-        start_new_session=True,
-    )
-    try:
+    script = f"run sh -c {shlex.quote(command)}"
+    with started(tmp_path, "--agent", testy, script, policy="--allow") as process:
         before = read_until(process.stdout, "    output one")  # while the command still waits
         go_on.touch()
         out, err = process.communicate(timeout=TIMEOUT)
-    finally:
-        process.kill()
-        process.wait()
     assert process.returncode == 0, err
     lines = before + out.splitlines(keepends=True)
     assert [line.rstrip("\n") for line in lines if line.startswith("    output")] == [
