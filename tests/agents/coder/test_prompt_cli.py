@@ -3,6 +3,8 @@ a real terminal cancels the turn, and the command's process is gone."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import signal
 import subprocess
@@ -49,11 +51,12 @@ def test_ctrl_c_while_a_command_runs_cancels_the_turn_and_ends_the_command(tmp_p
         assert _running(f"sleep {seconds}"), "".join(seen)
         prompt.send_signal(signal.SIGINT)
         rest, errors = prompt.communicate(timeout=30)
+        out = "".join(seen) + rest
+        assert prompt.returncode == 130, errors
+        assert f"[failed] Run `sleep {seconds}` (execute)" in out
+        assert out.rstrip().endswith("[stop reason: cancelled]")
+        assert _running(f"sleep {seconds}") == []  # (before the clean-up below could end it)
     finally:
-        if prompt.poll() is None:
-            prompt.kill()
-    out = "".join(seen) + rest
-    assert prompt.returncode == 130, errors
-    assert f"[failed] Run `sleep {seconds}` (execute)" in out
-    assert out.rstrip().endswith("[stop reason: cancelled]")
-    assert _running(f"sleep {seconds}") == []
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(prompt.pid, signal.SIGKILL)  # on a failure, the agent and its command too
+        prompt.wait()
