@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out ``acpio serve``."""
     import asyncio
+    import importlib
     import logging
     import signal
 
@@ -79,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise CliError("no agent: give its command after --, as in `acpio serve -- acpio testy`")
     try:
-        from acpio.remote import Gateway, RemoteServer
+        importlib.import_module("uvicorn")  # acpio.remote imports it only once a server starts
+
+        from acpio.remote import Gateway, RemoteServer, is_loopback
     except ImportError as exc:
         raise CliError(f"acpio serve needs the remote extra: pip install 'acpio[remote]' ({exc})") from exc
     uvicorn: dict[str, Any] = {}
@@ -87,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
         if not (args.ssl_certfile and args.ssl_keyfile):
             raise CliError("--ssl-certfile and --ssl-keyfile go together")
         uvicorn = {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile}
+    if not is_loopback(args.host) and args.token is None and not args.insecure:
+        raise CliError(
+            f"--host {args.host} exposes the agent to the network: give a token with --token or "
+            "$ACPIO_TOKEN (clients send it as Authorization: Bearer TOKEN), or --insecure on a trusted "
+            "network"
+        )
     logging.basicConfig(level=logging.INFO, format="acpio serve: %(message)s", stream=sys.stderr)
     try:
         gateway = Gateway(command)
