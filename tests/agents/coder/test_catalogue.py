@@ -3,6 +3,7 @@ endpoint of one's own, the offline one only when asked for; the settings' model 
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from acpio.agents.coder.catalogue import build_catalogue
@@ -58,3 +59,18 @@ async def test_the_settings_model_comes_first_and_an_unknown_one_is_reported(tmp
     )
     assert [m.qualified_id for m in catalogue.models] == ["offline/coder", "offline/text"]
     assert catalogue.problems == ["the settings' model 'offline/nope' is not available"]
+
+
+async def test_an_unreachable_local_server_is_named_first_in_the_message(tmp_path: Path) -> None:
+    # OPENAI_BASE_URL at a port that refuses connections: bound, held, never listening
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        settings = load_settings(None, user=tmp_path / "none.toml")
+        catalogue = await build_catalogue(settings, CredentialFile(tmp_path / "k"), {"OPENAI_BASE_URL": url})
+    assert catalogue.models == []
+    message = catalogue.missing_model_message()
+    first = f"No usable model. OpenAI-compatible: listing the models failed (cannot reach {url}"
+    assert message.startswith(first)
+    assert "is the server running" in message
+    assert message.endswith("; or run `acpio agent --offline` for the scripted offline model")

@@ -46,12 +46,12 @@ class Catalogue:
         """What to do when no model is usable: the variables to set, the methods to authenticate with."""
         keyed = [s for s in self.specs.values() if s.key_env]
         ways = [f"set {s.key_env} (or authenticate with the {s.name!r} method)" for s in keyed]
-        text = "No usable model: " + "; ".join(ways) if ways else "No usable model"
-        text += "; or point a provider at a local server in the settings ([providers.openai] base_url = ...)"
-        text += "; or run `acpio agent --offline` for the scripted offline model"
+        ways.append("point a provider at a local server in the settings ([providers.openai] base_url = ...)")
+        ways.append("run `acpio agent --offline` for the scripted offline model")
+        # What went wrong with a configured provider is what its user is looking for: it comes first.
         if self.problems:
-            text += ". Problems: " + "; ".join(self.problems)
-        return text
+            return f"No usable model. {'; '.join(self.problems)}. Otherwise: " + "; or ".join(ways)
+        return "No usable model: " + "; or ".join(ways)
 
     async def aclose(self) -> None:
         """Close every provider's client."""
