@@ -4,7 +4,10 @@ when a new agent process loads the session."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
+import time
 from pathlib import Path
 
 from acpio.store import SqliteStore
@@ -58,3 +61,40 @@ async def test_an_mcp_server_that_does_not_start_is_reported_and_the_turn_goes_o
     assert "MCP server 'broken' is unavailable" in turn.thoughts
     assert "(the tool broken__x is not available here)" in turn.text
     assert "still here" in turn.text
+
+
+SILENT = """
+import os, sys, time
+with open(sys.argv[1], "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(120)  # started, but never answers MCP's initialize
+"""
+
+
+async def test_an_mcp_server_that_never_answers_costs_its_tools_not_the_turn(tmp_path: Path) -> None:
+    script, pid_file = tmp_path / "silent.py", tmp_path / "silent.pid"
+    script.write_text(SILENT)
+    silent = {"name": "silent", "command": sys.executable, "args": [str(script), str(pid_file)], "env": []}
+    async with editor(options(tmp_path, mcp_connect_timeout=0.5)) as client:
+        session = await client.session(tmp_path, mcp=[silent])
+        turn = await client.prompt(session, "say still here")
+        assert turn.stop_reason == "end_turn"
+        assert "still here" in turn.text
+        assert "MCP server 'silent' did not finish connecting within 0.5 s" in turn.thoughts
+        pid = int(pid_file.read_text())
+        # closing the session ends the server it was still waiting for (it did not hang on it)
+        closed = await asyncio.wait_for(client.call("session/close", {"sessionId": session}), 15)
+        assert closed["result"] == {}
+    deadline = time.monotonic() + 15
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the MCP server's process outlived its session"
+        await asyncio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(") ")[-1].startswith("Z"))

@@ -107,6 +107,9 @@ class CoderOptions:
     #: Turn on the unstable methods (``--unstable``): ``auth/status`` and ``auth/status_update``,
     #: ``session/fork``, ``archive``, ``unarchive``, ``status`` and ``set_title``.
     unstable: bool = False
+    #: Seconds a turn waits for the session's MCP servers to connect; one still connecting then is
+    #: reported, and its tools are left out until it is connected.
+    mcp_connect_timeout: float = 30.0
 
 
 @dataclass
@@ -341,7 +344,9 @@ class _Coder:
             if settings.reasoning_effort:
                 session.settings.options["reasoning_effort"] = settings.reasoning_effort
         if session.mcp_servers:
-            state.mcp = McpServers(session.cx, session.mcp_servers, session.cwd)
+            state.mcp = McpServers(
+                session.cx, session.mcp_servers, session.cwd, connect_timeout=self.options.mcp_connect_timeout
+            )
         self.states[session.id] = state
 
     async def closed(self, session: AppSession) -> None:

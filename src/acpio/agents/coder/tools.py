@@ -126,20 +126,30 @@ class McpServers:
 
     Each server is connected by a task of its own (the ``mcp`` client's task groups must be left
     by the task that entered them); :meth:`aclose` ends them. A server that cannot be reached is
-    left out, and :attr:`problems` says why.
+    left out, and :attr:`problems` says why; so is one still connecting after ``connect_timeout``
+    seconds (its tools come in a later turn if it gets there).
     """
 
-    def __init__(self, cx: Connection, declarations: Sequence[Mapping[str, Any]], cwd: Path) -> None:
+    def __init__(
+        self,
+        cx: Connection,
+        declarations: Sequence[Mapping[str, Any]],
+        cwd: Path,
+        *,
+        connect_timeout: float = 30.0,
+    ) -> None:
         self._servers: dict[str, _Mcp] = {}
         #: A line per server that failed to connect.
         self.problems: list[str] = []
+        self.connect_timeout = connect_timeout
         self._stop = asyncio.Event()
-        self._ready: list[asyncio.Event] = []
+        self._ready: list[tuple[str, asyncio.Event]] = []
+        self._late: set[str] = set()
         self._tasks = [self._start(cx, d, cwd) for d in declarations]
 
     def _start(self, cx: Connection, declaration: Mapping[str, Any], cwd: Path) -> asyncio.Task[None]:
         ready = asyncio.Event()
-        self._ready.append(ready)
+        self._ready.append((str(declaration.get("name", "mcp")), ready))
         return asyncio.create_task(self._serve(cx, declaration, cwd, ready))
 
     async def _serve(
@@ -171,8 +181,28 @@ class McpServers:
             ready.set()
 
     async def specs(self) -> list[ToolSpec]:
-        """The tools of the connected servers (waits until each server is connected or failed)."""
-        await asyncio.gather(*(event.wait() for event in self._ready))
+        """The tools of the connected servers.
+
+        The first time, it waits (``connect_timeout`` at most) until each server is connected or
+        failed; a server still connecting then is named in :attr:`problems` and not waited for again.
+        """
+        waiting = [
+            (name, ready) for name, ready in self._ready if not ready.is_set() and name not in self._late
+        ]
+        if waiting:
+            waits = [asyncio.ensure_future(ready.wait()) for _, ready in waiting]
+            try:
+                await asyncio.wait(waits, timeout=self.connect_timeout)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+            for name, ready in waiting:
+                if not ready.is_set():
+                    self._late.add(name)
+                    self.problems.append(
+                        f"MCP server {name!r} did not finish connecting within {self.connect_timeout:g} s "
+                        "(does its command speak MCP?): its tools are left out until it does"
+                    )
         return [spec for server in self._servers.values() for spec in server.tools]
 
     async def call(self, qualified: str, arguments: Mapping[str, Any]) -> tuple[str, bool]:
@@ -194,6 +224,9 @@ class McpServers:
     async def aclose(self) -> None:
         """Disconnect every server (a stdio server's process is stopped)."""
         self._stop.set()
+        for (_, ready), task in zip(self._ready, self._tasks, strict=True):
+            if not ready.is_set():
+                task.cancel()  # still connecting: it would never see the stop
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
