@@ -19,6 +19,12 @@ CHAIN = DATA / "prompt_chain.jsons"  # acpio prompt -> conductor (arrow proxy, n
 JSON_LOG = DATA / "prompt_json.jsonl"  # acpio prompt --json against testy, the same script
 
 
+def chunk(session: str, text: str) -> dict[str, object]:
+    """An ``agent_message_chunk`` notification of ``text``."""
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}}
+
+
 def show(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "acpio", "trace", "show", *args], capture_output=True, text=True, timeout=60
@@ -122,30 +128,7 @@ def test_tap_recordings_with_times_batches_and_invalid_lines(tmp_path: Path) -> 
         {
             "direction": "incoming",
             "ts": 1.0,
-            "message": [
-                {
-                    "jsonrpc": "2.0",
-                    "method": "session/update",
-                    "params": {
-                        "sessionId": "s",
-                        "update": {
-                            "sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": "a"},
-                        },
-                    },
-                },
-                {
-                    "jsonrpc": "2.0",
-                    "method": "session/update",
-                    "params": {
-                        "sessionId": "s",
-                        "update": {
-                            "sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": "b"},
-                        },
-                    },
-                },
-            ],
+            "message": [chunk("s", "a"), chunk("s", "b")],
         },
         {"direction": "recv", "invalid": "Loading model..."},
     ]
