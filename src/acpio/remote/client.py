@@ -173,6 +173,11 @@ class WebSocketTransport:
                 close_timeout=2.0,
                 user_agent_header="acpio",
             )
+        except websockets.InvalidStatus as exc:
+            status = exc.response.status_code
+            why = exc.response.body.decode(errors="replace").strip() if exc.response.body else ""
+            answer = f"{status}: {why}" if why else str(status)
+            raise TransportError(f"Cannot open a WebSocket to {url}: the server answered {answer}") from exc
         except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.InvalidURI) as exc:
             raise TransportError(f"Cannot open a WebSocket to {url}: {exc}") from exc
         response = socket.response

@@ -559,7 +559,7 @@ class RemoteListener:
         headers = _headers(scope)
         refusal = self._refusal(headers)
         if kind == "websocket":
-            await self._websocket(receive, send, refusal)
+            await self._websocket(scope, receive, send, refusal)
             return
         if kind != "http":
             return
@@ -603,14 +603,28 @@ class RemoteListener:
     def _full(self) -> bool:
         return self._queue.closed or len(self._connections) >= self.limits.max_connections
 
-    async def _websocket(self, receive: Receive, send: Send, refusal: tuple[int, str] | None) -> None:
+    async def _websocket(
+        self, scope: Scope, receive: Receive, send: Send, refusal: tuple[int, str] | None
+    ) -> None:
         event = await receive()
         if event["type"] != "websocket.connect":
             return
-        if refusal is not None or self._full():
-            if refusal is not None:
-                _log.info("Refused a WebSocket connection: %s", refusal[1])
-            await send({"type": "websocket.close", "code": 1008 if refusal is not None else 1013})
+        if refusal is not None:
+            _log.info("Refused a WebSocket connection: %s", refusal[1])
+            if "websocket.http.response" in scope.get("extensions", {}):
+                # The handshake answered as over HTTP (401 and why, not the server's bare 403), so
+                # the client can tell its user what to send.
+                status, text = refusal
+                headers = [(b"content-type", b"text/plain; charset=utf-8")]
+                if status == 401:
+                    headers.append((b"www-authenticate", b"Bearer"))
+                await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+                await send({"type": "websocket.http.response.body", "body": text.encode()})
+            else:
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        if self._full():
+            await send({"type": "websocket.close", "code": 1013})
             return
         connection_id = str(uuid.uuid4())
         await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", connection_id.encode())]})
@@ -816,6 +830,9 @@ class RemoteServer:
         server = self._server = uvicorn.Server(config)
         # Server.serve() without its signal handlers: stopping is the caller's (close(), cancellation).
         config.load()
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, _RefusalIsNoError) for f in uvicorn_log.filters):
+            uvicorn_log.addFilter(_RefusalIsNoError())
         server.lifespan = config.lifespan_class(config)
         try:
             await server.startup()
@@ -869,6 +886,17 @@ async def serve_remote(agent: Servable, **options: Any) -> None:
 
 def _answers(message: dict[str, Any], key: str) -> bool:
     return "method" not in message and id_key(message.get("id")) == key
+
+
+class _RefusalIsNoError(logging.Filter):
+    """Drops uvicorn's error for a WebSocket handshake refused with an HTTP answer.
+
+    uvicorn's websockets (sans-I/O) protocol logs "returned without completing handshake" after a
+    ``websocket.http.response`` denial, although the answer was sent: the refusal is logged by acpio.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
 
 
 def _headers(scope: Scope) -> dict[str, str]:
