@@ -1,0 +1,221 @@
+"""What answers the agent's requests during an ``acpio prompt`` turn: :class:`RequestAnswers`.
+
+Files are read and written inside ``--cwd`` (and the ``--add-dir`` directories), terminal commands
+run through :class:`~acpio.oneshot.terminals.Terminals`, permission questions go to the policy
+(``--allow``, ``--deny``, ``--ask``) and elicitations to the elicitor; once the turn is being
+cancelled, a question pending or asked later is answered ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from acpio.client.files import ConfinedFiles
+from acpio.client.permissions import Outcome, PermissionPolicy, allows
+from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.jsonrpc import Connection, RequestDispatch
+from acpio.oneshot.elicitation import Elicitor
+from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.render import Renderer
+from acpio.oneshot.terminals import TerminalCommand, Terminals
+from acpio.schema import (
+    CancelledPermissionOutcome,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    CreateTerminalRequest,
+    KillTerminalRequest,
+    ReadTextFileRequest,
+    ReleaseTerminalRequest,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    TerminalOutputRequest,
+    WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+)
+
+__all__ = ["PolicyName", "RequestAnswers"]
+
+_log = logging.getLogger("acpio.oneshot")
+
+#: How permission requests are answered.
+PolicyName: TypeAlias = Literal["allow", "deny", "ask"]
+
+_Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
+_T = TypeVar("_T")
+
+
+class RequestAnswers:
+    """What answers the agent's requests during the turn: files, terminals, permission questions."""
+
+    def __init__(
+        self,
+        permissions: PolicyName,
+        renderer: Renderer,
+        files: ConfinedFiles,
+        terminals: Terminals,
+        policy: PermissionPolicy,
+    ) -> None:
+        self._permissions = permissions
+        self._renderer = renderer
+        self._files = files
+        self._terminals = terminals
+        self._policy = policy
+        #: The ``--add-dir`` directories, where the agent's file access is allowed too.
+        self.added_dirs: list[ConfinedFiles] = []
+        self._grants = CommandGrants()
+        self._commands_asked = 0
+        #: Set once the turn is being cancelled: permission questions, pending or later, get ``cancelled``.
+        self.cancelled = asyncio.Event()
+        #: Answers ``elicitation/create`` (set by :func:`run_prompt`; ``None`` refuses them).
+        self.elicitor: Elicitor | None = None
+        # Requests answered inline (in the order they came) and in tasks (they may take long).
+        self._inline: dict[str, _Serve] = {
+            ReadTextFileRequest.METHOD: self._read_file,
+            WriteTextFileRequest.METHOD: self._write_file,
+            CreateTerminalRequest.METHOD: self._create_terminal,
+            TerminalOutputRequest.METHOD: self._terminal_output,
+            RequestPermissionRequest.METHOD: self._permission,
+            CreateElicitationRequest.METHOD: self._elicit,
+        }
+        self._spawned: dict[str, _Serve] = {
+            WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
+            KillTerminalRequest.METHOD: self._kill_terminal,
+            ReleaseTerminalRequest.METHOD: self._release_terminal,
+        }
+
+    async def answer(self, dispatch: RequestDispatch, connection: Connection) -> None:
+        """Answer one request of the turn: inline, in order, or in a task of ``connection``'s."""
+        serve = self._inline.get(dispatch.method)
+        if serve is not None:
+            await self._serve(dispatch, serve)
+            return
+        serve = self._spawned.get(dispatch.method)
+        if serve is not None:
+            connection.spawn(self._serve, dispatch, serve)
+            return
+        self._fail(dispatch, MethodNotFound(dispatch.method))
+
+    async def _serve(self, dispatch: RequestDispatch, serve: _Serve) -> None:
+        try:
+            result = await serve(dispatch)
+        except RequestError as exc:
+            self._fail(dispatch, exc)
+        except Exception:
+            _log.exception("Answering %s failed", dispatch.method)
+            self._fail(dispatch, InternalError(message=f"acpio prompt failed to answer {dispatch.method}"))
+        else:
+            dispatch.responder.respond(result)
+
+    def _fail(self, dispatch: RequestDispatch, error: RequestError) -> None:
+        dispatch.responder.respond_with_error(error)
+        # Agents often try to read a file to see whether it exists: that is no news to the person.
+        if not (isinstance(error, ResourceNotFound) and dispatch.method == ReadTextFileRequest.METHOD):
+            self._renderer.request_failed(dispatch.method, error.message)
+
+    async def _read_file(self, dispatch: RequestDispatch) -> Any:
+        request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
+        return self._files_for(request.path).read(request)
+
+    async def _write_file(self, dispatch: RequestDispatch) -> Any:
+        request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
+        return self._files_for(request.path).write(request)
+
+    def _files_for(self, path: str) -> ConfinedFiles:
+        """The directory of ``path``: an ``--add-dir`` one, else ``--cwd`` (which refuses what is outside)."""
+        for files in self.added_dirs:
+            if Path(path).is_relative_to(files.root):
+                return files
+        return self._files
+
+    async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.create(dispatch.parse(CreateTerminalRequest))
+
+    async def _terminal_output(self, dispatch: RequestDispatch) -> Any:
+        return self._terminals.output(dispatch.parse(TerminalOutputRequest))
+
+    async def _wait_for_exit(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
+
+    async def _kill_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.kill(dispatch.parse(KillTerminalRequest))
+
+    async def _release_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals.release(dispatch.parse(ReleaseTerminalRequest))
+
+    async def _permission(self, dispatch: RequestDispatch) -> Any:
+        request: RequestPermissionRequest = dispatch.parse(RequestPermissionRequest)
+        # The question shows what it is about: the title, diff or command the tool call showed before.
+        known = self._renderer.known_tool(request.tool_call.tool_call_id)
+        if known is not None:
+            asked = request.tool_call
+            missing = {
+                name: getattr(known, name)
+                for name in ("title", "kind", "content")
+                if getattr(asked, name) is None and getattr(known, name) is not None
+            }
+            if missing:
+                request = request.model_copy(update={"tool_call": asked.model_copy(update=missing)})
+        outcome = await self._decide(request)
+        self._grants.record(request, outcome)
+        self._renderer.permission(request, outcome)
+        return RequestPermissionResponse(outcome=outcome)
+
+    async def _elicit(self, dispatch: RequestDispatch) -> Any:
+        """``elicitation/create``: the elicitor's answer; ``cancel`` once the turn is cancelled."""
+        request: CreateElicitationRequest = dispatch.parse(CreateElicitationRequest)
+        if self.elicitor is None:
+            raise MethodNotFound(dispatch.method)
+        self._renderer.settle()
+        answer = await self._unless_cancelled(self.elicitor.answer(request))
+        return CreateElicitationResponse(action="cancel") if answer is None else answer
+
+    async def consent_to_command(self, command: TerminalCommand) -> None:
+        """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides."""
+        if self._grants.take(command):
+            return
+        self._commands_asked += 1
+        request = command_request(command, f"acpio-command-{self._commands_asked}")
+        outcome = await self._decide(request)
+        self._renderer.permission(request, outcome)
+        if allows(request, outcome) is not None:
+            return
+        if isinstance(outcome, CancelledPermissionOutcome):
+            why, refused = "the turn is being cancelled", "cancelled"
+        elif self._permissions == "deny":
+            why = (
+                "the user did not allow it (acpio prompt --deny refuses the agent's commands that no "
+                "permission the user granted covers; --ask asks the user, --allow runs them)"
+            )
+            refused = "deny"
+        else:
+            why, refused = "the user refused it", "user"
+        raise InvalidParams(
+            {"command": command.command, "args": list(command.args), "refused": refused},
+            message=f"Refused to run {command.command_line}: {why}",
+        )
+
+    async def _decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The policy's outcome for ``request``; ``cancelled`` once the turn is cancelled (even meanwhile)."""
+        if self.cancelled.is_set():
+            return CancelledPermissionOutcome()
+        self._renderer.settle()
+        outcome = await self._unless_cancelled(self._policy.decide(request))
+        return CancelledPermissionOutcome() if outcome is None else outcome
+
+    async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:
+        """What ``work`` returns, or ``None`` once the turn is cancelled (``work`` is cancelled then)."""
+        doing = asyncio.ensure_future(work)
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait((doing, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (doing, cancelled):
+                task.cancel()
+            await asyncio.gather(doing, cancelled, return_exceptions=True)
+        if self.cancelled.is_set() or doing.cancelled():
+            return None
+        return doing.result()
