@@ -1,6 +1,7 @@
 """The one-shot client behind ``acpio prompt``: one prompt, one turn, shown as it happens.
 
 * :mod:`~acpio.oneshot.run`: the flow (:func:`run_prompt`, :class:`PromptOptions`, :class:`ExitCode`);
+* :mod:`~acpio.oneshot.answers`: the answers to the agent's requests during the turn;
 * :mod:`acpio.client` (shared with every client): ``fs/*`` confined to one directory
   (:class:`~acpio.client.ConfinedFiles`), the ``--allow`` and ``--deny`` policies;
 * :mod:`~acpio.oneshot.terminals`: ``terminal/*`` as real processes (:class:`Terminals`);
