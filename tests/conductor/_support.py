@@ -265,3 +265,14 @@ async def answer_initialize(agent: RawComponent) -> Peer:
     initialize = await me.message_for("initialize")
     me.respond(initialize["id"], {"protocolVersion": 1})
     return me
+
+
+@asynccontextmanager
+async def initialized_raw_chain() -> AsyncIterator[tuple[Peer, Peer]]:
+    """A conductor in agent mode before a raw agent, initialized: the test's client and agent peers."""
+    agent = RawComponent("agent")
+    async with raw_client(Chain.agent("conductor", [agent])) as client:
+        client.request("initialize", {"protocolVersion": 1}, request_id="init")
+        me = await answer_initialize(agent)
+        await client.response_to("init")
+        yield client, me

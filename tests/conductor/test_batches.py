@@ -10,9 +10,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from acpio.conductor import Chain
-
-from ._support import PYTHON, ROOT, TIMEOUT, RawComponent, answer_initialize, raw_client
+from ._support import PYTHON, ROOT, TIMEOUT, initialized_raw_chain
 
 INIT = {"protocolVersion": 1}
 
@@ -26,11 +24,7 @@ def notification(method: str, params: object) -> dict[str, object]:
 
 
 async def test_a_client_batch_reaches_the_agent_as_one_batch_and_is_answered_with_one() -> None:
-    agent = RawComponent("agent")
-    async with raw_client(Chain.agent("conductor", [agent])) as client:
-        client.request("initialize", INIT, request_id="init")
-        me = await answer_initialize(agent)
-        await client.response_to("init")
+    async with initialized_raw_chain() as (client, me):
         client.send(
             [request(7, "x/first", {"n": 1}), notification("x/note", {"n": 2}), request(8, "x/second", {})]
         )
@@ -62,22 +56,14 @@ async def test_a_client_batch_reaches_the_agent_as_one_batch_and_is_answered_wit
 
 
 async def test_an_agent_batch_of_notifications_reaches_the_client_as_one_batch() -> None:
-    agent = RawComponent("agent")
-    async with raw_client(Chain.agent("conductor", [agent])) as client:
-        client.request("initialize", INIT, request_id="init")
-        me = await answer_initialize(agent)
-        await client.response_to("init")
+    async with initialized_raw_chain() as (client, me):
         updates = [notification("session/update", {"sessionId": "s", "n": i}) for i in range(3)]
         me.send(updates)
         assert (await client.recv()) == updates
 
 
 async def test_bad_entries_of_a_batch_are_answered_by_the_conductor_and_the_rest_goes_on() -> None:
-    agent = RawComponent("agent")
-    async with raw_client(Chain.agent("conductor", [agent])) as client:
-        client.request("initialize", INIT, request_id="init")
-        me = await answer_initialize(agent)
-        await client.response_to("init")
+    async with initialized_raw_chain() as (client, me):
         client.send([17, request(3, "x/ok", {})])
         forwarded = await me.recv()
         assert isinstance(forwarded, list)
@@ -91,11 +77,7 @@ async def test_bad_entries_of_a_batch_are_answered_by_the_conductor_and_the_rest
 
 
 async def test_a_line_that_is_not_json_is_answered_at_the_first_hop_and_goes_no_further() -> None:
-    agent = RawComponent("agent")
-    async with raw_client(Chain.agent("conductor", [agent])) as client:
-        client.request("initialize", INIT, request_id="init")
-        me = await answer_initialize(agent)
-        await client.response_to("init")
+    async with initialized_raw_chain() as (client, me):
         client.send(b'{"jsonrpc": "2.0", "id": 4, "method": ')
         answer = await client.recv()
         assert answer["id"] is None

@@ -21,6 +21,7 @@ from ._support import (
     Peer,
     RawComponent,
     answer_initialize,
+    initialized_raw_chain,
     nested,
     notification_frame,
     raw_client,
@@ -157,11 +158,7 @@ async def test_params_nested_300_levels_reach_the_agent_and_the_client_unchanged
 
 async def test_deep_params_in_a_batch_are_forwarded_too() -> None:
     """A batch goes on as one array (re-encoded, with this hop's ids), deep entries and all."""
-    agent = RawComponent("agent")
-    async with raw_client(Chain.agent("conductor", [agent])) as client:
-        client.request("initialize", INIT, request_id="init")
-        me = await answer_initialize(agent)
-        await client.response_to("init")
+    async with initialized_raw_chain() as (client, me):
         batch = b"[%s, %s, %s]" % (
             request_frame(5, "x/deep", DEEP),
             notification_frame("x/deep_note", DEEP),
