@@ -12,9 +12,10 @@ that its peak memory is its own. The scenarios:
   handler: time per message (linear in the size: time per MB stays flat) and each side's peak memory
   above its idle memory, as a multiple of the message size;
 * ``sessions``: 1 ... 10,000 sessions on one connection, each opened with ``start_session()`` (one
-  dynamic handler per session), all streaming at once: 20,000 updates shared among them, at least 20
-  per session (a prompt's own round trip is spread over 20 updates or more): updates per second (flat:
-  no per-message cost that grows with the sessions or the handlers);
+  dynamic handler per session), all streaming at once in prompts of 20 updates (so that a prompt's
+  own round trip weighs the same at every point), 20,000 updates in all (200,000 for 10,000
+  sessions): updates per second (flat: no per-message cost that grows with the sessions or the
+  handlers);
 * ``chain``: 0 ... 5 pass-through proxies in a conductor between the client and the agent, and one
   proxy with ``--trace`` on: updates per second (direct is the agent without a conductor);
 * ``slow``: 100,000 updates to a client that reads its pipe slowly (8 KiB every millisecond): the
@@ -153,17 +154,24 @@ async def stream_point(point: dict[str, Any]) -> dict[str, float]:
             ]
             figures["client_idle_mb"] = memory_mb("self", "VmRSS")
             figures["agent_idle_mb"] = tree_memory_mb(pid, "VmRSS")
-            share = updates // sessions
+            # Every session streams prompts of SESSION_SHARE updates: the same prompt overhead per
+            # update at every point, whatever the number of sessions.
+            rounds = max(1, updates // (sessions * SESSION_SHARE))
 
             async def turn(session: Any) -> int:
-                session.send_prompt(f"stream {share}")
-                return sum([1 async for _ in session])
+                count = 0
+                for _ in range(rounds):
+                    session.send_prompt(f"stream {SESSION_SHARE}")
+                    count += sum([1 async for _ in session])
+                return count
 
             start = time.perf_counter()
             counts = await asyncio.gather(*(turn(session) for session in opened))
             elapsed = time.perf_counter() - start
-        if sum(counts) != share * sessions:
-            raise RuntimeError(f"received {sum(counts)} updates, expected {share * sessions}")
+        if sum(counts) != rounds * SESSION_SHARE * sessions:
+            raise RuntimeError(
+                f"received {sum(counts)} updates, expected {rounds * SESSION_SHARE * sessions}"
+            )
         return elapsed
 
     figures: dict[str, float] = {}
@@ -179,7 +187,11 @@ async def stream_point(point: dict[str, Any]) -> dict[str, float]:
         return elapsed
 
     elapsed = await app.connect_with(agent, main)
-    count = updates if sessions == 1 else updates // sessions * sessions
+    count = (
+        updates
+        if not session_builder
+        else max(1, updates // (sessions * SESSION_SHARE)) * SESSION_SHARE * sessions
+    )
     figures.update(
         seconds=elapsed,
         msgs_per_s=count / elapsed,

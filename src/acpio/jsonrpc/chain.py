@@ -318,9 +318,14 @@ class HandlerChain:
         if message.method in self._disabled:
             links = self._disabled_links
         elif self._scoped and (type(message) is NotificationDispatch or type(message) is RequestDispatch):
-            session_id = message.session_id
-            if session_id is not None and session_id in self._scoped:
-                links = self._session_links(session_id)
+            params = message.params  # message.session_id, inline: this runs for every message
+            session_id = params.get("sessionId") if type(params) is dict else None
+            if type(session_id) is str:
+                scoped = self._scoped_links.get(session_id)
+                if scoped is not None:
+                    links = scoped
+                elif session_id in self._scoped:
+                    links = self._session_links(session_id)
         retry = False
         cx = self._cx
         token = None
