@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
     from acpio.agents.testy import TestyOptions, testy_agent
     from acpio.errors import AcpError
-    from acpio.store import SessionStore, open_store
+    from acpio.store import SessionStore, StoreError, open_store
     from acpio.transports import Stdio
 
     if args.login:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         store = open_store(args.store)
-    except ValueError as error:
+    except (StoreError, ValueError) as error:
         raise CliError(f"--store: {error}", code=2) from None
 
     async def serve(store: SessionStore) -> None:

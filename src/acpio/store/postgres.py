@@ -12,6 +12,7 @@ transaction per burst. The schema is versioned (the ``acpio_schema`` table) and 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -91,6 +92,14 @@ class PostgresStore(SessionStore):
 
     def __init__(self, conninfo: str) -> None:
         super().__init__()
+        # Said here, not at the first query: a server with a store it can never open should not start.
+        try:
+            importlib.import_module("psycopg")
+        except ImportError:
+            raise StoreError(
+                "PostgresStore needs psycopg 3: install acpio with the postgres extra "
+                "(pip install 'acpio[postgres]')"
+            ) from None
         self.conninfo = conninfo
         #: This worker's name in ``acpio_session_leases.owner``.
         self.owner = uuid.uuid4().hex
@@ -113,13 +122,8 @@ class PostgresStore(SessionStore):
     async def _db(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is not None and not self._connection.closed:
             return self._connection
-        try:
-            import psycopg
-        except ImportError:
-            raise StoreError(
-                "PostgresStore needs psycopg 3: install acpio with the postgres extra "
-                "(pip install 'acpio[postgres]')"
-            ) from None
+        import psycopg
+
         async with self._connecting:
             if self._connection is None or self._connection.closed:
                 try:
