@@ -469,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(scenarios) - set(SCENARIOS)
     if unknown or not scenarios:
         parser.error(
-            f"unknown scenario {', '.join(sorted(unknown)) or args.scenarios!r}: "
+            f"unknown scenario {', '.join(sorted(unknown)) or repr(args.scenarios)}: "
             f"choose from {', '.join(SCENARIOS)}"
         )
     repeat = args.repeat or (1 if args.quick else 3)

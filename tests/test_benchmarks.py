@@ -83,3 +83,43 @@ def test_a_mistake_on_the_command_line_is_one_line_not_a_traceback() -> None:
     assert done.returncode == 2
     assert "unknown implementation rust: choose from acpio, official, ts, bare" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_scale_slow_reader_keeps_the_agents_memory_near_idle(tmp_path: Path) -> None:
+    # benchmarks/scale.py's slow-reader point: real agent process, a client reading 8 KiB a millisecond.
+    output = tmp_path / "scale.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale.py"),
+            "--quick",
+            "--scenarios",
+            "slow",
+            "--output",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "slow reader" in done.stdout
+    [result] = json.loads(output.read_text())["results"]
+    assert result["errors"] == []
+    medians = result["medians"]
+    # 20,000 updates (about 3 MB of JSON) sent to a reader that lags: held back by cx.drain()
+    assert medians["agent_peak_mb"] <= 1.2 * medians["agent_idle_mb"], medians
+
+
+def test_scale_refuses_an_unknown_scenario_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--scenarios", "size,width"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2
+    assert "unknown scenario width: choose from size, sessions, chain, slow" in done.stderr
+    assert "Traceback" not in done.stderr
