@@ -43,6 +43,7 @@ def run(command: str, cwd: Path) -> str:
         check=False,
     )
     assert done.returncode == 0, f"{command!r} failed:\n{done.stdout}\n{done.stderr}"
+    assert "Warning" not in done.stderr, f"{command!r} warns the reader:\n{done.stderr}"
     return done.stdout
 
 
@@ -75,7 +76,7 @@ def view_trace(command: str, cwd: Path) -> None:
 def test_the_tutorial_runs(tmp_path: Path) -> None:
     steps = blocks(TUTORIAL)
     written = [b for b in steps if b.mark == "file"]
-    assert [b.arg for b in written] == ["my_agent.py", "test_my_agent.py"]
+    assert [b.arg for b in written] == ["my_agent.py", "test_my_agent.py", "pytest.ini"]
     for block in written:
         (tmp_path / block.arg).write_text(block.code)
     ran = 0
