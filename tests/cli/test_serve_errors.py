@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,22 @@ def test_a_public_bind_without_a_token_names_the_command_line_options() -> None:
     for option in ("--token", "$ACPIO_TOKEN", "--insecure"):
         assert option in done.stderr
     assert "insecure=True" not in done.stderr  # the Python API's words, not the command's
+
+
+def test_a_port_in_use_is_one_line_saying_to_choose_another() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*ACPIO, "serve", "--port", str(port), "--", *ACPIO, "testy"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=_env(),
+        )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert f"Cannot serve on 127.0.0.1:{port}" in done.stderr
+    assert "choose another --port (0 picks a free one)" in done.stderr
+    assert done.stdout == ""

@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out ``acpio serve``."""
     import asyncio
+    import contextlib
     import importlib
     import logging
     import signal
@@ -116,17 +117,18 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, stop.set)
-        try:
-            async with server:
-                scheme = "wss" if uvicorn else "ws"
-                print(f"listening on {server.url} ({scheme}:// too)", flush=True)
-                waiting = asyncio.ensure_future(stop.wait())
-                closed = asyncio.ensure_future(server.wait_closed())
-                await asyncio.wait((waiting, closed), return_when=asyncio.FIRST_COMPLETED)
-                waiting.cancel()
-                closed.cancel()
-        except OSError as exc:
-            raise CliError(str(exc), code=1) from exc
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(server)
+            except OSError as exc:  # the bind
+                raise CliError(f"{exc}: choose another --port (0 picks a free one)", code=1) from exc
+            scheme = "wss" if uvicorn else "ws"
+            print(f"listening on {server.url} ({scheme}:// too)", flush=True)
+            waiting = asyncio.ensure_future(stop.wait())
+            closed = asyncio.ensure_future(server.wait_closed())
+            await asyncio.wait((waiting, closed), return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            closed.cancel()
 
     asyncio.run(main())
     return 0
