@@ -36,6 +36,8 @@ def test_a_terminal_login_runs_the_agent_with_the_method_args_then_the_prompt(tm
     assert done.returncode == 0, done.stderr
     assert "testy login: logged in as Ann" in done.stdout  # the login process wrote on the terminal (stdout)
     assert "hello" in done.stdout
+    announced = "acpio: logging in in this terminal (testy-terminal-login): Log in to testy in a terminal"
+    assert announced in done.stderr
     assert "acpio: logged in with testy-terminal-login" in done.stderr
     assert login.exists()
     out = _run(_prompt("--logout", agent=agent), tmp_path)

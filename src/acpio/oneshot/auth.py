@@ -131,7 +131,7 @@ async def prepare_login(
     method = await connect(command, capabilities, method_of)
     if not isinstance(method, AuthMethodTerminal):
         return
-    note(f"logging in with {method.name} ({method_id}) in this terminal")
+    note(f"logging in in this terminal ({method_id}): {method.name}")
     status = await login_in_terminal(command, method)
     if status != 0:
         how = f"exit status {status}" if status >= 0 else f"signal {-status}"
