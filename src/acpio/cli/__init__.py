@@ -15,7 +15,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["CliError", "main"]
+__all__ = ["CliError", "main", "note_if_terminal"]
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
 _COMMANDS = ("testy", "agent", "prompt", "conductor", "serve", "trace")
@@ -31,6 +31,16 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def note_if_terminal(command: str) -> None:
+    """Tell someone who started an ACP endpoint by hand, in a terminal, what it waits for."""
+    if sys.stdin.isatty():
+        print(
+            f"{command} speaks ACP (JSON-RPC, one message per line) on stdin and stdout: start it from an "
+            "ACP client, for example `acpio prompt`. Waiting for input; Ctrl-D ends it.",
+            file=sys.stderr,
+        )
 
 
 class _VersionAction(argparse.Action):

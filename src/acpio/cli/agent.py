@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the agent on stdio, or log in."""
-    from acpio.cli import CliError
+    from acpio.cli import CliError, note_if_terminal
 
     if args.login:
         return _login(args.login, args.credentials, args.settings)
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         app = coder_app(options)
     except (StoreError, ValueError) as exc:
         raise CliError(str(exc)) from exc
+    note_if_terminal("acpio agent")
     app.run()
     return 0
 

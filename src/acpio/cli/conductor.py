@@ -27,7 +27,7 @@ import argparse
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acpio.cli import CliError
+from acpio.cli import CliError, note_if_terminal
 
 if TYPE_CHECKING:
     from acpio.transports import AcpAgent
@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> int:
         return await _serve_until_stopped(chain.serve(Stdio()), processes)
 
+    note_if_terminal(f"acpio conductor {args.mode}")
     try:
         return asyncio.run(serve())
     except ConductorError as exc:

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from acpio.agents.testy.script import MODES, STOP_REASONS, command_table
-from acpio.cli import CliError
+from acpio.cli import CliError, note_if_terminal
 
 __all__ = ["register", "run"]
 
@@ -176,12 +176,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="acpio testy: %(levelname)s: %(message)s"
     )
-    if sys.stdin.isatty():
-        print(
-            "acpio testy speaks ACP (JSON-RPC, one message per line) on stdin and stdout: start it from an "
-            "ACP client, for example `acpio prompt`. Waiting for input; Ctrl-D ends it.",
-            file=sys.stderr,
-        )
+    note_if_terminal("acpio testy")
     try:
         store = open_store(args.store)
     except (StoreError, ValueError) as error:
