@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 
 from rich.console import Console
 
@@ -277,6 +278,23 @@ def test_rich_renders_markdown_block_by_block_keeping_line_breaks() -> None:
     assert any(line.rstrip() == "some bold text" for line in lines)  # its own line: the break is kept
     assert any(line.rstrip() == "next line" for line in lines)
     assert "code **not bold**" in ANSI.sub("", written)  # code stays as it is
+
+
+def test_rich_streams_a_long_code_block_in_small_chunks_without_slowing_down() -> None:
+    # Each chunk used to redraw the whole block as markdown and scan it again for its end: a
+    # 2,000-line block in 8-character pieces took more than ten minutes; now about a second.
+    renderer, out = rich()
+    code = "".join(f"x_{i} = compute({i})\n" for i in range(2000))
+    message = f"Here:\n\n```python\n{code}```\n\nDone.\n"
+    began = time.monotonic()
+    for start in range(0, len(message), 8):
+        renderer.update(text(message[start : start + 8]))
+    renderer.close()
+    assert time.monotonic() - began < 60  # (a loaded machine is slow, not ten minutes slow)
+    printed = [line.strip() for line in ANSI.sub("", out.getvalue()).splitlines()]
+    last = len(printed) - 1 - printed[::-1].index("x_0 = compute(0)")  # printed for good, after the live tail
+    assert printed[last : last + 2000] == [f"x_{i} = compute({i})" for i in range(2000)]
+    assert "Done." in printed[last + 2000 :]
 
 
 def test_rich_prints_the_plan_once_as_it_ended() -> None:

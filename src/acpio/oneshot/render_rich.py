@@ -74,6 +74,9 @@ STYLES: Final[dict[str, str]] = {
     "spinner": "cyan",
 }
 
+#: Seconds between two redraws of the live region asked for by updates (rich redraws it 8 times a
+#: second besides).
+_REFRESH_AT_MOST_EVERY: Final = 0.05
 #: Lines of a running command's output shown under its tool call while it runs.
 LIVE_OUTPUT_LINES: Final = 6
 #: Seconds without news before the spinner shows during a turn (text streaming needs none).
@@ -119,6 +122,8 @@ class RichRenderer(TextRenderer):
         #: Streamed text not printed yet (the line, or the markdown block, being written).
         self._buffer = ""
         self._buffer_history = False
+        self._block_ends = _BlockEnds()
+        self._refreshed = 0.0
         #: Markdown blocks printed of the current agent message (a blank line goes between two).
         self._blocks = 0
         self._waiting_for: str | None = None
@@ -153,7 +158,11 @@ class RichRenderer(TextRenderer):
 
     def _refresh(self) -> None:
         if self._live is not None:
-            self._live.refresh()
+            # at most so often by hand: a long stream of small chunks must not redraw the region for each
+            now = time.monotonic()
+            if now - self._refreshed >= _REFRESH_AT_MOST_EVERY:
+                self._refreshed = now
+                self._live.refresh()
         elif self._region or self._buffer or self._waiting_for is not None:
             self._start_live()
 
@@ -258,8 +267,9 @@ class RichRenderer(TextRenderer):
     def _print_complete(self, *, final: bool) -> None:
         """Print what of the buffer is complete: lines, or markdown blocks; everything when ``final``."""
         if self._as_markdown():
-            cut = len(self._buffer) if final else _last_block_end(self._buffer)
+            cut = len(self._buffer) if final else self._block_ends.find(self._buffer)
             done, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            self._block_ends.cut(cut, whole=not self._buffer)
             if done.strip():
                 if self._blocks:
                     self._print(Text(""))
@@ -278,9 +288,14 @@ class RichRenderer(TextRenderer):
         return Text(prefix + line, style=style)
 
     def _buffered_renderable(self) -> RenderableType:
+        lines = self._buffer.split("\n")
+        shown = max(1, self._console.size.height - 2)
+        if len(lines) > shown:
+            # a long block being written (code, most often): its last lines as they are, not the whole
+            # block rendered again at each refresh; it is printed as markdown once complete
+            return Group(*(self._stream_line(line) for line in lines[-shown:]))
         if self._as_markdown():
             return Markdown(_hard_breaks(self._buffer), hyperlinks=False)
-        lines = self._buffer.split("\n")
         return Group(*(self._stream_line(line) for line in lines))
 
     # --- the end of things -------------------------------------------------------------------------
@@ -321,6 +336,7 @@ class RichRenderer(TextRenderer):
             self._print_region()
         except OSError:
             self._buffer = ""
+            self._block_ends = _BlockEnds()
             self._region.clear()
         finally:
             self._stop_live()
@@ -370,19 +386,42 @@ def _text(line: Line) -> Text:
     return Text.assemble(*((text, STYLES.get(style, "")) for text, style in line))
 
 
-def _last_block_end(text: str) -> int:
-    """Where the last complete markdown block of ``text`` ends: its last blank line out of code fences."""
-    end = 0
-    fenced = False
-    position = 0
-    for line in text.splitlines(keepends=True):
-        position += len(line)
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            fenced = not fenced
-        elif not stripped and not fenced and line.endswith("\n"):
-            end = position
-    return end
+class _BlockEnds:
+    """Where the last complete markdown block of a growing text ends: its last blank line out of fences.
+
+    Each complete line is read once, however often the text grows (a long code block streamed in
+    small chunks would otherwise be read again for each chunk).
+    """
+
+    __slots__ = ("end", "fenced", "scanned")
+
+    def __init__(self) -> None:
+        self.scanned = 0  # the complete lines read so far end here
+        self.fenced = False  # whether the text there is inside a code fence
+        self.end = 0
+
+    def find(self, text: str) -> int:
+        """The end of the last complete block of ``text`` (which starts with what was read before)."""
+        stop = text.rfind("\n") + 1
+        if stop > self.scanned:
+            position = self.scanned
+            for line in text[self.scanned : stop - 1].split("\n"):
+                position += len(line) + 1
+                stripped = line.strip()
+                if stripped.startswith(("```", "~~~")):
+                    self.fenced = not self.fenced
+                elif not stripped and not self.fenced:
+                    self.end = position
+            self.scanned = stop
+        return self.end
+
+    def cut(self, length: int, *, whole: bool) -> None:
+        """The first ``length`` characters were taken off the text (``whole``: all of it)."""
+        if whole:
+            self.scanned, self.fenced, self.end = 0, False, 0
+        else:
+            self.scanned = max(0, self.scanned - length)
+            self.end = max(0, self.end - length)
 
 
 def _hard_breaks(text: str) -> str:
