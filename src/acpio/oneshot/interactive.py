@@ -176,16 +176,15 @@ class TerminalReader:
 
     async def _read_bytes(self) -> bytes:
         loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(self._fd, lambda: None if ready.done() else ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self._fd)
-        try:
-            return os.read(self._fd, 1024)
-        except BlockingIOError:
-            return await self._read_bytes()
+        while True:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self._fd, _wake, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self._fd)
+            with contextlib.suppress(BlockingIOError):  # another reader took the bytes: wait again
+                return os.read(self._fd, 1024)
 
     def _raw(self) -> None:
         import termios
@@ -213,6 +212,11 @@ class TerminalReader:
     def close(self) -> None:
         """Give the terminal its settings back, if a line was being read."""
         self._restore()
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 #: What :meth:`TerminalReader._keys` returns while the line is not finished.
