@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -259,6 +260,21 @@ async def test_no_key_fails_before_any_request() -> None:
     provider = AnthropicProvider(ProviderConfig())
     with pytest.raises(ModelAuthError, match="set ANTHROPIC_API_KEY"):
         await events(provider)
+
+
+async def test_an_unreachable_server_says_what_to_check() -> None:
+    with socket.socket() as sock:
+        # bound, never listening: connections are refused, and the port stays ours
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        provider = AnthropicProvider(ProviderConfig(api_key="sk-ant-test", base_url=url, options=FAST))
+        try:
+            with pytest.raises(
+                ModelError, match=rf"cannot reach {url} .*: is the server running, and is ANTHROPIC_BASE_URL"
+            ):
+                await events(provider)
+        finally:
+            await provider.aclose()
 
 
 async def test_rate_limit_and_overload_are_retried(

@@ -342,8 +342,12 @@ class AnthropicProvider(HttpProvider["anthropic.AsyncAnthropic"]):
             return ModelError("Anthropic did not answer in time", provider=name)
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
+            if self.config.base_url is None:
+                hint = "is this machine online?"
+            else:
+                hint = "is the server running, and is ANTHROPIC_BASE_URL (or base_url) right?"
             where = self.config.base_url or "the Anthropic API"
-            return ModelError(f"cannot reach {where} ({cause or exc.message})", provider=name)
+            return ModelError(f"cannot reach {where} ({cause or exc.message}): {hint}", provider=name)
         return ModelError(f"Anthropic failed: {exc.message}", provider=name)
 
 
