@@ -438,6 +438,15 @@ def test_agent_command_not_found_is_one_line(project: Path) -> None:
     assert "'no-such-agent-for-acpio': command not found" in one_error_line(done)
 
 
+def test_a_proxy_that_cannot_start_is_exit_code_3_naming_it(project: Path) -> None:
+    done = prompt(project, "--proxy", "no-such-proxy-for-acpio", "hello")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    error = done.stderr.splitlines()[-1]
+    assert error.startswith("acpio: error: Cannot start the proxy 'no-such-proxy-for-acpio' (Proxy(0))")
+    assert "command not found" in error
+
+
 def test_missing_prompt_and_missing_cwd_are_one_line(project: Path) -> None:
     done = prompt(project)
     assert done.returncode == 2

@@ -647,6 +647,9 @@ async def _initialize(
     except UnsupportedProtocolVersion as exc:
         raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     except RequestError as exc:
+        if isinstance(exc.data, dict) and {"lane", "component"} <= exc.data.keys():
+            # The conductor of --proxy answers this way when it could not start a component.
+            raise PromptFailed(exc.message, ExitCode.AGENT_FAILED) from exc
         raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
     finally:
         watch.stop()
