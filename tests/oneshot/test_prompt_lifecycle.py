@@ -163,15 +163,14 @@ async def test_a_second_signal_while_ending_kills_everything_at_once(launcher: L
     await run.started()
     run.process.send_signal(signal.SIGTERM)
     await wait_for_line(run.process.stderr, "acpio: stopping on SIGTERM")
-    began = time.monotonic()
     run.process.send_signal(signal.SIGTERM)
     returncode, err = await run.stopped()
     await wait_gone(run.pids, run.groups)
-    elapsed = time.monotonic() - began
     assert returncode == 143, err
     assert "acpio: stopped: the agent was killed" in err
-    assert elapsed < 1.9  # the grace periods are 2 s (command) and 2 + 1 s (agent); a busy machine is slow
-    assert "SIGTERM ignored" not in run.log_lines()  # SIGKILL came before any SIGTERM
+    # SIGKILL came before any SIGTERM: no grace period was waited (a clock would say the same, but
+    # not on a loaded machine, where killing and reaping alone can take the 2 s of a grace period).
+    assert "SIGTERM ignored" not in run.log_lines()
 
 
 async def test_ctrl_c_while_ending_kills_everything_at_once(launcher: Launcher) -> None:
@@ -179,12 +178,12 @@ async def test_ctrl_c_while_ending_kills_everything_at_once(launcher: Launcher) 
     await run.started()
     run.process.send_signal(signal.SIGHUP)
     await wait_for_line(run.process.stderr, "acpio: stopping on SIGHUP")
-    began = time.monotonic()
     run.process.send_signal(signal.SIGINT)
     returncode, err = await run.stopped()
     await wait_gone(run.pids, run.groups)
-    assert time.monotonic() - began < 1.9  # the grace periods are 2 s and more; a busy machine is slow
     assert returncode == 129, err
+    assert "acpio: stopped: the agent was killed" in err
+    assert "SIGTERM ignored" not in run.log_lines()  # killed at once, as above
 
 
 # --- the parent exits, the agent dies ----------------------------------------------------------------
