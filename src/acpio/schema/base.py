@@ -78,8 +78,12 @@ class AcpModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     def to_wire_json(self) -> bytes:
-        """:meth:`to_wire` as compact JSON text, serialized in one step (the engine's fast path)."""
-        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True)
+        """:meth:`to_wire` as compact JSON text, serialized in one step (the engine's fast path).
+
+        Without pydantic's serialization warnings (a field assigned a value of another type after
+        construction): checking for them costs about a sixth of the time, and the bytes are the same.
+        """
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True, warnings=False)
 
 
 @construction_hook
