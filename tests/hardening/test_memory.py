@@ -100,7 +100,9 @@ def test_a_stalled_client_does_not_grow_a_streaming_agent() -> None:
             {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
         )
         session = _read_until_id(agent, 2)["result"]["sessionId"]  # type: ignore[index]
-        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "stream 1500000 hello"}]}
+        # 150 MB of updates in large ones: what an unbounded sender would hold, in few messages.
+        text = f"stream 100000 {'x' * 1500}"
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
         _send(agent, {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
         time.sleep(3)  # the client reads nothing meanwhile
         stalled_mib = _status_kib(agent.pid, "VmRSS") / 1024
