@@ -95,7 +95,10 @@ async def test_no_usable_model_names_the_variables_and_methods_that_would_fix_it
         assert unknown["error"]["code"] == -32602
         keyless = await client.call("authenticate", {"methodId": "keyed"})
         assert keyless["error"]["code"] == -32000
-        assert "set ACPIO_TEST_KEYED_KEY or send the key in _meta.apiKey" in keyless["error"]["message"]
+        assert keyless["error"]["message"] == (
+            "No Keyed key: set ACPIO_TEST_KEYED_KEY, send the key in _meta.apiKey, or type it in a terminal "
+            "with the keyed-login method (acpio agent --login keyed)"
+        )
 
     # a key in the environment is enough, and is described as authenticated
     env = {"ACPIO_TEST_KEYED_KEY": "env-key-9876"}
@@ -105,7 +108,7 @@ async def test_no_usable_model_names_the_variables_and_methods_that_would_fix_it
             {"id": "keyed", "name": "Keyed API key", "description": "authenticated"},
             {
                 "id": "keyed-login",
-                "name": "Enter a Keyed API key",
+                "name": "Type the Keyed API key in a terminal",
                 "type": "terminal",
                 "args": ["--login", "keyed"],
             },

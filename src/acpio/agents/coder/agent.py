@@ -229,7 +229,7 @@ class _Coder:
                 methods.append(
                     AuthMethodTerminal(
                         id=f"{spec.name}-login",
-                        name=f"Enter a {spec.title} API key",
+                        name=f"Type the {spec.title} API key in a terminal",
                         args=["--login", spec.name],
                     )
                 )
@@ -250,7 +250,10 @@ class _Coder:
         elif not (self.environ.get(spec.key_env) or self.credentials.get(spec.name)):
             raise AuthRequired(
                 {"methodId": spec.name},
-                message=f"No {spec.title} key: set {spec.key_env} or send the key in _meta.apiKey",
+                message=(
+                    f"No {spec.title} key: set {spec.key_env}, send the key in _meta.apiKey, or type it in a "
+                    f"terminal with the {spec.name}-login method (acpio agent --login {spec.name})"
+                ),
             )
         await self.refresh()
         await self.tell_status(cx)
