@@ -44,3 +44,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     hook = getattr(metafunc.module, "parametrize_from_shared", None)
     if hook is not None:
         hook(metafunc, find_shared_dir())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first: handed out early, none is left running alone at the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

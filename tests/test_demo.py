@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_the_demo_shows_every_feature_and_writes_a_trace(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsons"
     done = subprocess.run(

@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ._blocks import ROOT, Block, blocks
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
@@ -73,6 +75,7 @@ def view_trace(command: str, cwd: Path) -> None:
         viewer.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs(tmp_path: Path) -> None:
     steps = blocks(TUTORIAL)
     written = [b for b in steps if b.mark == "file"]

@@ -26,6 +26,9 @@ from ._support import (
 )
 from .test_acpx import answer_to, frames_of, requests_named
 
+#: Slow (real processes end to end): run first, so that no worker is left with them at the end.
+pytestmark = pytest.mark.slow
+
 NOTES = "# Notes\n- buy milk\n"
 TURN = "\n".join(
     [

@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ._tmux import needs_tmux, tmux_running
+
+#: Slow (real processes end to end): run first, so that no worker is left with them at the end.
+pytestmark = pytest.mark.slow
 
 TESTY = [sys.executable, "-m", "acpio", "testy"]
 

@@ -19,11 +19,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from ._agents import agent_script
 from ._processes import alive, kill_all
 from ._tmux import needs_tmux, tmux_running
 
-pytestmark = needs_tmux
+pytestmark = [needs_tmux, pytest.mark.slow]
 
 TESTY = [sys.executable, "-m", "acpio", "testy"]
 

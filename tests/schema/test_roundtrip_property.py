@@ -149,6 +149,7 @@ def generation_defs(unstable_schema: dict[str, Any]) -> dict[str, Any]:
     return _bound_integer_formats(copy.deepcopy(unstable_schema["$defs"]))  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DEFS)
 def test_generated_instances_round_trip(name: str, generation_defs: dict[str, Any]) -> None:
     adapter: TypeAdapter[Any] = TypeAdapter(getattr(acp, name))

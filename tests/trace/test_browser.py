@@ -395,6 +395,7 @@ def events_range(first: str, last: str, total: str) -> str:
     return f"events {first}\N{EN DASH}{last} of {total}"
 
 
+@pytest.mark.slow
 def test_a_trace_bigger_than_the_window_is_paged(driver: Any, tmp_path: Path) -> None:
     """The page holds 10,000 events at most: it pages through the rest and follows the end."""
     path = tmp_path / "big.jsons"

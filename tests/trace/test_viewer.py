@@ -297,6 +297,7 @@ def peak_rss_kb(pid: int) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory use from /proc (Linux)")
+@pytest.mark.slow
 def test_a_200_mb_trace_is_served_in_windows_quickly_in_bounded_memory(tmp_path: Path) -> None:
     """The viewer used to read the whole file into memory (13 GB for 1 GB) and answer with all of it."""
     path = tmp_path / "big.jsons"

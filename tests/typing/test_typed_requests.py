@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+#: Slow (type checkers, real processes): run first, so that no worker is left with them at the end.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "typed_requests.py"
 BIN = Path(sys.executable).parent
