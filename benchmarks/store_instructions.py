@@ -3,10 +3,12 @@
     python benchmarks/store_instructions.py            # typed and dict updates; none, memory, SQLite
     python benchmarks/store_instructions.py --quick    # fewer updates, to check the script runs
 
-Instruction counts do not move with the load of a shared machine, as times do. Each figure is the
-difference between a turn of N and of 2N updates (``benchmarks/store.py``'s streaming agent and
-in-process client, both counted), divided by N: start-up, imports and the session's set-up cancel
-out. Needs ``valgrind`` (Debian's package); a few minutes.
+Instruction counts move much less with the load of a shared machine than times do, but they do
+move: how many frames the transport writes at once depends on when the reader wakes, so one run
+can be ~10 % off another. Each figure is the median over ``--repeat`` runs of the difference
+between a turn of N and of 2N updates (``benchmarks/store.py``'s streaming agent and in-process
+client, both counted), divided by N: start-up, imports and the session's set-up cancel out. Needs
+``valgrind`` (Debian's package); several minutes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import asyncio
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,6 +62,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="200 and 400 updates instead of 2,000 and 4,000")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is shown)")
     parser.add_argument("--turn", nargs=3, metavar=("KIND", "TYPED", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.turn:
@@ -71,7 +75,10 @@ def main() -> None:
     for typed in (True, False):
         base = 0.0
         for kind in ("none", "memory", "sqlite"):
-            per_update = (instructions(kind, typed, 2 * n) - instructions(kind, typed, n)) / n
+            extra = [
+                instructions(kind, typed, 2 * n) - instructions(kind, typed, n) for _ in range(args.repeat)
+            ]
+            per_update = statistics.median(extra) / n
             base = base or per_update
             label = "typed" if typed else "dict"
             change = per_update / base - 1
