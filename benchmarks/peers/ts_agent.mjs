@@ -50,25 +50,8 @@ const app = acp
   });
 
 if (values.listen !== undefined) {
-  const { createServer } = await import("node:http");
-  const transports = join(values["node-modules"], "@agentclientprotocol", "sdk", "dist", "transports");
-  const { AcpServer } = await import(pathToFileURL(join(transports, "server.js")).href);
-  const adapter = await import(pathToFileURL(join(transports, "node-adapter.js")).href);
-  const { WebSocketServer } = await import(pathToFileURL(join(values["node-modules"], "ws", "wrapper.mjs")).href);
-  const server = new AcpServer({ agent: app });
-  const http = createServer(adapter.createNodeHttpHandler(server));
-  const sockets = new WebSocketServer({ noServer: true });
-  http.on("upgrade", adapter.createNodeWebSocketUpgradeHandler(server, sockets));
-  http.listen(Number(values.listen), "127.0.0.1", () => {
-    process.stdout.write(`listening on http://127.0.0.1:${http.address().port}\n`);
-  });
-  const stop = async () => {
-    await server.close();
-    http.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
+  const { listen } = await import("../../peers/ts/listen.mjs");
+  await listen(app, Number(values.listen), values["node-modules"]);
 } else {
   const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
   await connection.closed;

@@ -198,28 +198,9 @@ const app = acp
 
 const listenAt = process.argv.indexOf("--listen");
 if (listenAt >= 0) {
-  const port = Number(process.argv[listenAt + 1] ?? "0");
-  const { createServer } = await import("node:http");
-  const { pathToFileURL } = await import("node:url");
   const { nodeModules } = await import("./sdk.mjs");
-  const sdkRoot = join(nodeModules(), "@agentclientprotocol", "sdk", "dist", "transports");
-  const { AcpServer } = await import(pathToFileURL(join(sdkRoot, "server.js")).href);
-  const adapter = await import(pathToFileURL(join(sdkRoot, "node-adapter.js")).href);
-  const { WebSocketServer } = (await import(pathToFileURL(join(nodeModules(), "ws", "wrapper.mjs")).href));
-  const server = new AcpServer({ agent: app });
-  const http = createServer(adapter.createNodeHttpHandler(server));
-  const sockets = new WebSocketServer({ noServer: true });
-  http.on("upgrade", adapter.createNodeWebSocketUpgradeHandler(server, sockets));
-  http.listen(port, "127.0.0.1", () => {
-    process.stdout.write(`listening on http://127.0.0.1:${http.address().port}\n`);
-  });
-  const stop = async () => {
-    await server.close();
-    http.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
+  const { listen } = await import("./listen.mjs");
+  await listen(app, Number(process.argv[listenAt + 1] ?? "0"), nodeModules());
 } else {
   const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
   await connection.closed;
