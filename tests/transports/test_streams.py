@@ -386,3 +386,32 @@ async def test_a_sender_that_never_yields_still_hands_its_output_to_the_peer() -
     finally:
         os.close(write_fd)
         os.close(read_fd)
+
+
+async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_write() -> None:
+    """An answer sent while the writer sleeps is written in send(), not a loop turn later (latency)."""
+    written: list[bytes] = []
+    never = asyncio.Event()
+
+    async def read() -> bytes:
+        await never.wait()
+        return b""
+
+    async def write(data: bytes) -> None:
+        written.append(bytes(data))
+
+    def write_nowait(data: bytes) -> int:
+        written.append(bytes(data))
+        return len(data)
+
+    transport = Lines(read, write, write_nowait=write_nowait)
+    transport.send(b'{"id":1}')
+    assert written == [b'{"id":1}\n']  # before the event loop turned
+    transport.send(b'{"id":2}')
+    transport.send(b'{"id":3}')
+    assert written == [b'{"id":1}\n']  # the same turn's later frames wait for the writer...
+    async with asyncio.timeout(TIMEOUT):
+        await transport.drain()
+    assert written == [b'{"id":1}\n', b'{"id":2}\n{"id":3}\n']  # ...and go out together
+    never.set()
+    await transport.aclose()

@@ -196,7 +196,11 @@ class Lines:
         else:  # a large frame is queued as it is: a copy would double the memory it takes
             queued += (frame, b"\n")
         self._queued_total += len(frame) + 1
-        if len(queued) >= self._eager_at and not self._writing:
+        if not self._writing and (len(queued) >= self._eager_at or (len(queued) == 1 and self._idle())):
+            # A long queue, or a lone frame while the writer sleeps (an answer, a request: waiting
+            # for the writer task would cost its latency a turn of the event loop). The writer is
+            # woken all the same: the frames sent after this one in the same turn wait for it and
+            # go out in one write.
             self._write_queued_now()
         wakeup = self._wakeup
         if wakeup is not None:
@@ -207,6 +211,12 @@ class Lines:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write_loop(), name=f"acpio writer for {self._label}"
             )
+
+    def _idle(self) -> bool:
+        """Whether the writer task sleeps with nothing queued (or was never started), and may write now."""
+        if self._write_nowait is None:
+            return False
+        return self._writer is None or (self._wakeup is not None and not self._wakeup.done())
 
     def _write_queued_now(self) -> None:
         """Write what the queue holds without waiting; what could not be written stays queued."""
