@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, Self, TypeAlias
+from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 
 import orjson
 
@@ -231,6 +231,10 @@ class SessionStore(abc.ABC):
     :class:`InvalidCursor` (``-32602``) for a cursor not given out, :class:`StoreError` when the
     database itself fails.
     """
+
+    #: Whether the sessions outlive this process (``False``: a memory store). Clients are told, so
+    #: that they do not offer to continue a session in another process.
+    outlives_process: ClassVar[bool] = True
 
     def __init__(self) -> None:
         #: The sessions opened (:meth:`open`) through this store object and not closed since.

@@ -25,6 +25,8 @@ _CHUNK: Final = 1000
 class MemoryStore(SessionStore):
     """A :class:`~acpio.store.SessionStore` in this process's memory: nothing outlives it."""
 
+    outlives_process = False
+
     def __init__(self) -> None:
         super().__init__()
         self._records: dict[str, SessionRecord] = {}

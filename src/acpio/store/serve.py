@@ -74,7 +74,6 @@ from acpio.schema import (
     UnarchiveSessionResponse,
 )
 from acpio.store.base import ArchiveFilter, SessionRecord, SessionStore, StoreError, session_id_of
-from acpio.store.memory import MemoryStore
 
 __all__ = ["CloseHook", "OpenHook", "SessionSetup", "StoredSessions", "serve_sessions"]
 
@@ -184,7 +183,7 @@ class StoredSessions:
             session.title = SessionTitleCapabilities()
         capabilities.session_capabilities = session
         capabilities.load_session = True
-        if isinstance(self.store, MemoryStore):
+        if not self.store.outlives_process:
             # acpio's own hint to clients: do not offer to continue these sessions in another process.
             meta = dict(capabilities.meta or {})
             meta["acpio"] = {**meta.get("acpio", {}), "sessionsEndWithProcess": True}
