@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import statistics
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import locate  # noqa: E402  (benchmarks/run.py: the peers, installed and found)
 
 SERVE = """
 import asyncio, sys
@@ -56,36 +57,15 @@ asyncio.run(main())
 """
 
 
-PEERS = Path(__file__).resolve().parent / "peers"
 TRANSPORTS = ("stdio", "websocket", "http+sse")
 
 
-def load_installer() -> Any:
-    """``peers/install.py``, loaded by path (``benchmarks/peers`` would shadow a ``peers`` import)."""
-    spec = importlib.util.spec_from_file_location("acpio_peers_install", ROOT / "peers" / "install.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def implementations(names: set[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The benchmark clients and agents by implementation: acpio, and the TypeScript SDK when installable."""
-    clients = {"acpio": [sys.executable, str(PEERS / "acpio_client.py")]}
-    agents = {"acpio": [sys.executable, str(PEERS / "acpio_agent.py")]}
-    if "ts" not in names:
-        return clients, agents
-    install = load_installer()
-    try:
-        modules, node = str(install.node_modules()), str(install.node())
-    except install.PeersUnavailable as error:
-        print(f"the TypeScript SDK is not measured: {error}", file=sys.stderr)
-    else:
-        tail = ["--node-modules", modules]
-        clients["ts"] = [node, str(PEERS / "ts_client.mjs"), *tail]
-        agents["ts"] = [node, str(PEERS / "ts_agent.mjs"), *tail]
-    return clients, agents
+    """The benchmark clients and agents by implementation, found as ``benchmarks/run.py`` finds them."""
+    found, missing = locate(names, lambda line: print(line, file=sys.stderr))
+    for name, reason in missing.items():
+        print(f"{name} is not measured: {reason}", file=sys.stderr)
+    return {n: i.client for n, i in found.items()}, {n: i.agent for n, i in found.items()}
 
 
 @contextlib.asynccontextmanager
@@ -130,7 +110,7 @@ async def measure(client: list[str], target: list[str], args: argparse.Namespace
 
 
 async def run(args: argparse.Namespace) -> None:
-    clients, agents = implementations(set(args.impls.split(",")))
+    clients, agents = implementations({"acpio", *args.impls.split(",")})
     results: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     print(f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
     async with contextlib.AsyncExitStack() as stack:
