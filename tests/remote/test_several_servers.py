@@ -58,9 +58,9 @@ def pg_url(pg_cluster: Any) -> str:
 
 
 @asynccontextmanager
-async def server(store: str) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+async def server(store: str, port: int = 0) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     process = await asyncio.create_subprocess_exec(
-        *ACPIO, "serve", "--port", "0", "--", *ACPIO, "testy", "--store", store,
+        *ACPIO, "serve", "--port", str(port), "--", *ACPIO, "testy", "--store", store,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
@@ -138,24 +138,6 @@ def free_port() -> int:
         return port
 
 
-@asynccontextmanager
-async def server_on(store: str, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    process = await asyncio.create_subprocess_exec(
-        *ACPIO, "serve", "--port", str(port), "--", *ACPIO, "testy", "--store", store,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert line.startswith(b"listening on "), line
-        yield process
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(process.wait(), 15)
-
-
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: str) -> None:
     """The server dies, another takes its address and store: the same client code goes on."""
@@ -170,11 +152,11 @@ async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: 
             assert await session.read_to_string() == "before\n"
             first.kill()
             await first.wait()
-            async with server_on(pg_url, port):
+            async with server(pg_url, port):
                 session.send_prompt("echo after")
                 said_after.append(await session.read_to_string())
 
-    async with server_on(pg_url, port) as first:
+    async with server(pg_url, port) as (_, first):
         await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
     assert said_after == ["after\n"]
 
@@ -190,14 +172,14 @@ async def test_a_request_in_flight_when_the_server_dies_fails_instead_of_hanging
             session.send_prompt("echo working\nsleep 30")
             await session.read_update()  # the turn is under way
             first.kill()
-            async with server_on(pg_url, port):
+            async with server(pg_url, port):
                 with pytest.raises(RequestError) as lost:
                     await session.read_to_string()
                 outcome.append(str(lost.value))
                 session.send_prompt("echo after")
                 outcome.append(await session.read_to_string())
 
-    async with server_on(pg_url, port) as first:
+    async with server(pg_url, port) as (_, first):
         await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
     assert "request lost" in outcome[0]
     assert outcome[1] == "after\n"
