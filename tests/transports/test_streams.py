@@ -415,3 +415,50 @@ async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_wri
     assert written == [b'{"id":1}\n', b'{"id":2}\n{"id":3}\n']  # ...and go out together
     never.set()
     await transport.aclose()
+
+
+async def test_the_answer_to_new_input_goes_out_at_once_even_in_the_same_turn() -> None:
+    """A request read without waiting (it had arrived) is answered in send() too, not by the writer."""
+    written: list[bytes] = []
+    chunks = [b'{"id":1}\n', b'{"id":2}\n']
+
+    async def read() -> bytes:
+        return chunks.pop(0) if chunks else b""
+
+    async def write(data: bytes) -> None:
+        written.append(bytes(data))
+
+    def write_nowait(data: bytes) -> int:
+        written.append(bytes(data))
+        return len(data)
+
+    transport = Lines(read, write, write_nowait=write_nowait)
+    assert await transport.receive() == b'{"id":1}'
+    transport.send(b'{"id":1,"result":1}')
+    assert await transport.receive() == b'{"id":2}'  # read in the same turn: it was there already
+    transport.send(b'{"id":2,"result":2}')
+    assert written == [b'{"id":1,"result":1}\n', b'{"id":2,"result":2}\n']
+    await transport.aclose()
+
+
+async def test_byte_streams_over_a_pipe_write_a_lone_frame_in_send() -> None:
+    """Over a pipe (an agent's stdin), a lone frame is in the pipe when send() returns."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    loop = asyncio.get_running_loop()
+    pipe = os.fdopen(write_fd, "wb", buffering=0)
+    reader = asyncio.StreamReader()
+    transport, protocol = await loop.connect_write_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    sender = ByteStreams(reader, asyncio.StreamWriter(transport, protocol, reader, loop), label="pipe")
+    try:
+        sender.send(b'{"id":1}')
+        assert os.read(read_fd, 100) == b'{"id":1}\n'  # before the event loop turned
+        sender.send(b'{"id":2}')
+        sender.send(b'{"id":3}')
+        async with asyncio.timeout(TIMEOUT):
+            await sender.drain()
+        assert os.read(read_fd, 100) == b'{"id":2}\n{"id":3}\n'
+        assert sender.statistics()["writes"] == 2
+    finally:
+        await sender.aclose()
+        os.close(read_fd)

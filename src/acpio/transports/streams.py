@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -87,6 +88,8 @@ class Lines:
         # Outgoing side: frames and newlines waiting for the writer task.
         self._queued: list[bytes] = []
         self._writing = False
+        #: A lone frame was written by send() in this turn of the event loop (see send()).
+        self._eager_turn = False
         self._writer: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
         #: drain() calls: (bytes that must have been written, waiter), in order.
@@ -148,6 +151,8 @@ class Lines:
                 await self._on_end_of_input()
                 return None
             frames.extend(self._splitter.feed(chunk))
+            # New input starts a new exchange: its answer may be written at once again (see send()).
+            self._eager_turn = False
         frame = frames.popleft()
         if self._debug is not None:
             self._report("receive", frame)
@@ -196,12 +201,19 @@ class Lines:
         else:  # a large frame is queued as it is: a copy would double the memory it takes
             queued += (frame, b"\n")
         self._queued_total += len(frame) + 1
-        if not self._writing and (len(queued) >= self._eager_at or (len(queued) == 1 and self._idle())):
-            # A long queue, or a lone frame while the writer sleeps (an answer, a request: waiting
-            # for the writer task would cost its latency a turn of the event loop). The writer is
-            # woken all the same: the frames sent after this one in the same turn wait for it and
-            # go out in one write.
-            self._write_queued_now()
+        if not self._writing:
+            if len(queued) == 1 and not self._eager_turn and self._idle():
+                # A lone frame while the writer sleeps (an answer, a request): written now, as
+                # waiting for the writer task would cost its latency a turn of the event loop. The
+                # writer sleeps on; the frames sent after this one in the same turn go to it and
+                # out in one write, so a burst is not written a frame at a time.
+                self._write_queued_now()
+                if not self._queued:
+                    self._eager_turn = True
+                    asyncio.get_running_loop().call_soon(self._end_eager_turn)
+                    return
+            elif len(queued) >= self._eager_at:  # a long queue: written now, without waiting
+                self._write_queued_now()
         wakeup = self._wakeup
         if wakeup is not None:
             self._wakeup = None
@@ -211,6 +223,9 @@ class Lines:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write_loop(), name=f"acpio writer for {self._label}"
             )
+
+    def _end_eager_turn(self) -> None:
+        self._eager_turn = False
 
     def _idle(self) -> bool:
         """Whether the writer task sleeps with nothing queued (or was never started), and may write now."""
@@ -408,9 +423,14 @@ class ByteStreams(Lines):
     ) -> None:
         self._reader = reader
         self._stream_writer = writer
+        # A pipe's descriptor, written directly while asyncio's buffer is empty (as the pipe transport
+        # itself does): a lone answer then goes out in send(), without waiting for the writer task.
+        pipe = writer.transport.get_extra_info("pipe")
+        self._pipe_fd: int | None = pipe.fileno() if pipe is not None else None
         super().__init__(
             self._read_chunk,
             self._write_all,
+            write_nowait=self._write_pipe_nowait if self._pipe_fd is not None else None,
             max_line=max_line,
             debug=debug,
             label=label,
@@ -436,6 +456,15 @@ class ByteStreams(Lines):
                 raise ConnectionResetError("the stream is closed")
             writer.write(view[start : start + _WRITE_SLICE])
             await writer.drain()
+
+    def _write_pipe_nowait(self, data: bytes) -> int:
+        transport = self._stream_writer.transport
+        if self._pipe_fd is None or transport.is_closing() or transport.get_write_buffer_size():
+            return 0  # what asyncio holds goes first: the writer task waits for it
+        try:
+            return os.write(self._pipe_fd, data)
+        except (BlockingIOError, InterruptedError):
+            return 0
 
     def _unwritten(self) -> int:
         return super()._unwritten() + self._stream_writer.transport.get_write_buffer_size()
