@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -47,9 +48,10 @@ ROOT = HERE.parent
 PEERS = HERE / "peers"
 RESULTS = HERE / "results"
 
-IMPLEMENTATIONS = ("acpio", "official", "ts", "bare")
+IMPLEMENTATIONS = ("acpio", "acpio_uvloop", "official", "ts", "bare")
 LABELS = {
-    "acpio": "acpio",
+    "acpio": "acpio (on asyncio's event loop, as the floor)",
+    "acpio_uvloop": "acpio on uvloop (acpio[fast]: acpio.run() and the acpio commands use it when installed)",
     "official": "official Python SDK",
     "ts": "TypeScript SDK",
     "bare": "bare asyncio+orjson loop (the floor, no validation)",
@@ -58,6 +60,7 @@ LABELS = {
 #: involve acpio, and the floor's client and agent against acpio's (to split acpio's cost by side).
 DEFAULT_PAIRS = (
     ("acpio", "acpio"),
+    ("acpio_uvloop", "acpio_uvloop"),
     ("official", "official"),
     ("ts", "ts"),
     ("bare", "bare"),
@@ -88,6 +91,10 @@ class Target:
     pair: tuple[str, str] = ("acpio", "acpio")
     reference_key: str | None = None
 
+    def reference_pair(self, judged: tuple[str, str]) -> tuple[str, str]:
+        """The pairing whose figure is the reference for ``judged`` (itself for ``reference_key``)."""
+        return judged if self.reference_key else self.pair
+
     def describe(self) -> str:
         """``>= 1.2x ts -> ts``, ``<= 1.2x idle RSS``."""
         what = REFERENCE_LABELS.get(self.reference_key or "", f"{self.pair[0]} -> {self.pair[1]}")
@@ -112,6 +119,8 @@ class Figure:
 
 
 TS, FLOOR = ("ts", "ts"), ("bare", "bare")
+#: The pairings judged against the issue's targets: acpio on either event loop, with itself.
+JUDGED = (("acpio", "acpio"), ("acpio_uvloop", "acpio_uvloop"))
 REFERENCE_LABELS = {"idle_rss_mb": "its idle RSS"}
 FIGURES = (
     Figure(
@@ -294,19 +303,25 @@ def locate(
     found: dict[str, Implementation] = {}
     missing: dict[str, str] = {}
     python = sys.executable
-    if "acpio" in names or "bare" in names:
+    if names & {"acpio", "acpio_uvloop", "bare"}:
         for module in ("acpio", "orjson"):
             if importlib.util.find_spec(module) is None:
                 raise BenchmarkError(
                     f"{python} cannot import {module}: run the driver with the project's virtualenv, "
                     "`.venv/bin/python benchmarks/run.py` (or `make bench`)"
                 )
-        from importlib.metadata import version
-
-        if "acpio" in names:
-            found["acpio"] = _python_impl("acpio", python, version("acpio"))
-        if "bare" in names:
-            found["bare"] = _python_impl("bare", python, f"orjson {version('orjson')}")
+    if "acpio" in names:
+        found["acpio"] = _python_impl("acpio", python, version("acpio"))
+    if "acpio_uvloop" in names:
+        try:
+            uvloop = version("uvloop")
+        except PackageNotFoundError:
+            missing["acpio_uvloop"] = "uvloop is not installed: pip install 'acpio[fast]' (acpio[dev] has it)"
+        else:
+            versions = f"acpio {version('acpio')}, uvloop {uvloop}"
+            found["acpio_uvloop"] = _python_impl("acpio_uvloop", python, versions)
+    if "bare" in names:
+        found["bare"] = _python_impl("bare", python, f"orjson {version('orjson')}")
     install = _load_installer() if names & {"official", "ts"} else None
     if "official" in names:
         assert install is not None
@@ -481,8 +496,10 @@ def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str
                 continue
             ratios = tuple(f"{value / base:.2f}x" if base else "-" for base in baselines)
             target = ""
-            if figure.targets and pair == ("acpio", "acpio"):
-                target = "; ".join(_verdict(target, figure.key, value, results) for target in figure.targets)
+            if figure.targets and pair in JUDGED:
+                target = "; ".join(
+                    _verdict(target, pair, figure.key, value, results) for target in figure.targets
+                )
             rows.append((label, result.label, _number(value), *ratios, target))
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     aligned = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.rjust, str.ljust]
@@ -495,9 +512,15 @@ def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str
     return "\n".join([line(header), rule, *(line(row) for row in rows)])
 
 
-def _verdict(target: Target, key: str, value: float, results: dict[tuple[str, str], PairResult]) -> str:
+def _verdict(
+    target: Target,
+    judged: tuple[str, str],
+    key: str,
+    value: float,
+    results: dict[tuple[str, str], PairResult],
+) -> str:
     """``>= 3x ts -> ts: met (4.10x)``; ``not measured`` when the reference pairing did not run."""
-    source = results.get(target.pair)
+    source = results.get(target.reference_pair(judged))
     reference = source.median(target.reference_key or key) if source is not None else None
     if not reference:
         return f"{target.describe()}: not measured"

@@ -81,7 +81,7 @@ def test_only_the_chosen_scenario_runs(tmp_path: Path) -> None:
 def test_a_mistake_on_the_command_line_is_one_line_not_a_traceback() -> None:
     done = run("--pairs", "acpio:rust")
     assert done.returncode == 2
-    assert "unknown implementation rust: choose from acpio, official, ts, bare" in done.stderr
+    assert "unknown implementation rust: choose from acpio, acpio_uvloop, official, ts, bare" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -109,15 +109,17 @@ def main(
     session_run: Callable[[list[str], argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
     *,
     remote: bool = False,
+    run: Callable[[Coroutine[Any, Any, dict[str, Any]]], dict[str, Any]] = asyncio.run,
 ) -> None:
     """A client's entry point: parse the command line, run spawns or one session, report.
 
-    ``remote``: the client's ``session_run`` honours ``--url`` (it is refused otherwise).
+    ``remote``: the client's ``session_run`` honours ``--url`` (it is refused otherwise). ``run``
+    runs the main coroutine (acpio's client passes :func:`acpio.run`, which picks the event loop).
     """
     args = parse_args(description)
     if args.url is not None and not remote:
         raise SystemExit(f"{description}: this client does not connect to remote agents (--url)")
     if args.spawns:
-        report(asyncio.run(spawn_run(args.agent, args.spawns)))
+        report(run(spawn_run(args.agent, args.spawns)))
     else:
-        report(asyncio.run(session_run(args.agent, args)))
+        report(run(session_run(args.agent, args)))

@@ -5,22 +5,25 @@ It answers ``initialize``, ``session/new`` and ``session/set_mode`` (``{}``, for
 fresh typed :class:`~acpio.schema.SessionNotification` followed by ``await cx.drain()`` (the documented way
 to stream: the agent waits whenever its peer has more than 256 KiB unread, as the other SDKs' agents await
 each send), before its ``end_turn`` answer; ``stream N B`` makes each update's text B characters long.
-Each ``session/new`` gets a fresh id (``bench-1``, ``bench-2``...). Run by a client
+It runs on asyncio's event loop, as the floor does; ``acpio_uvloop_agent.py`` runs it on uvloop
+(``acpio[fast]``). Each ``session/new`` gets a fresh id (``bench-1``, ``bench-2``...). Run by a client
 over stdio: ``python benchmarks/peers/acpio_agent.py``; ``--listen PORT`` serves it over WebSocket and
 Streamable HTTP instead (``benchmarks/remote.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
+import os
 import sys
 from typing import Any
 
+import acpio
 from acpio import Agent
 from acpio import schema as acp
 from acpio.capabilities import negotiate_version
 from acpio.jsonrpc import Connection
+from acpio.running import EVENT_LOOP_VARIABLE
 from acpio.transports import Stdio
 
 STREAM_PREFIX = "stream "
@@ -79,8 +82,14 @@ async def listen(port: int) -> None:
         await server.wait_closed()
 
 
-if __name__ == "__main__":
+def run_agent(loop: str) -> None:
+    """The agent's main, on the event loop ``loop`` (``asyncio`` or ``uvloop``: see :func:`acpio.run`)."""
+    os.environ[EVENT_LOOP_VARIABLE] = loop
     if sys.argv[1:2] == ["--listen"]:
-        asyncio.run(listen(int(sys.argv[2])))
+        acpio.run(listen(int(sys.argv[2])))
     else:
-        asyncio.run(app.serve(Stdio()))
+        acpio.run(app.serve(Stdio()))
+
+
+if __name__ == "__main__":
+    run_agent("asyncio")

@@ -2,12 +2,14 @@
 
 It spawns the agent with :class:`~acpio.transports.AcpAgent` (or, with ``--url``, connects to a remote one
 with :class:`~acpio.remote.RemoteAgent`) and sends typed requests (the generated models); see
-``_harness.py`` for the command line and the report.
+``_harness.py`` for the command line and the report. It runs on asyncio's event loop, as the floor does;
+``acpio_uvloop_client.py`` runs it on uvloop (``acpio[fast]``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -21,9 +23,11 @@ from _harness import (
     stream_prompt,
 )
 
+import acpio
 from acpio import Client
 from acpio import schema as acp
 from acpio.jsonrpc import Connection
+from acpio.running import EVENT_LOOP_VARIABLE
 from acpio.transports import AcpAgent, Component
 
 
@@ -105,5 +109,11 @@ async def spawn_run(argv: list[str], spawns: int) -> dict[str, object]:
     return {"spawn_ms": times}
 
 
+def run_client(loop: str) -> None:
+    """The client's main, on the event loop ``loop`` (``asyncio`` or ``uvloop``: see :func:`acpio.run`)."""
+    os.environ[EVENT_LOOP_VARIABLE] = loop  # an acpio agent it spawns sets its own again
+    main(__doc__.splitlines()[0], spawn_run, session_run, remote=True, run=acpio.run)
+
+
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], spawn_run, session_run, remote=True)
+    run_client("asyncio")

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         UntypedMessage,
     )
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
+    from acpio.running import run
     from acpio.session import (
         ActiveSession,
         AgentRequestMessage,
@@ -117,6 +118,7 @@ _LAZY: dict[str, str] = {
     "Channel": "acpio.transports",
     "ChannelListener": "acpio.transports",
     "Stdio": "acpio.transports",
+    "run": "acpio.running",
     "Tap": "acpio.transports",
     "negotiate_version": "acpio.capabilities",
     "AgentRequestMessage": "acpio.session",
@@ -207,6 +209,7 @@ __all__ = [
     "WriteTextFileMessage",
     "__version__",
     "negotiate_version",
+    "run",
     "schema",
     "testing",
     "text_update",

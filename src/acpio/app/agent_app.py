@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from acpio import running
 from acpio.app.menu import Menu, OptionValue, SessionSettings
 from acpio.app.turn import Exchange, Turn, exchanges
 from acpio.capabilities import ClientFeatures, negotiate_version
@@ -400,7 +401,7 @@ class AgentApp:
 
     def run(self) -> None:
         """Serve one client on this process's stdin and stdout (how editors start an agent)."""
-        asyncio.run(self.serve(Stdio()))
+        running.run(self.serve(Stdio()))
 
     # --- the protocol -----------------------------------------------------------------------------
 

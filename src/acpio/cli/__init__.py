@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["CliError", "main", "note_if_terminal"]
+__all__ = ["CliError", "main", "note_if_terminal", "run_main"]
+
+_T = TypeVar("_T")
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
 _COMMANDS = ("testy", "agent", "prompt", "conductor", "serve", "trace")
@@ -31,6 +34,13 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def run_main(main: Coroutine[Any, Any, _T]) -> _T:
+    """Run a subcommand's main with :func:`acpio.run` (uvloop when installed), imported only now."""
+    from acpio.running import run
+
+    return run(main)
 
 
 def note_if_terminal(command: str) -> None:

@@ -27,7 +27,7 @@ import argparse
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acpio.cli import CliError, note_if_terminal
+from acpio.cli import CliError, note_if_terminal, run_main
 
 if TYPE_CHECKING:
     from acpio.transports import AcpAgent
@@ -123,8 +123,6 @@ def run(args: argparse.Namespace) -> int:
         needs = "the agent command, after any proxy commands" if args.mode == "agent" else "a proxy command"
         raise CliError(f"`acpio conductor {args.mode}` needs at least one COMPONENT: {needs}")
 
-    import asyncio
-
     from acpio.conductor import Chain, ConductorError, FileSink, Named
     from acpio.conductor.components import resolve
     from acpio.errors import AcpError
@@ -171,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
     note_if_terminal(f"acpio conductor {args.mode}")
     try:
-        return asyncio.run(serve())
+        return run_main(serve())
     except ConductorError as exc:
         raise CliError(str(exc), code=1) from None
     except AcpError as exc:

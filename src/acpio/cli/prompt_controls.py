@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acpio.cli import CliError
+from acpio.cli import CliError, run_main
 
 if TYPE_CHECKING:
     from acpio.oneshot import PromptOptions
@@ -167,13 +167,11 @@ def _note(text: str) -> None:
 
 def run(options: PromptOptions) -> int:
     """Run the prompt (after a terminal login for ``--auth``); ``CliError`` with the exit code on failure."""
-    import asyncio
-
     from acpio.errors import AcpError
     from acpio.oneshot import PromptFailed
 
     try:
-        return asyncio.run(_prompt(options))
+        return run_main(_prompt(options))
     except PromptFailed as exc:
         raise CliError(exc.message, code=exc.exit_code) from exc
     except AcpError as exc:  # the login's connection failed (the agent did not start, or exited)
@@ -182,8 +180,6 @@ def run(options: PromptOptions) -> int:
 
 def logout(args: argparse.Namespace, agent: Any) -> int:
     """``--logout``: log out and end (exit 0); ``CliError`` when the agent cannot."""
-    import asyncio
-
     from acpio.errors import AcpError
     from acpio.oneshot.auth import LoginFailed
     from acpio.oneshot.auth import logout as log_out
@@ -195,7 +191,7 @@ def logout(args: argparse.Namespace, agent: Any) -> int:
     if not isinstance(agent, AgentCommand):
         raise CliError("--logout needs an agent command (not a URL)")
     try:
-        asyncio.run(log_out(agent, client_capabilities(), _note))
+        run_main(log_out(agent, client_capabilities(), _note))
     except LoginFailed as exc:
         raise CliError(str(exc), code=4) from exc
     except AcpError as exc:
@@ -209,8 +205,6 @@ def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | No
     ``None`` when none of them was given. ``CliError`` when the agent does not offer the method or
     refuses it.
     """
-    import asyncio
-
     from acpio.errors import AcpError
     from acpio.oneshot.auth import LoginFailed
     from acpio.oneshot.sessions import close_session, delete_session, list_sessions
@@ -221,13 +215,13 @@ def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | No
         raise CliError("--list-sessions, --close-session and --delete-session take no prompt")
     try:
         if args.list_sessions:
-            for line in asyncio.run(list_sessions(agent, cwd)):
+            for line in run_main(list_sessions(agent, cwd)):
                 print(line)
         elif args.close_session:
-            asyncio.run(close_session(agent, args.close_session))
+            run_main(close_session(agent, args.close_session))
             _note(f"closed session {args.close_session}")
         else:
-            asyncio.run(delete_session(agent, args.delete_session))
+            run_main(delete_session(agent, args.delete_session))
             _note(f"deleted session {args.delete_session}")
     except LoginFailed as exc:
         raise CliError(str(exc), code=4) from exc

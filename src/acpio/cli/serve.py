@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
     import signal
 
-    from acpio.cli import CliError
+    from acpio.cli import CliError, run_main
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -130,5 +130,5 @@ def run(args: argparse.Namespace) -> int:
             waiting.cancel()
             closed.cancel()
 
-    asyncio.run(main())
+    run_main(main())
     return 0

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from acpio.agents.testy.script import MODES, STOP_REASONS, command_table
-from acpio.cli import CliError, note_if_terminal
+from acpio.cli import CliError, note_if_terminal, run_main
 
 __all__ = ["register", "run"]
 
@@ -153,7 +153,6 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve testy on stdin/stdout until the client closes its end."""
-    import asyncio
     import logging
 
     from acpio.agents.testy import TestyOptions, testy_agent
@@ -187,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             await testy_agent(options, store).serve(Stdio())
 
     try:
-        asyncio.run(serve(store))
+        run_main(serve(store))
     except AcpError as error:
         raise CliError(f"the connection to the client failed: {error}", code=1) from None
     return 0

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from acpio import running
 from acpio.errors import AcpError, RequestError
 from acpio.jsonrpc.dispatch import Dispatch, Forward, NotificationDispatch, RequestDispatch, Unhandled
 from acpio.jsonrpc.messages import UntypedMessage
@@ -489,7 +490,7 @@ def main() -> None:
     from acpio.transports import Stdio
 
     logging.basicConfig(level=logging.WARNING, format="acpio mcp bridge: %(levelname)s: %(message)s")
-    asyncio.run(mcp_http_bridge().serve(Stdio()))
+    running.run(mcp_http_bridge().serve(Stdio()))
 
 
 if __name__ == "__main__":
