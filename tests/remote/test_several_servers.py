@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -131,18 +130,14 @@ async def test_a_session_continues_on_another_server_when_its_server_dies(pg_url
             assert said(wire.updates) == "after\n"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def port_of(url: str) -> int:
+    """The port a server bound on port 0 (no port probed beforehand, which another process could take)."""
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
 
 
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: str) -> None:
     """The server dies, another takes its address and store: the same client code goes on."""
-    port = free_port()
-    agent = RemoteAgent(f"{scheme}://127.0.0.1:{port}", reconnect=True)
     said_after: list[str] = []
 
     async def main(cx: SessionConnection) -> None:
@@ -156,14 +151,14 @@ async def test_the_client_reconnects_and_resumes_by_itself(pg_url: str, scheme: 
                 session.send_prompt("echo after")
                 said_after.append(await session.read_to_string())
 
-    async with server(pg_url, port) as (_, first):
+    async with server(pg_url) as (url, first):
+        port = port_of(url)
+        agent = RemoteAgent(f"{scheme}://127.0.0.1:{port}", reconnect=True)
         await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
     assert said_after == ["after\n"]
 
 
 async def test_a_request_in_flight_when_the_server_dies_fails_instead_of_hanging(pg_url: str) -> None:
-    port = free_port()
-    agent = RemoteAgent(f"ws://127.0.0.1:{port}", reconnect=True)
     outcome: list[str] = []
 
     async def main(cx: SessionConnection) -> None:
@@ -179,7 +174,9 @@ async def test_a_request_in_flight_when_the_server_dies_fails_instead_of_hanging
                 session.send_prompt("echo after")
                 outcome.append(await session.read_to_string())
 
-    async with server(pg_url, port) as (_, first):
+    async with server(pg_url) as (url, first):
+        port = port_of(url)
+        agent = RemoteAgent(f"ws://127.0.0.1:{port}", reconnect=True)
         await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
     assert "request lost" in outcome[0]
     assert outcome[1] == "after\n"
