@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -38,6 +39,27 @@ def test_a_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 2
     assert err.startswith(f"acpio: error: {tmp_path} is a directory")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["view", "show"])
+def test_view_and_show_refuse_the_same_mistakes_alike(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unreadable = tmp_path / "secret.jsons"
+    unreadable.write_text("")
+    unreadable.chmod(0)
+    expected = {
+        tmp_path / "nope.jsons": "trace file not found",
+        tmp_path: "is a directory",
+    }
+    if not os.access(unreadable, os.R_OK):  # root reads anything
+        expected[unreadable] = "permission denied"
+    for path, error in expected.items():
+        code, out, err = run(["trace", command, str(path)], capsys)
+        assert (code, out) == (2, "")
+        assert error in err
+        assert err.startswith("acpio: error: ")
+        assert err.count("\n") == 1
 
 
 def test_a_public_host_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -89,17 +89,22 @@ def register(subparsers: Any) -> None:
     show.set_defaults(run=run_show)
 
 
-def run_view(args: argparse.Namespace) -> int:
-    """Serve the viewer for ``args.file`` until interrupted."""
-    from acpio.trace.viewer import TraceViewer
-
-    path: str = args.file
+def _readable_trace(path: str) -> str:
+    """``path``, once it is a file this process can read; ``CliError`` saying what is wrong otherwise."""
     if not os.path.exists(path):
         raise CliError(f"trace file not found: {path}")
     if os.path.isdir(path):
         raise CliError(f"{path} is a directory: give the trace file (acpio conductor --trace FILE)")
     if not os.access(path, os.R_OK):
         raise CliError(f"cannot read the trace file {path}: permission denied")
+    return path
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """Serve the viewer for ``args.file`` until interrupted."""
+    from acpio.trace.viewer import TraceViewer
+
+    path = _readable_trace(args.file)
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be between 0 and 65535 (0 picks a free port), got {args.port}")
     try:
@@ -130,13 +135,9 @@ def run_show(args: argparse.Namespace) -> int:
     from acpio.trace import read_trace
     from acpio.trace.show import Filters, build_rows, format_rows
 
-    path: str = args.file
-    if os.path.isdir(path):
-        raise CliError(f"{path} is a directory: give the trace file (acpio conductor --trace FILE)")
+    path = _readable_trace(args.file)
     try:
         events = read_trace(path)
-    except FileNotFoundError:
-        raise CliError(f"trace file not found: {path}") from None
     except OSError as error:
         raise CliError(f"cannot read the trace file {path}: {error.strerror or error}") from None
     kinds = frozenset(args.kind) if args.kind else Filters().kinds
