@@ -402,17 +402,18 @@ async def test_a_notice_is_coloured_by_its_severity_on_a_terminal(tmp_path: Path
 
 
 async def test_sessions_are_listed_closed_and_deleted(tmp_path: Path) -> None:
-    from acpio.oneshot.auth import LoginFailed
-    from acpio.oneshot.sessions import close_session, delete_session, list_sessions
+    from acpio.oneshot.sessions import SessionCommandFailed, close_session, delete_session, list_sessions
 
     agent = testy_agent()  # one builder: its sessions outlive each connection
     assert (await run("title Fixing the parser", tmp_path, agent=agent)).code == ExitCode.OK
     (line,) = await list_sessions(agent, tmp_path)
     assert line.startswith("testy-1  Fixing the parser  ")
     await close_session(agent, "testy-1")
-    with pytest.raises(LoginFailed, match="refused session/close of 'nope'"):
+    with pytest.raises(SessionCommandFailed, match="refused session/close of 'nope'"):
         await close_session(agent, "nope")
     await delete_session(agent, "testy-1")
     assert await list_sessions(agent, tmp_path) == []
-    with pytest.raises(LoginFailed, match=r"does not advertise agentCapabilities\.sessionCapabilities\.list"):
+    with pytest.raises(
+        SessionCommandFailed, match=r"does not advertise agentCapabilities\.sessionCapabilities\.list"
+    ):
         await list_sessions(testy_agent(TestyOptions(session_list=False)), tmp_path)

@@ -124,6 +124,9 @@ def test_list_sessions_from_the_command_line(tmp_path: Path) -> None:
     refused = _run(_prompt("--list-sessions", "--close-session", "x", "hi", agent=TESTY), tmp_path)
     assert refused.returncode == 2
     assert "take no prompt" in refused.stderr
+    unknown = _run(_prompt("--close-session", "nope", agent=TESTY), tmp_path)
+    assert unknown.returncode == 4
+    assert unknown.stderr.startswith("acpio: error: The agent refused session/close of 'nope'")
 
 
 def test_a_request_scoped_elicitation_and_an_unadvertised_mode(tmp_path: Path) -> None:

@@ -206,8 +206,7 @@ def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | No
     refuses it.
     """
     from acpio.errors import AcpError
-    from acpio.oneshot.auth import LoginFailed
-    from acpio.oneshot.sessions import close_session, delete_session, list_sessions
+    from acpio.oneshot.sessions import SessionCommandFailed, close_session, delete_session, list_sessions
 
     if not (args.list_sessions or args.close_session or args.delete_session):
         return None
@@ -223,7 +222,7 @@ def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | No
         else:
             run_main(delete_session(agent, args.delete_session))
             _note(f"deleted session {args.delete_session}")
-    except LoginFailed as exc:
+    except SessionCommandFailed as exc:
         raise CliError(str(exc), code=4) from exc
     except AcpError as exc:
         raise CliError(f"the agent failed: {exc}", code=3) from exc

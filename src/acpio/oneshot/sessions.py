@@ -2,8 +2,7 @@
 
 Each function starts the agent, sends ``initialize``, checks the agent advertised the method
 (``sessionCapabilities.list``, ``close``, ``delete``), sends it and ends the agent. A method the
-agent does not offer, or refuses, raises :class:`~acpio.oneshot.auth.LoginFailed` with a message
-saying so.
+agent does not offer, or refuses, raises :class:`SessionCommandFailed` with a message saying so.
 """
 
 from __future__ import annotations
@@ -11,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acpio.errors import RequestError
+from acpio.errors import AcpError, RequestError
 from acpio.jsonrpc import Connection
-from acpio.oneshot.auth import LoginFailed, connect
+from acpio.oneshot.auth import connect
 from acpio.oneshot.controls import client_capabilities
 from acpio.schema import (
     CloseSessionRequest,
@@ -23,7 +22,11 @@ from acpio.schema import (
     ListSessionsResponse,
 )
 
-__all__ = ["close_session", "delete_session", "list_sessions"]
+__all__ = ["SessionCommandFailed", "close_session", "delete_session", "list_sessions"]
+
+
+class SessionCommandFailed(AcpError):
+    """The agent does not offer the session method asked for, or refused it: the message says which."""
 
 
 def _require(initialized: InitializeResponse, capability: str, method: str) -> None:
@@ -31,7 +34,7 @@ def _require(initialized: InitializeResponse, capability: str, method: str) -> N
     sessions = caps.session_capabilities if caps is not None else None
     if sessions is None or getattr(sessions, capability, None) is None:
         advertised = f"agentCapabilities.sessionCapabilities.{capability}"
-        raise LoginFailed(f"The agent does not advertise {advertised}: it has no {method}")
+        raise SessionCommandFailed(f"The agent does not advertise {advertised}: it has no {method}")
 
 
 async def list_sessions(agent: Any, cwd: Path) -> list[str]:
@@ -46,7 +49,7 @@ async def list_sessions(agent: Any, cwd: Path) -> list[str]:
             try:
                 page: ListSessionsResponse = await cx.send_request(request)
             except RequestError as error:
-                raise LoginFailed(f"The agent refused session/list: {error}") from error
+                raise SessionCommandFailed(f"The agent refused session/list: {error}") from error
             for info in page.sessions:
                 title = info.title if isinstance(info.title, str) else ""
                 updated = info.updated_at if isinstance(info.updated_at, str) else ""
@@ -76,6 +79,6 @@ async def _end(agent: Any, capability: str, request: CloseSessionRequest | Delet
             await cx.send_request(request)
         except RequestError as error:
             refused = f"The agent refused {request.METHOD} of {request.session_id!r}: {error}"
-            raise LoginFailed(refused) from error
+            raise SessionCommandFailed(refused) from error
 
     await connect(agent, client_capabilities(), send)
