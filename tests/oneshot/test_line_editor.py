@@ -47,6 +47,16 @@ async def test_editing_keys(terminal: tuple[TerminalReader, int, io.StringIO]) -
     assert "you> Xbc!" in screen.getvalue()
 
 
+async def test_the_cursor_moves_back_by_columns_over_wide_characters(
+    terminal: tuple[TerminalReader, int, io.StringIO],
+) -> None:
+    reader, controller, screen = terminal
+    # 日本 take two columns each: going back over them before typing ! moves the cursor 4, not 2
+    line = await typed(reader, controller, "x日本".encode(), b"\x1b[D\x1b[D", b"!\r")
+    assert line == "x!日本"
+    assert screen.getvalue().endswith("\r\x1b[Kyou> x日本\x1b[4D\r\x1b[Kyou> x!日本\x1b[4D\r\n")
+
+
 async def test_text_cut_between_two_reads_and_a_sequence_cut_in_two(
     terminal: tuple[TerminalReader, int, io.StringIO],
 ) -> None:

@@ -167,7 +167,9 @@ class TerminalReader:
         return "", _GO_ON
 
     def _draw(self, line: _Line) -> None:
-        back = len(line.text) - line.cursor
+        from rich.cells import cell_len
+
+        back = cell_len(line.text[line.cursor :])  # columns, not characters: 日 takes two
         self._write(f"\r\x1b[K{line.prompt}{line.text}" + (f"\x1b[{back}D" if back else ""))
 
     def _write(self, text: str) -> None:
