@@ -6,20 +6,24 @@ Usage::
     python scripts/generate_schema.py [--spec ../shared/spec] [--check]
 
 Reads ``v1/schema.unstable.json`` (every type), ``v1/schema.json`` (to mark what is stable) and
-``v1/meta.unstable.json`` (the method names), and writes ``src/acpio/schema/_models.py`` and
-``src/acpio/schema/methods.py``. ``--check`` writes nothing and exits 1 when the committed files
-differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
+``v1/meta.unstable.json`` (the method names), and writes ``src/acpio/schema/_models.py`` (each
+class created on first use), ``src/acpio/schema/_models.pyi`` (the same classes as type checkers
+read them) and ``src/acpio/schema/methods.py``. ``--check`` writes nothing and exits 1 when the
+committed files differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import hashlib
 import importlib.util
 import json
 import keyword
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ def _load_wire_name() -> Any:
 
 wire_name = _load_wire_name()
 OUT_MODELS = ROOT / "src" / "acpio" / "schema" / "_models.py"
+OUT_MODELS_STUB = ROOT / "src" / "acpio" / "schema" / "_models.pyi"
 OUT_METHODS = ROOT / "src" / "acpio" / "schema" / "methods.py"
 
 #: Fields where an explicit ``null`` differs from an omitted key (patch semantics: null clears).
@@ -166,6 +171,12 @@ def member_name(value: str) -> str:
     if not out or out[0].isdigit():
         out = "V_" + out
     return out
+
+
+def indent(lines: list[str], levels: int) -> list[str]:
+    """``lines`` moved right by ``levels`` levels (blank lines stay empty)."""
+    pad = "    " * levels
+    return [pad + line if line.strip() else "" for line in lines]
 
 
 def docstring(text: str | None, indent: str, extra: str | None = None) -> list[str]:
@@ -615,7 +626,8 @@ class Generator:
         return ""
 
     # ----- emit --------------------------------------------------------------------------------
-    def emit_models(self, header: str) -> str:
+    def emit_models(self, header: str, stub_header: str) -> tuple[str, str]:
+        """``_models.py`` (each class created on first use) and ``_models.pyi`` (as type checkers read it)."""
         out = [header]
         out += [
             "# ruff: noqa",
@@ -691,41 +703,152 @@ class Generator:
             out += ["", f"{name}: TypeAlias = {source}"]
             out += docstring(self.defs[name].get("description"), "")
         out.append("")
-        # models, unions and the aliases of classes, each after what it uses (see definition_order)
-        defined = set(self.enums) | (set(self.aliases) - set(late_aliases))
-        for name in self.definition_order(late_aliases):
-            if name in self.models:
-                out += self.emit_model(self.models[name], defined)
-            elif name in self.unions:
-                out += self.emit_union(self.unions[name])
-            else:
-                out += ["", "", f"{name}: TypeAlias = {late_aliases[name]}"]
-                out += docstring(self.defs[name].get("description"), "")
-            defined.add(name)
-        out += ["", ""]
-        # bindings
-        out.append("# Request -> response bindings (the method table in methods.py is built from these).")
-        for name in self.models:
-            if "x-method" in self.defs.get(name, {}) and self.message_base(name) == "AcpRequest":
-                response = self.response_of(name)
-                out.append(f"{name}.RESPONSE = {response}")
+        public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
+        out.append("__all__ = [")
+        out += [f"    {n!r}," for n in [*public, "UNSTABLE_TYPES"]]
+        out.append("]")
         out += ["", ""]
         unstable = sorted(
             n
             for n in list(self.models) + list(self.enums) + list(self.aliases) + list(self.unions)
             if self.defs.get(n) is not None and self.is_unstable(n)
         )
-        public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
-        out.append("__all__ = [")
-        out += [f"    {n!r}," for n in [*public, "UNSTABLE_TYPES"]]
-        out.append("]")
-        out += ["", ""]
         out.append("#: Names of the types that exist only in the unstable schema.")
         out.append("UNSTABLE_TYPES: frozenset[str] = frozenset({")
         out += [f"    {n!r}," for n in unstable]
         out.append("})")
+        out += ["", ""]
+        # models, unions and the aliases of classes, each after what it uses (see definition_order)
+        defined = set(self.enums) | (set(self.aliases) - set(late_aliases))
+        sources: dict[str, list[str]] = {}
+        for name in self.definition_order(late_aliases):
+            if name in self.models:
+                sources[name] = self.emit_model(self.models[name], defined)
+            elif name in self.unions:
+                sources[name] = self.emit_union(self.unions[name])
+            else:
+                sources[name] = ["", "", f"{name}: TypeAlias = {late_aliases[name]}"]
+                sources[name] += docstring(self.defs[name].get("description"), "")
+            defined.add(name)
+        stub = [stub_header, *out[1:]]
+        for lines in sources.values():
+            stub += lines
+        stub.append("")
+        out += self.emit_lazy(sources)
         out.append("")
-        return "\n".join(out)
+        return "\n".join(out), "\n".join(stub)
+
+    def emit_lazy(self, sources: dict[str, list[str]]) -> list[str]:
+        """The classes, unions and class aliases, each the body of a function that creates it.
+
+        ``_models.pyi`` has them as plain module-level definitions, which type checkers (and the
+        pydantic mypy plugin) read. Here each is the body of a function ``_define_<Name>`` that
+        :class:`acpio.schema._lazy.LazyNames` calls the first time the name is read, with the names
+        to create before it and after it (see ``references``).
+        """
+        out = ["from acpio.schema._lazy import LazyNames", ""]
+        references = {name: self.references(name, lines, sources) for name, lines in sources.items()}
+        self.check_acyclic({name: before for name, (before, _) in references.items()})
+        entries: list[str] = []
+        for name, lines in sources.items():
+            before, after = references[name]
+            out += ["", f"def _define_{name}() -> Any:"]
+            out += indent(lines[next(i for i, line in enumerate(lines) if line.strip()) :], 1)
+            out.append(f"    return {name}")
+            entries.append(f"    {name!r}: (_define_{name}, {tuple(before)!r}, {tuple(after)!r}),")
+        responses = [
+            f"    {name!r}: {self.response_of(name)!r},"
+            for name in self.models
+            if "x-method" in self.defs.get(name, {}) and self.message_base(name) == "AcpRequest"
+        ]
+        out += [
+            "",
+            "",
+            "# Each lazy name: its definer, the names created before it, the names created after it.",
+        ]
+        out += ["_lazy = LazyNames(", "    globals(),", "    {"]
+        out += ["    " + e for e in entries]
+        out += [
+            "    },",
+            "    # Request -> response bindings: a request class gets its RESPONSE when created.",
+            "    {",
+        ]
+        out += ["    " + r for r in responses]
+        out += ["    },", "    __all__,", ")", "__getattr__ = _lazy.__getattr__", "__dir__ = _lazy.__dir__"]
+        return out
+
+    def references(
+        self, name: str, lines: list[str], sources: dict[str, list[str]]
+    ) -> tuple[list[str], list[str]]:
+        """The lazy names ``lines`` (one definition) evaluates as it runs, and those it names for later.
+
+        Read from the emitted code, whatever ``emit_model`` and ``emit_union`` write: a name loaded
+        while the class statement (or alias) runs must exist before; a name in a quoted annotation
+        (a forward reference, resolved when pydantic builds the validator) or in a method body must
+        exist once the definition is used, and a request's response becomes its ``RESPONSE``.
+        """
+        before: dict[str, None] = {}
+        after: dict[str, None] = {}
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+
+        def later(node: ast.AST) -> None:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name):
+                    after[sub.id] = None
+                elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    with contextlib.suppress(SyntaxError):
+                        later(ast.parse(sub.value, mode="eval"))
+
+        def now(node: ast.AST) -> None:
+            if isinstance(node, ast.Name):
+                before[node.id] = None
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                for part in [
+                    *getattr(node, "decorator_list", []),
+                    *node.args.defaults,
+                    *node.args.kw_defaults,
+                ]:
+                    if part is not None:
+                        now(part)
+                annotations = [a.annotation for a in [*node.args.args, *node.args.kwonlyargs] if a.annotation]
+                for part in [*annotations, getattr(node, "returns", None)]:
+                    if part is not None:
+                        now(part)
+                for part in node.body if isinstance(node.body, list) else [node.body]:
+                    later(part)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                later(node)  # a quoted annotation, a string in Literal[...]: kept for later at most
+            else:
+                for child in ast.iter_child_nodes(node):
+                    now(child)
+
+        now(tree)
+        if (
+            name in self.models
+            and "x-method" in self.defs.get(name, {})
+            and self.message_base(name) == "AcpRequest"
+        ):
+            after[self.response_of(name)] = None
+        lazy = [n for n in sources if n != name]
+        return [n for n in lazy if n in before], [n for n in lazy if n in after and n not in before]
+
+    @staticmethod
+    def check_acyclic(before: dict[str, list[str]]) -> None:
+        """Fail when a name is needed, directly or not, to create itself (a definer could never run)."""
+        state: dict[str, str] = {}
+
+        def visit(name: str, path: list[str]) -> None:
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "visiting":
+                raise SystemExit(f"generate_schema: creation cycle: {' -> '.join([*path, name])}")
+            state[name] = "visiting"
+            for dependency in before[name]:
+                visit(dependency, [*path, name])
+            state[name] = "done"
+
+        for name in before:
+            visit(name, [])
 
     def response_of(self, request: str) -> str:
         method = self.defs[request]["x-method"]
@@ -946,21 +1069,21 @@ class Generator:
                 if cap is not None:
                     self.check_capability(cap)
                 rows.append((method, direction, kind, p, result, stable, cap))
-        names = sorted({r[3] for r in rows} | {r[4] for r in rows if r[4]})
         out = [header, "from __future__ import annotations", ""]
-        out.append("from acpio.schema._models import (")
-        out += [f"    {n}," for n in names]
-        out.append(")")
+        out.append("from acpio.schema._lazy import lazy_spec")
         out.append("from acpio.schema.base import MethodSpec")
         out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS", "SCHEMA_SOURCE"]', ""]
         out.append("#: The schema these models were generated from (``acpio --version`` prints it).")
         out.append(f"SCHEMA_SOURCE = {source!r}")
         out.append("")
         out.append("#: Every ACP v1 method (stable and unstable), in the order of meta.unstable.json.")
+        out.append(
+            "#: A row names its models: each is created the first time ``params`` or ``result`` is read."
+        )
         out.append("METHODS: tuple[MethodSpec, ...] = (")
         for method, direction, kind, p, result, stable, cap in rows:
             out.append(
-                f"    MethodSpec({method!r}, {direction!r}, {kind!r}, {p}, {result or 'None'}, "
+                f"    lazy_spec({method!r}, {direction!r}, {kind!r}, {p!r}, {result!r}, "
                 f"stable={stable!r}, capability={cap!r}),"
             )
         out.append(")")
@@ -1018,8 +1141,15 @@ def main() -> int:
         "# Regenerate with `make schema`; docs/schema.md explains the rules.\n"
         '"""{doc}"""\n'
     )
+    models, stub = gen.emit_models(
+        header.format(
+            doc="The ACP v1 models (stable and unstable), generated: each class created on first use."
+        ),
+        header.format(doc="The ACP v1 models (stable and unstable), as type checkers see them; generated."),
+    )
     outputs = {
-        OUT_MODELS: gen.emit_models(header.format(doc="The ACP v1 models (stable and unstable), generated.")),
+        OUT_MODELS: models,
+        OUT_MODELS_STUB: stub,
         OUT_METHODS: gen.emit_methods(
             header.format(doc="The ACP v1 method table, generated."), schema_source(args.spec, digest)
         ),

@@ -8,12 +8,19 @@ stability and the capability that gates it.
 
 Models accept snake_case or camelCase names, keep unknown fields, and serialize with
 :meth:`AcpModel.to_wire`. See ``docs/schema.md``.
+
+A model class is created the first time it is used (read here, imported, or needed by another
+class being created): an agent creates the few dozen it needs, not all 220.
 """
 
-from acpio.schema._models import *  # noqa: F403
+from typing import TYPE_CHECKING
+
 from acpio.schema._models import __all__ as _model_names
 from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse, MethodSpec
 from acpio.schema.methods import METHODS, NOTIFICATIONS, REQUESTS
+
+if TYPE_CHECKING:
+    from acpio.schema._models import *  # noqa: F403
 
 __all__ = [
     "METHODS",
@@ -27,3 +34,8 @@ __all__ = [
     "MethodSpec",
     *_model_names,
 ]
+
+if not TYPE_CHECKING:
+    from acpio.schema._lazy import forward_module
+
+    __getattr__, __dir__ = forward_module(globals(), "acpio.schema._models", _model_names, __all__)
