@@ -187,3 +187,22 @@ def test_a_running_commands_output_is_live_in_a_pipe_too(tmp_path: Path) -> None
         "    output one",
         "    output two",
     ]  # each once: not again when the tool call ends
+
+
+def test_an_agent_printing_a_banner_on_stdout_is_told_where_its_logs_belong(tmp_path: Path) -> None:
+    agent = tmp_path / "noisy_agent.py"
+    agent.write_text(
+        "from acpio import AgentApp\n"
+        "print('Starting my agent v1.0', flush=True)\n"
+        "app = AgentApp(name='noisy')\n"
+        "@app.prompt\n"
+        "async def turn(t):\n"
+        "    await t.say('hi')\n"
+        "app.run()\n"
+    )
+    done = acpio_prompt(tmp_path, "--no-color", "--agent", f"{shlex.quote(sys.executable)} {agent}", "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["hi", "[stop reason: end_turn]"]  # the turn still works
+    warning = next(line for line in done.stderr.splitlines() if "not JSON" in line)
+    assert "'Starting my agent v1.0'" in warning
+    assert "write only JSON-RPC messages to its stdout, and its logs to stderr" in warning

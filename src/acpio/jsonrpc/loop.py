@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from acpio.errors import InvalidRequest
+from acpio.errors import InvalidRequest, ParseError
 from acpio.jsonrpc.chain import HandlerChain
 from acpio.jsonrpc.dispatch import NotificationDispatch, RequestDispatch, ResponseDispatch
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
@@ -246,7 +246,14 @@ class DispatchLoop:
             if not entry.answer:
                 _log.warning("Ignoring a malformed response: %s", entry.error.data)
                 return
-            _log.warning("Answering invalid input with %s", entry.error)
+            if isinstance(entry.error, ParseError) and isinstance(entry.error.data, dict):
+                _log.warning(
+                    "The peer sent a line that is not JSON (answered with -32700 Parse error): %r. Over "
+                    "stdio a peer must write only JSON-RPC messages to its stdout, and its logs to stderr.",
+                    entry.error.data.get("line"),
+                )
+            else:
+                _log.warning("Answering invalid input with %s", entry.error)
             frame = encode_error(None, entry.error)
             if batch is not None:
                 batch.add(frame)
