@@ -16,7 +16,8 @@
   the trace of the logical message sequence (:mod:`acpio.conductor.tracing`); :class:`DebugLog`: the
   line log of each component (:mod:`acpio.conductor.debuglog`).
 * :class:`ConductorError`: what stops a conductor (:mod:`acpio.conductor.errors`); the connections to
-  the components, their start and their end, are in :mod:`acpio.conductor.links`.
+  the components, their start and their end, are in :mod:`acpio.conductor.links`; notifications
+  passed on as bytes, in :mod:`acpio.conductor.relay`.
 """
 
 from acpio.conductor.chain import Chain, Mode

@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from acpio.errors import ConnectionClosed
+from acpio.errors import AcpError, ConnectionClosed
+from acpio.jsonrpc import Connection
 from acpio.transports.base import OversizedFrame, Transport
 
 __all__ = ["BatchScope", "Gathering"]
@@ -71,13 +72,18 @@ class BatchScope:
 
 
 class Gathering:
-    """``inner``, whose frames sent while a batch is dispatched are sent as one array (see the module)."""
+    """``inner``, whose frames sent while a batch is dispatched are sent as one array (see the module).
 
-    __slots__ = ("_inner", "_scope")
+    It also counts what a :class:`~acpio.conductor.relay.Relay` sends on it past the connection
+    (:meth:`forward`), so that the relay waits as ``Connection.drain`` would (:attr:`due`).
+    """
+
+    __slots__ = ("_forwarded", "_inner", "_scope")
 
     def __init__(self, inner: Transport, scope: BatchScope) -> None:
         self._inner = inner
         self._scope = scope
+        self._forwarded = 0
 
     def __repr__(self) -> str:
         return f"Gathering({self._inner!r})"
@@ -97,6 +103,22 @@ class Gathering:
         scope = self._scope
         if not scope._held or not scope.hold(self, frame):
             self._inner.send(frame)
+
+    def forward(self, frame: bytes) -> None:
+        """:meth:`send` for a frame passed on past the connection, counted toward :attr:`due`."""
+        self.send(frame)
+        self._forwarded += len(frame)
+
+    @property
+    def due(self) -> bool:
+        """Whether :meth:`forward` sent ``Connection.HIGH_WATER`` bytes since :meth:`drain_forwarded`."""
+        return self._forwarded >= Connection.HIGH_WATER
+
+    async def drain_forwarded(self) -> None:
+        """Wait until the inner transport wrote what it was given (if it can no more, do not wait)."""
+        self._forwarded = 0
+        with contextlib.suppress(AcpError):
+            await self._inner.drain()
 
     def release(self, frames: list[bytes]) -> None:
         """Send ``frames`` (held during one batch) as one array; dropped if the transport closed."""

@@ -35,7 +35,10 @@ passes a method it does not know on to its successor, which the conductor answer
 request is sent again as ``_proxy/initialize`` and that answer goes back upstream.
 
 * Messages are forwarded raw (never validated into models), from each connection's dispatch loop,
-  so order is kept end to end and unknown fields and ``_meta`` survive.
+  so order is kept end to end and unknown fields and ``_meta`` survive. A notification written the
+  usual way (``{"jsonrpc":"2.0","method":...,"params":...}``, plain or in an envelope) is not even
+  decoded into the engine: it is checked and passed on as bytes, spliced into the next hop's frame,
+  before the connection reads on (:mod:`acpio.conductor.relay`).
 * **A batch stays a batch.** What a connection receives in one JSON-RPC array goes on to the next
   hop as one array (with that hop's ids), and the answers come back as one array
   (:mod:`acpio.conductor.batches`).
@@ -103,6 +106,7 @@ from .components import ComponentSpec, Instantiation, Instantiator, Member, reso
 from .debuglog import DebugLog
 from .errors import ConductorError
 from .links import CLOSE_LIMIT, ComponentLinks
+from .relay import RawNotification, Relay, plain_frame, wrapped_frame
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
@@ -119,6 +123,10 @@ _INITIALIZE: Final = "initialize"
 #: Every name a component can be initialized with: ``initialize`` and both names of ``proxy/initialize``.
 _INITIALIZE_METHODS: Final = frozenset(
     {_INITIALIZE, *(m.initialize for m in (PROXY_METHODS, LEGACY_PROXY_METHODS))}
+)
+#: Methods the conductor acts on, never passed on as bytes (:meth:`_Run.pass_on`).
+_NOT_PASSED_ON: Final = frozenset(
+    {CANCEL_METHOD, *_INITIALIZE_METHODS, *(m.successor for m in (PROXY_METHODS, LEGACY_PROXY_METHODS))}
 )
 #: The index of the client (the conductor's predecessor) in routing; components are 0, 1, ...
 _CLIENT: Final = -1
@@ -233,7 +241,8 @@ class Chain:
                 debug.open_lane(0, "Client", "the conductor's client" if self.mode == "agent" else "upstream")
                 observers.append(debug.observer("Client"))
             upstream = transport if not observers else Tap(transport, _both(observers))
-            await builder.serve(Gathering(upstream, run.scope))
+            run.up_out = Gathering(upstream, run.scope)
+            await builder.serve(Relay(run.up_out, functools.partial(run.pass_on, _CLIENT)))
         finally:
             await run.close()
         if run.failure is not None:
@@ -402,6 +411,8 @@ class _Run:
         self.scope = BatchScope()
         self.init_method = _INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
         self.up: Connection | None = None
+        #: The upstream transport, for notifications passed on as bytes (:meth:`pass_on`).
+        self.up_out: Gathering | None = None
         self.links = ComponentLinks(chain.name, trace, self._broken, scope=self.scope, debug=debug)
         #: The responder of the ``initialize`` that started the chain: answered once it is up.
         self.starting: Responder[Any] | None = None
@@ -459,6 +470,7 @@ class _Run:
                 self.lanes,
                 agent_mode=self.agent_mode,
                 handler_for=functools.partial(_FromComponent, self),
+                pass_on_for=lambda index: functools.partial(self.pass_on, index),
             )
         except ConductorError as error:
             self._fail_start(request, error.to_request_error(), error)
@@ -560,6 +572,47 @@ class _Run:
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
             return self._deliver(index, index + 1, message, envelope.method, envelope.params)
         return self._deliver(index, index - 1, message, method, message.params)
+
+    def pass_on(self, source: int, note: RawNotification) -> Gathering | None:
+        """Route a notification from ``source`` as bytes, as :meth:`_deliver` would send it; where it went.
+
+        ``None`` leaves it to the connection (see :mod:`acpio.conductor.relay`): before the chain is
+        up, once it broke, for the methods the conductor acts on, for an envelope from anyone but a
+        proxy, and for what goes to the conductor's own successor (wrapped by the upstream role).
+        """
+        if not self.instantiated or self.failure is not None or note.method in _NOT_PASSED_ON:
+            return None
+        if note.successor is None:
+            target = 0 if source == _CLIENT else source - 1
+        elif 0 <= source < self.count:
+            target = source + 1
+        else:
+            return None
+        if target == _CLIENT:
+            cx, out, wrap = self.up, self.up_out, None
+        elif target < self.count or self.agent_mode:
+            link = self.links[target]
+            cx, out = link.cx, link.out
+            wrap = (
+                (link.methods or PROXY_METHODS).successor if source > target and target < self.count else None
+            )
+        else:
+            return None
+        if cx is None or out is None or cx.closed:
+            return None
+        if note.successor is not None:
+            self.links[source].methods = proxy_methods_of(note.successor)
+        try:
+            out.forward(plain_frame(note) if wrap is None else wrapped_frame(note, wrap))
+        except AcpError as exc:  # closed meanwhile: dropped, as _deliver drops it
+            _log.debug("Dropping %r for %s: %s", note.method, self.lane(target), exc)
+            return out
+        trace = self.trace
+        if trace is not None:
+            trace.notification(
+                self.lane(source), self.lane(target), note.method, note.params, note.params_json
+            )
+        return out
 
     def _deliver(
         self, source: int, target: int, message: Dispatch, method: str, params: Any

@@ -10,7 +10,8 @@ component ended and how (exit status, end of stderr). :meth:`ComponentLinks.clos
 is lost: a component still starting is killed at once instead of being given its grace periods).
 The same tap feeds the debug log, and the stderr lines of a component started from a command go to
 the trace and the debug log. Each link's transport is a :class:`~acpio.conductor.batches.Gathering`,
-so batches stay batches.
+so batches stay batches, under a :class:`~acpio.conductor.relay.Relay`, so notifications the
+conductor does not need to read pass as bytes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .batches import BatchScope, Gathering
 from .components import Member
 from .debuglog import DebugLog
 from .errors import ConductorError
+from .relay import RawNotification, Relay
 from .tracing import ChainTrace
 
 __all__ = ["CLOSE_LIMIT", "ComponentLinks", "Link"]
@@ -45,7 +47,7 @@ CLOSE_LIMIT: Final = 15.0
 class Link:
     """The conductor's connection to one component."""
 
-    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "methods", "task", "transport")
+    __slots__ = ("cx", "ended", "index", "is_agent", "lane", "member", "methods", "out", "task", "transport")
 
     def __init__(self, index: int, lane: str, member: Member, is_agent: bool) -> None:
         self.index = index
@@ -57,6 +59,8 @@ class Link:
         self.methods: ProxyMethods | None = None
         self.transport: Transport | None = None
         self.cx: Connection | None = None
+        #: What the conductor sends to the component on, past the connection too (:mod:`.relay`).
+        self.out: Gathering | None = None
         self.task: asyncio.Task[None] | None = None
         self.ended = False
 
@@ -111,8 +115,11 @@ class ComponentLinks:
         *,
         agent_mode: bool,
         handler_for: Callable[[int], object],
+        pass_on_for: Callable[[int], Callable[[RawNotification], Gathering | None]],
     ) -> None:
         """Open a link to each of ``members``, in order, served by ``handler_for(index)``.
+
+        What a component sends is first offered to ``pass_on_for(index)`` (see :class:`Relay`).
 
         In agent mode the last member is the agent. Raises :class:`ConductorError` naming the
         first component that could not be started.
@@ -131,7 +138,7 @@ class ComponentLinks:
                 self._debug.open_lane(link.index + 1, link.lane, link.name)
         for link in self._links:
             try:
-                await self._start(link, handler_for(link.index))
+                await self._start(link, handler_for(link.index), pass_on_for(link.index))
             except Exception as exc:
                 raise ConductorError(
                     f"Cannot start the {link.kind} {link.name!r} ({link.lane}): {exc}",
@@ -139,7 +146,9 @@ class ComponentLinks:
                     component=link.name,
                 ) from exc
 
-    async def _start(self, link: Link, handler: object) -> None:
+    async def _start(
+        self, link: Link, handler: object, pass_on: Callable[[RawNotification], Gathering | None]
+    ) -> None:
         transport = await open_transport(link.member.component)
         link.transport = transport
         role: Role = Client(unstable=True) if link.is_agent else Conductor()
@@ -161,8 +170,9 @@ class ComponentLinks:
         relay = link.member.lines
         if relay is not None:
             relay.target = self._stderr_target(link.lane)
+        link.out = Gathering(tap, self._scope)
         link.task = asyncio.get_running_loop().create_task(
-            self._serve(link, builder, Gathering(tap, self._scope), main),
+            self._serve(link, builder, Relay(link.out, pass_on), main),
             name=f"conductor {self._conductor} link {link.lane}",
         )
         await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
