@@ -302,7 +302,8 @@ class Generator:
                 self.aliases[name] = (
                     "Annotated[Union[Annotated[TextResourceContents, Tag('text')], "
                     "Annotated[BlobResourceContents, Tag('blob')]], "
-                    "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]"
+                    "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), "
+                    "SerializeAsAny(), ]"
                 )
             elif self.derived_from(node) is not None:
                 pass  # a model that extends another unchanged (InitializeProxyRequest), planned below
@@ -639,6 +640,7 @@ class Generator:
             "    Discriminator,",
             "    MISSING,",
             "    Field,",
+            "    SerializeAsAny,",
             "    StrictBool,",
             "    StrictInt,",
             "    StrictStr,",
@@ -1014,6 +1016,13 @@ class Generator:
         return found
 
     def emit_union(self, union: Union_) -> list[str]:
+        """The union's type alias.
+
+        ``SerializeAsAny()``: a value of a union field is always an instance of one member, and is
+        written by that class's own serializer. Pydantic's union serializer would first find the
+        member again (by tag, or by calling the discriminator function), then fall back member by
+        member: the same bytes, at a cost (``tests/schema/test_wire_bytes.py`` compares them).
+        """
         assert union.discriminator is not None
         assert union.unknown is not None
         if union.untagged is None:
@@ -1027,6 +1036,7 @@ class Generator:
             out.append(f"        {union.unknown},")
             out.append("    ],")
             out.append("    Field(union_mode='left_to_right'),")
+            out.append("    SerializeAsAny(),")
             out.append("]")
             out += docstring(self.defs[union.name].get("description"), "")
             return out
@@ -1041,6 +1051,7 @@ class Generator:
             f"    Discriminator(tag_discriminator({union.discriminator!r}, {snake(union.discriminator)!r}, "
             f"{known!r}{untagged})),"
         )
+        out.append("    SerializeAsAny(),")
         out.append("]")
         out += docstring(self.defs[union.name].get("description"), "")
         return out

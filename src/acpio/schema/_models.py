@@ -11,6 +11,7 @@ from pydantic import (
     Discriminator,
     MISSING,
     Field,
+    SerializeAsAny,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -996,7 +997,7 @@ def _define_BlobResourceContents() -> Any:
     return BlobResourceContents
 
 def _define_EmbeddedResourceResource() -> Any:
-    EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]
+    EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), SerializeAsAny(), ]
     """Resource content that can be embedded in a message."""
     return EmbeddedResourceResource
 
@@ -1041,6 +1042,7 @@ def _define_ContentBlock() -> Any:
             UnknownContentBlock,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """Content blocks represent displayable information in the Agent Client Protocol.
 
@@ -1149,6 +1151,7 @@ def _define_ToolCallContent() -> Any:
             UnknownToolCallContent,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """Content produced by a tool call.
 
@@ -1653,6 +1656,7 @@ def _define_MultiSelectItems() -> Any:
             Annotated[UnknownMultiSelectItems, Tag(UNKNOWN)],
         ],
         Discriminator(tag_discriminator('type', 'type', ['string', 'titled'], untagged='titled')),
+        SerializeAsAny(),
     ]
     """Items for a multi-select (array) property schema."""
     return MultiSelectItems
@@ -1723,6 +1727,7 @@ def _define_ElicitationPropertySchema() -> Any:
             UnknownElicitationPropertySchema,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """Property schema for elicitation form fields.
 
@@ -2565,6 +2570,7 @@ def _define_AuthMethod() -> Any:
             Annotated[UnknownAuthMethod, Tag(UNKNOWN)],
         ],
         Discriminator(tag_discriminator('type', 'type', ['agent', 'terminal'], untagged='agent')),
+        SerializeAsAny(),
     ]
     """Describes an available authentication method.
 
@@ -3627,6 +3633,7 @@ def _define_PlanUpdateContent() -> Any:
             UnknownPlanUpdateContent,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """**UNSTABLE**
 
@@ -4100,6 +4107,7 @@ def _define_StateUpdate() -> Any:
             UnknownStateUpdate,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """**UNSTABLE**
 
@@ -4309,6 +4317,7 @@ def _define_SessionUpdate() -> Any:
             UnknownSessionUpdate,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """Different types of updates that can be sent during session processing.
 
@@ -5023,6 +5032,7 @@ def _define_McpServer() -> Any:
             Annotated[UnknownMcpServer, Tag(UNKNOWN)],
         ],
         Discriminator(tag_discriminator('type', 'type', ['acp', 'http', 'sse', 'stdio'], untagged='stdio')),
+        SerializeAsAny(),
     ]
     """Configuration for connecting to an MCP (Model Context Protocol) server.
 
@@ -5603,6 +5613,7 @@ def _define_RequestPermissionOutcome() -> Any:
             UnknownRequestPermissionOutcome,
         ],
         Field(union_mode='left_to_right'),
+        SerializeAsAny(),
     ]
     """The outcome of a permission request."""
     return RequestPermissionOutcome

@@ -11,6 +11,7 @@ from pydantic import (
     Discriminator,
     MISSING,
     Field,
+    SerializeAsAny,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -983,7 +984,7 @@ class BlobResourceContents(AcpModel):
     """
 
 
-EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), ]
+EmbeddedResourceResource: TypeAlias = Annotated[Union[Annotated[TextResourceContents, Tag('text')], Annotated[BlobResourceContents, Tag('blob')]], Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), SerializeAsAny(), ]
 """Resource content that can be embedded in a message."""
 
 
@@ -1024,6 +1025,7 @@ ContentBlock: TypeAlias = Annotated[
         UnknownContentBlock,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """Content blocks represent displayable information in the Agent Client Protocol.
 
@@ -1126,6 +1128,7 @@ ToolCallContent: TypeAlias = Annotated[
         UnknownToolCallContent,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """Content produced by a tool call.
 
@@ -1610,6 +1613,7 @@ MultiSelectItems: TypeAlias = Annotated[
         Annotated[UnknownMultiSelectItems, Tag(UNKNOWN)],
     ],
     Discriminator(tag_discriminator('type', 'type', ['string', 'titled'], untagged='titled')),
+    SerializeAsAny(),
 ]
 """Items for a multi-select (array) property schema."""
 
@@ -1676,6 +1680,7 @@ ElicitationPropertySchema: TypeAlias = Annotated[
         UnknownElicitationPropertySchema,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """Property schema for elicitation form fields.
 
@@ -2483,6 +2488,7 @@ AuthMethod: TypeAlias = Annotated[
         Annotated[UnknownAuthMethod, Tag(UNKNOWN)],
     ],
     Discriminator(tag_discriminator('type', 'type', ['agent', 'terminal'], untagged='agent')),
+    SerializeAsAny(),
 ]
 """Describes an available authentication method.
 
@@ -3495,6 +3501,7 @@ PlanUpdateContent: TypeAlias = Annotated[
         UnknownPlanUpdateContent,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """**UNSTABLE**
 
@@ -3946,6 +3953,7 @@ StateUpdate: TypeAlias = Annotated[
         UnknownStateUpdate,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """**UNSTABLE**
 
@@ -4149,6 +4157,7 @@ SessionUpdate: TypeAlias = Annotated[
         UnknownSessionUpdate,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """Different types of updates that can be sent during session processing.
 
@@ -4829,6 +4838,7 @@ McpServer: TypeAlias = Annotated[
         Annotated[UnknownMcpServer, Tag(UNKNOWN)],
     ],
     Discriminator(tag_discriminator('type', 'type', ['acp', 'http', 'sse', 'stdio'], untagged='stdio')),
+    SerializeAsAny(),
 ]
 """Configuration for connecting to an MCP (Model Context Protocol) server.
 
@@ -5387,6 +5397,7 @@ RequestPermissionOutcome: TypeAlias = Annotated[
         UnknownRequestPermissionOutcome,
     ],
     Field(union_mode='left_to_right'),
+    SerializeAsAny(),
 ]
 """The outcome of a permission request."""
 
