@@ -19,7 +19,10 @@ from typing import Any
 import orjson
 import pytest
 
-from acpio.conductor import Chain
+from acpio.conductor import Chain, FileSink
+from acpio.conductor.relay import plain_frame, read_notification, wrapped_frame
+from acpio.jsonrpc.messages import encode_notification
+from acpio.roles import SuccessorEnvelope
 
 from ._support import Peer, RawComponent, raw_client, successor
 
@@ -220,10 +223,10 @@ async def test_the_trace_records_what_passed_as_bytes_as_it_records_the_rest(tmp
             agent_peer.send(compact(notification(method, params)))
             agent_peer.send(spaced(notification(method, params)))
         await frames(proxy_peer, 2 * len(PARAMS))
-        # Written while the conductor runs (at its next turn of the event loop), not only at its end.
-        await asyncio.sleep(0)
-        written = [orjson.loads(line) for line in trace.read_bytes().splitlines()]
-        assert sum(e["type"] == "notification" for e in written) == 2 * len(PARAMS)
+        # Written while the conductor runs, not only at its end: the sink's timer, set when the
+        # lines were written, comes before this one on the shared event loop.
+        await asyncio.sleep(2 * FileSink.FLUSH_DELAY)
+        assert trace.read_bytes().count(b'"type":"notification"') == 2 * len(PARAMS)
     events = [orjson.loads(line) for line in trace.read_bytes().splitlines()]
     notes = [e for e in events if e["type"] == "notification"]
     assert len(notes) == 2 * len(PARAMS)
@@ -266,3 +269,25 @@ async def test_a_notification_passed_as_bytes_keeps_the_senders_spelling_of_its_
     assert len(lines) == 2
     assert all(b',"params":' + params + b',"session":"s1"}' in line for line in lines)
     assert orjson.loads(lines[0])["params"] == {"sessionId": "s1", "n": 1500.0, "text": "café"}
+
+
+def test_what_acpio_itself_writes_is_what_passes_as_bytes() -> None:
+    """If the engine wrote notifications otherwise, every one would silently take the slow way."""
+    params = PARAMS[0]
+    plain = encode_notification("session/update", params)
+    wrapped = encode_notification("proxy/successor", SuccessorEnvelope("session/update", params).to_params())
+    note = read_notification(plain)
+    assert note is not None
+    assert (note.method, note.successor, note.params) == ("session/update", None, params)
+    assert wrapped_frame(note, "proxy/successor") == wrapped
+    note = read_notification(wrapped)
+    assert note is not None
+    assert (note.method, note.successor, note.params) == ("session/update", "proxy/successor", params)
+    assert plain_frame(note) == plain
+    for other in (
+        b" " + plain,
+        plain + b" ",
+        spaced(notification("session/update", params)),
+        b"[" + plain + b"]",
+    ):
+        assert read_notification(other) is None

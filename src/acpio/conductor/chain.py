@@ -609,8 +609,13 @@ class _Run:
             return out
         trace = self.trace
         if trace is not None:
+            lanes = self.lanes
             trace.notification(
-                self.lane(source), self.lane(target), note.method, note.params, note.params_json
+                "Client" if source == _CLIENT else lanes[source],
+                "Client" if target == _CLIENT else lanes[target],
+                note.method,
+                note.params,
+                note.params_json,
             )
         return out
 

@@ -28,8 +28,8 @@ wrote to its stderr: ``from`` and ``to`` are that component's lane.
 * ``id``: the JSON-RPC id on the hop, as the receiving side sees it; a response has its request's id.
 * ``payload``: the result, or the error object ``{code, message, data?}`` when ``is_error``.
 
-Events go to a *sink*: :class:`FileSink` (the file is truncated when the conductor starts, the
-lines are flushed before the conductor waits for more input; :func:`encode_event` says how messages
+Events go to a *sink*: :class:`FileSink` (the file is truncated when the conductor starts, each
+line is written within 50 ms; :func:`encode_event` says how messages
 nested deeper than orjson writes are written; the params of a notification the conductor passed on
 as bytes are written as those bytes), :class:`MemorySink` (a list, for tests) or
 :class:`CallbackSink` (a function called with each event). Tracing never breaks the conductor:
@@ -99,15 +99,17 @@ class TraceSink(Protocol):
 
 
 class FileSink:
-    """Writes events to a file as NDJSON, one line per event, flushed before the conductor waits.
+    """Writes events to a file as NDJSON, one line per event, at most :attr:`FLUSH_DELAY` late.
 
-    The lines of one turn of the event loop are written and flushed together at the start of the
-    next one, so before the conductor waits for more input (without a running loop, each line is
-    written as it comes): a reader following the file sees each message a moment after it went
-    through, and a busy conductor does not pay a write per line. The file is created, or
-    truncated, when the sink is made (when the conductor starts). Raises ``OSError`` if it cannot
-    be opened.
+    Inside an event loop the lines are written and flushed together :attr:`FLUSH_DELAY` seconds
+    after the first of them (without a running loop, each line is written as it comes), and when
+    the sink closes: a reader following the file sees each message a moment after it went through,
+    and a busy conductor does not pay a system call per message. The file is created, or truncated,
+    when the sink is made (when the conductor starts). Raises ``OSError`` if it cannot be opened.
     """
+
+    #: Seconds a line may wait before it is written (a conductor killed outright loses at most these).
+    FLUSH_DELAY: float = 0.05
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -140,7 +142,7 @@ class FileSink:
             except RuntimeError:
                 self._write_lines()
                 return
-            loop.call_soon(self._flush)
+            loop.call_later(self.FLUSH_DELAY, self._flush)
 
     def _write_lines(self) -> None:
         assert self._file is not None
@@ -211,9 +213,9 @@ class TraceWriter:
 
     def __init__(self, sink: TraceSink) -> None:
         self.sink = sink
-        #: Whether the sink writes JSON text (a :class:`FileSink`): it takes events written
-        #: already (:meth:`write_line`), from JSON the conductor has.
-        self.writes_json = type(sink) is FileSink
+        #: The sink when it is a :class:`FileSink`: it takes events written already as JSON text
+        #: (:meth:`FileSink.write_line`), from JSON the conductor has.
+        self.file_sink = sink if type(sink) is FileSink else None
         self._start = time.monotonic()
         self._active = True
 
@@ -235,15 +237,6 @@ class TraceWriter:
             return
         try:
             self.sink.write(event)
-        except Exception as exc:
-            self._stop(exc)
-
-    def write_line(self, line: bytes) -> None:
-        """Give the sink an event written already as JSON text (only when :attr:`writes_json`)."""
-        if not self._active:
-            return
-        try:
-            self.sink.write_line(line)  # type: ignore[attr-defined]
         except Exception as exc:
             self._stop(exc)
 
@@ -286,6 +279,8 @@ class ChainTrace:
         self._pending: dict[object, dict[Any, tuple[str, str, str, str | None]]] = {}
         #: The JSON between ``ts`` and the params of a notification line, per (from, to, method).
         self._heads: dict[tuple[str, str, str], bytes] = {}
+        #: What follows the params in a notification line, per session.
+        self._ends: dict[str | None, bytes] = {}
 
     @property
     def active(self) -> bool:
@@ -333,11 +328,24 @@ class ChainTrace:
         as bytes), is written as it is by a :class:`FileSink` instead of encoding ``params`` again.
         """
         writer = self.writer
-        if not writer.active:
+        if not writer._active:
             return
-        session = _session_of(params)
-        if params_json is not None and writer.writes_json:
-            writer.write_line(self._notification_line(source, target, method, params_json, session))
+        session = params.get("sessionId") if type(params) is dict else None  # _session_of, inline
+        if type(session) is not str:
+            session = None
+        file_sink = writer.file_sink
+        if params_json is not None and file_sink is not None:
+            # The line encode_event would write for this event, from its parts' JSON; this runs
+            # twice per message through one proxy, so the pieces are kept and the calls inline.
+            key = (source, target, method)
+            middle = self._heads.get(key) or self._middle(key)
+            end = self._ends.get(session) or self._end(session)
+            ts = round((time.monotonic() - writer._start) * 1e6) / 1e6  # writer.now()
+            line = b"".join((_NOTIFICATION_TS, orjson.dumps(ts), middle, params_json, end))
+            try:
+                file_sink.write_line(line)
+            except Exception as exc:
+                writer._stop(exc)
             return
         event: dict[str, Any] = {
             "type": "notification",
@@ -352,23 +360,21 @@ class ChainTrace:
             event["session"] = session
         writer.write(event)
 
-    def _notification_line(
-        self, source: str, target: str, method: str, params_json: bytes, session: str | None
-    ) -> bytes:
-        """The line :func:`encode_event` writes for a notification event, from its parts' JSON."""
-        key = (source, target, method)
-        middle = self._heads.get(key)
-        if middle is None:  # ,"protocol":...,"method":"..." once per lane pair and method
-            middle = orjson.dumps({"protocol": _ACP, "from": source, "to": target, "method": method})
-            middle = b"," + middle[1:-1] + b',"params":'
-            if len(self._heads) < 1024:
-                self._heads[key] = middle
-        ts = orjson.dumps(self.writer.now())
-        if session is None:
-            return b"".join((_NOTIFICATION_TS, ts, middle, params_json, b"}"))
-        return b"".join(
-            (_NOTIFICATION_TS, ts, middle, params_json, b',"session":', orjson.dumps(session), b"}")
-        )
+    def _end(self, session: str | None) -> bytes:
+        """How a notification line with ``session`` ends after its params, kept per session."""
+        end = b"}" if session is None else b',"session":' + orjson.dumps(session) + b"}"
+        if len(self._ends) < 1024:
+            self._ends[session] = end
+        return end
+
+    def _middle(self, key: tuple[str, str, str]) -> bytes:
+        """``,"protocol":...,"params":`` of a notification line, kept per (from, to, method)."""
+        source, target, method = key
+        middle = orjson.dumps({"protocol": _ACP, "from": source, "to": target, "method": method})
+        middle = b"," + middle[1:-1] + b',"params":'
+        if len(self._heads) < 1024:
+            self._heads[key] = middle
+        return middle
 
     def stderr(self, lane: str, line: str) -> None:
         """Record a line the component on ``lane`` wrote to its stderr."""
