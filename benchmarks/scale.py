@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from run import compile_acpio  # benchmarks/run.py, beside this script
+
 from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.jsonrpc import Connection
@@ -472,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"unknown scenario {', '.join(sorted(unknown)) or repr(args.scenarios)}: "
             f"choose from {', '.join(SCENARIOS)}"
         )
+    compile_acpio()
     repeat = args.repeat or (1 if args.quick else 3)
     started = datetime.datetime.now(datetime.UTC)
     load = os.getloadavg()
