@@ -422,6 +422,8 @@ class _Run:
         self.count = 0
         self.lanes: list[str] = []
         self.instantiated = False
+        #: Set when :meth:`close` begins.
+        self.closing = False
         self.failure: ConductorError | None = None
         #: Responders of requests from upstream, so a broken chain can answer those still waiting.
         self.waiting: list[Responder[Any]] = []
@@ -577,10 +579,11 @@ class _Run:
         """Route a notification from ``source`` as bytes, as :meth:`_deliver` would send it; where it went.
 
         ``None`` leaves it to the connection (see :mod:`acpio.conductor.relay`): before the chain is
-        up, once it broke, for the methods the conductor acts on, for an envelope from anyone but a
-        proxy, and for what goes to the conductor's own successor (wrapped by the upstream role).
+        up, once it broke or is closing (the connections stop reading), for the methods the
+        conductor acts on, for an envelope from anyone but a proxy, and for what goes to the
+        conductor's own successor (wrapped by the upstream role).
         """
-        if not self.instantiated or self.failure is not None or note.method in _NOT_PASSED_ON:
+        if not self.instantiated or self.closing or self.failure is not None or note.method in _NOT_PASSED_ON:
             return None
         if note.successor is None:
             target = 0 if source == _CLIENT else source - 1
@@ -757,6 +760,7 @@ class _Run:
         Stopped before the chain answered the ``initialize`` that started it, the components are
         killed first: a component slow to start would otherwise hold the stop for its grace periods.
         """
+        self.closing = True
         if self.starting is not None and not self.starting.done:
             self.links.kill()
         await self.links.close()
