@@ -233,16 +233,14 @@ class Chain:
             # The conductor forwards: unstable methods pass through it, the components decide.
             role: Role = Agent(unstable=True) if self.mode == "agent" else Proxy(unstable=True)
             builder = Builder(role, name=self.name).with_handler(_FromUpstream(run))
-            # Responses from upstream are picked out of its frames for the trace.
-            observers = []
-            if trace is not None:
-                observers.append(trace.watch(_UPSTREAM))
+            upstream = transport
             if debug is not None:
                 debug.open_lane(0, "Client", "the conductor's client" if self.mode == "agent" else "upstream")
-                observers.append(debug.observer("Client"))
-            upstream = transport if not observers else Tap(transport, _both(observers))
+                upstream = Tap(transport, debug.observer("Client"))
             run.up_out = Gathering(upstream, run.scope)
-            await builder.serve(Relay(run.up_out, functools.partial(run.pass_on, _CLIENT)))
+            # Responses from upstream are picked out of its frames for the trace.
+            watch = None if trace is None else trace.responses_on(_UPSTREAM)
+            await builder.serve(Relay(run.up_out, functools.partial(run.pass_on, _CLIENT), watch))
         finally:
             await run.close()
         if run.failure is not None:
@@ -318,17 +316,6 @@ class Chain:
     def _watches_stderr(self) -> bool:
         """Whether a run records its components' stderr lines (it traces, or writes a debug log)."""
         return self._trace_target is not None or self._debug_directory is not None
-
-
-def _both(observers: list[Any]) -> Any:
-    if len(observers) == 1:
-        return observers[0]
-
-    def observe(direction: Any, frame: Any) -> None:
-        for observer in observers:
-            observer(direction, frame)
-
-    return observe
 
 
 def _check_count(mode: Mode, count: int) -> None:

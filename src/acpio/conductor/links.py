@@ -2,8 +2,8 @@
 
 Each component gets a :class:`Link`: its lane, its name, and once opened its transport, the
 connection to it and the task serving that connection. :class:`ComponentLinks` opens them in order
-when the chain starts. A :class:`~acpio.transports.Tap` on each link feeds the trace and reports the
-component's end before its connection does; a component that ends while the chain runs breaks the
+when the chain starts. A :class:`~acpio.transports.Tap` on each link reports the component's end
+before its connection does; a component that ends while the chain runs breaks the
 chain, which :class:`ComponentLinks` reports, once, with a :class:`ConductorError` that says which
 component ended and how (exit status, end of stderr). :meth:`ComponentLinks.close` ends them all;
 :meth:`ComponentLinks.kill` first, when the run is stopped before the chain was initialized (nothing
@@ -11,7 +11,8 @@ is lost: a component still starting is killed at once instead of being given its
 The same tap feeds the debug log, and the stderr lines of a component started from a command go to
 the trace and the debug log. Each link's transport is a :class:`~acpio.conductor.batches.Gathering`,
 so batches stay batches, under a :class:`~acpio.conductor.relay.Relay`, so notifications the
-conductor does not need to read pass as bytes.
+conductor does not need to read pass as bytes; the relay shows the trace the other frames, where
+it finds the responses.
 """
 
 from __future__ import annotations
@@ -171,8 +172,9 @@ class ComponentLinks:
         if relay is not None:
             relay.target = self._stderr_target(link.lane)
         link.out = Gathering(tap, self._scope)
+        watch = None if self._trace is None else self._trace.responses_on(link.index)
         link.task = asyncio.get_running_loop().create_task(
-            self._serve(link, builder, Relay(link.out, pass_on), main),
+            self._serve(link, builder, Relay(link.out, pass_on, watch), main),
             name=f"conductor {self._conductor} link {link.lane}",
         )
         await asyncio.wait((ready, link.task), return_when=asyncio.FIRST_COMPLETED)
@@ -181,17 +183,7 @@ class ComponentLinks:
         link.cx = ready.result()
 
     def _observer(self, link: Link) -> TapObserver:
-        trace = None if self._trace is None else self._trace.watch(link.index)
-        debug = None if self._debug is None else self._debug.observer(link.lane)
-        if trace is None or debug is None:
-            return trace or debug or _ignore
-        both = (trace, debug)
-
-        def observe(direction: Direction, frame: bytes | OversizedFrame) -> None:
-            for observer in both:
-                observer(direction, frame)
-
-        return observe
+        return _ignore if self._debug is None else self._debug.observer(link.lane)
 
     def _stderr_target(self, lane: str) -> Callable[[str], None] | None:
         trace, debug = self._trace, self._debug

@@ -150,14 +150,21 @@ class Relay:
     ``pass_on(note)`` returns the transport it sent ``note`` on, or ``None`` to leave the frame to
     the connection. After a notification went on, the relay waits, as the connection would, while
     that transport has much unwritten (backpressure): the component that sent it is read no
-    further meanwhile.
+    further meanwhile. ``watch(frame)``, if given, sees each frame left to the connection, before
+    the connection does (the trace looks for responses there).
     """
 
-    __slots__ = ("_inner", "_pass_on")
+    __slots__ = ("_inner", "_pass_on", "_watch")
 
-    def __init__(self, inner: Gathering, pass_on: Callable[[RawNotification], Gathering | None]) -> None:
+    def __init__(
+        self,
+        inner: Gathering,
+        pass_on: Callable[[RawNotification], Gathering | None],
+        watch: Callable[[bytes], None] | None = None,
+    ) -> None:
         self._inner = inner
         self._pass_on = pass_on
+        self._watch = watch
 
     def __repr__(self) -> str:
         return f"Relay({self._inner!r})"
@@ -173,16 +180,17 @@ class Relay:
         pass_on = self._pass_on
         while True:
             frame = await receive()
-            if type(frame) is not bytes or not frame.startswith(_HEAD):
+            if type(frame) is not bytes:
                 return frame
-            note = read_notification(frame)
-            if note is None:
-                return frame
-            target = pass_on(note)
-            if target is None:
-                return frame
-            if target.due:
-                await target.drain_forwarded()
+            if frame.startswith(_HEAD) and (note := read_notification(frame)) is not None:
+                target = pass_on(note)
+                if target is not None:
+                    if target.due:
+                        await target.drain_forwarded()
+                    continue
+            if self._watch is not None:
+                self._watch(frame)
+            return frame
 
     def send(self, frame: bytes) -> None:
         """Send ``frame`` on the inner transport."""

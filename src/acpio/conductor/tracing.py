@@ -268,8 +268,9 @@ class ChainTrace:
     """The trace of one conductor run: records what it forwards, and pairs responses with requests.
 
     The conductor calls :meth:`request` and :meth:`notification` as it delivers each logical message
-    (with the lanes it goes between), and taps each link with :meth:`watch`: the frames it brings in
-    go to :meth:`frame_received`, which picks out the responses to recorded requests. A *link* is
+    (with the lanes it goes between), and shows it the frames each link brings in
+    (:meth:`responses_on`, or :meth:`watch` for a :class:`~acpio.transports.Tap`): they go to
+    :meth:`frame_received`, which picks out the responses to recorded requests. A *link* is
     any hashable key naming one physical connection; request ids are unique per link.
     """
 
@@ -396,6 +397,18 @@ class ChainTrace:
                 self.frame_received(link, frame)
 
         return observe
+
+    def responses_on(self, link: object) -> Callable[[bytes], None]:
+        """What to call with each frame that arrives on ``link``: it finds the responses there.
+
+        As :meth:`watch`, for a caller that sees only incoming frames (the conductor's relay).
+        """
+
+        def received(frame: bytes) -> None:
+            if not frame.startswith(_CALL_HEAD) and self.expects_responses(link):
+                self.frame_received(link, frame)
+
+        return received
 
     def expects_responses(self, link: object) -> bool:
         """Whether a request recorded on ``link`` still waits (a cheap check before decoding frames)."""
