@@ -1,20 +1,30 @@
 """Where the time of one typed ``session/update`` goes, stage by stage, on each side of the pipe.
 
     .venv/bin/python benchmarks/breakdown.py [--updates 50000] [--repeat 5]
+    .venv/bin/python benchmarks/breakdown.py --instructions [--calls 2000]
 
 In one process, without pipes: each stage timed on its own over ``--updates`` updates (the best of
 ``--repeat`` runs, in microseconds per update), then each side whole, as the benchmark agent and
 client run it, over an in-memory transport. What the stages do not add up to is the engine and
 asyncio around them (dispatch, the handler call, the event loop). The pipe and the other process
 come on top (``run.py`` measures them together). Figures for the README come from this script.
+
+``--instructions`` counts each stage's CPU instructions per update with valgrind's callgrind
+instead: slower (about half a minute per stage), but a figure that other work on the machine
+does not move, to compare two versions of a stage on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib.util
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,14 +131,12 @@ async def _client_side(updates: int) -> float:
     return elapsed / received * updates
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the table of stages."""
-    parser = argparse.ArgumentParser(prog="benchmarks/breakdown.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=50_000, help="updates per timed run")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per stage (the best is kept)")
-    args = parser.parse_args(argv)
-    n, repeat = args.updates, args.repeat
+#: One stage: its side, its label, the work of one call, and how many updates one call handles.
+Stage = tuple[str, str, Callable[[], object], int]
 
+
+def stages() -> list[Stage]:
+    """The stages timed one by one, each with its work (prepared here, once)."""
     text = acp.TextContent(text="chunk")
     chunk = acp.AgentMessageChunk(content=text)
     note = build()
@@ -137,46 +145,119 @@ def main(argv: list[str] | None = None) -> int:
     validate = fast_validator(acp.SessionNotification)
     splitter = LineSplitter()
     block = (frame + b"\n") * 1000
-
-    rows: list[tuple[str, str, float]] = [
-        ("agent", "TextContent(text=...)", per_update(lambda: acp.TextContent(text="chunk"), n, repeat)),
-        (
-            "agent",
-            "AgentMessageChunk(content=...)",
-            per_update(lambda: acp.AgentMessageChunk(content=text), n, repeat),
-        ),
+    return [
+        ("agent", "TextContent(text=...)", lambda: acp.TextContent(text="chunk"), 1),
+        ("agent", "AgentMessageChunk(content=...)", lambda: acp.AgentMessageChunk(content=text), 1),
         (
             "agent",
             "SessionNotification(session_id, update)",
-            per_update(lambda: acp.SessionNotification(session_id=SESSION, update=chunk), n, repeat),
+            lambda: acp.SessionNotification(session_id=SESSION, update=chunk),
+            1,
         ),
         (
             "agent",
             "frame: encode_notification (to_wire_json)",
-            per_update(lambda: encode_notification("session/update", note), n, repeat),
+            lambda: encode_notification("session/update", note),
+            1,
         ),
-        ("agent", "transport: frame + newline, queued", per_update(lambda: frame + b"\n", n, repeat)),
-        (
-            "client",
-            "transport: LineSplitter.feed (per line)",
-            per_update(lambda: splitter.feed(block), max(n // 1000, 10), repeat) / 1000,
-        ),
-        (
-            "client",
-            "envelope: decode (orjson.loads + classify)",
-            per_update(lambda: decode(frame), n, repeat),
-        ),
-        ("client", "validation: SessionNotification", per_update(lambda: validate(params), n, repeat)),
+        ("agent", "transport: frame + newline, queued", lambda: frame + b"\n", 1),
+        ("client", "transport: LineSplitter.feed (per line)", lambda: splitter.feed(block), 1000),
+        ("client", "envelope: decode (orjson.loads + classify)", lambda: decode(frame), 1),
+        ("client", "validation: SessionNotification", lambda: validate(params), 1),
+    ]
+
+
+def count_instructions(calls: int) -> int:
+    """Each stage's CPU instructions per update, counted by callgrind: a figure the load does not move.
+
+    Each stage runs ``calls`` times in a process of its own under ``valgrind --tool=callgrind``,
+    counting only inside ``functools.reduce`` (the loop of calls, after the imports and a warm-up);
+    an empty call measured the same way is subtracted.
+    """
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    print(f"{'side':<7} {'stage':<45} {'instructions/update':>20}")
+    rows = [("", "(an empty call)", None, 1), *stages()]
+    empty = 0.0
+    for index, (side, label, _, per_call) in enumerate(rows):
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run(
+                [
+                    valgrind,
+                    "--tool=callgrind",
+                    "--collect-atstart=no",
+                    "--toggle-collect=functools_reduce",
+                    f"--callgrind-out-file={Path(tmp) / 'out'}",
+                    sys.executable,
+                    __file__,
+                    "--run-stage",
+                    str(index - 1),
+                    "--calls",
+                    str(calls),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        assert found is not None, done.stderr[-2000:]
+        per = int(found[1]) / calls
+        if index == 0:
+            empty = per
+            continue
+        print(f"{side:<7} {label:<45} {(per - empty) / per_call:>20,.0f}")
+    print(f"\n{calls:,} calls per stage; an empty call ({empty:,.0f} instructions) subtracted")
+    return 0
+
+
+def run_stage(index: int, calls: int) -> int:
+    """Run one stage ``calls`` times inside ``functools.reduce`` (what ``--instructions`` counts)."""
+    work: Callable[[], object] = (lambda: None) if index < 0 else stages()[index][2]
+    for _ in range(50):
+        work()
+
+    def step(count: int, _: int) -> int:
+        work()
+        return count
+
+    functools.reduce(step, range(calls), 0)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table of stages."""
+    parser = argparse.ArgumentParser(prog="benchmarks/breakdown.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=50_000, help="updates per timed run")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per stage (the best is kept)")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each stage's CPU instructions with valgrind's callgrind instead of timing it",
+    )
+    parser.add_argument("--calls", type=int, default=2000, help="calls per stage with --instructions")
+    parser.add_argument("--run-stage", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run_stage is not None:
+        return run_stage(args.run_stage, args.calls)
+    if args.instructions:
+        return count_instructions(args.calls)
+    n, repeat = args.updates, args.repeat
+
+    rows: list[tuple[str, str, float]] = [
+        (side, label, per_update(work, max(n // per_call, 10), repeat) / per_call)
+        for side, label, work, per_call in stages()
     ]
     agent_total = min(asyncio.run(_agent_side(n)) for _ in range(repeat)) / n * 1e6
     client_total = min(asyncio.run(_client_side(n)) for _ in range(repeat)) / n * 1e6
 
     print(f"{'side':<7} {'stage':<45} {'us/update':>10}")
     for side, total in (("agent", agent_total), ("client", client_total)):
-        stages = [row for row in rows if row[0] == side]
-        for _, stage, micros in stages:
+        own = [row for row in rows if row[0] == side]
+        for _, stage, micros in own:
             print(f"{side:<7} {stage:<45} {micros:>10.2f}")
-        rest = total - sum(micros for _, _, micros in stages)
+        rest = total - sum(micros for _, _, micros in own)
         print(f"{side:<7} {'engine and asyncio (the rest)':<45} {rest:>10.2f}")
         print(f"{side:<7} {'whole side, in process':<45} {total:>10.2f}")
     print(
