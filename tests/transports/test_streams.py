@@ -8,7 +8,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -388,14 +388,9 @@ async def test_a_sender_that_never_yields_still_hands_its_output_to_the_peer() -
         os.close(read_fd)
 
 
-async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_write() -> None:
-    """An answer sent while the writer sleeps is written in send(), not a loop turn later (latency)."""
+def recording(read: Callable[[], Awaitable[bytes]]) -> tuple[Lines, list[bytes]]:
+    """Lines over ``read`` whose every write, by the writer task or in send(), is recorded whole."""
     written: list[bytes] = []
-    never = asyncio.Event()
-
-    async def read() -> bytes:
-        await never.wait()
-        return b""
 
     async def write(data: bytes) -> None:
         written.append(bytes(data))
@@ -404,7 +399,18 @@ async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_wri
         written.append(bytes(data))
         return len(data)
 
-    transport = Lines(read, write, write_nowait=write_nowait)
+    return Lines(read, write, write_nowait=write_nowait), written
+
+
+async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_write() -> None:
+    """An answer sent while the writer sleeps is written in send(), not a loop turn later (latency)."""
+    never = asyncio.Event()
+
+    async def read() -> bytes:
+        await never.wait()
+        return b""
+
+    transport, written = recording(read)
     transport.send(b'{"id":1}')
     assert written == [b'{"id":1}\n']  # before the event loop turned
     transport.send(b'{"id":2}')
@@ -419,20 +425,12 @@ async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_wri
 
 async def test_the_answer_to_new_input_goes_out_at_once_even_in_the_same_turn() -> None:
     """A request read without waiting (it had arrived) is answered in send() too, not by the writer."""
-    written: list[bytes] = []
     chunks = [b'{"id":1}\n', b'{"id":2}\n']
 
     async def read() -> bytes:
         return chunks.pop(0) if chunks else b""
 
-    async def write(data: bytes) -> None:
-        written.append(bytes(data))
-
-    def write_nowait(data: bytes) -> int:
-        written.append(bytes(data))
-        return len(data)
-
-    transport = Lines(read, write, write_nowait=write_nowait)
+    transport, written = recording(read)
     assert await transport.receive() == b'{"id":1}'
     transport.send(b'{"id":1,"result":1}')
     assert await transport.receive() == b'{"id":2}'  # read in the same turn: it was there already
