@@ -97,7 +97,7 @@ def read_notification(frame: bytes) -> RawNotification | None:
             return None
         successor, body, end = method, start + 1, -2
         method, start = found
-    if frame[end:] != _CLOSE[end] or b"\n" in frame:
+    if not frame.endswith(_CLOSE[end]) or b"\n" in frame:
         return None
     try:
         params = orjson.loads(frame[start:end])  # checked as the engine would check it
