@@ -156,13 +156,13 @@ async def test_bad_working_directory_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_ten_megabytes_of_stderr_do_not_stall_the_agent() -> None:
+    """The ``stderr`` callback gets every stderr line, and only those; ``debug`` gets them too."""
     stderr_lines: list[str] = []
-
-    def debug(direction: str, line: str) -> None:
-        if direction == "stderr":
-            stderr_lines.append(line)
-
-    transport = await AcpAgent(python(STDERR_FLOOD), debug=debug).open()
+    directions: list[str] = []
+    agent = AcpAgent(
+        python(STDERR_FLOOD), stderr=stderr_lines.append, debug=lambda way, _: directions.append(way)
+    )
+    transport = await agent.open()
     try:
         async with asyncio.timeout(TIMEOUT):
             assert await exchange(transport, {"go": True}) == {"done": True}
@@ -175,6 +175,9 @@ async def test_ten_megabytes_of_stderr_do_not_stall_the_agent() -> None:
     assert len(tail.encode()) <= 64 * 1024 + 100
     assert len(stderr_lines) == 100_001
     assert stderr_lines[-1] == "last stderr line"
+    assert set(stderr_lines[:-1]) == {"x" * 99}
+    assert sorted(set(directions)) == ["receive", "send", "stderr"]
+    assert directions.count("stderr") == 100_001
 
 
 async def test_agent_that_exits_with_an_error_reports_its_stderr() -> None:

@@ -66,11 +66,10 @@ Instantiator: TypeAlias = Callable[
 
 
 class LineRelay:
-    """Passes the lines a component process writes on to whoever the conductor's run names.
+    """Passes the stderr lines a component process writes on to whoever the conductor's run names.
 
-    The ``debug`` callback of the :class:`~acpio.transports.AcpAgent` that :func:`resolve` makes for a
-    command: each run sets :attr:`target` to its own function of ``(direction, line)``, which gets
-    the stderr lines (``direction == "stderr"``); the protocol lines are seen on the link itself.
+    The ``stderr`` callback of the :class:`~acpio.transports.AcpAgent` that :func:`resolve` makes for
+    a command: each run sets :attr:`target` to its own function of the line.
     """
 
     __slots__ = ("target",)
@@ -79,10 +78,10 @@ class LineRelay:
         #: Called with each stderr line, or ``None`` to drop them.
         self.target: Callable[[str], None] | None = None
 
-    def __call__(self, direction: str, line: str) -> None:
-        """The ``debug`` callback: hands stderr lines to :attr:`target`."""
+    def __call__(self, line: str) -> None:
+        """The ``stderr`` callback: hands the line to :attr:`target`."""
         target = self.target
-        if target is not None and direction == "stderr":
+        if target is not None:
             target(line)
 
 
@@ -159,4 +158,4 @@ def _process(name: str, command: Any, stderr: bool) -> Member:
     if not stderr:
         return Member(name, AcpAgent(command))
     relay = LineRelay()
-    return Member(name, AcpAgent(command, debug=relay), relay)
+    return Member(name, AcpAgent(command, stderr=relay), relay)

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from acpio._lifecycle import spawn_in_new_group
@@ -64,7 +64,9 @@ class AcpAgent:
 
     ``await agent.open()`` starts the process and returns its transport, an :class:`AgentProcess`.
     ``debug(direction, line)`` sees every line sent (``"send"``), received (``"receive"``) and
-    written to stderr (``"stderr"``). See the module docstring for how the process is ended.
+    written to stderr (``"stderr"``); ``stderr(line)`` sees only the stderr lines, without the
+    cost of turning every protocol line into text. See the module docstring for how the process
+    is ended.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class AcpAgent:
         terminate_timeout: float = DEFAULT_TERMINATE_TIMEOUT,
         max_line: int = DEFAULT_MAX_LINE,
         debug: DebugCallback | None = None,
+        stderr: Callable[[str], None] | None = None,
     ) -> None:
         parsed = command if isinstance(command, AgentCommand) else AgentCommand.parse(command)
         self._command = parsed.with_env(env) if env else parsed
@@ -85,6 +88,7 @@ class AcpAgent:
         self._terminate_timeout = terminate_timeout
         self._max_line = max_line
         self._debug = debug
+        self._on_stderr = stderr
         self._process: AgentProcess | None = None
 
     @classmethod
@@ -138,6 +142,7 @@ class AcpAgent:
             terminate_timeout=self._terminate_timeout,
             max_line=self._max_line,
             debug=self._debug,
+            stderr=self._on_stderr,
         )
         return self._process
 
@@ -185,6 +190,7 @@ class AgentProcess(ByteStreams):
         terminate_timeout: float,
         max_line: int,
         debug: DebugCallback | None,
+        stderr: Callable[[str], None] | None = None,
     ) -> None:
         assert process.stdout is not None
         assert process.stdin is not None
@@ -205,7 +211,7 @@ class AgentProcess(ByteStreams):
         self._command = command
         self._grace_period = grace_period
         self._terminate_timeout = terminate_timeout
-        self._stderr = _StderrDrain(process.stderr, label, debug)
+        self._stderr = _StderrDrain(process.stderr, label, debug, stderr)
         self._closing: asyncio.Future[None] | None = None
         self._orphans: asyncio.Task[None] | None = None
         self._exited.add_done_callback(self._on_exit)
@@ -220,6 +226,7 @@ class AgentProcess(ByteStreams):
         terminate_timeout: float = DEFAULT_TERMINATE_TIMEOUT,
         max_line: int = DEFAULT_MAX_LINE,
         debug: DebugCallback | None = None,
+        stderr: Callable[[str], None] | None = None,
     ) -> AgentProcess:
         """Spawn ``command`` in a new process group with piped stdin, stdout and stderr."""
         loop = asyncio.get_running_loop()
@@ -246,6 +253,7 @@ class AgentProcess(ByteStreams):
             terminate_timeout=terminate_timeout,
             max_line=max_line,
             debug=debug,
+            stderr=stderr,
         )
 
     @property
@@ -416,16 +424,24 @@ class AgentProcess(ByteStreams):
 class _StderrDrain:
     """Reads an agent's stderr until it ends, keeping the last bytes and reporting each line."""
 
-    def __init__(self, stream: asyncio.StreamReader, label: str, debug: DebugCallback | None) -> None:
+    def __init__(
+        self,
+        stream: asyncio.StreamReader,
+        label: str,
+        debug: DebugCallback | None,
+        on_line: Callable[[str], None] | None,
+    ) -> None:
         self._stream = stream
         self._label = label
         self._debug = debug
+        self._on_line = on_line
         self._tail = bytearray()
         self._dropped = False
         self._task = asyncio.get_running_loop().create_task(self._drain(), name=f"acpio stderr of {label}")
 
     async def _drain(self) -> None:
-        lines = LineSplitter(STDERR_LINE_LIMIT) if self._debug or logger.isEnabledFor(logging.DEBUG) else None
+        wanted = self._debug or self._on_line or logger.isEnabledFor(logging.DEBUG)
+        lines = LineSplitter(STDERR_LINE_LIMIT) if wanted else None
         while True:
             try:
                 chunk = await self._stream.read(READ_SIZE)
@@ -450,11 +466,13 @@ class _StderrDrain:
         else:
             text = line.decode("utf-8", "replace")
         logger.debug("%s stderr: %s", self._label, text)
-        if self._debug is not None:
-            try:
+        try:
+            if self._debug is not None:
                 self._debug("stderr", text)
-            except Exception:
-                logger.exception("The debug callback of %s failed", self._label)
+            if self._on_line is not None:
+                self._on_line(text)
+        except Exception:
+            logger.exception("The stderr callback of %s failed", self._label)
 
     def tail(self) -> str | None:
         """The last :data:`STDERR_TAIL_SIZE` bytes as text, starting at a line; ``None`` if empty."""
