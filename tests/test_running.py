@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import os
+import subprocess
 import sys
 import warnings
 
 import pytest
 
 import acpio
-from acpio.running import EVENT_LOOP_VARIABLE
+from acpio.running import EVENT_LOOP_VARIABLE, EventLoopError
 
 needs_uvloop = pytest.mark.skipif(
     importlib.util.find_spec("uvloop") is None, reason="uvloop is not installed (the acpio[fast] extra)"
@@ -56,7 +58,7 @@ def test_an_unknown_loop_name_is_refused_without_a_stray_coroutine(monkeypatch: 
     monkeypatch.setenv(EVENT_LOOP_VARIABLE, "trio")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(ValueError, match=r"ACPIO_EVENT_LOOP='trio' is not an event loop acpio knows"):
+        with pytest.raises(EventLoopError, match=r"ACPIO_EVENT_LOOP='trio' is not an event loop acpio knows"):
             acpio.run(loop_module())
         gc.collect()
     assert not [w for w in caught if "never awaited" in str(w.message)]
@@ -75,3 +77,28 @@ def test_the_result_and_the_errors_of_main_come_back(monkeypatch: pytest.MonkeyP
     assert acpio.run(answer()) == 42
     with pytest.raises(LookupError, match="from main"):
         acpio.run(failing())
+
+
+def with_unknown_loop(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        env={**os.environ, EVENT_LOOP_VARIABLE: "trio"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_an_acpio_command_starts_through_acpio_run_and_says_a_wrong_loop_in_one_line() -> None:
+    done = with_unknown_loop([sys.executable, "-m", "acpio", "testy"])
+    assert done.returncode == 2
+    assert done.stderr.startswith("acpio: error: ACPIO_EVENT_LOOP='trio' is not an event loop acpio knows")
+    assert done.stderr.count("\n") == 1
+
+
+def test_agent_app_run_starts_through_acpio_run() -> None:
+    done = with_unknown_loop([sys.executable, "-c", "from acpio import AgentApp; AgentApp(name='x').run()"])
+    assert done.returncode == 1
+    assert "EventLoopError: ACPIO_EVENT_LOOP='trio' is not an event loop acpio knows" in done.stderr

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["EVENT_LOOP_VARIABLE", "run"]
+__all__ = ["EVENT_LOOP_VARIABLE", "EventLoopError", "run"]
 
 #: The environment variable that chooses the event loop: ``asyncio`` or ``uvloop``.
 EVENT_LOOP_VARIABLE = "ACPIO_EVENT_LOOP"
@@ -24,12 +24,16 @@ EVENT_LOOP_VARIABLE = "ACPIO_EVENT_LOOP"
 _T = TypeVar("_T")
 
 
+class EventLoopError(RuntimeError):
+    """``ACPIO_EVENT_LOOP`` asks for an event loop acpio cannot run on: the message says what to do."""
+
+
 def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None) -> _T:
     """Run ``main`` to completion and return its result, as ``asyncio.run()`` does.
 
     The loop is uvloop's when uvloop is installed, asyncio's otherwise; ``ACPIO_EVENT_LOOP``
-    (``asyncio`` or ``uvloop``) overrides that. Raises ``ValueError`` for another value of the
-    variable, and ``RuntimeError`` when it asks for uvloop and uvloop is not installed.
+    (``asyncio`` or ``uvloop``) overrides that. Raises :class:`EventLoopError` for another value
+    of the variable, or when it asks for uvloop and uvloop is not installed.
     """
     try:
         factory = _loop_factory()
@@ -44,7 +48,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """Uvloop's loop factory, or ``None`` for asyncio's loop, as installed and asked for."""
     wanted = os.environ.get(EVENT_LOOP_VARIABLE, "").strip().lower()
     if wanted not in ("", "asyncio", "uvloop"):
-        raise ValueError(
+        raise EventLoopError(
             f"{EVENT_LOOP_VARIABLE}={os.environ[EVENT_LOOP_VARIABLE]!r} is not an event loop acpio knows: "
             "use 'asyncio', 'uvloop', or leave it unset (uvloop when it is installed)"
         )
@@ -54,7 +58,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
         import uvloop
     except ImportError:
         if wanted == "uvloop":
-            raise RuntimeError(
+            raise EventLoopError(
                 f"{EVENT_LOOP_VARIABLE}=uvloop, but uvloop is not installed: install it with "
                 "`pip install 'acpio[fast]'`, or unset the variable to run on asyncio's loop"
             ) from None

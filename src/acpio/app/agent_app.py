@@ -400,7 +400,10 @@ class AgentApp:
         return await self.builder().open()
 
     def run(self) -> None:
-        """Serve one client on this process's stdin and stdout (how editors start an agent)."""
+        """Serve one client on this process's stdin and stdout (how editors start an agent).
+
+        The event loop is :func:`acpio.run`'s: uvloop when installed (``acpio[fast]``).
+        """
         running.run(self.serve(Stdio()))
 
     # --- the protocol -----------------------------------------------------------------------------

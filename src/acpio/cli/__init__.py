@@ -37,10 +37,16 @@ class CliError(Exception):
 
 
 def run_main(main: Coroutine[Any, Any, _T]) -> _T:
-    """Run a subcommand's main with :func:`acpio.run` (uvloop when installed), imported only now."""
-    from acpio.running import run
+    """Run a subcommand's main with :func:`acpio.run` (uvloop when installed), imported only now.
 
-    return run(main)
+    A wrong ``ACPIO_EVENT_LOOP`` is a :class:`CliError`, one line, not a traceback.
+    """
+    from acpio.running import EventLoopError, run
+
+    try:
+        return run(main)
+    except EventLoopError as error:
+        raise CliError(str(error)) from None
 
 
 def note_if_terminal(command: str) -> None:
