@@ -71,9 +71,14 @@ class RawNotification:
         self.params = params
 
     @property
+    def end(self) -> int:
+        """Where the (inner) message ends in :attr:`frame`, counted from its end: before ``}`` or ``}}``."""
+        return -2 if self.successor is not None else -1
+
+    @property
     def params_json(self) -> bytes:
         """The params' JSON text, as the sender wrote it."""
-        return self.frame[self.start : -2 if self.successor is not None else -1]
+        return self.frame[self.start : self.end]
 
 
 def read_notification(frame: bytes) -> RawNotification | None:
@@ -129,7 +134,7 @@ def _method_at(frame: bytes, at: int) -> tuple[str, int] | None:
 
 
 def _body(note: RawNotification) -> memoryview:
-    return memoryview(note.frame)[note.body : -2 if note.successor is not None else -1]
+    return memoryview(note.frame)[note.body : note.end]
 
 
 def plain_frame(note: RawNotification) -> bytes:

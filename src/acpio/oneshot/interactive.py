@@ -26,6 +26,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol, TextIO
 
+from rich.cells import cell_len
+
 from acpio.errors import RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, Unhandled
 from acpio.oneshot.controls import ControlError, set_mode, set_option
@@ -167,8 +169,6 @@ class TerminalReader:
         return "", _GO_ON
 
     def _draw(self, line: _Line) -> None:
-        from rich.cells import cell_len
-
         back = cell_len(line.text[line.cursor :])  # columns, not characters: 日 takes two
         self._write(f"\r\x1b[K{line.prompt}{line.text}" + (f"\x1b[{back}D" if back else ""))
 

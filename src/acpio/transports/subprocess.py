@@ -190,7 +190,7 @@ class AgentProcess(ByteStreams):
         terminate_timeout: float,
         max_line: int,
         debug: DebugCallback | None,
-        stderr: Callable[[str], None] | None = None,
+        stderr: Callable[[str], None] | None,
     ) -> None:
         assert process.stdout is not None
         assert process.stdin is not None
