@@ -445,10 +445,10 @@ def test_build_session_makes_cwd_absolute_and_copies_requests(
     }
     with pytest.raises(TypeError, match="McpServerList"):
         build_session(cx, "/p").with_mcp_server(object())  # type: ignore[arg-type]
-    from acpio.session import _content_blocks
+    from acpio.session.messages import content_blocks
 
     with pytest.raises(TypeError, match="TextContent"):
-        _content_blocks(["text"])  # type: ignore[list-item]
+        content_blocks(["text"])  # type: ignore[list-item]
 
 
 def test_session_methods_mixin_delegates(tmp_path: Path) -> None:

@@ -1,0 +1,223 @@
+"""The connection of Client and Proxy builders: session builders, the agent's peer state, cancel rules."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from acpio.capabilities import AgentFeatures, ClientFeatures
+from acpio.jsonrpc import (
+    UNSET,
+    Connection,
+    Dispatch,
+    Handler,
+    RequestDispatch,
+    Role,
+    TypedRequest,
+    Unhandled,
+    UntypedMessage,
+)
+from acpio.peer import PeerState
+from acpio.schema import (
+    CancelledPermissionOutcome,
+    CancelNotification,
+    InitializeRequest,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+)
+from acpio.session.methods import SessionMethods
+from acpio.session.peers import agent_role
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc import JsonValue, Responder, SentRequest
+    from acpio.transports.base import Transport
+
+_log = logging.getLogger("acpio.session")
+
+_Result = TypeVar("_Result")
+
+_PERMISSION_METHOD = RequestPermissionRequest.METHOD
+
+_CANCEL_METHOD = CancelNotification.METHOD
+
+
+def _cancelled_session(message: Any, params: Any) -> str | None:
+    """The session a ``session/cancel`` being sent names (typed, untyped or by name); else ``None``."""
+    if params is UNSET:
+        if type(message) is CancelNotification:
+            return message.session_id
+        if not (isinstance(message, UntypedMessage) and message.method == _CANCEL_METHOD):
+            return None
+        params = message.params
+    elif message != _CANCEL_METHOD:
+        return None
+    session_id = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
+
+
+class _PermissionRequests:
+    """The agent's ``session/request_permission`` requests not answered yet, by session id.
+
+    The first handler of a client's connection: it records each one, weakly (a responder its
+    handler dropped is still answered by the engine), and passes it on. On ``session/cancel`` the
+    connection answers those of the session ``cancelled``, as ACP requires.
+    """
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: dict[str, weakref.WeakSet[Responder[Any]]] = {}
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Permission requests only."""
+        return message.method == _PERMISSION_METHOD and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Record the request's responder under its session, then pass the request on."""
+        assert isinstance(message, RequestDispatch)
+        session_id = message.session_id
+        if session_id is not None:
+            self.pending.setdefault(session_id, weakref.WeakSet()).add(message.responder)
+        return Unhandled(message)
+
+    def take(self, session_id: str) -> list[Responder[Any]]:
+        """Forget and return the recorded requests of ``session_id``."""
+        found = self.pending.pop(session_id, None)
+        return list(found) if found is not None else []
+
+
+class SessionConnection(SessionMethods, Connection):
+    """The connection handle (``cx``) of Client and Proxy builders.
+
+    A :class:`~acpio.jsonrpc.Connection` with the session builders (:meth:`build_session`,
+    :meth:`build_session_cwd`, :meth:`build_session_load`, :meth:`build_session_resume`,
+    :meth:`build_session_fork`, :meth:`build_session_from`) and :meth:`attach_session`. Annotate
+    ``cx`` with it to have the type checker see those methods.
+    """
+
+    def __init__(
+        self,
+        role: Role,
+        transport: Transport,
+        *,
+        name: str,
+        handlers: Iterable[Handler],
+        startup: Iterable[Callable[[Connection], Awaitable[object]]] = (),
+        close_callbacks: Iterable[Callable[..., Awaitable[object]]] = (),
+    ) -> None:
+        #: The role that is the agent here (``None``: no agent, or a role that does not say).
+        self._agent = agent_role(role)
+        #: What the agent said at ``initialize``: what sessions may be started with, and when.
+        self.peer_state = PeerState("agent")
+        #: The agent's permission requests still unanswered, seen before any handler sees them.
+        self._permission_requests = _PermissionRequests()
+        if self._agent is not None and role.counterpart() == self._agent:
+            handlers = (self._permission_requests, *handlers)
+        super().__init__(
+            role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
+        )
+
+    @property
+    def agent_features(self) -> AgentFeatures | None:
+        """What the agent advertised in its ``initialize`` answer; ``None`` before it was read.
+
+        Recorded when a typed :class:`~acpio.schema.InitializeRequest` sent to the agent from this
+        connection is answered (see :attr:`peer_state`). Until then a client's connection refuses
+        ``session/*`` requests.
+        """
+        return self.peer_state.agent_features
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        return self.peer_state.protocol_version
+
+    @property
+    def client_features(self) -> ClientFeatures | None:
+        """What this client advertised in the typed ``initialize`` it sent; ``None`` before that.
+
+        :meth:`ActiveSession.read_to_string` answers only the requests advertised here.
+        """
+        return self.peer_state.client_features
+
+    @overload
+    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: TypedRequest[_Result]) -> SentRequest[_Result]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
+
+    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+        """Send a request; typed requests to the agent are checked against what ACP allows.
+
+        * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
+          connection is closed and awaiting the answer raises
+          :class:`~acpio.capabilities.UnsupportedProtocolVersion`. The agent's capabilities are
+          then recorded (:attr:`agent_features`).
+        * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
+          ``ValueError``; ``session/resume`` and ``session/fork`` without ``mcp_servers`` are sent
+          with ``mcpServers: []`` (the spec requires the field, the schema leaves it optional).
+        * on a client's connection, a ``session/*`` request before the agent answered
+          ``initialize`` raises ``RuntimeError``: ACP requires initialization first. (A proxy's
+          successor is initialized by the conductor, so a proxy connection is not checked.)
+        * once the agent's capabilities are known, a method it did not advertise
+          (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
+          server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+
+        The checks are those of :meth:`acpio.peer.PeerState.check`.
+        """
+        method: Any = getattr(type(message), "METHOD", None)
+        to_agent = isinstance(method, str) and params is UNSET and self._addresses_agent(peer)
+        if to_agent:
+            # A proxy's successor is initialized by the conductor; a closed connection raises below.
+            client = self.counterpart == self._agent and not self.closed
+            message = self.peer_state.check(method, message, initialize_first="session" if client else None)
+        sent = super().send_request_to(peer, message, params)
+        if to_agent and isinstance(message, InitializeRequest):
+            self.peer_state.record_request(message)  # what this client advertised, for its own answers
+            return self.peer_state.follow(sent, self.close)
+        return sent
+
+    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
+        """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
+
+        ACP: once the client sends ``session/cancel``, it MUST answer every pending
+        ``session/request_permission`` of that session with the ``cancelled`` outcome. On a client's
+        connection, the agent's permission requests that are not answered yet, whoever holds them
+        (a builder handler, a session's reader, a trait-style ``request_permission``), are answered
+        so right after the notification is sent; their responders then read as
+        :attr:`~acpio.jsonrpc.Responder.cancelled`, which stops work run with
+        ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
+        """
+        super().send_notification_to(peer, message, params)
+        if self._permission_requests.pending and self._addresses_agent(peer):
+            session_id = _cancelled_session(message, params)
+            if session_id is not None:
+                self._answer_permission_requests_cancelled(session_id)
+
+    def _answer_permission_requests_cancelled(self, session_id: str) -> int:
+        """Answer the agent's unanswered permission requests for ``session_id`` ``cancelled``.
+
+        Returns how many were answered. Their responders are marked cancelled, so work waiting on
+        them (``run_until_cancelled``, a trait-style ``request_permission`` task) stops.
+        """
+        answered = 0
+        for responder in self._permission_requests.take(session_id):
+            if responder.done:
+                continue
+            responder.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
+            responder.mark_cancelled()  # the answer is no longer wanted: stop whoever is deciding
+            answered += 1
+        if answered:
+            _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
+        return answered
+
+    def _addresses_agent(self, peer: Any) -> bool:
+        agent = self._agent
+        if agent is None:
+            return False
+        if peer is None:
+            return self.counterpart == agent
+        return peer == agent or peer is type(agent)
