@@ -12,7 +12,6 @@ from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.agents.testy import testy_agent
 from acpio.jsonrpc import UntypedRole
-from acpio.testing import WirePeer
 from acpio.transports import Channel, ChannelListener
 from acpio.transports.channel import ServedChannel
 
@@ -158,21 +157,6 @@ async def test_a_served_channel_stops_its_task_when_it_does_not_end() -> None:
     served = ServedChannel(ours, task, close_timeout=0.1)
     await asyncio.wait_for(served.aclose(), TIMEOUT)
     assert task.cancelled()
-
-
-async def test_connect_to_is_the_deprecated_name_of_serving_one_connection() -> None:
-    ours, theirs = Channel.duplex()
-
-    async def talk() -> Any:
-        peer = WirePeer(theirs, timeout=TIMEOUT)
-        peer.request("initialize", {"protocolVersion": 1})
-        answer = await peer.response_to(1)
-        await theirs.aclose()
-        return answer
-
-    with pytest.warns(DeprecationWarning, match=r"connect_to\(target\) is now Builder.serve\(target\)"):
-        _, answer = await asyncio.wait_for(asyncio.gather(testy_agent().connect_to(ours), talk()), TIMEOUT)
-    assert answer["result"]["protocolVersion"] == 1
 
 
 async def test_on_error_is_only_for_a_listener() -> None:

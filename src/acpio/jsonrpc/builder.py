@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar, overload
 
@@ -296,16 +295,6 @@ class Builder(Generic[C]):
         for observer in self._send_observers:
             connection.add_send_observer(observer)
         return connection  # type: ignore[return-value]  # connection_class is C's class
-
-    async def connect_to(self, target: Any) -> None:
-        """Deprecated name of :meth:`serve` for one connection (it warns; use ``serve(target)``)."""
-        warnings.warn(
-            "Builder.connect_to(target) is now Builder.serve(target): one verb serves one connection or "
-            "every connection of a listener (connect_to goes away in the release after next)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        await self._serve_one(target)
 
     async def _serve_one(self, target: Any) -> None:
         await (await self.open_connection(target)).serve()

@@ -26,8 +26,7 @@ model and returning the typed result::
 
 The names ``acpio.Agent`` and ``acpio.Client`` are the *roles* of the builder API
 (``Agent.builder()``); the classes you subclass here end in ``Trait``. ``docs/migration.md`` maps
-the official SDK's names to these. (Until acpio 0.2 this package was ``acpio.compat``, and the two
-classes were ``Agent`` and ``Client``; those names still work, with a ``DeprecationWarning``.)
+the official SDK's names to these.
 """
 
 from acpio.traits.bases import AgentTrait, ClientTrait

@@ -45,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar, cast
@@ -165,7 +164,7 @@ def _handler(impl: object, trait: type, name: str) -> Callable[..., Any] | None:
 
 
 class _Dispatcher:
-    """The handler of a compat connection: routes each message to the implementation's method.
+    """The handler of a trait-style connection: routes each message to the implementation's method.
 
     Only the methods the implementation defines are routed; a request for any other answers
     ``-32601`` before its params are even read, and any other notification is ignored.
@@ -236,7 +235,7 @@ class _Dispatcher:
             raise MethodNotFound(method)
         # The implementation runs in its own task; the connection's task answers with its outcome
         # (and cancels it on $/cancel_request, or when the connection ends).
-        work = asyncio.get_running_loop().create_task(_call(fn, *args), name=f"acpio compat {method}")
+        work = asyncio.get_running_loop().create_task(_call(fn, *args), name=f"acpio trait {method}")
         answering = cx.spawn(self._answer(message.responder, entry, work, details=cx.error_details))
         answering.add_done_callback(lambda _: _stop_work(work))
         # Let the work start before the next message is dispatched: a session/cancel that follows
@@ -366,16 +365,6 @@ class _Endpoint:
     def _received(self, params: AcpRequest[Any]) -> None:
         """Hook: a request for the implementation arrived (the agent side records ``initialize``)."""
 
-    async def listen(self) -> None:
-        """Deprecated name of :meth:`serve` (it warns)."""
-        warnings.warn(
-            f"{type(self).__name__}.listen() is now serve(), the verb every acpio connection serves with "
-            "(listen goes away in the release after next)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        await self.serve()
-
     async def serve(self) -> None:
         """Serve the connection until the peer closes it or :meth:`close` is called.
 
@@ -402,7 +391,7 @@ class _Endpoint:
                 wait.cancel()
 
     async def __aenter__(self) -> Self:
-        task = asyncio.get_running_loop().create_task(self.serve(), name=f"acpio compat {self!r}")
+        task = asyncio.get_running_loop().create_task(self.serve(), name=f"acpio trait {self!r}")
         self._task = task
         ready = asyncio.ensure_future(self._ready.wait())
         try:

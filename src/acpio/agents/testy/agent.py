@@ -1,7 +1,7 @@
 """testy as an acpio Agent builder: one handler per ACP method, on sessions kept in a session store.
 
 ``testy_agent(options)`` returns an :class:`~acpio.jsonrpc.Builder` for the :class:`~acpio.Agent`
-role; serve it with ``await testy_agent().connect_to(Stdio())`` (what ``acpio testy`` does) or
+role; serve it with ``await testy_agent().serve(Stdio())`` (what ``acpio testy`` does) or
 connect a client to it in-process. Each call makes a separate agent with its own sessions, in
 memory unless a store is given (``testy_agent(options, store=open_store("sqlite:///..."))``, what
 ``acpio testy --store URL`` does).
