@@ -56,3 +56,49 @@ def test_import_acpio_is_cheap_and_loads_no_models() -> None:
         check=True,
     ).stdout.strip()
     assert loaded == "False"
+
+
+#: Every module whose public names load on first use (acpio._exports.lazy_exports).
+LAZY_MODULES = [
+    "acpio",
+    "acpio.agents.coder",
+    "acpio.agents.testy",
+    "acpio.remote",
+    "acpio.roles",
+    "acpio.store",
+    "acpio.transports",
+]
+
+
+@pytest.mark.parametrize("name", LAZY_MODULES)
+def test_a_lazy_module_lists_each_name_once_and_serves_every_one(name: str) -> None:
+    import importlib
+
+    from acpio._exports import type_checking_imports
+
+    module = importlib.import_module(name)
+    public = module.__all__
+    assert len(set(public)) == len(public), f"{name}.__all__ repeats a name"
+    lazy = set(type_checking_imports(vars(module))) & set(public)
+    eager = {n for n in public if n in vars(module)} - lazy
+    assert set(public) == lazy | eager, f"{name}.__all__ lists names it neither defines nor imports"
+    for attribute in public:
+        assert getattr(module, attribute) is not None
+    assert dir(module) == sorted(public)
+    with pytest.raises(AttributeError, match=f"module '{name}' has no attribute 'NoSuchThing'"):
+        getattr(module, "NoSuchThing")  # noqa: B009
+
+
+def test_a_type_checker_refuses_a_name_acpio_does_not_export(tmp_path: Path) -> None:
+    """No module ``__getattr__`` is visible to type checkers: a typo is an error, not ``Any``."""
+    user = tmp_path / "user.py"
+    user.write_text("from acpio import AgentApp, AgentAp\nimport acpio.transports\nacpio.transports.Stdoi\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert 'Module "acpio" has no attribute "AgentAp"' in result.stdout, result.stdout
+    assert 'Module has no attribute "Stdoi"' in result.stdout, result.stdout
+    assert "Found 2 errors" in result.stdout, result.stdout  # AgentApp itself is fine

@@ -8,9 +8,9 @@ defined.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from acpio._exports import lazy_exports
 from acpio.errors import (
     AcpError,
     AuthRequired,
@@ -75,70 +75,6 @@ if TYPE_CHECKING:
     from acpio.updates import text_update, thought_update, user_text_update
 
 __version__ = "0.1.0"
-
-#: Public names loaded on first access, with the module that defines them.
-_LAZY: dict[str, str] = {
-    "ActiveSession": "acpio.session",
-    "AgentApp": "acpio.app",
-    "Ask": "acpio.app",
-    "StopReasonName": "acpio.app",
-    "Turn": "acpio.app",
-    "AgentSideConnection": "acpio.traits",
-    "AgentTrait": "acpio.traits",
-    "ClientSideConnection": "acpio.traits",
-    "ClientTrait": "acpio.traits",
-    "SessionBuilder": "acpio.session",
-    "SessionConnection": "acpio.session",
-    "Agent": "acpio.roles",
-    "Client": "acpio.roles",
-    "Conductor": "acpio.roles",
-    "Proxy": "acpio.roles",
-    "UnstableMethodNotEnabled": "acpio.roles",
-    "UntypedRole": "acpio.roles",
-    "AgentFeatures": "acpio.capabilities",
-    "CapabilityNotAdvertised": "acpio.capabilities",
-    "ClientFeatures": "acpio.capabilities",
-    "ExtensionNotification": "acpio.extensions",
-    "ExtensionRequest": "acpio.extensions",
-    "ExtensionResponse": "acpio.extensions",
-    "UnsupportedProtocolVersion": "acpio.capabilities",
-    "Builder": "acpio.jsonrpc",
-    "Connection": "acpio.jsonrpc",
-    "Dispatch": "acpio.jsonrpc",
-    "Forward": "acpio.jsonrpc",
-    "NotificationDispatch": "acpio.jsonrpc",
-    "RequestDispatch": "acpio.jsonrpc",
-    "Responder": "acpio.jsonrpc",
-    "ResponseDispatch": "acpio.jsonrpc",
-    "SentRequest": "acpio.jsonrpc",
-    "Unhandled": "acpio.jsonrpc",
-    "UntypedMessage": "acpio.jsonrpc",
-    "AcpAgent": "acpio.transports",
-    "ByteStreams": "acpio.transports",
-    "Channel": "acpio.transports",
-    "ChannelListener": "acpio.transports",
-    "Stdio": "acpio.transports",
-    "run": "acpio.running",
-    "Tap": "acpio.transports",
-    "negotiate_version": "acpio.capabilities",
-    "AgentRequestMessage": "acpio.session",
-    "CreateElicitationMessage": "acpio.session",
-    "CreateTerminalMessage": "acpio.session",
-    "KillTerminalMessage": "acpio.session",
-    "ReadTextFileMessage": "acpio.session",
-    "ReleaseTerminalMessage": "acpio.session",
-    "RequestPermissionMessage": "acpio.session",
-    "SessionMessage": "acpio.session",
-    "TerminalOutputMessage": "acpio.session",
-    "TurnEnded": "acpio.session",
-    "WaitForTerminalExitMessage": "acpio.session",
-    "WriteTextFileMessage": "acpio.session",
-    "text_update": "acpio.updates",
-    "thought_update": "acpio.updates",
-    "user_text_update": "acpio.updates",
-    "schema": "acpio.schema",
-    "testing": "acpio.testing",
-}
 
 __all__ = [
     "AcpAgent",
@@ -217,16 +153,5 @@ __all__ = [
     "user_text_update",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acpio' has no attribute {name!r}")
-    loaded = importlib.import_module(module)
-    value = loaded if module.rsplit(".", 1)[-1] == name else getattr(loaded, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -80,6 +80,7 @@ from copy import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from acpio._exports import lazy_exports
 from acpio.errors import AcpError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
 from acpio.jsonrpc import (
     CANCEL_METHOD,
@@ -758,14 +759,5 @@ class ProxySessionMessages:
         return None
 
 
-# --- proxy/initialize, typed ----------------------------------------------------------------------
-
-
-def __getattr__(name: str) -> Any:
-    """``InitializeProxyRequest`` is the schema's, imported on first use (importing roles loads no models)."""
-    if name != "InitializeProxyRequest":
-        raise AttributeError(f"module 'acpio.roles' has no attribute {name!r}")
-    from acpio.schema import InitializeProxyRequest
-
-    globals()[name] = InitializeProxyRequest
-    return InitializeProxyRequest
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

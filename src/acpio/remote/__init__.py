@@ -17,8 +17,9 @@ Connecting: :class:`RemoteAgent` (a component, like :class:`~acpio.transports.Ac
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
     from acpio.remote.client import (
@@ -30,21 +31,6 @@ if TYPE_CHECKING:
     )
     from acpio.remote.gateway import Gateway
     from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
-
-#: Names loaded on first use: the server needs uvicorn, the clients httpx and websockets.
-_LAZY = {
-    "Gateway": "gateway",
-    "HttpTransport": "client",
-    "ReconnectingTransport": "client",
-    "RemoteAgent": "client",
-    "WebSocketTransport": "client",
-    "is_remote_url": "client",
-    "Limits": "server",
-    "RemoteListener": "server",
-    "RemoteServer": "server",
-    "is_loopback": "server",
-    "serve_remote": "server",
-}
 
 __all__ = [
     "Gateway",
@@ -60,11 +46,5 @@ __all__ = [
     "serve_remote",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acpio.remote' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"acpio.remote.{module}"), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -17,8 +17,9 @@ See ``docs/sessions.md``. Names are imported on first use: ``import acpio.store`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
     from acpio.store.base import (
@@ -60,37 +61,5 @@ __all__ = [
     "serve_sessions",
 ]
 
-_WHERE = {
-    "ArchiveFilter": "base",
-    "InvalidCursor": "base",
-    "SessionPage": "base",
-    "SessionRecord": "base",
-    "SessionStatusName": "base",
-    "SessionStore": "base",
-    "StoreError": "base",
-    "UnknownSession": "base",
-    "new_session_id": "base",
-    "MemoryStore": "memory",
-    "PostgresStore": "postgres",
-    "CloseHook": "serve",
-    "OpenHook": "serve",
-    "SessionSetup": "serve",
-    "StoredSessions": "serve",
-    "serve_sessions": "serve",
-    "SqliteStore": "sqlite",
-    "default_sqlite_path": "sqlite",
-    "open_store": "url",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acpio.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"acpio.store.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

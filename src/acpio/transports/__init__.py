@@ -17,9 +17,9 @@ process); :meth:`acpio.jsonrpc.Builder.serve` serves them all.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from acpio._exports import lazy_exports
 from acpio.transports.base import Component, OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
@@ -31,26 +31,6 @@ if TYPE_CHECKING:
     from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
     from acpio.transports.subprocess import AcpAgent, AgentProcess
     from acpio.transports.tap import Direction, Tap, TapObserver
-
-#: Names loaded on first use, so that the engine (which needs only the base and the channel)
-#: does not import subprocess and stdio machinery.
-_LAZY = {
-    "AgentCommand": "commands",
-    "DEFAULT_MAX_LINE": "lines",
-    "LineSplitter": "lines",
-    "ChannelListener": "listener",
-    "Listener": "listener",
-    "Stdio": "stdio",
-    "ByteStreams": "streams",
-    "DebugCallback": "streams",
-    "LineDirection": "streams",
-    "Lines": "streams",
-    "AcpAgent": "subprocess",
-    "AgentProcess": "subprocess",
-    "Direction": "tap",
-    "Tap": "tap",
-    "TapObserver": "tap",
-}
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -74,11 +54,5 @@ __all__ = [
     "Transport",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acpio.transports' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"acpio.transports.{module}"), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -17,18 +17,14 @@ first use, so ``import acpio.agents.coder.model`` stays cheap for provider modul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
     from acpio.agents.coder.agent import CoderOptions, coder_app
 
 __all__ = ["CoderOptions", "coder_app"]
 
-
-def __getattr__(name: str) -> Any:
-    """``CoderOptions`` and ``coder_app``, imported from :mod:`acpio.agents.coder.agent` on first use."""
-    if name in __all__:
-        from acpio.agents.coder import agent
-
-        return getattr(agent, name)
-    raise AttributeError(f"module 'acpio.agents.coder' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

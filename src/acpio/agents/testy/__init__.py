@@ -19,18 +19,14 @@ the protocol models on first use only, so importing the script module stays chea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
     from acpio.agents.testy.agent import TestyOptions, testy_agent
 
 __all__ = ["TestyOptions", "testy_agent"]
 
-
-def __getattr__(name: str) -> Any:
-    """``TestyOptions`` and ``testy_agent``, imported from :mod:`acpio.agents.testy.agent` on first use."""
-    if name in __all__:
-        from acpio.agents.testy import agent
-
-        return getattr(agent, name)
-    raise AttributeError(f"module 'acpio.agents.testy' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())
