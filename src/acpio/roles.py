@@ -75,6 +75,7 @@ methods (``proxy/initialize``, ``proxy/successor``, unstable in the schema) are 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
@@ -284,6 +285,23 @@ class _AcpRole(Role):
         #: Whether this side sends and handles the unstable methods (see the module docstring).
         self.unstable = unstable
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse the official SDKs' idiom, a role subclass with ``async def prompt(...)`` and the like.
+
+        A role says who a connection is; it has no async method for acpio to call, so such a
+        method would never run. The error says what to write instead.
+        """
+        super().__init_subclass__(**kwargs)
+        handlers = sorted(name for name, value in vars(cls).items() if inspect.iscoroutinefunction(value))
+        if not handlers:
+            return
+        role = next(b.__name__ for b in cls.__mro__ if b.__module__ == __name__ and b.__name__ in _INSTEAD)
+        raise TypeError(
+            f"class {cls.__name__}({role}) defines async {', '.join(handlers)}(), which acpio never calls: "
+            f"acpio.{role} is a role (who one side of a connection is), not a class to implement as in "
+            f"the official SDKs. {_INSTEAD[role]} See docs/migration.md."
+        )
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(unstable=True)" if self.unstable else f"{type(self).__name__}()"
 
@@ -319,6 +337,17 @@ class _AcpRole(Role):
 
 
 _disabled: dict[type[_AcpRole], frozenset[str]] = {}
+
+#: What to write instead of a role subclass with async methods (see _AcpRole.__init_subclass__).
+_INSTEAD: Final[dict[str, str]] = {
+    "Agent": "Write an agent as an AgentApp (app = AgentApp('name') with @app.prompt), or subclass "
+    "acpio.traits.AgentTrait, which has the official SDKs' methods.",
+    "Client": "Subclass acpio.traits.ClientTrait, which has the official SDKs' methods, or register "
+    "handlers on Client.builder().",
+    "Proxy": "Register handlers on Proxy.builder() (@app.on_request, @app.on_notification).",
+    "Conductor": "acpio.conductor runs proxy chains; for anything else register handlers on "
+    "Conductor.builder().",
+}
 
 
 class Client(_AcpRole):
