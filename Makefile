@@ -41,9 +41,9 @@ unit: $(STAMP) browser postgres tmux
 
 ## docs: the documentation site (docs/ and the API reference from the docstrings) into site/, about 20 s
 # --strict: a broken link or cross-reference fails the build (scripts/griffe_sphinx_roles.py says which
-# docstring references may stay unlinked).
+# docstring references may stay unlinked). Not --quiet: it drops the warnings before --strict counts them.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Debian's chromium and chromedriver for the trace viewer's browser test (skipped without them).
 browser:

@@ -9,9 +9,11 @@ before a literal block. mkdocstrings renders docstrings as Markdown, where a rol
   the top (``acpio.``). The reference is *optional* (autorefs' own flag, which mkdocstrings puts on
   the references of signatures): it links when the target has a section in the reference, and is
   plain code otherwise (a private helper, an attribute without a docstring, one of the 230 schema
-  models the reference does not list one by one), rather than failing ``--strict``. A name that
-  resolves to nothing in acpio (pydantic's, the standard library's, a typo) becomes plain code and
-  is logged (``mkdocs build --verbose`` shows the list);
+  models the reference does not list one by one), rather than failing ``--strict``. A short name
+  that resolves to nothing in acpio (pydantic's, the standard library's) becomes plain code and is
+  logged (``mkdocs build --verbose`` shows the list); a full ``acpio.`` path that names nothing,
+  even once imported (the schema's models exist only then), is stale (the name moved or went
+  away): a warning, which fails ``--strict``;
 * ``Example::`` into ``Example:`` (the indented block after it is already a Markdown code block).
 
 Configured in ``mkdocs.yml`` (``handlers.python.options.extensions``).
@@ -19,6 +21,7 @@ Configured in ``mkdocs.yml`` (``handlers.python.options.extensions``).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 from typing import Any
@@ -37,11 +40,17 @@ class SphinxRoles(Extension):
     def __init__(self) -> None:
         super().__init__()
         self.unresolved: list[str] = []
+        #: Full ``acpio.`` paths that name nothing, even at run time: (target, where).
+        self.stale: list[tuple[str, str]] = []
 
     def on_package(self, *, pkg: Module, **kwargs: Any) -> None:
         for obj in _walk(pkg):
             if obj.docstring is not None:
                 obj.docstring.value = self._rewrite(obj, obj.docstring.value)
+        for target, where in sorted(set(self.stale)):
+            _log.warning(
+                "The docstring of %s names %s, which does not exist: fix the reference", where, target
+            )
         if self.unresolved:
             _log.info(
                 "%d docstring references left as code (not documented here): %s",
@@ -62,6 +71,8 @@ class SphinxRoles(Extension):
             found = _resolve(obj, target)
             if found is None:
                 self.unresolved.append(f"{target} (in {obj.path})")
+                if target.startswith(f"{_top(obj).name}.") and not _exists_at_run_time(target):
+                    self.stale.append((target, obj.path))
                 return f"`{title}`"
             return f'<autoref identifier="{found}" optional>`{title}`</autoref>'
 
@@ -75,6 +86,13 @@ def _walk(obj: Object) -> list[Object]:
             continue  # documented where it is defined
         found.extend(_walk(member))
     return found
+
+
+def _top(obj: Object) -> Object:
+    """The top-level package ``obj`` belongs to (``acpio``)."""
+    while obj.parent is not None:
+        obj = obj.parent
+    return obj
 
 
 def _resolve(obj: Object, target: str) -> str | None:
@@ -99,3 +117,19 @@ def _resolve(obj: Object, target: str) -> str | None:
             return None
         return path if path.startswith(f"{top.name}.") or path == top.name else None
     return None
+
+
+def _exists_at_run_time(path: str) -> bool:
+    """Whether ``path`` names something once imported (the schema's models exist only at run time)."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False

@@ -8,8 +8,8 @@ against it before sending:
 * the builder style: every :class:`~acpio.session.SessionConnection` has one for the agent
   (:attr:`~acpio.session.SessionConnection.peer_state`), filled from the answer to a typed
   ``initialize`` sent on it;
-* the trait style: :class:`~acpio.traits.ClientTraitSideConnection` uses that same object of its
-  connection, and :class:`~acpio.traits.AgentTraitSideConnection` keeps one for the client, filled from
+* the trait style: :class:`~acpio.traits.ClientSideConnection` uses that same object of its
+  connection, and :class:`~acpio.traits.AgentSideConnection` keeps one for the client, filled from
   the ``initialize`` request it receives.
 """
 

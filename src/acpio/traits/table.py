@@ -1,6 +1,6 @@
 """The wire method <-> Python method table of the trait-style API, read off the trait classes.
 
-The trait classes (:class:`~acpio.traits.Agent`, :class:`~acpio.traits.Client`) are the only place
+The trait classes (:class:`~acpio.traits.AgentTrait`, :class:`~acpio.traits.ClientTrait`) are the only place
 the methods are listed: each protocol method is an ``async def`` whose one parameter is annotated
 with the params model of a wire method (``async def prompt(self, params: PromptRequest) ->
 PromptResponse``). :func:`trait_methods` reads those annotations once, and the connections
