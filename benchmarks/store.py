@@ -218,7 +218,7 @@ def store_urls(postgres: str | None) -> Iterator[dict[str, Callable[[], str]]]:
     counter = iter(range(1_000_000))
     urls: dict[str, Callable[[], str]] = {
         "memory": lambda: "memory:",
-        "sqlite": lambda: f"sqlite://{directory / f'{next(counter)}.db'}",
+        "sqlite": lambda: f"sqlite:///{directory / f'{next(counter)}.db'}",
     }
     with contextlib.ExitStack() as stack:
         if postgres == "throwaway":

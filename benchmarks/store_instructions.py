@@ -37,7 +37,7 @@ async def one_turn(kind: str, typed: bool, updates: int) -> None:
     if kind == "none":
         await bench.stream_seconds(None, updates, typed)
         return
-    url = "memory:" if kind == "memory" else f"sqlite://{tempfile.mkdtemp()}/sessions.db"
+    url = "memory:" if kind == "memory" else f"sqlite:///{tempfile.mkdtemp()}/sessions.db"
     async with open_store(url) as store:
         await bench.stream_seconds(store, updates, typed)
 

@@ -33,7 +33,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "memory":
         return "memory:"
     if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'sessions.db'}"
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
     return str(request.getfixturevalue("pg_url"))
 
 

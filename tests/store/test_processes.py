@@ -83,7 +83,7 @@ def agent_text(updates: list[Any]) -> str:
 
 
 async def test_sigkill_mid_turn_loses_nothing_already_sent(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'sessions.db'}"
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
     first = await Agent.start(*agent_argv(url))
     sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["result"]["sessionId"]
     first.send(
@@ -115,7 +115,7 @@ async def test_sigkill_mid_turn_loses_nothing_already_sent(tmp_path: Path) -> No
 async def test_a_corrupt_database_is_named_and_testy_keeps_serving(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     path.write_bytes(b"\x00garbage" * 1000)
-    agent = await Agent.start(*agent_argv(f"sqlite://{path}"))
+    agent = await Agent.start(*agent_argv(f"sqlite:///{path}"))
     answer = await agent.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     assert answer["error"]["code"] == -32603
     assert str(path) in orjson.dumps(answer["error"]).decode()
@@ -125,7 +125,7 @@ async def test_a_corrupt_database_is_named_and_testy_keeps_serving(tmp_path: Pat
 
 
 def test_acpio_prompt_continues_a_testy_session_across_processes(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'sessions.db'}"
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
     agent = shlex.join(agent_argv(url))
 
     def prompt(*args: str) -> subprocess.CompletedProcess[str]:

@@ -187,7 +187,7 @@ class AgentApp:
     ``error_details=False``), is logged, and the agent goes on. ``prompt_capabilities`` says which
     content the prompt may carry besides text (images, audio, embedded resources).
 
-    With a ``store`` (a :class:`~acpio.store.SessionStore`, or its URL: ``"sqlite:///path"``,
+    With a ``store`` (a :class:`~acpio.store.SessionStore`, or its URL: ``"sqlite:////absolute/path"``,
     ``"postgresql://..."``, ``"memory:"``) sessions outlive the process: the app also serves
     ``session/load`` (the history replayed, the user's prompts included), ``session/resume``,
     ``session/list``, ``session/close`` and ``session/delete`` from it, advertises them, keeps each

@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
         "--store",
         default="sqlite:",
         metavar="URL",
-        help="where sessions are kept: sqlite:///PATH, postgresql://..., memory: (default: SQLite in "
+        help="where sessions are kept: sqlite:///RELATIVE/PATH, sqlite:////ABSOLUTE/PATH, postgresql://..., "
+        "memory: (default: SQLite in "
         "the user's data directory)",
     )
     parser.add_argument("--settings", type=Path, metavar="FILE", help="a settings file read after the others")

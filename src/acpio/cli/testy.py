@@ -97,7 +97,7 @@ usage examples:
   acpio testy
   acpio testy --auth --no-load-session
   acpio testy --terminal-auth /tmp/testy-login.json   # then: acpio prompt --auth testy-terminal-login
-  acpio testy --store sqlite:///tmp/testy.db   # then: acpio prompt --session testy-1 ..."""
+  acpio testy --store sqlite:////tmp/testy.db  # then: acpio prompt --session testy-1 ..."""
 
 
 def register(subparsers: Any) -> None:
@@ -144,7 +144,8 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         default="memory:",
         help="where sessions are kept: memory: (the default: they end with the process), "
-        "sqlite:///path/to/sessions.db (sqlite: alone: in the user data directory) or "
+        "sqlite:///sessions.db (relative to the current directory; sqlite:////abs/path.db, four slashes, "
+        "for an absolute path; sqlite: alone: in the user data directory) or "
         "postgresql://user@host/dbname (needs acpio[postgres]); a stored session can be loaded "
         "by a later testy process",
     )

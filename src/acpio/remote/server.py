@@ -557,7 +557,7 @@ class RemoteListener:
             await self._lifespan(receive, send)
             return
         headers = _headers(scope)
-        refusal = self._refusal(headers)
+        refusal = self._refusal(headers) or _unknown_path(scope)
         if kind == "websocket":
             await self._websocket(scope, receive, send, refusal)
             return
@@ -897,6 +897,16 @@ class _RefusalIsNoError(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
+def _unknown_path(scope: Scope) -> tuple[int, str] | None:
+    """``404`` for any path but the endpoint, ``/`` under the root path the listener is mounted at."""
+    path, root = scope["path"], scope.get("root_path", "")
+    if root and path.startswith(root):  # uvicorn and Starlette's Mount keep the root in the path
+        path = path[len(root) :]
+    if path in ("", "/"):
+        return None
+    return 404, f"Not found: {scope['path']}. The ACP endpoint is {root}/ (Streamable HTTP and WebSocket)"
 
 
 def _headers(scope: Scope) -> dict[str, str]:

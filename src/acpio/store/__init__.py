@@ -4,13 +4,13 @@ A :class:`SessionStore` keeps an agent's sessions (their settings and the JSON o
 ``session/update`` sent for them) in memory (:class:`MemoryStore`), in a SQLite file
 (:class:`SqliteStore`, the embedded default) or in a PostgreSQL database shared by several workers
 (:class:`PostgresStore`, ``pip install 'acpio[postgres]'``); :func:`open_store` picks one from a
-URL (``memory:``, ``sqlite:///path``, ``postgresql://...``). :func:`serve_sessions` serves
+URL (``memory:``, ``sqlite:////absolute/path``, ``postgresql://...``). :func:`serve_sessions` serves
 ``session/new``, ``load``, ``resume``, ``list``, ``close`` and ``delete`` (and the unstable
 ``fork``, ``archive``, ``unarchive``, ``status`` and ``set_title``) from a store on an Agent
 builder, and records what the agent sends::
 
     app = Agent.builder(name="my-agent")
-    sessions = serve_sessions(app, open_store("sqlite:///var/lib/my-agent/sessions.db"))
+    sessions = serve_sessions(app, open_store("sqlite:////var/lib/my-agent/sessions.db"))
 
 See ``docs/sessions.md``. Names are imported on first use: ``import acpio.store`` loads no models.
 """

@@ -1,4 +1,4 @@
-""":class:`SqliteStore`: sessions in one SQLite file, the embedded default (``sqlite:///path``).
+""":class:`SqliteStore`: sessions in one SQLite file, the embedded default (``sqlite:////absolute/path``).
 
 The file is opened in WAL mode with a busy timeout, so two processes can share it (each write is
 one short transaction); ``synchronous=NORMAL`` keeps every committed write through a crash of the
@@ -28,6 +28,7 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
+from acpio._private_files import open_private, private_directory, restrict_to_owner
 from acpio.store.base import (
     DEFAULT_PAGE,
     ArchiveFilter,
@@ -49,6 +50,8 @@ _CHUNK: Final = 64
 _BURST: Final = 256
 #: Between the updates of one burst in one row: NUL never occurs in JSON text.
 _SEPARATOR: Final = b"\x00"
+#: What SQLite adds to the database's name for the files it keeps beside it.
+_SIDE_FILES: Final = ("-wal", "-shm", "-journal")
 #: The session id and the body of a pending ``(session_id, update)``.
 _SESSION: Final = itemgetter(0)
 _BODY: Final = itemgetter(1)
@@ -105,8 +108,43 @@ def default_sqlite_path() -> Path:
     return base / "acpio" / "sessions.db"
 
 
+def _require_directory(path: Path) -> None:
+    directory = path.parent
+    if not directory.is_dir():
+        raise StoreError(
+            f"The directory {str(directory.absolute())!r} of the session database does not exist: "
+            "create it, or give another path (sqlite:///relative/path.db is relative to the current "
+            "directory, sqlite:////absolute/path.db is absolute)."
+        )
+
+
+def _create_private(path: Path, *, ours: bool) -> None:
+    """The database file (and acpio's own directory), owner-only before SQLite first opens it."""
+    if ours:
+        private_directory(path.parent)
+        _restrict(path.parent)
+    else:
+        _require_directory(path)
+    os.close(open_private(path, os.O_RDONLY))
+    for each in (path, *(path.with_name(path.name + end) for end in _SIDE_FILES)):
+        _restrict(each)
+
+
+def _restrict(path: Path) -> None:
+    try:
+        if restrict_to_owner(path):
+            _log.warning("%s was readable by others: it is now readable by its owner only", path)
+    except OSError as exc:
+        _log.warning("%s is readable by others and cannot be made owner-only: %s", path, exc)
+
+
 class SqliteStore(SessionStore):
-    """A :class:`~acpio.store.SessionStore` in one SQLite file (created, with its directory, if missing).
+    """A :class:`~acpio.store.SessionStore` in one SQLite file, which only its owner can read.
+
+    The file is created if missing, with mode 0600 (SQLite gives its ``-wal``, ``-shm`` and
+    ``-journal`` files the same). Its directory must exist (:class:`~acpio.store.StoreError`
+    otherwise), except acpio's user data directory (the default), created with mode 0700. An
+    existing file that others could read is made owner-only, and so is acpio's data directory.
 
     The file is opened on first use; a file that is not a SQLite database, is corrupt or cannot be
     read makes each call raise :class:`~acpio.store.StoreError` naming it.
@@ -116,6 +154,9 @@ class SqliteStore(SessionStore):
         super().__init__()
         #: The database file.
         self.path = Path(path) if path is not None else default_sqlite_path()
+        self._ours = self.path.parent == default_sqlite_path().parent
+        if not self._ours:
+            _require_directory(self.path)
         self._connection: sqlite3.Connection | None = None
         self._touched: dict[str, int] = {}
         self._pending: list[tuple[str, bytes]] = []
@@ -130,14 +171,14 @@ class SqliteStore(SessionStore):
         return StoreError(
             f"The session database {str(self.path)!r} cannot be used: {exc}. If the file is corrupt or "
             "not a database, move it aside (acpio then starts a new one) or give another path "
-            "(sqlite:///path/to/sessions.db)."
+            "(sqlite:////absolute/path/to/sessions.db)."
         )
 
     def _db(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path, ours=self._ours)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise self._fail(exc) from exc

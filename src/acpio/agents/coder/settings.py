@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from acpio._private_files import open_private, private_directory
 from acpio.agents.coder.model import REASONING_EFFORTS, ModelInfo, ReasoningEffort
 
 __all__ = [
@@ -285,9 +286,9 @@ class CredentialFile:
         return sorted(keys)
 
     def _write(self, keys: Mapping[str, str]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_directory(self.path.parent)
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        descriptor = open_private(temporary, os.O_WRONLY | os.O_TRUNC)
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             json.dump(dict(keys), out)
         os.replace(temporary, self.path)
