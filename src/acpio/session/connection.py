@@ -1,13 +1,15 @@
-"""The connection of Client and Proxy builders: session builders, the agent's peer state, cancel rules."""
+"""The connection of the ACP roles' builders: the counterpart's peer state, send checks, session builders."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from acpio.capabilities import AgentFeatures, ClientFeatures
+from acpio.errors import RequestError
 from acpio.jsonrpc import (
     UNSET,
     Connection,
@@ -28,7 +30,7 @@ from acpio.schema import (
     RequestPermissionResponse,
 )
 from acpio.session.methods import SessionMethods
-from acpio.session.peers import agent_role
+from acpio.session.peers import agent_role, client_role
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import JsonValue, Responder, SentRequest
@@ -39,6 +41,7 @@ _log = logging.getLogger("acpio.session")
 _Result = TypeVar("_Result")
 
 _PERMISSION_METHOD = RequestPermissionRequest.METHOD
+_INITIALIZE_METHOD = InitializeRequest.METHOD
 
 _CANCEL_METHOD = CancelNotification.METHOD
 
@@ -88,13 +91,45 @@ class _PermissionRequests:
         return list(found) if found is not None else []
 
 
-class SessionConnection(SessionMethods, Connection):
-    """The connection handle (``cx``) of Client and Proxy builders.
+class _InitializeRecorder:
+    """The first handler of an agent's connection: records what the client advertised, passes it on."""
 
-    A :class:`~acpio.jsonrpc.Connection` with the session builders (:meth:`build_session`,
-    :meth:`build_session_cwd`, :meth:`build_session_load`, :meth:`build_session_resume`,
-    :meth:`build_session_fork`, :meth:`build_session_from`) and :meth:`attach_session`. Annotate
-    ``cx`` with it to have the type checker see those methods.
+    __slots__ = ("peer_state",)
+
+    def __init__(self, peer_state: PeerState) -> None:
+        self.peer_state = peer_state
+
+    def accepts(self, message: Dispatch) -> bool:
+        """``initialize`` requests only."""
+        return message.method == _INITIALIZE_METHOD and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Record the client's capabilities (if its params are valid), then pass the request on."""
+        with contextlib.suppress(RequestError):  # invalid params: the handler that answers says so
+            self.peer_state.record_request(message.parse(InitializeRequest))
+        return Unhandled(message)
+
+
+class SessionConnection(SessionMethods, Connection):
+    """The connection handle (``cx``) of the Client, Agent and Proxy builders.
+
+    A :class:`~acpio.jsonrpc.Connection` that keeps what the counterpart said at ``initialize``
+    (:attr:`peer_state`) and checks every typed request sent to it against that, whichever API
+    sends it:
+
+    * a client's (or a proxy's) connection records the agent's answer and refuses what the agent
+      did not advertise (see :meth:`send_request_to`), and answers the agent's pending permission
+      requests ``cancelled`` when it cancels a turn (see :meth:`send_notification_to`);
+    * an agent's connection records the client's ``initialize`` request as it arrives, before any
+      handler sees it, and refuses to send the client a request it did not advertise
+      (``fs/read_text_file`` without ``fs.readTextFile``, ``terminal/create`` without
+      ``terminal``...): :class:`~acpio.capabilities.CapabilityNotAdvertised` is raised and
+      nothing is written.
+
+    It also has the session builders (:meth:`build_session`, :meth:`build_session_cwd`,
+    :meth:`build_session_load`, :meth:`build_session_resume`, :meth:`build_session_fork`,
+    :meth:`build_session_from`) and :meth:`attach_session`, for the sides that start sessions.
+    Annotate ``cx`` with it to have the type checker see them.
     """
 
     def __init__(
@@ -109,12 +144,23 @@ class SessionConnection(SessionMethods, Connection):
     ) -> None:
         #: The role that is the agent here (``None``: no agent, or a role that does not say).
         self._agent = agent_role(role)
-        #: What the agent said at ``initialize``: what sessions may be started with, and when.
-        self.peer_state = PeerState("agent")
+        #: The client, when it is the counterpart of an agent's connection (``None`` elsewhere).
+        self._client: Role | None = None
         #: The agent's permission requests still unanswered, seen before any handler sees them.
         self._permission_requests = _PermissionRequests()
-        if self._agent is not None and role.counterpart() == self._agent:
-            handlers = (self._permission_requests, *handlers)
+        if self._agent is None and (client := client_role(role)) == role.counterpart():
+            self._client = client
+            #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
+            #: connection; elsewhere the agent's answer (and what this side advertised itself).
+            self.peer_state = PeerState("client")
+            handlers = (_InitializeRecorder(self.peer_state), *handlers)
+        else:
+            self.peer_state = PeerState("agent")
+            if self._agent is not None and role.counterpart() == self._agent:
+                handlers = (self._permission_requests, *handlers)
+        #: Whether a typed request the counterpart did not advertise is refused (see
+        #: :meth:`send_request_to`). The trait-style connections set it from their option.
+        self.require_capabilities = True
         super().__init__(
             role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
         )
@@ -165,11 +211,21 @@ class SessionConnection(SessionMethods, Connection):
         * once the agent's capabilities are known, a method it did not advertise
           (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+        * on an agent's connection, a request the client did not advertise in its ``initialize``
+          request (``fs/*``, ``terminal/*``, ``elicitation/create``...; before that request, any
+          of them) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
 
-        The checks are those of :meth:`acpio.peer.PeerState.check`.
+        The checks are those of :meth:`acpio.peer.PeerState.check`; a method name with raw
+        ``params`` is sent as it is.
         """
         method: Any = getattr(type(message), "METHOD", None)
-        to_agent = isinstance(method, str) and params is UNSET and self._addresses_agent(peer)
+        typed = isinstance(method, str) and params is UNSET
+        if self._client is not None:
+            if typed and self._addresses(peer, self._client):
+                check = self.peer_state.check
+                message = check(method, message, require_capabilities=self.require_capabilities)
+            return super().send_request_to(peer, message, params)
+        to_agent = typed and self._addresses(peer, self._agent)
         if to_agent:
             # A proxy's successor is initialized by the conductor; a closed connection raises below.
             client = self.counterpart == self._agent and not self.closed
@@ -192,7 +248,7 @@ class SessionConnection(SessionMethods, Connection):
         ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
         """
         super().send_notification_to(peer, message, params)
-        if self._permission_requests.pending and self._addresses_agent(peer):
+        if self._permission_requests.pending and self._addresses(peer, self._agent):
             session_id = _cancelled_session(message, params)
             if session_id is not None:
                 self._answer_permission_requests_cancelled(session_id)
@@ -214,10 +270,10 @@ class SessionConnection(SessionMethods, Connection):
             _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
         return answered
 
-    def _addresses_agent(self, peer: Any) -> bool:
-        agent = self._agent
-        if agent is None:
+    def _addresses(self, peer: Any, role: Role | None) -> bool:
+        """Whether a message sent to ``peer`` (``None``: the counterpart) goes to ``role``."""
+        if role is None:
             return False
         if peer is None:
-            return self.counterpart == agent
-        return peer == agent or peer is type(agent)
+            return self.counterpart == role
+        return peer == role or peer is type(role)

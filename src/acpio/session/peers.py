@@ -35,6 +35,11 @@ def agent_role(role: Role) -> Role | None:
     return role.agent_peer() if isinstance(role, SessionPeers) else None
 
 
+def client_role(role: Role) -> Role | None:
+    """The role that is the client among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
+    return role.client_peer() if isinstance(role, SessionPeers) else None
+
+
 def agent_peer(cx: Connection) -> Role | None:
     """How to address the agent on ``cx`` (``None``: the counterpart); a clear error if it has none."""
     role = cx.role

@@ -226,7 +226,6 @@ class _Dispatcher:
         if found is not None:
             entry, fn = found
             params = message.parse(entry.params)
-            self._endpoint._received(params)
             args = (params,)
         elif method.startswith("_") and len(method) > 1 and self._ext_method is not None:
             fn = self._ext_method
@@ -361,9 +360,8 @@ class _Endpoint:
     def _attach(self, cx: Connection) -> None:
         if self._cx is None:
             self._cx = cx
-
-    def _received(self, params: AcpRequest[Any]) -> None:
-        """Hook: a request for the implementation arrived (the agent side records ``initialize``)."""
+            if isinstance(cx, SessionConnection):  # a typed request sent on it directly obeys the option
+                cx.require_capabilities = self._require_capabilities
 
     async def serve(self) -> None:
         """Serve the connection until the peer closes it or :meth:`close` is called.
@@ -499,7 +497,6 @@ class AgentSideConnection(_Endpoint, ClientTrait):
         use_unstable_protocol: bool = False,
         error_details: bool = True,
     ) -> None:
-        self._peer = PeerState("client")
         super().__init__(
             agent,
             target,
@@ -517,16 +514,16 @@ class AgentSideConnection(_Endpoint, ClientTrait):
     @property
     def client_features(self) -> ClientFeatures | None:
         """What the client advertised in ``initialize`` (``None`` before it arrived)."""
-        return self._peer.client_features
+        return self.peer_state.client_features if self._cx is not None else None
 
     @property
     def peer_state(self) -> PeerState:
-        """What the client said at ``initialize`` (recorded when its request arrives)."""
-        return self._peer
+        """What the client said at ``initialize``: the :attr:`connection`'s own record.
 
-    def _received(self, params: AcpRequest[Any]) -> None:
-        if isinstance(params, InitializeRequest):
-            self._peer.record_request(params)
+        Recorded by the connection when the request arrives, before this side's ``initialize``
+        runs. Raises ``RuntimeError`` before the connection is served.
+        """
+        return _session_connection(self.connection).peer_state
 
 
 class ClientSideConnection(_Endpoint, AgentTrait):
@@ -606,6 +603,9 @@ class ClientSideConnection(_Endpoint, AgentTrait):
 
         Raises ``RuntimeError`` before the connection is served.
         """
-        cx = self.connection
-        assert isinstance(cx, SessionConnection), "Client.builder() makes session connections"
-        return cx.peer_state
+        return _session_connection(self.connection).peer_state
+
+
+def _session_connection(cx: Connection) -> SessionConnection:
+    assert isinstance(cx, SessionConnection), "the ACP roles' builders make session connections"
+    return cx
