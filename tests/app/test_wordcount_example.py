@@ -1,11 +1,13 @@
 """The high-level API's example agent (examples/wordcount_agent.py), driven by the real ``acpio prompt``.
 
 ``--allow`` writes count.txt through the client; ``--deny`` leaves it unwritten; ``--json`` shows the
-wire: agentInfo, the streamed text, the tool call's life and the permission asked.
+wire: agentInfo, the streamed text, the tool call's life and the permission asked. On the wire, with
+a client of no file system, it offers no write; with one that refuses the write, the turn goes on.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -13,6 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from acpio import AgentApp
+from acpio.testing import serving
+
+from ._wire import open_session, send_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = shlex.join([sys.executable, str(ROOT / "examples" / "wordcount_agent.py")])
@@ -86,3 +93,45 @@ def test_the_wire_of_an_allowed_turn(tmp_path: Path) -> None:
     }
     answer = received[-1]
     assert answer["result"] == {"stopReason": "end_turn"}
+
+
+def example_app() -> AgentApp:
+    spec = importlib.util.spec_from_file_location(
+        "wordcount_example", ROOT / "examples" / "wordcount_agent.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app: AgentApp = module.app
+    return app
+
+
+async def test_a_client_without_a_file_system_is_offered_no_write(tmp_path: Path) -> None:
+    async with serving(example_app().builder(), timeout=TIMEOUT) as peer:
+        session = await open_session(peer, tmp_path, {})
+        seen: list[Any] = []
+        answer = await peer.response_to(send_prompt(peer, session, "two words"), seen)
+        assert answer["result"] == {"stopReason": "end_turn"}
+        assert [m.get("method") for m in seen] == ["session/update"]
+        assert seen[0]["params"]["update"]["content"]["text"] == "Your prompt has 2 words."
+
+
+async def test_a_refused_write_fails_the_tool_call_and_the_turn_goes_on(tmp_path: Path) -> None:
+    writes = {"fs": {"readTextFile": True, "writeTextFile": True}}
+    async with serving(example_app().builder(), timeout=TIMEOUT) as peer:
+        session = await open_session(peer, tmp_path, writes)
+        turn = send_prompt(peer, session, "one two three")
+        asked = await peer.message_for("session/request_permission")
+        peer.respond(
+            asked, {"outcome": {"outcome": "selected", "optionId": asked["params"]["options"][0]["optionId"]}}
+        )
+        write = await peer.message_for("fs/write_text_file")
+        peer.send({"jsonrpc": "2.0", "id": write["id"], "error": {"code": -32603, "message": "Disk full"}})
+        seen: list[Any] = []
+        answer = await peer.response_to(turn, seen)
+        assert answer["result"] == {"stopReason": "end_turn"}
+        final = seen[-1]["params"]["update"]
+        assert (final["sessionUpdate"], final["status"]) == ("tool_call_update", "failed")
+        assert final["toolCallId"] == asked["params"]["toolCall"]["toolCallId"]
+        assert "Disk full" in final["content"][0]["content"]["text"]

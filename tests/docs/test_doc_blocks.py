@@ -88,3 +88,14 @@ def test_the_readme_proxy_shouts_behind_a_conductor(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "HELLO THERE\n" in done.stdout
+
+
+def test_the_readme_agent_is_the_wordcount_example() -> None:
+    """The README shows examples/wordcount_agent.py, which tests drive: the same code, comments aside."""
+    shown = next(b for b in RUNNABLE if b.path.name == "README.md" and 'AgentApp("wordcount"' in b.code)
+    example = (ROOT / "examples" / "wordcount_agent.py").read_text().split('"""', 2)[2]
+
+    def code(source: str) -> list[str]:
+        return [line.split("  # ")[0].rstrip() for line in source.strip().splitlines()]
+
+    assert code(shown.code) == code(example)

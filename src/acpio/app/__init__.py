@@ -26,8 +26,17 @@ from acpio.app.agent_app import (
     StopReasonName,
 )
 from acpio.app.forms import Ask, Elicited, FormError
+from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, OptionValue
-from acpio.app.turn import ActiveToolCall, CommandResult, Exchange, ToolKindName, ToolStatusName, Turn
+from acpio.app.turn import (
+    ActiveToolCall,
+    CommandResult,
+    OnToolError,
+    ReportingToolCall,
+    ToolKindName,
+    ToolStatusName,
+    Turn,
+)
 
 __all__ = [
     "ActiveToolCall",
@@ -42,8 +51,10 @@ __all__ = [
     "Exchange",
     "FormError",
     "InitializeFunction",
+    "OnToolError",
     "OpenFunction",
     "OptionValue",
+    "ReportingToolCall",
     "PromptFunction",
     "StopReasonName",
     "ToolKindName",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 import weakref
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from acpio import running
+from acpio.app.history import Exchange, read_history
 from acpio.app.menu import Menu, OptionValue, SessionSettings
-from acpio.app.turn import Exchange, Turn, exchanges
+from acpio.app.turn import Turn
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import (
     ConnectionClosed,
@@ -182,17 +184,19 @@ class AgentApp:
 
     ``initialize`` is answered with the app's name and version and what it supports; each
     ``session/new`` gets a unique id; each ``session/prompt`` runs the prompt function in a task
-    of its own, and ``session/cancel`` cancels it (the turn ends ``cancelled``). A prompt function
-    that raises answers its ``session/prompt`` with ``-32603`` (the message in ``data`` unless
-    ``error_details=False``), is logged, and the agent goes on. ``prompt_capabilities`` says which
-    content the prompt may carry besides text (images, audio, embedded resources).
+    of its own, and ``session/cancel`` cancels it (the turn ends ``cancelled``). What a prompt
+    function raises answers its ``session/prompt`` and the agent goes on: a
+    :class:`~acpio.RequestError` (one it raises to refuse the prompt, or a client's error answer it
+    lets out) with that error's own code, message and data; any other exception with ``-32603``,
+    logged (the message in ``data`` unless ``error_details=False``). ``prompt_capabilities`` says
+    which content the prompt may carry besides text (images, audio, embedded resources).
 
     With a ``store`` (a :class:`~acpio.store.SessionStore`, or its URL: ``"sqlite:////absolute/path"``,
     ``"postgresql://..."``, ``"memory:"``) sessions outlive the process: the app also serves
     ``session/load`` (the history replayed, the user's prompts included), ``session/resume``,
     ``session/list``, ``session/close`` and ``session/delete`` from it, advertises them, keeps each
-    session's mode and option values, and a turn's :attr:`~acpio.app.Turn.history` includes the
-    turns of earlier processes.
+    session's mode and option values (those a turn sets too), and a turn's
+    :attr:`~acpio.app.Turn.history` includes the turns of earlier processes.
 
     ``unstable=True`` turns on the methods the schema marks unstable: handlers of them may be
     added (:meth:`on_request`), and a store also serves ``session/fork``, ``archive``,
@@ -248,7 +252,10 @@ class AgentApp:
         """Register the prompt function (a decorator on an ``async def`` taking a ``Turn``).
 
         It returns why the turn stopped: a ``StopReasonName`` such as ``"end_turn"``, a
-        :class:`~acpio.schema.StopReason`, or ``None`` for ``end_turn``.
+        :class:`~acpio.schema.StopReason`, or ``None`` for ``end_turn``. A
+        :class:`~acpio.RequestError` it raises (``InvalidParams`` for a prompt it cannot take) or
+        lets out (a client's error answer) answers the prompt as it is; any other exception answers
+        ``-32603``.
         """
         if not asyncio.iscoroutinefunction(fn):
             raise TypeError(
@@ -290,7 +297,9 @@ class AgentApp:
         """Register a hook run when the client sets a config option or the mode (a decorator).
 
         It runs after the new value is applied and before the answer, which lists every option as
-        the hook left them: a mode that brings its own model sets the model option here.
+        the hook left them: a mode that brings its own model sets the model option here. A turn's
+        :meth:`~acpio.app.Turn.set_mode` and :meth:`~acpio.app.Turn.set_option` run no hook: the
+        turn sets what goes with its change itself. Either way the values are saved after it.
         """
         self._on_change.append(fn)
         return fn
@@ -325,10 +334,12 @@ class AgentApp:
     # --- what the user can choose -----------------------------------------------------------------
 
     def command(self, name: str, description: str, *, hint: str | None = None) -> None:
-        """Offer the slash command ``/name`` (sent as ``available_commands_update`` after ``session/new``).
+        """Offer the slash command ``/name`` (sent as ``available_commands_update`` to each session).
 
-        ``hint`` describes the text expected after the name. A prompt that starts with the command
-        gives the turn :attr:`~acpio.app.Turn.command`.
+        The list goes out right after the answer to ``session/new`` (and ``session/resume``,
+        ``session/fork``); for ``session/load`` before the answer, after the replay, unless the
+        replay already ended with it. ``hint`` describes the text expected after the name. A prompt
+        that starts with the command gives the turn :attr:`~acpio.app.Turn.command`.
         """
         self._menu.add_command(name, description, hint)
 
@@ -476,8 +487,10 @@ class AgentApp:
             dict(record.config),
         )
         assert self._stored is not None
+        replayed = None  # the command list a session/load replay ends with
         if method != "session/new":
-            session.history = await exchanges(self._stored.store.history(record.session_id))
+            stored = await read_history(self._stored.store.history(record.session_id))
+            session.history, replayed = stored.exchanges, stored.commands
         try:
             for hook in self._on_open:
                 await hook(session)
@@ -487,8 +500,13 @@ class AgentApp:
             raise
         self._sessions[record.session_id] = session
         await self._store_settings(session)  # what the hooks chose is what a later load restores
-        # the answer is sent when this returns; the commands go out right after it
-        asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
+        if method == "session/load":
+            # the spec: a load replays, then answers, and nothing of the session follows unasked; the
+            # list goes out (and into the history) only when the replay did not end with it
+            if replayed != self._menu.commands_update():
+                self._offer_commands(cx, record.session_id)
+        else:  # the answer is sent when this returns; the commands go out right after it
+            asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
         return SessionSetup(**self._menu.setup(settings))
 
     async def _closed(self, session_id: str) -> None:
@@ -517,24 +535,29 @@ class AgentApp:
 
     async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
         session = self._session(cx, request.session_id)
-        self._menu.check_mode(request.mode_id, session.settings)
-        session.settings.mode = request.mode_id
-        for hook in self._on_change:
-            await hook(session, None)
-        if self._stored is not None:
-            await self._store_settings(session)
+        await self._change(session, None, request.mode_id, asked=True)
         return SetSessionModeResponse()
 
     async def _set_option(
         self, request: SetSessionConfigOptionRequest, cx: Connection
     ) -> SetSessionConfigOptionResponse:
         session = self._session(cx, request.session_id)
-        self._menu.set_option(session.settings, request.config_id, request.value)
-        for hook in self._on_change:
-            await hook(session, request.config_id)
+        await self._change(session, request.config_id, request.value, asked=True)
+        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
+
+    async def _change(self, session: AppSession, config_id: str | None, value: Any, *, asked: bool) -> None:
+        """Set the session's mode (``config_id`` ``None``) or a config option, and keep it in the store.
+
+        The one way a session's settings change: the client's ``session/set_mode`` and
+        ``session/set_config_option`` (``asked``: the :meth:`on_change` hooks run), and a turn's
+        :meth:`~acpio.app.Turn.set_mode` and :meth:`~acpio.app.Turn.set_option`.
+        """
+        self._menu.change(session.settings, config_id, value)
+        if asked:
+            for hook in self._on_change:
+                await hook(session, config_id)
         if self._stored is not None:
             await self._store_settings(session)
-        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
 
     async def _store_settings(self, session: AppSession) -> None:
         """Keep the session's mode and option values in the store (those that changed)."""
@@ -566,6 +589,7 @@ class AgentApp:
             self._menu,
             session.history,
             session.mcp_servers,
+            change=functools.partial(self._change, session, asked=False),
         )
         if self._stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:

@@ -187,6 +187,14 @@ class Menu:
         """The ``available_commands_update`` that lists the declared commands."""
         return AvailableCommandsUpdate(available_commands=list(self.commands))
 
+    def change(self, settings: SessionSettings, config_id: str | None, value: Any) -> None:
+        """Set the mode (``config_id`` ``None``) or an option; ``InvalidParams`` (-32602) if it cannot."""
+        if config_id is None:
+            self.check_mode(value, settings)
+            settings.mode = value
+        else:
+            self.set_option(settings, config_id, value)
+
     def check_mode(self, mode_id: str, settings: SessionSettings | None = None) -> None:
         """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a mode offered (to the session)."""
         modes = self.modes if settings is None else self.modes_of(settings)

@@ -8,17 +8,20 @@ what it sends for its session goes out in the order it was sent.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from acpio.app.forms import Elicited, form_schema, form_value
+from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
+from acpio.errors import AcpError, ConnectionClosed
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentMessageChunk,
@@ -59,7 +62,6 @@ from acpio.schema import (
     ToolCallLocation,
     ToolCallUpdate,
     UsageUpdate,
-    UserMessageChunk,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
@@ -71,14 +73,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ActiveToolCall",
     "CommandResult",
-    "Exchange",
+    "OnToolError",
+    "ReportingToolCall",
+    "SettingChange",
     "ToolKindName",
     "ToolStatusName",
     "Turn",
-    "exchanges",
 ]
 
 T = TypeVar("T")
+
+_log = logging.getLogger("acpio.app")
 
 #: The kinds of tool call ACP names (``ToolKind``), as strings.
 ToolKindName: TypeAlias = Literal[
@@ -87,20 +92,16 @@ ToolKindName: TypeAlias = Literal[
 #: The statuses of a tool call (``ToolCallStatus``), as strings.
 ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
 
+#: ``await change(config_id, value)``: the app's one way to change a session's mode (``config_id``
+#: ``None``) or a config option, and keep it (see :class:`~acpio.app.AgentApp`).
+SettingChange: TypeAlias = Callable[[str | None, OptionValue], Awaitable[None]]
+
+#: What an exception in a :meth:`Turn.tool_call` block does: ``"raise"`` it, or ``"report"`` it in
+#: the call and go on.
+OnToolError: TypeAlias = Literal["raise", "report"]
+
 _ALLOW = "allow"
 _DENY = "deny"
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One earlier turn of the session: what the user sent, and what the agent said back."""
-
-    #: The prompt's content blocks.
-    prompt: tuple[ContentBlock, ...]
-    #: The text the agent streamed with :meth:`Turn.say`, joined.
-    reply: str
-    #: Every ``session/update`` the agent sent in the turn, in order (text, thoughts, tool calls...).
-    updates: tuple[SessionUpdate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,43 +120,15 @@ class CommandResult:
     timed_out: bool = False
 
 
-async def exchanges(updates: AsyncIterator[bytes]) -> list[Exchange]:
-    """The exchanges of a stored history (``session/update`` params as JSON), oldest first.
-
-    Each run of ``user_message_chunk`` updates starts an exchange; the text of the
-    ``agent_message_chunk`` updates after it is its reply, and every update after it is in its
-    :attr:`Exchange.updates`.
-    """
-    found: list[Exchange] = []
-    prompt: list[ContentBlock] = []
-    reply: list[str] = []
-    sent: list[SessionUpdate] = []
-    async for body in updates:
-        update = SessionNotification.model_validate_json(body).update
-        if isinstance(update, UserMessageChunk):
-            if prompt and sent:
-                found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))
-                prompt, reply = [], []
-            if not prompt:  # what was sent before a prompt (the session's commands) is no turn's
-                sent = []
-            prompt.append(update.content)
-            continue
-        sent.append(update)
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-            reply.append(update.content.text)
-    if prompt:
-        found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))
-    return found
-
-
 class Turn:
     """One ``session/prompt`` being answered: the prompt, and the ways to answer it.
 
     Stream with :meth:`say` and :meth:`think`, show a :meth:`plan`, report work with
     :meth:`tool_call`, ask with :meth:`ask_permission`, and use the client's files with
-    :meth:`read_file` and :meth:`write_file` (when the client offers them: :attr:`client`). When
-    the client cancels the turn (``session/cancel``), the prompt function is cancelled where it
-    waits and the turn ends with ``cancelled``.
+    :meth:`read_file` and :meth:`write_file`. Those and terminals are offered only by some clients:
+    ask :attr:`client` first (``if turn.client.write_text_file:``) and offer the user only what
+    the client can do. When the client cancels the turn (``session/cancel``), the prompt function
+    is cancelled where it waits and the turn ends with ``cancelled``.
     """
 
     def __init__(
@@ -169,6 +142,8 @@ class Turn:
         menu: Menu,
         history: Sequence[Exchange] = (),
         mcp_servers: Sequence[Mapping[str, Any]] = (),
+        *,
+        change: SettingChange,
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -178,12 +153,14 @@ class Turn:
         self.cwd = cwd
         #: The prompt's content blocks, as the client sent them.
         self.prompt = prompt
-        #: What the client advertised at ``initialize``.
+        #: What the client advertised at ``initialize``: ``client.read_text_file``,
+        #: ``client.write_text_file``, ``client.terminal``... say what the turn may ask of it.
         self.client = client
         #: Whether the client asked to cancel this turn.
         self.cancel_requested = False
         self._settings = settings
         self._menu = menu
+        self._change = change
         #: The session's earlier turns, oldest first (kept while the agent runs).
         self.history: tuple[Exchange, ...] = tuple(history)
         self._said: list[str] = []
@@ -216,14 +193,23 @@ class Turn:
         return MappingProxyType(self._settings.options)
 
     async def set_mode(self, mode_id: str) -> None:
-        """Switch the session to another declared mode, and tell the client (``current_mode_update``)."""
-        self._menu.check_mode(mode_id, self._settings)
-        self._settings.mode = mode_id
+        """Switch the session to another offered mode, and tell the client (``current_mode_update``).
+
+        The change is the session's, as if the client had set it (a stored session keeps it for
+        ``session/load``), but the app's :meth:`~acpio.app.AgentApp.on_change` hooks do not run: the
+        turn sets what goes with the mode itself. Raises :class:`~acpio.InvalidParams` for a mode
+        the session is not offered.
+        """
+        await self._change(None, mode_id)
         await self.update(CurrentModeUpdate(current_mode_id=mode_id))
 
     async def set_option(self, option_id: str, value: OptionValue) -> None:
-        """Change a config option, and tell the client (``config_option_update`` with every option)."""
-        self._menu.set_option(self._settings, option_id, value)
+        """Change a config option, and tell the client (``config_option_update`` with every option).
+
+        Kept like :meth:`set_mode` (no :meth:`~acpio.app.AgentApp.on_change` hook runs). Raises
+        :class:`~acpio.InvalidParams` for an unknown option or a value it cannot take.
+        """
+        await self._change(option_id, value)
         await self.update(ConfigOptionUpdate(config_options=self._menu.options_state(self._settings)))
 
     # --- streaming --------------------------------------------------------------------------------
@@ -261,6 +247,7 @@ class Turn:
             )
         )
 
+    @overload
     def tool_call(
         self,
         title: str,
@@ -269,7 +256,31 @@ class Turn:
         locations: Sequence[str | Path] = (),
         raw_input: Any = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ActiveToolCall:
+        on_error: Literal["raise"] = "raise",
+    ) -> ActiveToolCall: ...
+
+    @overload
+    def tool_call(
+        self,
+        title: str,
+        *,
+        kind: ToolKindName | None = None,
+        locations: Sequence[str | Path] = (),
+        raw_input: Any = None,
+        meta: Mapping[str, Any] | None = None,
+        on_error: Literal["report"],
+    ) -> ReportingToolCall: ...
+
+    def tool_call(
+        self,
+        title: str,
+        *,
+        kind: ToolKindName | None = None,
+        locations: Sequence[str | Path] = (),
+        raw_input: Any = None,
+        meta: Mapping[str, Any] | None = None,
+        on_error: OnToolError = "raise",
+    ) -> ActiveToolCall | ReportingToolCall:
         """A tool call to report: ``async with turn.tool_call("Read notes.txt", kind="read") as call:``.
 
         Entering it sends the ``tool_call`` (pending); leaving it marks it ``completed``, or
@@ -277,9 +288,17 @@ class Turn:
         already set a final status. ``locations`` are the paths it touches (relative to
         :attr:`cwd`); ``raw_input`` is shown as the call's input; ``meta`` is sent as its ``_meta``
         (kept in the history: what the agent needs to know of the call later).
+
+        ``on_error`` says what an exception raised in the block does. ``"raise"`` (the default):
+        it goes on up, and unless caught it fails the turn. ``"report"``: the call is marked
+        ``failed`` with the error's message as its content, the exception is kept in
+        :attr:`ActiveToolCall.error`, and the prompt function goes on after the block (a client that
+        refused a write, a file that is not there). A cancellation, or the connection ending, still
+        ends the turn.
         """
         paths = [self._absolute(p) for p in locations]
-        return ActiveToolCall(self, title, kind, paths, raw_input, dict(meta) if meta else None)
+        call = ActiveToolCall(self, title, kind, paths, raw_input, dict(meta) if meta else None)
+        return ReportingToolCall(call) if on_error == "report" else call
 
     # --- asking the client ------------------------------------------------------------------------
 
@@ -534,6 +553,8 @@ class ActiveToolCall:
         self._raw_input = raw_input
         self._meta = meta
         self._final = False
+        #: What the block raised, when the call reports its errors (``on_error="report"``).
+        self.error: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<ActiveToolCall {self.id} {self.title!r}>"
@@ -553,6 +574,17 @@ class ActiveToolCall:
             return
         # sent without waiting: the turn may be being cancelled, and this must still go out
         self._send(ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed"))
+
+    def _report(self, error: Exception) -> None:
+        """Mark the call ``failed`` with ``error``'s message: the block raised it, and the turn goes on."""
+        self.error = error
+        # a refusal by the client is expected; anything else is a bug worth its traceback
+        level = logging.INFO if isinstance(error, AcpError) else logging.WARNING
+        _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
+        if not self._final:
+            self._final = True
+            content = [Content(content=TextContent(text=str(error)))]
+            self._send(ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
 
     async def update(
         self,
@@ -591,6 +623,33 @@ class ActiveToolCall:
         if not turn.cx.closed:
             turn._sent.append(update)
             turn.cx.send_notification(SessionNotification(session_id=turn.session_id, update=update))
+
+
+class ReportingToolCall:
+    """A tool call whose errors fail the call, not the turn: ``turn.tool_call(..., on_error="report")``.
+
+    ``async with`` it gives the :class:`ActiveToolCall`; an exception raised in the block (not a
+    cancellation, not the connection ending) marks the call ``failed`` with the error's message,
+    is kept in :attr:`ActiveToolCall.error`, and goes no further.
+    """
+
+    def __init__(self, call: ActiveToolCall) -> None:
+        self._call = call
+
+    def __repr__(self) -> str:
+        return f"<ReportingToolCall {self._call.id} {self._call.title!r}>"
+
+    async def __aenter__(self) -> ActiveToolCall:
+        return await self._call.__aenter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> bool:
+        if not isinstance(error, Exception) or isinstance(error, ConnectionClosed):
+            await self._call.__aexit__(kind, error, traceback)
+            return False
+        self._call._report(error)
+        return True
 
 
 def _given(**fields: Any) -> dict[str, Any]:

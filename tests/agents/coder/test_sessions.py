@@ -138,6 +138,22 @@ async def test_a_loaded_session_keeps_its_selection_and_conversation_after_a_res
         assert second.text == "Done. Tool results:\n- read_file: one"
 
 
+async def test_a_mode_chosen_with_a_command_is_the_mode_after_a_restart(tmp_path: Path) -> None:
+    """``/mode read-only`` locks the session read-only; a new process must not give write access back."""
+    database = tmp_path / "sessions.db"
+    async with editor(options(tmp_path, store=SqliteStore(database))) as client:
+        session = await client.session(tmp_path)
+        assert "Mode: Read only" in (await client.prompt(session, "/mode read-only")).text
+
+    async with editor(options(tmp_path, store=f"sqlite:///{database}")) as client:
+        loaded = await client.call(
+            "session/load", {"sessionId": session, "cwd": str(tmp_path), "mcpServers": []}
+        )
+        assert loaded["result"]["modes"]["currentModeId"] == "read-only"
+        values = {o["id"]: o["currentValue"] for o in loaded["result"]["configOptions"]}
+        assert values["mode"] == "read-only"
+
+
 async def test_a_forked_session_goes_on_from_the_same_conversation(tmp_path: Path) -> None:
     async with editor(options(tmp_path, unstable=True)) as client:
         session = await client.session(tmp_path)

@@ -1,0 +1,23 @@
+"""The editor's side of the app tests: open a session, send a prompt (raw JSON-RPC on a WirePeer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acpio.testing import WirePeer
+
+
+async def open_session(peer: WirePeer, cwd: Path, capabilities: dict[str, Any]) -> str:
+    """Initialize with the client's ``capabilities`` and open a session in ``cwd``; its id."""
+    peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+    await peer.response_to(1)
+    new = peer.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+    return str((await peer.response_to(new))["result"]["sessionId"])
+
+
+def send_prompt(peer: WirePeer, session_id: str, text: str) -> Any:
+    """Send a ``session/prompt`` of ``text``; its request id."""
+    return peer.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
