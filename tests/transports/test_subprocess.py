@@ -20,6 +20,9 @@ from acpio.transports import AcpAgent, AgentProcess, Component, Transport
 
 TIMEOUT = 10
 
+#: Every test here runs on asyncio's loop and on uvloop's (see conftest.py).
+BOTH_EVENT_LOOPS = True
+
 ECHO = r"""
 import json, os, sys
 for line in sys.stdin:
@@ -257,6 +260,18 @@ async def test_a_program_gone_before_its_pipes_are_wrapped_is_end_of_input(
                 await send_until_it_fails(transport)
         finally:
             await transport.aclose()
+
+
+async def test_an_agent_that_closes_its_stdout_but_keeps_running_ends_the_input() -> None:
+    agent = AcpAgent(python("import os, time; os.close(1); time.sleep(60)"), grace_period=0.2)
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert await transport.receive() is None
+            assert transport.returncode is None  # the end of its output was seen, not the end of the process
+    finally:
+        await transport.aclose()
+    assert agent.returncode == -signal.SIGTERM
 
 
 async def test_closing_ends_a_cooperative_agent_without_signals() -> None:
