@@ -256,3 +256,11 @@ def test_a_program_that_closes_its_stdout_and_keeps_running_is_not_waited_for(
     assert time.monotonic() - began < 30
     assert done.returncode == 3, done.stderr
     assert "before answering initialize, without writing anything on its stdout" in done.stderr
+
+
+def test_behind_a_proxy_the_agents_lines_that_are_not_json_are_still_warned_of(tmp_path: Path) -> None:
+    # The conductor reads the agent's stdout, not acpio's watch: its engine's warning is the only word.
+    proxy = shlex.join([sys.executable, str(Path(__file__).parents[2] / "examples" / "arrow_proxy.py")])
+    done = acpio_prompt(tmp_path, "--agent", "echo Welcome", "--proxy", proxy, "hello")
+    assert done.returncode == 3, done.stderr
+    assert any("not JSON" in line and "'Welcome'" in line for line in done.stderr.splitlines()), done.stderr

@@ -374,7 +374,9 @@ class _PromptRun:
             # mcp/message, the method of MCP servers served over ACP, is unstable
             hosting = any(hasattr(server, "attach") for server in self._options.mcp_servers)
             builder = Client.builder(name="acpio prompt", unstable=hosting)
-            with self._watch.holding_back_warnings():
+            # Behind a conductor the agent's lines are not the watch's to see: the engine warns of them.
+            direct = self._process is not None
+            with self._watch.holding_back_warnings() if direct else contextlib.nullcontext():
                 code: int = await builder.connect_with(transport, self._main_function)
         except asyncio.CancelledError:
             if not self._ended and self._output_failure is None:
