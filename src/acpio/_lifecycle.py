@@ -163,8 +163,8 @@ def _close_extra_fds(kept: frozenset[int]) -> None:
     after the fork and before libuv duplicates the pipes, which stay open until the ``exec``.
     """
     try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:  # no /proc (macOS): every possible descriptor
+        fds = [int(name) for name in os.listdir("/dev/fd")]  # Linux (through /proc) and macOS
+    except OSError:  # not mounted: every possible descriptor
         fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
     for fd in fds:
         if fd > 2 and fd not in kept:
