@@ -24,13 +24,15 @@ exit then), but commands the agent started through acpio keep running.
 
 :func:`spawn_in_new_group` starts a process in a new session (so a new process group), and makes
 sure that a spawn cancelled half-way (the run is being stopped) leaves nothing behind: asyncio's
-own clean-up would kill the new process only, not what it may already have started.
+own clean-up would kill the new process only, not what it may already have started. On uvloop it
+also keeps the child from inheriting extra copies of its own pipes (see :func:`_close_extra_fds`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -136,6 +138,8 @@ async def spawn_in_new_group(
     cancellation goes on.
     """
     loop = asyncio.get_running_loop()
+    if type(loop).__module__.startswith("uvloop") and "preexec_fn" not in options:
+        options["preexec_fn"] = functools.partial(_close_extra_fds, frozenset(options.get("pass_fds", ())))
     spawning = loop.create_task(
         loop.subprocess_exec(protocol_factory, *argv, start_new_session=True, **options),
         name=f"acpio: starting {argv[0] if argv else '?'}",
@@ -147,6 +151,25 @@ async def spawn_in_new_group(
         with contextlib.suppress(asyncio.CancelledError):  # cancelled again: the callback still ends it
             await asyncio.wait((spawning,))
         raise
+
+
+def _close_extra_fds(kept: frozenset[int]) -> None:
+    """In the child, before its stdio is set up: let every descriptor from 3 on (but ``kept``) close on exec.
+
+    uvloop hands the child's ends of its pipes to libuv as inheritable descriptors, and libuv, which
+    expects them to close on exec, copies them to 0, 1 and 2 without closing them: the program would
+    start with a second copy of its stdout (and stdin, stderr). An agent that closes its stdout would
+    then never be seen doing so, as its own spare copy keeps the pipe open. uvloop runs this hook
+    after the fork and before libuv duplicates the pipes, which stay open until the ``exec``.
+    """
+    try:
+        fds = [int(name) for name in os.listdir("/dev/fd")]  # Linux (through /proc) and macOS
+    except OSError:  # not mounted: every possible descriptor
+        fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in fds:
+        if fd > 2 and fd not in kept:
+            with contextlib.suppress(OSError):
+                os.set_inheritable(fd, False)
 
 
 def _end_unwanted(spawning: asyncio.Task[tuple[asyncio.SubprocessTransport, Any]]) -> None:

@@ -38,6 +38,19 @@ async def test_end_of_input_then_finished() -> None:
     assert cx_box[0].phase is Phase.FINISHED
 
 
+async def test_a_request_after_the_peer_closed_says_that_the_peer_closed() -> None:
+    ours, theirs = Channel.duplex()
+
+    async def main(cx: Connection) -> None:
+        await theirs.aclose()  # an agent that exits at once: gone before the first request
+        await cx.wait_closed()
+        with pytest.raises(ConnectionClosed) as caught:
+            await cx.send_request("late")
+        assert str(caught.value) == "Connection closed by the peer before a response to 'late' arrived"
+
+    await asyncio.wait_for(UntypedRole.builder().connect_with(ours, main), TIMEOUT)
+
+
 async def test_close_then_a_failure_keeps_the_failure() -> None:
     ours, _theirs = Channel.duplex()
 

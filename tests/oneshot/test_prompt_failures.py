@@ -6,12 +6,16 @@
 * the engine's log lines carry the ``acpio:`` prefix;
 * Ctrl-C, then an agent that ends the cancelled turn with ``end_turn``: exit code 130;
 * an error's ``data`` is printed as JSON, not as a Python repr;
-* a running command's output is live in a pipe too, and printed once.
+* a running command's output is live in a pipe too, and printed once;
+* a program that is no agent and exits at once (``ls -la``, ``echo Welcome``, ``true``) or echoes
+  its input (``cat``): one line saying so and exit code 3, on asyncio's loop and on uvloop's; one
+  that closes its stdout and keeps running is not waited for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shlex
 import signal
@@ -31,13 +35,16 @@ pytestmark = needs_proc
 TIMEOUT = 60
 
 
-def environment() -> dict[str, str]:
+def environment(loop: str | None = None) -> dict[str, str]:
+    """The test's environment, without a default agent or colour setting; ``loop``: ACPIO_EVENT_LOOP."""
     env = {k: v for k, v in os.environ.items() if k not in ("ACPIO_AGENT", "NO_COLOR")}
     env["PYTHONUNBUFFERED"] = "1"
+    if loop is not None:
+        env["ACPIO_EVENT_LOOP"] = loop
     return env
 
 
-def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def acpio_prompt(cwd: Path, *args: str, loop: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "acpio", "prompt", "--deny", *args],
         cwd=cwd,
@@ -45,7 +52,7 @@ def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        env=environment(),
+        env=environment(loop),
         check=False,
     )
 
@@ -206,3 +213,54 @@ def test_an_agent_printing_a_banner_on_stdout_is_told_where_its_logs_belong(tmp_
     warning = next(line for line in done.stderr.splitlines() if "not JSON" in line)
     assert "'Starting my agent v1.0'" in warning
     assert "write only JSON-RPC messages to its stdout, and its logs to stderr" in warning
+
+
+needs_uvloop = pytest.mark.skipif(importlib.util.find_spec("uvloop") is None, reason="no uvloop installed")
+
+LOOPS = ["asyncio", pytest.param("uvloop", marks=needs_uvloop)]
+
+#: How the line starts for a program that exited before answering.
+EXITED = "exited with exit code 0 before answering initialize, "
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("ls -la", EXITED + "after writing 'total "),
+        ("echo Welcome", EXITED + "after writing 'Welcome' on its stdout, which is not ACP"),
+        ("true", EXITED + "without writing anything on its stdout"),
+        ("cat", "sent acpio's own messages back (its initialize request, then acpio's answer to it)"),
+    ],
+    ids=["ls", "echo", "true", "cat"],
+)
+def test_a_program_that_is_no_agent_gets_one_line_and_exit_code_3(
+    tmp_path: Path, loop: str, command: str, said: str
+) -> None:
+    done = acpio_prompt(tmp_path, "--agent", command, "hello", loop=loop)
+    assert done.returncode == 3, done.stderr
+    [line] = done.stderr.splitlines()  # no traceback, no warning for each line it printed
+    assert line.startswith(f"acpio: error: The agent {command!r} {said}")
+    assert "a flag such as --acp" in line
+    assert done.stdout == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_program_that_closes_its_stdout_and_keeps_running_is_not_waited_for(
+    tmp_path: Path, loop: str
+) -> None:
+    began = time.monotonic()
+    done = acpio_prompt(tmp_path, "--agent", "sh -c 'exec >&-; sleep 60'", "hello", loop=loop)
+    # 2 s for the agent to exit once its output ended, 2 s once its stdin closed, then SIGTERM: no 60 s
+    assert time.monotonic() - began < 30
+    assert done.returncode == 3, done.stderr
+    assert "before answering initialize, without writing anything on its stdout" in done.stderr
+
+
+def test_behind_a_proxy_the_agents_lines_that_are_not_json_are_still_warned_of(tmp_path: Path) -> None:
+    # The conductor reads the agent's stdout, not acpio's watch: its engine's warning is the only word.
+    proxy = shlex.join([sys.executable, str(Path(__file__).parents[2] / "examples" / "arrow_proxy.py")])
+    done = acpio_prompt(tmp_path, "--agent", "echo Welcome", "--proxy", proxy, "hello")
+    assert done.returncode == 3, done.stderr
+    assert any("not JSON" in line and "'Welcome'" in line for line in done.stderr.splitlines()), done.stderr

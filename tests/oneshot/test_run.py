@@ -6,6 +6,7 @@ the first one created (as two ``acpio prompt`` calls would with an agent that pe
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from acpio.oneshot import ExitCode, LineInput, PromptFailed, PromptOptions, run_prompt
+from acpio.oneshot import run as run_module
 from acpio.oneshot.run import OutputMode, PolicyName
 
 testy = pytest.importorskip(
@@ -218,3 +220,48 @@ async def test_json_output_that_cannot_be_written_ends_the_run_with_that_error(t
     with pytest.raises(BrokenPipeError):
         await run_prompt(options, stdout=out, stderr=io.StringIO(), handle_sigint=False)
     assert [json.loads(line)["message"]["method"] for line in out.getvalue().splitlines()] == ["initialize"]
+
+
+def silent_agent() -> Any:
+    """An in-process agent that takes ``initialize`` and never answers it."""
+    from acpio import Agent
+    from acpio.schema import InitializeRequest
+
+    silent = Agent.builder(name="silent")
+
+    @silent.on_request(InitializeRequest)
+    async def initialize(request: InitializeRequest) -> None:
+        await asyncio.Event().wait()
+
+    return silent
+
+
+async def wait_for_silence(
+    monkeypatch: pytest.MonkeyPatch, note_after: float, init_timeout: float, cwd: Path
+) -> tuple[PromptFailed, str]:
+    """A prompt to :func:`silent_agent`, noting the wait after ``note_after`` s: the failure, the stderr."""
+    monkeypatch.setattr(run_module, "STILL_WAITING_AFTER", note_after)
+    err = io.StringIO()
+    options = PromptOptions(agent=silent_agent(), prompt="hi", cwd=cwd, init_timeout=init_timeout)
+    with pytest.raises(PromptFailed) as caught:
+        await run_prompt(options, stdout=io.StringIO(), stderr=err, handle_sigint=False)
+    return caught.value, err.getvalue()
+
+
+async def test_an_agent_slow_to_initialize_is_said_to_be_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failure, err = await wait_for_silence(monkeypatch, 0.2, 1.5, tmp_path)
+    assert "did not answer initialize within 1.5 s" in failure.message
+    [note] = [line for line in err.splitlines() if "still waiting" in line]
+    assert note.startswith("acpio: still waiting for the agent to answer initialize (0.2 s so far)")
+    assert "not be an ACP agent, may need a flag such as --acp, or may be waiting for a login" in note
+    assert "acpio gives up after 1.5 s (--init-timeout SECONDS changes that), Ctrl-C stops now" in note
+
+
+async def test_no_still_waiting_note_when_the_timeout_comes_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failure, err = await wait_for_silence(monkeypatch, 0.5, 0.5, tmp_path)
+    assert "did not answer initialize within 0.5 s" in failure.message
+    assert "still waiting" not in err

@@ -20,6 +20,9 @@ from acpio.transports import AcpAgent, AgentProcess, Component, Transport
 
 TIMEOUT = 10
 
+#: Every test here runs on asyncio's loop and on uvloop's (see conftest.py).
+BOTH_EVENT_LOOPS = True
+
 ECHO = r"""
 import json, os, sys
 for line in sys.stdin:
@@ -215,6 +218,60 @@ async def test_clean_exit_is_end_of_input() -> None:
             assert await transport.wait() == 0
     finally:
         await transport.aclose()
+
+
+async def test_a_program_gone_before_its_pipes_are_wrapped_is_end_of_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a loaded machine `echo Welcome` exits, and the loop closes its pipes, before the spawn returns.
+    from acpio.transports import subprocess as module
+
+    spawn = module.spawn_in_new_group
+
+    async def spawn_then_wait_for_the_end(factory: Callable[[], Any], *argv: str, **options: Any) -> Any:
+        pipes_lost: set[int] = set()
+        all_lost = asyncio.Event()
+
+        def watched() -> Any:
+            protocol = factory()
+            pipe_connection_lost = protocol.pipe_connection_lost
+
+            def lost(fd: int, exc: Exception | None) -> None:
+                pipe_connection_lost(fd, exc)
+                pipes_lost.add(fd)
+                if pipes_lost == {0, 1, 2}:
+                    all_lost.set()
+
+            protocol.pipe_connection_lost = lost
+            return protocol
+
+        transport, protocol = await spawn(watched, *argv, **options)
+        await all_lost.wait()
+        await protocol.exited
+        return transport, protocol
+
+    monkeypatch.setattr(module, "spawn_in_new_group", spawn_then_wait_for_the_end)
+    async with asyncio.timeout(TIMEOUT):
+        transport = await AcpAgent(["echo", "Welcome"]).open()
+        try:
+            assert await transport.receive() == b"Welcome"
+            assert await transport.receive() is None
+            with pytest.raises(TransportError, match=r"exited with exit code 0"):
+                await send_until_it_fails(transport)
+        finally:
+            await transport.aclose()
+
+
+async def test_an_agent_that_closes_its_stdout_but_keeps_running_ends_the_input() -> None:
+    agent = AcpAgent(python("import os, time; os.close(1); time.sleep(60)"), grace_period=0.2)
+    transport = await agent.open()
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            assert await transport.receive() is None
+            assert transport.returncode is None  # the end of its output was seen, not the end of the process
+    finally:
+        await transport.aclose()
+    assert agent.returncode == -signal.SIGTERM
 
 
 async def test_closing_ends_a_cooperative_agent_without_signals() -> None:

@@ -103,6 +103,10 @@ class Lifecycle:
         """The close callbacks of ``INPUT_ENDED`` ran: serving is over."""
         self.stopped.set()
 
+    def refusal(self, method: str) -> BaseException:
+        """The error for a request sent once the connection left ``OPEN``: what its pending requests got."""
+        return self._pending_error(self.phase, self.failure)(method)
+
     def _pending_error(self, phase: Phase, error: BaseException | None) -> PendingError:
         name = self.name
         if phase is Phase.INPUT_ENDED:

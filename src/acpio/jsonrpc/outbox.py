@@ -128,7 +128,7 @@ class Outbox:
     def request(self, peer: Any, method: str, params: Any, parse: Callable[[Any], Any]) -> SentRequest[Any]:
         """Send a request to ``peer`` (``None``: the counterpart); raises ``ConnectionClosed`` once closed."""
         if not self._life.is_open:
-            raise ConnectionClosed(f"Connection {self.name!r} closed", method=method)
+            raise self._life.refusal(method)
         reply = PendingReply(self, method, peer)
         wire_method, wire_params = (
             (method, params) if peer is None else self._role.route_outgoing(peer, method, params)

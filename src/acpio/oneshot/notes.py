@@ -10,8 +10,8 @@ any in-place display), so that a note never lands in the middle of the agent's t
   (``agent| ...``), and each extension notification the agent sends.
 
 :class:`StdoutWatch` keeps the first line the agent wrote on stdout that is not JSON (a banner, a
-usage message): an agent that never answers ``initialize`` is usually not speaking ACP, and that
-line says so better than any guess.
+usage message), and notices a program that echoes acpio's messages back: an agent that does not
+answer ``initialize`` is usually not speaking ACP, and that line says so better than any guess.
 """
 
 from __future__ import annotations
@@ -115,30 +115,85 @@ def logging_to(notes: Notes, *, verbose: bool) -> Iterator[None]:
 
 
 class StdoutWatch:
-    """Keeps the first line the agent wrote on stdout that is not JSON, until it is told to stop.
+    """Looks at what the agent writes on its stdout until it answered ``initialize`` (:meth:`stop`).
 
-    A tap observer (:class:`~acpio.transports.Tap`): only incoming frames are looked at, and only
-    until :meth:`stop` (once ``initialize`` was answered there is no more need to look).
+    A tap observer (:class:`~acpio.transports.Tap`). It keeps the first line that is not JSON (a
+    banner, a usage message) and counts them, and it notices a program that sends acpio's own
+    messages back (``cat``): ``echoed``. Either says "this is no ACP agent" better than any guess.
     """
 
     def __init__(self) -> None:
         self.first_non_json: str | None = None
+        #: How many lines that are not JSON the agent wrote.
+        self.non_json_lines = 0
+        #: Whether the agent sent back a message exactly as acpio had sent it.
+        self.echoed = False
+        #: Whether the agent answered ``initialize`` (set by the code that sent it).
+        self.answered = False
+        self._sent: set[bytes] = set()
         self._watching = True
 
     def stop(self) -> None:
         """Look at no more frames."""
         self._watching = False
+        self._sent.clear()
 
     def __call__(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
         """Look at one frame (the tap's observer)."""
-        if not self._watching or direction is not Direction.INCOMING or self.first_non_json is not None:
+        if not self._watching:
             return
         if type(frame) is not bytes:
-            self.first_non_json = "(a line too long to read)"
+            if direction is Direction.INCOMING:
+                self._not_json("(a line too long to read)")
+            return
+        if direction is Direction.OUTGOING:
+            self._sent.add(frame)
+            return
+        if frame in self._sent:
+            self.echoed = True
             return
         try:
             orjson.loads(frame)
         except orjson.JSONDecodeError:
-            text = sanitize(frame.decode("utf-8", "replace"), single_line=True).strip()
-            if text:
-                self.first_non_json = text if len(text) <= _LINE_KEPT else text[:_LINE_KEPT] + "…"
+            self._not_json(sanitize(frame.decode("utf-8", "replace"), single_line=True).strip())
+
+    def _not_json(self, text: str) -> None:
+        if not text:
+            return
+        self.non_json_lines += 1
+        if self.first_non_json is None:
+            self.first_non_json = text if len(text) <= _LINE_KEPT else text[:_LINE_KEPT] + "…"
+
+    @contextlib.contextmanager
+    def holding_back_warnings(self) -> Iterator[None]:
+        """While inside and watching, the engine's warning for each line that is not JSON is held back.
+
+        A program that is no agent (``ls``) writes many: one line saying what went wrong, quoting
+        the first, says it better (:meth:`summary` after a successful start).
+        """
+        engine = logging.getLogger("acpio.jsonrpc")
+        engine.addFilter(self._let_through)
+        try:
+            yield
+        finally:
+            engine.removeFilter(self._let_through)
+
+    def _let_through(self, record: logging.LogRecord) -> bool:
+        held_back = isinstance(record.msg, str) and record.msg.startswith(_NON_JSON_WARNING)
+        return not (held_back and self._watching)
+
+    def summary(self) -> str | None:
+        """One line about the lines that are not JSON (held back while watching), if there were any."""
+        if not self.non_json_lines:
+            return None
+        lines = "a line" if self.non_json_lines == 1 else f"{self.non_json_lines} lines"
+        return (
+            f"The agent wrote {lines} that {'is' if self.non_json_lines == 1 else 'are'} not JSON on its "
+            f"stdout before answering initialize (answered with -32700 Parse error), the first: "
+            f"{self.first_non_json!r}. Over stdio an agent must write only JSON-RPC messages to its stdout, "
+            "and its logs to stderr."
+        )
+
+
+#: The start of the engine's warning about a line that is not JSON (see acpio.jsonrpc.loop).
+_NON_JSON_WARNING: Final = "The peer sent a line that is not JSON"

@@ -38,6 +38,7 @@ import functools
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, Literal, TextIO, TypeAlias, cast
@@ -122,6 +123,9 @@ SESSIONS_END_WITH_PROCESS: Final = "_meta.acpio.sessionsEndWithProcess"
 
 #: Seconds the agent has to answer ``initialize`` unless :attr:`PromptOptions.init_timeout` says otherwise.
 DEFAULT_INIT_TIMEOUT: Final = 30.0
+
+#: Seconds without an answer to ``initialize`` after which acpio says it is still waiting, and why.
+STILL_WAITING_AFTER: Final = 5.0
 
 
 class ExitCode(enum.IntEnum):
@@ -370,14 +374,18 @@ class _PromptRun:
             # mcp/message, the method of MCP servers served over ACP, is unstable
             hosting = any(hasattr(server, "attach") for server in self._options.mcp_servers)
             builder = Client.builder(name="acpio prompt", unstable=hosting)
-            code: int = await builder.connect_with(transport, self._main_function)
+            # Behind a conductor the agent's lines are not the watch's to see: the engine warns of them.
+            direct = self._process is not None
+            with self._watch.holding_back_warnings() if direct else contextlib.nullcontext():
+                code: int = await builder.connect_with(transport, self._main_function)
         except asyncio.CancelledError:
             if not self._ended and self._output_failure is None:
                 raise
             code = self._ended_code()
         except (TransportError, ConnectionClosed) as exc:
             if not self._ended and self._output_failure is None:
-                raise PromptFailed(_agent_gone(self._agent_process, exc), ExitCode.AGENT_FAILED) from exc
+                message = _agent_gone(self._agent_process, exc, self._watch)
+                raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
             code = self._ended_code()
         except OSError:
             if not self._ended:
@@ -459,7 +467,7 @@ class _PromptRun:
         cx.add_dynamic_handler(self._commands).run_indefinitely()
         self._renderer.status("waiting for the agent to initialize")
         session = await _open_session(
-            cx, self._options, self._files.root, self._renderer, self._agent_process, self._watch
+            cx, self._options, self._files.root, self._renderer, self._agent_process, self._watch, self._note
         )
         # Requests for any other session are answered at once (they would otherwise wait, parked).
         cx.add_dynamic_handler(_OtherSessions(session.session_id, self._renderer)).run_indefinitely()
@@ -602,9 +610,10 @@ async def _open_session(
     renderer: Renderer,
     process: AgentProcess | None,
     watch: StdoutWatch,
+    note: Callable[[str], None],
 ) -> ActiveSession:
     """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
-    initialized = await _initialize(cx, options.init_timeout, process, watch, _capabilities(options))
+    initialized = await _initialize(cx, options.init_timeout, process, watch, _capabilities(options), note)
     if options.controls.auth_method is not None:
         try:
             await authenticate(cx, initialized, options.controls.auth_method)
@@ -627,8 +636,12 @@ async def _initialize(
     process: AgentProcess | None,
     watch: StdoutWatch,
     capabilities: ClientCapabilities,
+    note: Callable[[str], None],
 ) -> InitializeResponse:
-    """``initialize``, advertising what this client serves (``capabilities``)."""
+    """``initialize``, advertising what this client serves (``capabilities``).
+
+    After :data:`STILL_WAITING_AFTER` seconds without an answer, ``note`` says why that may be.
+    """
     from acpio import __version__
 
     request = InitializeRequest(
@@ -637,6 +650,11 @@ async def _initialize(
         client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
     )
     limit = init_timeout or None
+    still_waiting = None
+    if limit is None or limit > STILL_WAITING_AFTER:
+        still_waiting = asyncio.get_running_loop().call_later(
+            STILL_WAITING_AFTER, note, _still_waiting(process, limit)
+        )
     try:
         async with asyncio.timeout(limit):
             response: InitializeResponse = await cx.send_request(request)
@@ -647,13 +665,41 @@ async def _initialize(
     except UnsupportedProtocolVersion as exc:
         raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
     except RequestError as exc:
+        if watch.echoed:  # cat: our initialize came back as a request, our error answer as the reply
+            raise PromptFailed(_echoes(process), ExitCode.AGENT_FAILED) from exc
         if isinstance(exc.data, dict) and {"lane", "component"} <= exc.data.keys():
             # The conductor of --proxy answers this way when it could not start a component.
             raise PromptFailed(exc.message, ExitCode.AGENT_FAILED) from exc
         raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
+    else:
+        watch.answered = True
     finally:
+        if still_waiting is not None:
+            still_waiting.cancel()
         watch.stop()
+    if (summary := watch.summary()) is not None:
+        _log.warning("%s", summary)
     return response
+
+
+def _still_waiting(process: AgentProcess | None, limit: float | None) -> str:
+    """The note for an agent slow to answer ``initialize``: why that usually is, how to stop or wait."""
+    name = _named(process)
+    until = f"gives up after {limit:g} s" if limit is not None else "waits with no limit"
+    return (
+        f"still waiting for the agent{name} to answer initialize ({STILL_WAITING_AFTER:g} s so far): the "
+        "program may not be an ACP agent, may need a flag such as --acp, or may be waiting for a login; "
+        f"acpio {until} (--init-timeout SECONDS changes that), Ctrl-C stops now"
+    )
+
+
+def _echoes(process: AgentProcess | None) -> str:
+    name = _named(process)
+    return (
+        f"The agent{name} sent acpio's own messages back (its initialize request, then acpio's answer to "
+        "it): it echoes its input, as cat does, and is not an ACP agent. Check the command: it must start "
+        "an ACP agent (some need a flag such as --acp)"
+    )
 
 
 async def _new_session(
@@ -788,12 +834,14 @@ class _OtherSessions:
         return None
 
 
-def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:
+def _agent_gone(process: AgentProcess | None, exc: AcpError, watch: StdoutWatch) -> str:
     """One line saying how the agent went away, then the last lines of its stderr."""
     if process is None:
         return f"The agent closed the connection: {exc}"
     name = process.command.display()
     waiting = f" before answering {exc.method}" if isinstance(exc, ConnectionClosed) and exc.method else ""
+    if not watch.answered:
+        waiting = f" before answering initialize{_not_an_agent(watch)}"
     returncode = process.returncode
     cause = exc.__cause__ if isinstance(exc.__cause__, TransportError) else exc
     if returncode is not None:
@@ -814,9 +862,20 @@ def _agent_gone(process: AgentProcess | None, exc: AcpError) -> str:
     return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
 
 
+def _not_an_agent(watch: StdoutWatch) -> str:
+    """Why an agent gone before answering ``initialize`` may be no ACP agent: what it printed, if anything."""
+    if watch.echoed:
+        return ", after sending acpio's own messages back (it echoes its input, as cat does): no ACP agent"
+    if watch.first_non_json is not None:
+        printed = f"after writing {watch.first_non_json!r} on its stdout, which is not ACP"
+    else:
+        printed = "without writing anything on its stdout"
+    return f", {printed}: check that the command starts an ACP agent (some need a flag such as --acp)"
+
+
 def _no_initialize_answer(process: AgentProcess | None, limit: float, first_non_json: str | None) -> str:
     """One line saying the agent did not answer ``initialize``, with a hint, then the end of its stderr."""
-    name = f" {process.command.display()!r}" if process is not None else ""
+    name = _named(process)
     if first_non_json is not None:
         headline = (
             f"The agent{name} did not answer initialize within {limit:g} s, and what it wrote on its "
@@ -835,6 +894,11 @@ def _no_initialize_answer(process: AgentProcess | None, limit: float, first_non_
         return f"{headline}; it wrote nothing on stderr."
     lines = tail.splitlines()[-_STDERR_LINES:]
     return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
+
+
+def _named(process: AgentProcess | None) -> str:
+    """`` 'COMMAND'``, the agent's command quoted after a space; empty for an agent run in-process."""
+    return f" {process.command.display()!r}" if process is not None else ""
 
 
 def _signal_name(number: int) -> str:

@@ -402,6 +402,20 @@ def _batches(queued: list[bytes]) -> list[bytes]:
     return out
 
 
+def _open_pipe_fd(transport: asyncio.WriteTransport) -> int | None:
+    """The descriptor of the pipe ``transport`` writes to; ``None`` for a socket or a pipe already closed.
+
+    A peer that exits at once (a program that is no agent) may be gone before its streams are
+    wrapped: the transport is then closing, its pipe closed (``fileno()`` would raise), and the
+    writer task reports the failed write as it should.
+    """
+    pipe = transport.get_extra_info("pipe")
+    if pipe is None or transport.is_closing():
+        return None
+    fd: int = pipe.fileno()
+    return fd
+
+
 class ByteStreams(Lines):
     """A transport over an asyncio ``StreamReader`` and ``StreamWriter`` (a socket, a pipe pair).
 
@@ -425,8 +439,7 @@ class ByteStreams(Lines):
         self._stream_writer = writer
         # A pipe's descriptor, written directly while asyncio's buffer is empty (as the pipe transport
         # itself does): a lone answer then goes out in send(), without waiting for the writer task.
-        pipe = writer.transport.get_extra_info("pipe")
-        self._pipe_fd: int | None = pipe.fileno() if pipe is not None else None
+        self._pipe_fd: int | None = _open_pipe_fd(writer.transport)
         super().__init__(
             self._read_chunk,
             self._write_all,
