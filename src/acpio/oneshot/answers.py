@@ -116,13 +116,15 @@ class RequestAnswers:
         if not (isinstance(error, ResourceNotFound) and dispatch.method == ReadTextFileRequest.METHOD):
             self._renderer.request_failed(dispatch.method, error.message)
 
+    # File work runs in a thread: a slow disk or a big file must not stop the event loop (Ctrl-C, the
+    # agent's other messages); the turn still awaits it, so the agent's requests are served in order.
     async def _read_file(self, dispatch: RequestDispatch) -> Any:
         request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
-        return self._files_for(request.path).read(request)
+        return await asyncio.to_thread(self._files_for(request.path).read, request)
 
     async def _write_file(self, dispatch: RequestDispatch) -> Any:
         request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
-        return self._files_for(request.path).write(request)
+        return await asyncio.to_thread(self._files_for(request.path).write, request)
 
     def _files_for(self, path: str) -> ConfinedFiles:
         """The directory of ``path``: an ``--add-dir`` one, else ``--cwd`` (which refuses what is outside)."""

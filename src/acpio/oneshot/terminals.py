@@ -369,7 +369,8 @@ class Terminals:
 
     async def create(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
         """Check the request, ask ``consent``, start the command; answer with its terminal id at once."""
-        command = self.prepare(request)
+        # In a thread: resolving the cwd and looking the program up on PATH touch the file system.
+        command = await asyncio.to_thread(self.prepare, request)
         if self._consent is not None:
             await self._consent(command)
         limit = self._default_limit if request.output_byte_limit is None else request.output_byte_limit
