@@ -287,6 +287,33 @@ async def test_allow_always_covers_the_command_for_the_run_and_a_shell_script_by
     assert done.err.count("The agent asks for permission") == 2
 
 
+@pytest.mark.parametrize("title", ["Run `touch made.txt`", "run `touch made.txt`", "`touch made.txt`"])
+async def test_a_grant_titled_run_and_the_command_in_backticks_covers_it(project: Path, title: str) -> None:
+    steps = [
+        permission(title, "allow_once", "reject_once"),
+        ("terminal/create", {"command": "sh", "args": ["-c", "touch made.txt"]}),
+        WAIT,
+    ]
+    done = await run(steps, project, "ask", "y\n")
+    assert done.answers[1] == {"result": {"terminalId": "term-1"}}
+    assert done.err.count("The agent asks for permission") == 1
+    assert (project / "made.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "title", ["Run `touch` and `made.txt`", "Run touch made.txt, please", "Rerun `touch made.txt`"]
+)
+async def test_a_title_that_is_not_just_the_command_grants_nothing(project: Path, title: str) -> None:
+    steps = [
+        permission(title, "allow_once", "reject_once"),
+        ("terminal/create", {"command": "sh", "args": ["-c", "touch made.txt"]}),
+    ]
+    done = await run(steps, project, "ask", "y\nn\n")
+    assert error(done.answers[1])["data"]["refused"] == "user"
+    assert done.err.count("The agent asks for permission") == 2
+    assert not (project / "made.txt").exists()
+
+
 async def test_under_deny_the_agents_own_permission_request_grants_nothing(project: Path) -> None:
     steps = [
         permission("touch made.txt", "allow_once", "reject_once"),
