@@ -415,8 +415,8 @@ class Terminals:
 
         ``-32602`` names the field for a NUL character (or text that is not valid) in the command,
         an argument, the ``cwd`` or a variable, and for a variable name that is empty or contains
-        ``=``; a ``cwd`` outside the root or not a directory is ``-32602`` too, and a command that
-        is not found ``-32002``.
+        ``=``; a ``cwd`` outside the root or not a directory is ``-32602`` too, and a missing ``cwd``
+        or a command that is not found ``-32002``.
         """
         _check_text(request.command, "command", request.command)
         if not request.command:
