@@ -125,8 +125,8 @@ class ConfinedFiles:
     def resolve(self, path: str, verb: str = "use") -> Path:
         """Where ``path`` leads, links and ``..`` resolved, if that is inside the root; else the refusal.
 
-        ``verb`` ("run a command in") words the errors. Every component must exist and all but the
-        last be directories. Raises :class:`~acpio.InvalidParams` for a relative path, one of more
+        ``verb`` ("run a command in") words the errors. ``path`` must name an existing directory
+        (through links or not). Raises :class:`~acpio.InvalidParams` for a relative path, one of more
         than :data:`MAX_PATH_COMPONENTS` components, or one leading outside the root, and the
         errors of :meth:`read` for one that cannot be followed (``-32002`` for a missing component).
         The path is walked like :meth:`read` walks it, from a descriptor of the root; what it names
@@ -218,14 +218,14 @@ class ConfinedFiles:
         """
         self._check_path(path, verb)
         try:
-            try:
-                parts = self._inside(path)
-            except _Escape:
-                raise InvalidParams(
-                    {"path": path, "root": str(self._root)},
-                    message=f"Refused to {verb} {_shown(path)}: it is outside {self._root}, the only "
-                    f"directory this client lets the agent use{self._set_by}",
-                ) from None
+            parts = self._inside(path)
+        except _Escape:
+            raise InvalidParams(
+                {"path": path, "root": str(self._root)},
+                message=f"Refused to {verb} {_shown(path)}: it is outside {self._root}, the only "
+                f"directory this client lets the agent use{self._set_by}",
+            ) from None
+        try:
             return self._walk(parts, flags, make_dirs)
         except _Escape as escape:
             raise InvalidParams(
