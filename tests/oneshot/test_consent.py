@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,10 +33,18 @@ class Done:
         self.err = err
 
 
-async def run(steps: list[Step], cwd: Path, permissions: PolicyName = "deny", typed: str = "") -> Done:
+async def run(
+    steps: list[Step],
+    cwd: Path,
+    permissions: PolicyName = "deny",
+    typed: str = "",
+    allow_env: frozenset[str] = frozenset(),
+) -> Done:
     agent = ScriptedAgent(steps)
     out, err = io.StringIO(), io.StringIO()
-    options = PromptOptions(agent=agent.builder, prompt="go", cwd=cwd, permissions=permissions)
+    options = PromptOptions(
+        agent=agent.builder, prompt="go", cwd=cwd, permissions=permissions, allow_env=allow_env
+    )
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, typed.encode())
@@ -137,6 +147,101 @@ async def test_ask_answered_yes_runs_it(project: Path) -> None:
     assert (project / "made.txt").exists()
 
 
+def hijacking_ls(project: Path) -> Path:
+    """A directory with an ``ls`` of the agent's own, which leaves ``hijacked.txt`` in the project."""
+    evil = project / "evil"
+    evil.mkdir()
+    (evil / "ls").write_text(f"#!/bin/sh\necho hijacked > {project / 'hijacked.txt'}\n")
+    (evil / "ls").chmod(0o755)
+    return evil
+
+
+@pytest.mark.parametrize(
+    ("variables", "refused"),
+    [
+        ({"PATH": "{evil}"}, ["PATH"]),
+        ({"LD_PRELOAD": "{evil}/hook.so", "GREETING": "hi"}, ["LD_PRELOAD"]),
+        (
+            {"PYTHONPATH": "{evil}", "DYLD_INSERT_LIBRARIES": "{evil}/x"},
+            ["PYTHONPATH", "DYLD_INSERT_LIBRARIES"],
+        ),
+    ],
+)
+async def test_allow_refuses_a_command_that_changes_what_runs_or_loads(
+    project: Path, variables: dict[str, str], refused: list[str]
+) -> None:
+    evil = hijacking_ls(project)
+    env = [{"name": name, "value": value.format(evil=evil)} for name, value in variables.items()]
+    done = await run([("terminal/create", {"command": "ls", "env": env})], project, "allow")
+    answer = error(done.answers[0])
+    assert answer["code"] == -32602
+    assert answer["data"]["refused"] == "env"
+    assert answer["data"]["variables"] == refused
+    flags = " ".join(f"--allow-env {name}" for name in refused)
+    assert f"it sets {', '.join(refused)}, which decide" in answer["message"]
+    assert f"allows it by name ({flags})" in answer["message"]
+    assert not (project / "hijacked.txt").exists()
+    assert "[terminal/create failed] Refused to run " in done.out
+
+
+async def test_allow_env_lets_the_named_variables_through_and_no_other(project: Path) -> None:
+    evil = hijacking_ls(project)
+    steps = [
+        ("terminal/create", {"command": "ls", "env": [{"name": "PATH", "value": str(evil)}]}),
+        WAIT,
+        (
+            "terminal/create",
+            {
+                "command": "ls",
+                "env": [{"name": "PATH", "value": str(evil)}, {"name": "LD_PRELOAD", "value": "x"}],
+            },
+        ),
+    ]
+    done = await run(steps, project, "allow", allow_env=frozenset({"PATH"}))
+    assert done.answers[0] == {"result": {"terminalId": "term-1"}}
+    assert (project / "hijacked.txt").read_text() == "hijacked\n"  # the user allowed exactly that
+    assert error(done.answers[2])["data"]["variables"] == ["LD_PRELOAD"]
+
+
+def test_allow_env_from_the_command_line(tmp_path: Path) -> None:
+    """``acpio prompt --allow --allow-env NAME``, with an agent whose command sets ``PATH``."""
+    from ._agents import agent_script
+
+    evil = hijacking_ls(tmp_path)
+    agent = agent_script(
+        tmp_path,
+        f"""
+request = {{"sessionId": "s-1", "command": "ls", "env": [{{"name": "PATH", "value": {str(evil)!r}}}]}}
+try:
+    created = await cx.send_request("terminal/create", request)
+except RequestError as error:
+    say(cx, f"refused: {{error.message}}\\n")
+else:
+    await cx.send_request("terminal/wait_for_exit", {{"sessionId": "s-1", **created}})
+    say(cx, "ran\\n")
+""",
+    )
+
+    def acpio_prompt(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "acpio", "prompt", "--agent", agent, "--allow", *args, "go"]
+        return subprocess.run(
+            command, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT
+        )
+
+    refused = acpio_prompt()
+    assert refused.returncode == 0, refused.stderr
+    assert "refused: Refused to run PATH=" in refused.stdout
+    assert "(--allow-env PATH)" in refused.stdout
+    assert not (tmp_path / "hijacked.txt").exists()
+    allowed = acpio_prompt("--allow-env", "PATH")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "ran" in allowed.stdout
+    assert (tmp_path / "hijacked.txt").exists()
+    mistake = acpio_prompt("--allow-env", "path")
+    assert mistake.returncode == 2
+    assert mistake.stderr.startswith("acpio: error: --allow-env path: the agent's commands may set path")
+
+
 def permission(title: str, *kinds: str) -> Step:
     options = [{"optionId": kind, "name": kind, "kind": kind} for kind in kinds]
     return (
@@ -180,6 +285,33 @@ async def test_allow_always_covers_the_command_for_the_run_and_a_shell_script_by
     assert done.answers[2] == {"result": {"terminalId": "term-2"}}
     assert error(done.answers[3])["data"]["refused"] == "user"
     assert done.err.count("The agent asks for permission") == 2
+
+
+@pytest.mark.parametrize("title", ["Run `touch made.txt`", "run `touch made.txt`", "`touch made.txt`"])
+async def test_a_grant_titled_run_and_the_command_in_backticks_covers_it(project: Path, title: str) -> None:
+    steps = [
+        permission(title, "allow_once", "reject_once"),
+        ("terminal/create", {"command": "sh", "args": ["-c", "touch made.txt"]}),
+        WAIT,
+    ]
+    done = await run(steps, project, "ask", "y\n")
+    assert done.answers[1] == {"result": {"terminalId": "term-1"}}
+    assert done.err.count("The agent asks for permission") == 1
+    assert (project / "made.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "title", ["Run `touch` and `made.txt`", "Run touch made.txt, please", "Rerun `touch made.txt`"]
+)
+async def test_a_title_that_is_not_just_the_command_grants_nothing(project: Path, title: str) -> None:
+    steps = [
+        permission(title, "allow_once", "reject_once"),
+        ("terminal/create", {"command": "sh", "args": ["-c", "touch made.txt"]}),
+    ]
+    done = await run(steps, project, "ask", "y\nn\n")
+    assert error(done.answers[1])["data"]["refused"] == "user"
+    assert done.err.count("The agent asks for permission") == 2
+    assert not (project / "made.txt").exists()
 
 
 async def test_under_deny_the_agents_own_permission_request_grants_nothing(project: Path) -> None:

@@ -89,8 +89,11 @@ def test_a_symlink_pointing_out_of_the_root_is_refused(root: Path) -> None:
     (root.parent / "secret.txt").write_text("secret")
     os.symlink(root.parent / "secret.txt", root / "link.txt")
     files = ConfinedFiles(root)
-    with pytest.raises(InvalidParams, match="resolves to"):
+    with pytest.raises(InvalidParams) as caught:
         read(files, root / "link.txt")
+    assert f"the symbolic link {root}/link.txt -> {root.parent}/secret.txt leads outside {root}" in (
+        caught.value.message
+    )
     with pytest.raises(InvalidParams, match="outside"):
         write(files, root / "link.txt", "overwritten")
     assert (root.parent / "secret.txt").read_text() == "secret"
@@ -317,3 +320,65 @@ def test_a_write_keeps_the_file_and_its_permissions(root: Path) -> None:
     write(ConfinedFiles(root), target, "new")
     assert target.read_text() == "new"
     assert stat.S_IMODE(target.stat().st_mode) == 0o750
+
+
+# --- long paths: refused at once past the limit, followed in linear time below it -------------------
+
+
+def test_a_path_of_thousands_of_components_is_refused_at_once_with_a_short_message(root: Path) -> None:
+    files = ConfinedFiles(root)
+    path = f"{root}{'/a' * 2000}/x.txt"
+    components = path.count("/")
+    for attempt in (lambda: read(files, path), lambda: write(files, path, "x"), lambda: files.resolve(path)):
+        with pytest.raises(InvalidParams) as caught:
+            attempt()
+        assert caught.value.code == -32602
+        assert caught.value.data == {"path": path, "components": components, "limit": 1024}
+        assert f"it has {components} components" in caught.value.message
+        assert "up to 1024 components" in caught.value.message
+        assert len(caught.value.message) < 400  # the 4 KB path is shown shortened
+    assert list(root.iterdir()) == [root / "notes.txt"]  # nothing was created
+
+
+def _deep_tree(top: Path, depth: int) -> Path:
+    """``depth`` nested directories ``a`` under ``top`` (made one at a time: deeper than PATH_MAX allows)."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("a", dir_fd=fd)
+        inner = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    made = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(made, b"deep")
+    os.close(made)
+    os.close(fd)
+    return Path(f"{top}{'/a' * depth}/deep.txt")
+
+
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_following_a_deep_path_takes_system_calls_linear_in_its_depth(
+    root: Path, monkeypatch: pytest.MonkeyPatch, through_a_link: bool
+) -> None:
+    depth = 600
+    deep = _deep_tree(root, depth)
+    files = ConfinedFiles(root)
+    if through_a_link:  # the agent names the root through a link to it, found by comparing each prefix
+        os.symlink(root, root.parent / "link")
+        deep = root.parent / "link" / deep.relative_to(root)
+    calls = 0
+
+    def counting(call: Callable[..., object]) -> Callable[..., object]:
+        def counted(*args: object, **kwargs: object) -> object:
+            nonlocal calls
+            calls += 1
+            return call(*args, **kwargs)
+
+        return counted
+
+    for name in ("open", "stat", "lstat", "fstat", "readlink"):
+        monkeypatch.setattr(os, name, counting(getattr(os, name)))
+    assert read(files, deep) == "deep"
+    assert files.resolve(str(deep.parent)) == root.joinpath(*["a"] * depth)
+    monkeypatch.undo()
+    # Each component is opened (and compared with the root) a bounded number of times.
+    assert calls < 8 * depth, f"{calls} system calls for a path of {depth} components"

@@ -106,6 +106,15 @@ def register(subparsers: Any) -> None:
         const="ask",
         help="ask on the terminal (the default when stdin is a terminal; otherwise --deny is)",
     )
+    parser.add_argument(
+        "--allow-env",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="with --allow, let the agent's commands set NAME, one of the variables that decide which "
+        "program runs or what it loads (PATH, LD_PRELOAD, PYTHONPATH...), which --allow alone refuses "
+        "(repeatable)",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "--json",
@@ -204,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         if not directory.is_dir():
             raise CliError(f"--add-dir {given}: no such directory")
     trace = Path(args.trace).expanduser() if args.trace else None
+    allow_env = _allowed_variables(args.allow_env)
     mcp_servers = []
     for spec in args.mcp:
         from acpio.oneshot.mcp_servers import parse_mcp
@@ -237,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
         cwd=cwd.resolve(),
         session_id=args.session,
         permissions=permissions,
+        allow_env=allow_env,
         output=_output_mode(args),
         answers_from_terminal=from_stdin,
         init_timeout=DEFAULT_INIT_TIMEOUT if args.init_timeout is None else args.init_timeout,
@@ -265,6 +276,21 @@ def _component(option: str, text: str) -> Any:
         return AgentCommand.from_string(text)
     except ValueError as exc:
         raise CliError(f"{option}: {exc}") from exc
+
+
+def _allowed_variables(names: list[str]) -> frozenset[str]:
+    """The ``--allow-env`` names; one that needs no consent is a usage mistake (a typo, say)."""
+    from acpio.cli import CliError
+    from acpio.oneshot.terminals import is_risky
+
+    for name in names:
+        if not is_risky(name):
+            raise CliError(
+                f"--allow-env {name}: the agent's commands may set {name} without it; only the variables "
+                "that decide which program runs or what it loads need it (PATH, LD_*, PYTHONPATH... "
+                "listed in docs/security.md), and their names are case-sensitive"
+            )
+    return frozenset(names)
 
 
 def _seconds(text: str) -> float:

@@ -25,11 +25,14 @@ How the confinement holds, even against another process changing the tree meanwh
   at once instead of hanging or filling memory.
 * Files over ``max_file_size`` bytes (default :data:`MAX_FILE_SIZE`, 16 MiB) are neither read nor
   written; no more than that is ever read, even from a file that grows meanwhile.
+* A path of more than :data:`MAX_PATH_COMPONENTS` components is refused at once; the work on a
+  path is linear in its length (the components up to the root are opened twice, the others once).
 
 Files are read and written as UTF-8 with line endings kept as they are. A write replaces the
-content of an existing file in place (its permissions stay). The methods are plain functions (no
-asyncio): reads and writes of bounded regular files are short, and doing them in the order the
-agent asked keeps a write followed by a read consistent.
+content of an existing file in place (its permissions stay). The methods are plain blocking
+functions (no asyncio): a client that serves an event loop runs them in a thread
+(``await asyncio.to_thread(files.read, request)``), one after the other, so that a write followed
+by a read stays consistent.
 """
 
 from __future__ import annotations
@@ -50,17 +53,24 @@ from acpio.schema import (
     WriteTextFileResponse,
 )
 
-__all__ = ["MAX_FILE_SIZE", "ConfinedFiles", "select_lines"]
+__all__ = ["MAX_FILE_SIZE", "MAX_PATH_COMPONENTS", "ConfinedFiles", "select_lines"]
 
 #: The largest file :class:`ConfinedFiles` reads or writes by default (bytes); larger ones are refused.
 MAX_FILE_SIZE: Final = 16 * 1024 * 1024
+
+#: The most components (the names between slashes) a path may have; a longer one is refused at once.
+#: Linux takes paths of up to 4096 bytes, so 2048 components at most; no real tree is half that deep.
+MAX_PATH_COMPONENTS: Final = 1024
+#: Characters of a refused path shown in the refusal (the path may be kilobytes long).
+_SHOWN_PATH: Final = 120
 
 #: Symbolic links followed while opening one path, as the kernel allows (``ELOOP`` beyond).
 _MAX_LINKS: Final = 40
 #: Steps of one walk (components, links, directories created) before it gives up: a bound on races.
 _MAX_STEPS: Final = 4096
-#: How a directory on the way is opened: never through a link, only to serve as ``dir_fd``.
-_DIR_FLAGS: Final = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+#: How a directory is opened to serve as ``dir_fd``: the walk inside the root never follows a link.
+_SEEK_FLAGS: Final = os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+_DIR_FLAGS: Final = _SEEK_FLAGS | os.O_NOFOLLOW
 #: Flags of the file itself, besides ``O_NOFOLLOW``: non-blocking, so that a FIFO cannot hang the open.
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -68,7 +78,11 @@ _CHUNK: Final = 1024 * 1024
 
 
 class _Escape(Exception):
-    """The walk would leave the root (through ``..`` or a symbolic link)."""
+    """The walk would leave the root: ``how`` says what leads out (``'..'``, or which symbolic link)."""
+
+    def __init__(self, how: str | None = None) -> None:
+        super().__init__(how)
+        self.how = how
 
 
 class ConfinedFiles:
@@ -109,31 +123,21 @@ class ConfinedFiles:
         return self._max_size
 
     def resolve(self, path: str, verb: str = "use") -> Path:
-        """``path`` with links and ``..`` resolved, if it lies inside the root; else the refusal.
+        """Where ``path`` leads, links and ``..`` resolved, if that is inside the root; else the refusal.
 
-        ``verb`` ("read", "write") words the error. Raises :class:`~acpio.InvalidParams` for a
-        relative path or one outside the root. This is a check at one moment: to open a file,
-        :meth:`read` and :meth:`write` walk the path again from a descriptor of the root, which no
-        change of the tree made meanwhile can lead out of it.
+        ``verb`` ("run a command in") words the errors. ``path`` must name an existing directory
+        (through links or not). Raises :class:`~acpio.InvalidParams` for a relative path, one of more
+        than :data:`MAX_PATH_COMPONENTS` components, or one leading outside the root, and the
+        errors of :meth:`read` for one that cannot be followed (``-32002`` for a missing component).
+        The path is walked like :meth:`read` walks it, from a descriptor of the root; what it names
+        may change afterwards, so to open a file, use :meth:`read` and :meth:`write`.
         """
-        if not os.path.isabs(path):
-            raise InvalidParams(
-                {"path": path},
-                message=f"Refused to {verb} {path!r}: ACP requires an absolute path "
-                f"(relative paths are resolved by the agent, against the session's cwd {self._root})",
-            )
         try:
-            resolved = Path(os.path.realpath(path))
-        except OSError as exc:  # the path changed while it was resolved
+            fd, names = self._open(path, verb, None)
+        except OSError as exc:
             raise _os_error(verb, path, exc) from exc
-        if resolved != self._root and not resolved.is_relative_to(self._root):
-            via = "" if os.path.normpath(path) == str(resolved) else f" (it resolves to {resolved})"
-            raise InvalidParams(
-                {"path": path, "root": str(self._root)},
-                message=f"Refused to {verb} {path}{via}: it is outside {self._root}, the only directory "
-                f"this client lets the agent use{self._set_by}",
-            )
-        return resolved
+        os.close(fd)
+        return self._root.joinpath(*names)
 
     def read(self, request: ReadTextFileRequest) -> ReadTextFileResponse:
         """Answer ``fs/read_text_file``: the file's text, or the lines ``line`` .. ``line + limit - 1``.
@@ -141,9 +145,8 @@ class ConfinedFiles:
         ``line`` is 1-based (0 is taken as 1); a ``line`` past the end gives empty text.
         """
         path = request.path
-        self.resolve(path, "read")
         try:
-            fd = self._open(path, "read", _READ_FLAGS)
+            fd, _ = self._open(path, "read", _READ_FLAGS)
             try:
                 self._check_regular(os.fstat(fd), path, "read")
                 data = self._read_bounded(fd, path)
@@ -163,7 +166,7 @@ class ConfinedFiles:
     def write(self, request: WriteTextFileRequest) -> WriteTextFileResponse:
         """Answer ``fs/write_text_file``: replace the file's text, creating it (and its directories)."""
         path = request.path
-        self.resolve(path, "write")
+        self._check_path(path, "write")
         try:
             data = request.content.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -174,7 +177,7 @@ class ConfinedFiles:
         if len(data) > self._max_size:
             raise self._too_large(path, "write", len(data))
         try:
-            fd = self._open(path, "write", _WRITE_FLAGS, make_dirs=True)
+            fd, _ = self._open(path, "write", _WRITE_FLAGS, make_dirs=True)
             try:
                 self._check_regular(os.fstat(fd), path, "write")
                 os.ftruncate(fd, 0)
@@ -189,65 +192,118 @@ class ConfinedFiles:
 
     # --- opening inside the root -----------------------------------------------------------------
 
-    def _open(self, path: str, verb: str, flags: int, *, make_dirs: bool = False) -> int:
-        """Open ``path`` with ``flags`` without ever leaving the root; the refusal if it would."""
+    def _check_path(self, path: str, verb: str) -> None:
+        """Refuse (``-32602``) a relative path, or one of more than :data:`MAX_PATH_COMPONENTS` components."""
+        if not os.path.isabs(path):
+            raise InvalidParams(
+                {"path": path},
+                message=f"Refused to {verb} {_shown(path)!r}: ACP requires an absolute path "
+                f"(relative paths are resolved by the agent, against the session's cwd {self._root})",
+            )
+        components = path.count("/")
+        if components > MAX_PATH_COMPONENTS:
+            raise InvalidParams(
+                {"path": path, "components": components, "limit": MAX_PATH_COMPONENTS},
+                message=f"Refused to {verb} {_shown(path)}: it has {components} components, and this client "
+                f"follows paths of up to {MAX_PATH_COMPONENTS} components; ask for a shorter path",
+            )
+
+    def _open(
+        self, path: str, verb: str, flags: int | None, *, make_dirs: bool = False
+    ) -> tuple[int, list[str]]:
+        """Open ``path`` without ever leaving the root: its descriptor and its names below the root.
+
+        With ``flags`` ``None``, ``path`` must name a directory (opened to serve as ``dir_fd``).
+        Raises the refusal for a path :meth:`_check_path` refuses or one leading outside the root.
+        """
+        self._check_path(path, verb)
         try:
-            return self._walk(self._inside(path), flags, make_dirs)
+            parts = self._inside(path)
         except _Escape:
             raise InvalidParams(
                 {"path": path, "root": str(self._root)},
-                message=f"Refused to {verb} {path}: it leads out of {self._root} (through a symbolic link "
-                f"or '..'), the only directory this client lets the agent use{self._set_by}",
+                message=f"Refused to {verb} {_shown(path)}: it is outside {self._root}, the only "
+                f"directory this client lets the agent use{self._set_by}",
+            ) from None
+        try:
+            return self._walk(parts, flags, make_dirs)
+        except _Escape as escape:
+            raise InvalidParams(
+                {"path": path, "root": str(self._root)},
+                message=f"Refused to {verb} {_shown(path)}: {escape.how or 'it'} leads outside {self._root}, "
+                f"the only directory this client lets the agent use{self._set_by}",
             ) from None
 
     def _inside(self, path: str) -> list[str]:
-        """The components of absolute ``path`` that follow the root: after its longest prefix naming it.
+        """The components of absolute ``path`` that follow the root: after the first prefix naming it.
 
-        The prefix may reach the root through links outside it (a root given through a link); what
-        follows is walked from the root's descriptor. Raises :class:`_Escape` when no prefix is the root.
+        The prefix may reach the root through links outside it (a root given through a link). The
+        prefixes are opened in one pass from ``/``, following links as the system does, until one
+        is the root (compared by identity); what follows is walked from the root's descriptor.
+        Raises :class:`_Escape` when no prefix is the root.
         """
+        root = os.stat(self._root)
         parts = path.split("/")
-        for end in range(len(parts), 0, -1):
-            prefix = "/".join(parts[:end]) or "/"
-            with contextlib.suppress(OSError):  # a prefix that changes meanwhile does not name the root
-                if os.path.realpath(prefix) == str(self._root):
+        fd = os.open("/", _SEEK_FLAGS)
+        try:
+            for end in range(1, len(parts) + 1):
+                if end > 1 and parts[end - 1] not in ("", "."):
+                    try:
+                        step = os.open(parts[end - 1], _SEEK_FLAGS, dir_fd=fd)
+                    except OSError:  # missing, not a directory, or changed meanwhile: not the root
+                        break
+                    os.close(fd)
+                    fd = step
+                status = os.fstat(fd)
+                if (status.st_dev, status.st_ino) == (root.st_dev, root.st_ino):
                     return parts[end:]
+        finally:
+            os.close(fd)
         raise _Escape
 
-    def _walk(self, parts: list[str], flags: int, make_dirs: bool) -> int:
-        """Open ``parts`` (relative to the root) one by one from the root's descriptor; the file's fd.
+    def _walk(self, parts: list[str], flags: int | None, make_dirs: bool) -> tuple[int, list[str]]:
+        """Open ``parts`` (relative to the root) one by one from the root's descriptor.
 
-        No component is opened through a symbolic link (``O_NOFOLLOW``): a link is read and its
-        target walked instead, from the root when it is absolute; ``..`` goes back to the directory
-        walked before. Leaving the root raises :class:`_Escape`. With ``make_dirs``, missing
-        directories are created on the way.
+        Returns the descriptor of the file (opened with ``flags``; with ``None``, of the directory
+        they name) and the names of the directories and file walked, from the root. No component is
+        opened through a symbolic link (``O_NOFOLLOW``): a link is read and its target walked
+        instead, from the root when it is absolute; ``..`` goes back to the directory walked before.
+        Leaving the root raises :class:`_Escape`. With ``make_dirs``, missing directories are
+        created on the way.
         """
-        pending = deque(part for part in parts if part not in ("", "."))
+        # Each pending name with the symbolic link it comes from (to say which one leads out).
+        pending: deque[tuple[str, str | None]] = deque(
+            (part, None) for part in parts if part not in ("", ".")
+        )
         stack = [os.open(self._root, _DIR_FLAGS)]
+        names: list[str] = []
         links = steps = 0
         try:
             while pending:
                 steps += 1
                 if steps > _MAX_STEPS:
                     raise OSError(errno.ELOOP, "the path kept changing while it was opened")
-                name = pending.popleft()
+                name, via = pending.popleft()
                 if name == "..":
-                    if len(stack) == 1:
-                        raise _Escape
+                    if not names:
+                        raise _Escape(f"the symbolic link {via}" if via else "its '..'")
                     os.close(stack.pop())
+                    names.pop()
                     continue
                 last = not pending
                 try:
-                    if last:
-                        return os.open(name, flags | os.O_NOFOLLOW, 0o666, dir_fd=stack[-1])
+                    if last and flags is not None:
+                        fd = os.open(name, flags | os.O_NOFOLLOW, 0o666, dir_fd=stack[-1])
+                        return fd, [*names, name]
                     stack.append(os.open(name, _DIR_FLAGS, dir_fd=stack[-1]))
+                    names.append(name)
                     continue
                 except FileNotFoundError:
                     if last or not make_dirs:
                         raise
                     with contextlib.suppress(FileExistsError):  # made meanwhile (perhaps as a link)
                         os.mkdir(name, 0o777, dir_fd=stack[-1])
-                    pending.appendleft(name)
+                    pending.appendleft((name, via))
                     continue
                 except OSError as exc:
                     try:
@@ -257,13 +313,20 @@ class ConfinedFiles:
                 links += 1
                 if links > _MAX_LINKS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                link = f"{self._root.joinpath(*names, name)} -> {target}"
                 if target.startswith("/"):
-                    target_parts = self._inside(target)
+                    try:
+                        target_parts = self._inside(target)
+                    except _Escape:
+                        raise _Escape(f"the symbolic link {link}") from None
                     while len(stack) > 1:
                         os.close(stack.pop())
+                    names.clear()
                 else:
                     target_parts = target.split("/")
-                pending.extendleft(reversed([part for part in target_parts if part not in ("", ".")]))
+                pending.extendleft(reversed([(part, link) for part in target_parts if part not in ("", ".")]))
+            if flags is None:
+                return stack.pop(), names
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         finally:
             for fd in stack:
@@ -321,6 +384,14 @@ def select_lines(text: str, line: int | None, limit: int | None) -> str:
     return selected + "\n" if stop < len(pieces) else selected
 
 
+def _shown(path: str) -> str:
+    """``path``, its middle left out if it is long (the whole path is in the error's data)."""
+    if len(path) <= _SHOWN_PATH:
+        return path
+    half = _SHOWN_PATH // 2
+    return f"{path[:half]}…{path[-half:]} ({len(path)} characters)"
+
+
 def _file_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
@@ -334,19 +405,20 @@ def _file_kind(mode: int) -> str:
 
 
 def _os_error(verb: str, path: str, exc: OSError) -> RequestError:
-    if isinstance(exc, FileNotFoundError) and verb == "read":
-        return ResourceNotFound({"path": path}, message=f"Cannot read {path}: no such file")
+    if isinstance(exc, FileNotFoundError):
+        what = "file" if verb == "read" else "file or directory"
+        return ResourceNotFound({"path": path}, message=f"Cannot {verb} {_shown(path)}: no such {what}")
     if isinstance(exc, IsADirectoryError):
-        return InvalidParams({"path": path}, message=f"Cannot {verb} {path}: it is a directory")
+        return InvalidParams({"path": path}, message=f"Cannot {verb} {_shown(path)}: it is a directory")
     if isinstance(exc, NotADirectoryError):
         return InvalidParams(
-            {"path": path}, message=f"Cannot {verb} {path}: a part of the path is not a directory"
+            {"path": path}, message=f"Cannot {verb} {_shown(path)}: a part of the path is not a directory"
         )
     if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):  # a FIFO without reader, a socket
         return InvalidParams(
             {"path": path},
-            message=f"Cannot {verb} {path}: it is not a regular file; this client reads and writes "
+            message=f"Cannot {verb} {_shown(path)}: it is not a regular file; this client reads and writes "
             "regular files only",
         )
     reason = exc.strerror or type(exc).__name__
-    return InternalError({"path": path}, message=f"Cannot {verb} {path}: {reason}")
+    return InternalError({"path": path}, message=f"Cannot {verb} {_shown(path)}: {reason}")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+import shlex
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -58,8 +59,12 @@ class RequestAnswers:
         files: ConfinedFiles,
         terminals: Terminals,
         policy: PermissionPolicy,
+        *,
+        allowed_env: Collection[str] = (),
     ) -> None:
         self._permissions = permissions
+        #: Under ``allow``: the variables deciding what runs or loads a command may set (``--allow-env``).
+        self._allowed_env = frozenset(allowed_env)
         self._renderer = renderer
         self._files = files
         self._terminals = terminals
@@ -116,13 +121,15 @@ class RequestAnswers:
         if not (isinstance(error, ResourceNotFound) and dispatch.method == ReadTextFileRequest.METHOD):
             self._renderer.request_failed(dispatch.method, error.message)
 
+    # File work runs in a thread: a slow disk or a big file must not stop the event loop (Ctrl-C, the
+    # agent's other messages); the turn still awaits it, so the agent's requests are served in order.
     async def _read_file(self, dispatch: RequestDispatch) -> Any:
         request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
-        return self._files_for(request.path).read(request)
+        return await asyncio.to_thread(self._files_for(request.path).read, request)
 
     async def _write_file(self, dispatch: RequestDispatch) -> Any:
         request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
-        return self._files_for(request.path).write(request)
+        return await asyncio.to_thread(self._files_for(request.path).write, request)
 
     def _files_for(self, path: str) -> ConfinedFiles:
         """The directory of ``path``: an ``--add-dir`` one, else ``--cwd`` (which refuses what is outside)."""
@@ -174,9 +181,16 @@ class RequestAnswers:
         return CreateElicitationResponse(action="cancel") if answer is None else answer
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
-        """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides."""
+        """Let the agent's command run or refuse it (``-32602``): a grant covers it, or the policy decides.
+
+        Under ``allow``, a command setting a variable that decides what runs or loads is refused
+        unless the user allowed that variable by name (``--allow-env``): consent to run commands is
+        not consent to change which program runs or what it loads.
+        """
         if self._grants.take(command):
             return
+        if self._permissions == "allow":
+            self._check_allowed_env(command)
         self._commands_asked += 1
         request = command_request(command, f"acpio-command-{self._commands_asked}")
         outcome = await self._decide(request)
@@ -196,6 +210,21 @@ class RequestAnswers:
         raise InvalidParams(
             {"command": command.command, "args": list(command.args), "refused": refused},
             message=f"Refused to run {command.command_line}: {why}",
+        )
+
+    def _check_allowed_env(self, command: TerminalCommand) -> None:
+        """Refuse (``-32602``) a command setting a variable deciding what runs or loads, unless allowed."""
+        refused = [name for name in command.risky_variables if name not in self._allowed_env]
+        if not refused:
+            return
+        names = ", ".join(refused)
+        flags = " ".join(f"--allow-env {shlex.quote(name)}" for name in refused)
+        decides = "decides" if len(refused) == 1 else "decide"
+        raise InvalidParams(
+            {"command": command.command, "args": list(command.args), "refused": "env", "variables": refused},
+            message=f"Refused to run {command.command_line}: it sets {names}, which {decides} which program "
+            "runs or what it loads; acpio prompt --allow runs the agent's commands, but not with such a "
+            f"variable unless the user allows it by name ({flags}) or is asked about each command (--ask)",
         )
 
     async def _decide(self, request: RequestPermissionRequest) -> Outcome:

@@ -107,11 +107,12 @@ class CommandGrants:
     """The permissions granted in this run that cover a command the agent then runs in a terminal.
 
     An agent usually asks permission for a tool call (titled ``npm test``), then runs it with
-    ``terminal/create``. When the person allowed a request whose title (what they were shown,
-    without surrounding backticks) is exactly the command line, that permission covers the command:
-    once for ``allow_once``, for the rest of the run for ``allow_always``. A command that sets
-    variables deciding what runs or loads (``PATH``, ``LD_PRELOAD``...) is never covered: the
-    person was not shown them.
+    ``terminal/create``. When the person allowed a request whose title (what they were shown) is
+    exactly the command line, in backticks or not, after the verb "Run" or not (``npm test``,
+    ```npm test```, ``Run `npm test```), that permission covers the command: once for
+    ``allow_once``, for the rest of the run for ``allow_always``. A command that sets variables
+    deciding what runs or loads (``PATH``, ``LD_PRELOAD``...) is never covered: the person was not
+    shown them.
     """
 
     def __init__(self) -> None:
@@ -121,11 +122,9 @@ class CommandGrants:
     def record(self, request: RequestPermissionRequest, outcome: Outcome) -> None:
         """Remember what an answered permission request allowed, if it allowed something."""
         option = allows(request, outcome)
-        title = (request.tool_call.title or "").strip()
+        title = _titled_command(request.tool_call.title or "")
         if option is None or not title:
             return
-        if title.startswith("`") and title.endswith("`"):
-            title = title.strip("`").strip()
         if option.kind == PermissionOptionKind.ALLOW_ALWAYS:
             self._always.add(title)
         else:
@@ -143,6 +142,22 @@ class CommandGrants:
                 del self._once[index]
                 return True
         return False
+
+
+def _titled_command(title: str) -> str:
+    """The command line a tool call's title shows: ``npm test``, ```npm test``` or ``Run `npm test```.
+
+    Only one quoted span counts: ```a` and `b``` shows two commands, not the command line between.
+    """
+    title = title.strip()
+    verb, _, rest = title.partition(" ")
+    if verb.casefold() == "run" and _quoted(rest.strip()):
+        title = rest.strip()
+    return title[1:-1].strip() if _quoted(title) else title
+
+
+def _quoted(text: str) -> bool:
+    return len(text) > 2 and text[0] == text[-1] == "`" and "`" not in text[1:-1]
 
 
 def _command_forms(command: TerminalCommand) -> set[str]:

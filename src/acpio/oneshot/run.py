@@ -174,6 +174,10 @@ class PromptOptions:
     session_id: str | None = None
     #: How permission requests are answered.
     permissions: PolicyName = "deny"
+    #: Under ``allow``: the variables deciding what runs or loads (``PATH``, ``LD_PRELOAD``... see
+    #: :data:`~acpio.oneshot.terminals.RISKY_VARIABLES`) that the agent's commands may set
+    #: (``--allow-env``); a command setting another one is refused.
+    allow_env: frozenset[str] = frozenset()
     #: How the turn is shown.
     output: OutputMode = "plain"
     #: For ``ask``: read the answers from ``/dev/tty`` rather than stdin (stdin carried the prompt).
@@ -248,7 +252,9 @@ async def run_prompt(
     else:
         assert answers is not None
         policy = AskPolicy(answers, err, colour=options.output == "rich")
-    answering = RequestAnswers(options.permissions, renderer, files, terminals, policy)
+    answering = RequestAnswers(
+        options.permissions, renderer, files, terminals, policy, allowed_env=options.allow_env
+    )
     answering.added_dirs = added
     owned_lines = None
     if options.interactive and lines is None:

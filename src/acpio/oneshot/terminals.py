@@ -73,6 +73,7 @@ __all__ = [
     "TerminalCommand",
     "TerminalSnapshot",
     "Terminals",
+    "is_risky",
 ]
 
 _log = logging.getLogger("acpio.oneshot")
@@ -86,19 +87,25 @@ KILL_GRACE: Final = 2.0
 #: Seconds to wait, after a command exited, for the last of its output to arrive.
 _OUTPUT_SETTLE: Final = 1.0
 
-#: Environment variables that decide which program runs or what it loads, reads or executes on the
-#: side: an agent setting one of them (or one starting with ``LD_``, ``DYLD_``, ``BASH_FUNC_``,
-#: ``GIT_CONFIG_``) is pointed out when its command is described, and a permission granted for the
-#: command alone does not cover it. Not exhaustive: any variable can change what a program does.
+#: Environment variables that decide which program runs or what code it loads: a search path for
+#: programs or libraries, a program to run in place of another (an editor, a pager, an askpass), a
+#: script or options a runtime loads at start, or the configuration (which can name programs) a
+#: tool reads. An agent setting one of them, or one starting with ``LD_``, ``DYLD_``,
+#: ``BASH_FUNC_`` or ``GIT_CONFIG_``, is pointed out when its command is described; a permission
+#: granted for the command alone does not cover it, nor does ``acpio prompt --allow`` unless the
+#: user allows the variable by name (``--allow-env``). Not exhaustive: any variable can change what
+#: a program does, which is why all of them are shown.
 RISKY_VARIABLES: Final = frozenset(
     {
         "PATH", "CDPATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
-        "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP",
-        "PYTHONUSERBASE", "PYTHONINSPECT", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB", "PERL5OPT",
-        "PERLLIB", "RUBYLIB", "RUBYOPT", "GEM_HOME", "GEM_PATH", "LUA_PATH", "LUA_CPATH",
+        "SHELL", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP",
+        "PYTHONUSERBASE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB",
+        "PERL5OPT", "PERLLIB", "RUBYLIB", "RUBYOPT", "GEM_HOME", "GEM_PATH", "LUA_PATH", "LUA_CPATH",
         "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GIT_EXEC_PATH",
-        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EDITOR", "GIT_PAGER",
-        "EDITOR", "VISUAL", "PAGER", "RUSTC_WRAPPER", "CARGO_HOME", "GOFLAGS",
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "EDITOR",
+        "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE", "BROWSER", "RUSTC_WRAPPER",
+        "CARGO_HOME", "GOFLAGS",
     }
 )  # fmt: skip
 _RISKY_PREFIXES: Final = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_")
@@ -128,7 +135,7 @@ class TerminalCommand:
     @property
     def risky_variables(self) -> tuple[str, ...]:
         """The names of the agent's variables that decide what runs or loads (see :data:`RISKY_VARIABLES`)."""
-        return tuple(name for name, _ in self.env if _is_risky(name))
+        return tuple(name for name, _ in self.env if is_risky(name))
 
     @property
     def command_line(self) -> str:
@@ -153,7 +160,7 @@ class TerminalCommand:
             lines.append(f"program: {self.program}")
         lines.append(f"in: {self.cwd}")
         for name, value in self.env:
-            warning = "  <- decides which programs run or what they load" if _is_risky(name) else ""
+            warning = "  <- decides which programs run or what they load" if is_risky(name) else ""
             shown = name if _IDENTIFIER.fullmatch(name) else shlex.quote(name)
             lines.append(f"environment: {shown}={shlex.quote(value)}{warning}")
         return lines
@@ -163,7 +170,8 @@ class TerminalCommand:
 Consent: TypeAlias = Callable[[TerminalCommand], Awaitable[None]]
 
 
-def _is_risky(name: str) -> bool:
+def is_risky(name: str) -> bool:
+    """Whether a variable decides which program runs or what it loads (see :data:`RISKY_VARIABLES`)."""
     return name in RISKY_VARIABLES or name.startswith(_RISKY_PREFIXES)
 
 
@@ -369,7 +377,8 @@ class Terminals:
 
     async def create(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
         """Check the request, ask ``consent``, start the command; answer with its terminal id at once."""
-        command = self.prepare(request)
+        # In a thread: resolving the cwd and looking the program up on PATH touch the file system.
+        command = await asyncio.to_thread(self.prepare, request)
         if self._consent is not None:
             await self._consent(command)
         limit = self._default_limit if request.output_byte_limit is None else request.output_byte_limit
@@ -406,8 +415,8 @@ class Terminals:
 
         ``-32602`` names the field for a NUL character (or text that is not valid) in the command,
         an argument, the ``cwd`` or a variable, and for a variable name that is empty or contains
-        ``=``; a ``cwd`` outside the root or not a directory is ``-32602`` too, and a command that
-        is not found ``-32002``.
+        ``=``; a ``cwd`` outside the root or not a directory is ``-32602`` too, and a missing ``cwd``
+        or a command that is not found ``-32002``.
         """
         _check_text(request.command, "command", request.command)
         if not request.command:

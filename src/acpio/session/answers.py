@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import cast
@@ -54,7 +55,7 @@ class TurnAnswers:
                 await self._permission(message, self.policy)
                 return
             if isinstance(message, ReadTextFileMessage | WriteTextFileMessage) and self.files is not None:
-                self._file(message, self.files)
+                await self._file(message, self.files)
                 return
         except RequestError as exc:  # the agent's params did not validate, or the file was refused
             cast(RequestDispatch, message.dispatch).responder.respond_with_error(exc)
@@ -79,7 +80,7 @@ class TurnAnswers:
             raise
         message.respond(RequestPermissionResponse(outcome=outcome))
 
-    def _file(self, message: ReadTextFileMessage | WriteTextFileMessage, files: ConfinedFiles) -> None:
+    async def _file(self, message: ReadTextFileMessage | WriteTextFileMessage, files: ConfinedFiles) -> None:
         reading = isinstance(message, ReadTextFileMessage)
         capability = "fs.readTextFile" if reading else "fs.writeTextFile"
         advertised = self.advertised
@@ -92,10 +93,11 @@ class TurnAnswers:
                 "write_text_file=True))) from this connection",
             )
             return
+        # In a thread, so that reading or writing a big file does not stop the event loop.
         if isinstance(message, ReadTextFileMessage):
-            message.respond(files.read(message.request))
+            message.respond(await asyncio.to_thread(files.read, message.request))
         else:
-            message.respond(files.write(message.request))
+            message.respond(await asyncio.to_thread(files.write, message.request))
 
 
 def _how_to_answer(message: SessionMessage) -> str:
