@@ -4,6 +4,7 @@
 * the plan is one checklist, updated in place: the final screen holds it once;
 * a spinner with the elapsed time while the agent is silent, gone when the turn ends;
 * the agent's markdown rendered (plain text when piped);
+* Ctrl-C in the middle of a paragraph leaves it once on the screen;
 * the permission question shows the diff it is about;
 * the interactive mode: a second turn, the agent's commands completed, Ctrl-C cancelling a turn and
   not the program, a mode switched, the history, Ctrl-D to leave;
@@ -120,6 +121,29 @@ def test_markdown_is_rendered_on_a_terminal_and_plain_in_a_pipe(tmp_path: Path) 
     )
     assert "This is **important** and `quoted`." in piped.stdout
     assert "# Release notes" in piped.stdout
+
+
+def test_ctrl_c_in_the_middle_of_a_paragraph_leaves_it_once_on_the_screen(tmp_path: Path) -> None:
+    # chunks without a line ending: the paragraph being written is drawn in the live region, padded
+    # to the window's width, when the terminal echoes ^C after it
+    body = """
+say(cx, "The first paragraph is complete.\\n\\n")
+number = 0
+while not cancelled.is_set():
+    say(cx, f"word{number} ")
+    number += 1
+    await asyncio.sleep(0.02)
+"""
+    agent = agent_script(tmp_path, body)
+    with tmux_running(prompt_argv("--deny", "go", agent=agent), cwd=tmp_path, width=60) as terminal:
+        terminal.wait_for_text("word40")  # the paragraph is a few lines long, and still growing
+        terminal.send_keys("C-c")
+        code, screen = terminal.exited()
+    assert code == 130, screen
+    words = screen.split()
+    assert words.count("word0") == 1, screen
+    assert words.count("word20") == 1, screen
+    assert words.count("paragraph") == 1, screen
 
 
 def test_the_permission_question_shows_the_diff_it_is_about(tmp_path: Path) -> None:
