@@ -317,10 +317,15 @@ class RichRenderer(TextRenderer):
         self._print_region()
         super().end_history()
 
-    def turn_ended(self, stop_reason: str) -> None:
-        """The plan as it ended stays; then the stop reason. The spinner goes."""
+    def turn_ended(self, stop_reason: str | None) -> None:
+        """The plan as it ended stays; then the stop reason. The spinner goes.
+
+        After an error (``None``) the tool calls left unfinished stay too, as they were.
+        """
         self._end_stream()
-        if _PLAN in self._region:
+        if stop_reason is None:
+            self._print_region()
+        elif _PLAN in self._region:
             plan = self._region.pop(_PLAN)
             self._print(Group(*(_text(line) for line in plan)))
         self._waiting_for = None
