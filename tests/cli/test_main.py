@@ -40,6 +40,25 @@ def test_a_usage_mistake_is_one_short_message_and_exit_2(args: tuple[str, ...]) 
     assert done.stderr.strip().splitlines()[-1].startswith("acpio: error: ")
 
 
+@pytest.mark.parametrize(
+    ("args", "suggestion"),
+    [
+        (["prompt", "--alow", "hi"], "--alow (did you mean --allow?)"),
+        (["prompt", "--agent", "a", "--jsn=1", "hi"], "--jsn=1 (did you mean --json?)"),
+        (["prompt", "--zzz", "hi"], "--zzz"),
+    ],
+)
+def test_an_unknown_option_of_a_subcommand_gets_its_usage_and_a_suggestion(
+    args: list[str], suggestion: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(args)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: acpio prompt [-h] [--agent CMD]")  # the subcommand's options
+    assert err.splitlines()[-1] == f"acpio prompt: error: unrecognized arguments: {suggestion}"
+
+
 def test_cli_error_from_a_subcommand_is_printed_as_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -104,6 +104,7 @@ def test_end_of_input_before_anything_exits_0() -> None:
             ["--trace", "/no/such/dir/t.jsons", "agent", "x"],
             "cannot write the trace file '/no/such/dir/t.jsons'",
         ),
+        (["--mcp-bridge", "proxy", "x"], "--mcp-bridge runs the bridge just before the agent"),
     ],
 )
 def test_mistakes_are_one_line_on_stderr(args: list[str], message: str) -> None:
@@ -145,3 +146,13 @@ async def test_the_arrow_proxy_in_front_of_acpio_testy() -> None:
     assert "hello" in "".join(plain)
     assert len(plain) > 2  # streamed word by word: the quote marks lines, not chunks
     assert "".join(arrowed) == "> " + "".join(plain)
+
+
+@pytest.mark.parametrize("args", [["--mcp-brige", "agent", "x"], ["agent", "--mcp-brige", "x"]])
+def test_a_mistyped_option_gets_the_usage_of_its_mode_and_a_suggestion(args: list[str]) -> None:
+    done = acpio("conductor", *args)
+    assert done.returncode == 2
+    usage, error = done.stderr.split("\n", 1)[0], done.stderr.strip().splitlines()[-1]
+    prog = "acpio conductor" if args[0] != "agent" else "acpio conductor agent"
+    assert usage.startswith(f"usage: {prog} [-h]")
+    assert error == f"{prog}: error: unrecognized arguments: --mcp-brige (did you mean --mcp-bridge?)"

@@ -62,15 +62,17 @@ async def test_the_notes_proxy_gives_testy_its_tool_under_the_conductor() -> Non
     assert ended == [["tools: add_note", "ship it"], ["tools: add_note", "ship it\nthen rest"]]
 
 
-@pytest.mark.parametrize("bridge", ["process", "--mcp-bridge"])
+@pytest.mark.parametrize("bridge", ["process", "--mcp-bridge after the mode", "--mcp-bridge before the mode"])
 async def test_the_bridge_gives_an_http_only_testy_the_notes_tool(bridge: str) -> None:
     proxy = shlex.join([PYTHON, str(EXAMPLES / "mcp_notes_proxy.py")])
     testy = shlex.join([PYTHON, "-m", "acpio", "testy"])  # HTTP MCP servers only
     if bridge == "process":
-        components = [proxy, shlex.join([PYTHON, "-m", "acpio.mcp.bridge"]), testy]
-    else:
-        components = ["--mcp-bridge", proxy, testy]
-    conductor = AcpAgent([PYTHON, "-m", "acpio", "conductor", "agent", *components], cwd=ROOT, env=ENV)
+        words = ["agent", proxy, shlex.join([PYTHON, "-m", "acpio.mcp.bridge"]), testy]
+    elif bridge.endswith("after the mode"):
+        words = ["agent", "--mcp-bridge", proxy, testy]
+    else:  # as the conductor's documentation says its options may be given
+        words = ["--mcp-bridge", "agent", proxy, testy]
+    conductor = AcpAgent([PYTHON, "-m", "acpio", "conductor", *words], cwd=ROOT, env=ENV)
 
     async def main(cx: SessionConnection) -> list[Any]:
         await cx.send_request(acp.InitializeRequest(protocol_version=1))

@@ -85,6 +85,8 @@ def tmux_running(
     environment = dict(os.environ if env is None else env)
     environment.pop("NO_COLOR", None)
     environment.pop("TMUX", None)
+    for size in ("COLUMNS", "LINES"):  # pytest-xdist's workers set them: the window's own size must count
+        environment.pop(size, None)
     environment["TERM"] = "xterm-256color"
     shell = f'{shlex.join(argv)}; echo "[tmux: exited $?]"; exec sleep 600'
     subprocess.run(

@@ -91,3 +91,15 @@ async def test_with_json_output_stdout_holds_only_the_messages(tmp_path: Path) -
     prompts = [m["message"] for m in messages if m["message"].get("method") == "session/prompt"]
     assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["echo one", "echo two"]
     assert err.getvalue().count("you> ") == 2
+
+
+async def test_a_turn_the_agent_answers_with_an_error_is_told_and_the_conversation_goes_on(
+    tmp_path: Path,
+) -> None:
+    code, out, err = await converse(tmp_path, "fail -32603 it broke", "echo still here\n")
+    assert err.splitlines()[1:] == [
+        "acpio: error: The agent answered session/prompt with an error: -32603 it broke "
+        "(the conversation goes on; it will exit with 4)"
+    ]
+    assert out.splitlines() == ["you> still here", "[stop reason: end_turn]", "you> "]
+    assert code == ExitCode.AGENT_ERROR  # a script feeding the prompts learns that one failed

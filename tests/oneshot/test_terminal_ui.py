@@ -4,9 +4,11 @@
 * the plan is one checklist, updated in place: the final screen holds it once;
 * a spinner with the elapsed time while the agent is silent, gone when the turn ends;
 * the agent's markdown rendered (plain text when piped);
+* Ctrl-C in the middle of a paragraph leaves it once on the screen;
 * the permission question shows the diff it is about;
-* the interactive mode: a second turn, the agent's commands completed, Ctrl-C cancelling a turn and
-  not the program, a mode switched, the history, Ctrl-D to leave;
+* the interactive mode: a failed turn told and the conversation going on; a second turn, the
+  agent's commands completed, Ctrl-C cancelling a turn and not the program, a mode switched, the
+  history, Ctrl-D to leave;
 * closing the window (the terminal gone, SIGHUP) still ends the agent's commands.
 """
 
@@ -122,6 +124,29 @@ def test_markdown_is_rendered_on_a_terminal_and_plain_in_a_pipe(tmp_path: Path) 
     assert "# Release notes" in piped.stdout
 
 
+def test_ctrl_c_in_the_middle_of_a_paragraph_leaves_it_once_on_the_screen(tmp_path: Path) -> None:
+    # chunks without a line ending: the paragraph being written is drawn in the live region, padded
+    # to the window's width, when the terminal echoes ^C after it
+    body = """
+say(cx, "The first paragraph is complete.\\n\\n")
+number = 0
+while not cancelled.is_set():
+    say(cx, f"word{number} ")
+    number += 1
+    await asyncio.sleep(0.02)
+"""
+    agent = agent_script(tmp_path, body)
+    with tmux_running(prompt_argv("--deny", "go", agent=agent), cwd=tmp_path, width=60) as terminal:
+        terminal.wait_for_text("word40")  # the paragraph is a few lines long, and still growing
+        terminal.send_keys("C-c")
+        code, screen = terminal.exited()
+    assert code == 130, screen
+    words = screen.split()
+    assert words.count("word0") == 1, screen
+    assert words.count("word20") == 1, screen
+    assert words.count("paragraph") == 1, screen
+
+
 def test_the_permission_question_shows_the_diff_it_is_about(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     agent = agent_script(
@@ -173,6 +198,29 @@ def test_the_interactive_mode_a_second_turn_completion_and_ctrl_c(tmp_path: Path
         terminal.send_keys("C-u", "C-d")  # clear it; Ctrl-D on an empty line leaves
         code, screen = terminal.exited()
     assert code == 0, screen
+
+
+def test_a_failed_turn_is_told_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    body = """
+if "fail" in str(req.prompt):
+    update(cx, {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Half-done", "status": "pending"})
+    say(cx, "Working on it")
+    raise RequestError(-32603, "the model went away")
+say(cx, "Fine again.\\n")
+"""
+    agent = agent_script(tmp_path, body)
+    with tmux_running(prompt_argv("-i", "--deny", "please fail", agent=agent), cwd=tmp_path) as terminal:
+        terminal.wait_for(lambda screen: screen.endswith("you>"), "the prompt after the failed turn")
+        terminal.type_line("now work")
+        terminal.wait_for_text("[stop reason: end_turn]")
+        terminal.wait_for(lambda screen: screen.endswith("you>"), "the prompt after the second turn")
+        terminal.send_keys("C-d")
+        code, screen = terminal.exited()
+    assert code == 4, screen  # the conversation ended well, but a turn of it failed
+    assert "the model went away (the conversation goes on; it will exit with 4)" in screen
+    # what the failed turn left under way stays as it was, once: not drawn again in the next turn
+    assert screen.count("Half-done") == 1, screen
+    assert screen.index("Half-done") < screen.index("you> now work") < screen.index("Fine again.")
 
 
 def test_closing_the_terminal_ends_the_agents_commands(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ non-zero, never with a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
 __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
@@ -76,9 +77,35 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser that refuses the options it does not know itself, with its own usage and a suggestion.
+
+    argparse hands what a subcommand does not know up to the top-level parser, which then prints
+    ``acpio``'s usage: a user who mistyped an option of ``acpio prompt`` would see neither the
+    options of ``acpio prompt`` nor the one meant. Every parser of the command is of this class
+    (subparsers take their parent's), so the innermost one that parsed the word refuses it.
+    """
+
+    def parse_known_args(  # the namespace's type is the caller's: argparse's overloads take any
+        self, args: Iterable[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        """Parse ``args``; a word it does not know is a usage mistake (exit code 2), with a suggestion."""
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error("unrecognized arguments: " + " ".join(self._suggest(word) for word in unknown))
+        return parsed, unknown
+
+    def _suggest(self, word: str) -> str:
+        if not word.startswith("-"):
+            return word
+        known = list(self._option_string_actions)  # private-ok: argparse lists its options only there
+        close = difflib.get_close_matches(word.partition("=")[0], known, n=1)
+        return f"{word} (did you mean {close[0]}?)" if close else word
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with one subparser per subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="acpio",
         description="Tools for the Agent Client Protocol: a test agent, a one-shot client, a conductor "
         "for proxy chains and a trace viewer.",

@@ -2,7 +2,7 @@
 
 ::
 
-    acpio conductor [--trace FILE] [--debug DIR] [--name NAME] agent "proxy-cmd ..." ... "agent-cmd ..."
+    acpio conductor [--trace FILE] [--debug DIR] [--name NAME] [--mcp-bridge] agent "proxy ..." "agent ..."
     acpio conductor [--trace FILE] [--debug DIR] [--name NAME] proxy "proxy-cmd ..." ...
 
 Each component is one command string (shell words, leading ``NAME=value`` words set variables, or a
@@ -76,6 +76,17 @@ def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
     )
 
 
+def _add_bridge(parser: argparse.ArgumentParser, *, nested: bool) -> None:
+    # Before the mode as well as after it (agent mode only: checked in run, where the mode is known).
+    parser.add_argument(
+        "--mcp-bridge",
+        action="store_true",
+        default=argparse.SUPPRESS if nested else False,
+        help="agent mode: run acpio's MCP-over-ACP bridge just before the agent: MCP servers the client "
+        "or a proxy serves over ACP reach an agent that only takes HTTP MCP servers (needs acpio[mcp])",
+    )
+
+
 def register(subparsers: Any) -> None:
     """Add the ``conductor`` subcommand, with its ``agent`` and ``proxy`` modes."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -86,6 +97,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_options(parser, nested=False)
+    _add_bridge(parser, nested=False)
     modes = parser.add_subparsers(title="modes", metavar="MODE", dest="mode", required=True)
     agent = modes.add_parser(
         "agent",
@@ -97,12 +109,7 @@ def register(subparsers: Any) -> None:
     agent.add_argument(
         "components", nargs="*", metavar="COMPONENT", help="a proxy command, then the agent command"
     )
-    agent.add_argument(
-        "--mcp-bridge",
-        action="store_true",
-        help="run acpio's MCP-over-ACP bridge just before the agent: MCP servers the client or a proxy "
-        "serves over ACP reach an agent that only takes HTTP MCP servers (needs acpio[mcp])",
-    )
+    _add_bridge(agent, nested=True)
     _add_options(agent, nested=True)
     proxy = modes.add_parser(
         "proxy",
@@ -122,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.components:
         needs = "the agent command, after any proxy commands" if args.mode == "agent" else "a proxy command"
         raise CliError(f"`acpio conductor {args.mode}` needs at least one COMPONENT: {needs}")
+    if args.mcp_bridge and args.mode != "agent":
+        raise CliError(
+            "--mcp-bridge runs the bridge just before the agent, so it takes agent mode: "
+            '`acpio conductor agent --mcp-bridge "proxy ..." "agent ..."`'
+        )
 
     from acpio.conductor import Chain, ConductorError, FileSink, Named
     from acpio.conductor.components import resolve
@@ -140,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         member = resolve(Named(text.strip(), command), stderr=watch_stderr)
         processes.append(member.component)
         components.append(member)
-    if getattr(args, "mcp_bridge", False):
+    if args.mcp_bridge:
         try:
             from acpio.mcp import mcp_http_bridge
         except ImportError as exc:

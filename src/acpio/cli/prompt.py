@@ -32,9 +32,9 @@ With -i, a conversation: after each turn acpio asks for the next prompt (:help l
 commands, such as :mode and :option; :quit or Ctrl-D leaves).
 
 exit codes: 0 end_turn; 2 usage mistake; 3 the agent could not start, did not answer initialize in
-time, or exited; 4 the agent answered with an error; 5 the turn stopped for another reason
-(max_tokens, max_turn_requests, refusal); 129 SIGHUP or the parent exited; 130 cancelled;
-143 SIGTERM."""
+time, or exited; 4 the agent answered with an error (with -i: any turn, and the conversation goes
+on); 5 the turn stopped for another reason (max_tokens, max_turn_requests, refusal); 129 SIGHUP or
+the parent exited; 130 cancelled; 143 SIGTERM."""
 
 
 def register(subparsers: Any) -> None:

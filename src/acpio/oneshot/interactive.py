@@ -13,8 +13,8 @@ A line starting with ``:`` is for acpio, not the agent (:func:`converse`):
   check the choice against what the agent offered); ``:modes`` and ``:options`` list them;
 * ``:help`` lists these; ``:quit`` (or Ctrl-D) ends the conversation.
 
-Ctrl-C during a turn cancels that turn, and the conversation goes on; at the ``you>`` prompt it
-only says how to leave.
+Ctrl-C during a turn cancels that turn, and the conversation goes on (as it does after a turn the
+agent answered with an error); at the ``you>`` prompt it only says how to leave.
 """
 
 from __future__ import annotations
@@ -353,7 +353,7 @@ async def converse(
 ) -> int:
     """Ask for prompts and run a turn for each until ``:quit`` or the end of input; returns 0.
 
-    ``turn(text)`` runs one turn (a cancelled one included: the conversation goes on); ``note``
+    ``turn(text)`` runs one turn (a cancelled or failed one included: the conversation goes on); ``note``
     writes a line for the person (``acpio: ...``); ``watch`` has the agent's commands to complete;
     ``settle`` gives the terminal back before each question (the renderer's live region).
     """

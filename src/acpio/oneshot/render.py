@@ -124,8 +124,8 @@ class Renderer(Protocol):
         """The agent's ``method`` request was answered with an error saying ``message``."""
         ...
 
-    def turn_ended(self, stop_reason: str) -> None:
-        """The agent answered ``session/prompt`` with ``stop_reason``."""
+    def turn_ended(self, stop_reason: str | None) -> None:
+        """The agent answered ``session/prompt`` with ``stop_reason``; ``None``: with an error."""
         ...
 
     def settle(self) -> None:
@@ -310,8 +310,11 @@ class TextRenderer(ABC):
         self._end_stream()
         self._lines([[(f"[{method} failed] ", "refused"), (message, "refused")]])
 
-    def turn_ended(self, stop_reason: str) -> None:
-        """Mark unfinished tool calls of a cancelled turn as cancelled; then the stop reason."""
+    def turn_ended(self, stop_reason: str | None) -> None:
+        """Mark unfinished tool calls of a cancelled turn as cancelled; then the stop reason.
+
+        ``None`` (the agent answered with an error, which is told on stderr): no stop reason.
+        """
         self._end_stream()
         if stop_reason == "cancelled":
             for tool in self._tools.values():
@@ -319,6 +322,8 @@ class TextRenderer(ABC):
                     tool.status = "cancelled"
                     self._tool_changed(tool, False)
         self._streamed.clear()  # a command still running past its turn is not shown below it
+        if stop_reason is None:
+            return
         style = {"end_turn": "stop.end_turn", "cancelled": "stop.cancelled"}.get(stop_reason, "stop.other")
         self._lines([[(f"[stop reason: {stop_reason}]", style)]])
 
@@ -547,7 +552,7 @@ class JsonLinesRenderer:
     def request_failed(self, method: str, message: str) -> None:
         """Nothing: the error response was recorded."""
 
-    def turn_ended(self, stop_reason: str) -> None:
+    def turn_ended(self, stop_reason: str | None) -> None:
         """Nothing: the ``session/prompt`` response was recorded."""
 
     def settle(self) -> None:

@@ -25,9 +25,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final, TextIO
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -83,6 +84,8 @@ LIVE_OUTPUT_LINES: Final = 6
 _QUIET_BEFORE_SPINNER: Final = 0.5
 _FINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _PLAN: Final = "plan"
+#: Columns the terminal echoes at the cursor for a Ctrl-C (``^C``), which the live region must leave free.
+_ECHO_ROOM: Final = 2
 #: A line that neither is blank nor starts a block of its own (heading, list item, quote, fence, table).
 _IN_PARAGRAPH: Final = re.compile(r"(?!\s*$)(?!\s*(?:#|[-*+>|]|\d+[.)]|```|~~~|    ))")
 
@@ -191,7 +194,7 @@ class RichRenderer(TextRenderer):
             label = Text.assemble((f"{waiting_for}… ", STYLES["spinner"]), (f"{elapsed:.0f} s", "dim"))
             self._spinner.update(text=label)
             parts.append(self._spinner)
-        return Group(*parts)
+        return _EndsShort(Group(*parts))
 
     def _output_tail(self, terminal_id: str) -> list[Text]:
         snapshot = self._lookup(terminal_id) if self._lookup is not None else None
@@ -314,10 +317,15 @@ class RichRenderer(TextRenderer):
         self._print_region()
         super().end_history()
 
-    def turn_ended(self, stop_reason: str) -> None:
-        """The plan as it ended stays; then the stop reason. The spinner goes."""
+    def turn_ended(self, stop_reason: str | None) -> None:
+        """The plan as it ended stays; then the stop reason. The spinner goes.
+
+        After an error (``None``) the tool calls left unfinished stay too, as they were.
+        """
         self._end_stream()
-        if _PLAN in self._region:
+        if stop_reason is None:
+            self._print_region()
+        elif _PLAN in self._region:
             plan = self._region.pop(_PLAN)
             self._print(Group(*(_text(line) for line in plan)))
         self._waiting_for = None
@@ -380,6 +388,29 @@ class GoneTolerant(io.TextIOBase):
     def fileno(self) -> int:
         """The wrapped output's descriptor (rich asks for the terminal's size)."""
         return self._out.fileno()
+
+
+class _EndsShort:
+    """A live region whose last line leaves the terminal's last columns free (else an empty line follows).
+
+    Rich erases the region by moving the cursor up from where its last line ends. The terminal
+    echoes a Ctrl-C there (``^C``): after a line that fills the width (a markdown paragraph is padded
+    to it) the echo wraps, the cursor goes down a line, and the erasing misses the region's first
+    line, which stays on the screen above the text printed for good.
+    """
+
+    def __init__(self, region: RenderableType) -> None:
+        self._region = region
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self._region, options, pad=False)
+        for number, line in enumerate(lines):
+            if number:
+                yield Segment.line()
+            yield from line
+        if lines and Segment.get_line_length(lines[-1]) > options.max_width - _ECHO_ROOM:
+            yield Segment.line()
+            yield Segment("")  # the empty line (a line ending alone would not start one)
 
 
 def _text(line: Line) -> Text:

@@ -356,6 +356,8 @@ class _PromptRun:
         self._main: asyncio.Task[Any] | None = None
         self._session: ActiveSession | None = None
         self._turn_running = False
+        #: ``-i``: whether the agent answered a turn with an error (the conversation then exits with 4).
+        self._a_turn_failed = False
         self._aborted = False
         #: Why the ``--json`` output could not be written, once it could not.
         self._output_failure: OSError | None = None
@@ -494,11 +496,22 @@ class _PromptRun:
             raise PromptFailed(f"The agent refused the change: {exc}", ExitCode.AGENT_ERROR) from exc
         if self.lines is None:
             return await self._turn(session, self._options.prompt)
+        turn = functools.partial(self._conversation_turn, session)
         if self._options.prompt.strip():
-            await self._turn(session, self._options.prompt)
+            await turn(self._options.prompt)
         self._renderer.status(None)
-        turn = functools.partial(self._turn, session)
-        return await converse(session, turn, self.lines, self._note, self._commands, self._renderer.settle)
+        await converse(session, turn, self.lines, self._note, self._commands, self._renderer.settle)
+        return ExitCode.AGENT_ERROR if self._a_turn_failed else ExitCode.OK
+
+    async def _conversation_turn(self, session: ActiveSession, text: str) -> int:
+        """A turn of ``-i``: one the agent answers with an error is told, and the conversation goes on."""
+        try:
+            return await self._turn(session, text)
+        except PromptFailed as exc:
+            self._a_turn_failed = True
+            self._renderer.turn_ended(None)
+            self._note(f"error: {exc.message} (the conversation goes on; it will exit with {exc.exit_code})")
+            return exc.exit_code
 
     async def _turn(self, session: ActiveSession, text: str) -> int:
         self._session = session

@@ -204,6 +204,18 @@ async def test_cancel_while_permission_is_pending_and_while_the_model_streams(tm
             assert (await client.peer.response_to(request_id))["result"] == {"stopReason": "cancelled"}
 
 
+async def test_help_lists_the_offline_directives_and_keeps_its_lists_apart(tmp_path: Path) -> None:
+    async with editor(options(tmp_path)) as client:
+        session = await client.session(tmp_path)
+        helped = (await client.prompt(session, "/help")).text
+    # a heading right under a list item would be read, as markdown, as the end of that item
+    assert "\n\nModels:\n- offline/" in helped
+    assert "\n\nModes:\n- " in helped
+    assert "follow a directive on each line of your message" in helped
+    assert "- `read PATH`: call `read_file`" in helped
+    assert "- `run COMMAND`: call `run_command`" in helped
+
+
 async def test_slash_commands(tmp_path: Path) -> None:
     async with editor(options(tmp_path), capabilities={**FS, "session": {"compaction": {}}}) as client:
         session = await client.session(tmp_path)

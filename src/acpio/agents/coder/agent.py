@@ -490,14 +490,7 @@ class _Coder:
 
     async def command(self, turn: Turn, state: _State, name: str, argument: str) -> None:
         if name == "help":
-            models = "\n".join(f"- {m.qualified_id}: {m.label}" for m in state.catalogue.models)
-            modes = "\n".join(f"- {m.id}: {m.name}" for m in state.settings.modes)
-            await turn.say(
-                "I am acpio's reference coding agent. I read and edit the project's files, run commands in "
-                "your terminal and use the session's MCP servers.\nCommands: /help, /model [id], /mode [id], "
-                f"/compact.\nModel: {turn.options.get('model')}; mode: {turn.mode}.\n"
-                f"Models:\n{models}\nModes:\n{modes}\n"
-            )
+            await turn.say(_help(state, str(turn.options.get("model")), turn.mode))
         elif name == "model" and not argument:
             await turn.say(
                 f"Model: {turn.options.get('model')}. Available: {', '.join(self.model_choices(state))}\n"
@@ -544,3 +537,27 @@ def _effort(value: object) -> ReasoningEffort | None:
 
 def _update(session_id: str, update: SessionUpdate) -> SessionNotification:
     return SessionNotification(session_id=session_id, update=update)
+
+
+def _help(state: _State, model: str, mode: str | None) -> str:
+    """``/help``: the commands, the models and modes, and what the current model's provider tells its users.
+
+    Each part is a paragraph or a list of its own: a heading right under a list item would be read
+    (as markdown) as the end of that item.
+    """
+    models = "\n".join(f"- {m.qualified_id}: {m.label}" for m in state.catalogue.models)
+    modes = "\n".join(f"- {m.id}: {m.name}" for m in state.settings.modes)
+    parts = [
+        "I am acpio's reference coding agent. I read and edit the project's files, run commands in your "
+        "terminal and use the session's MCP servers.",
+        "Commands: /help, /model [id], /mode [id], /compact.",
+        f"Model: {model}; mode: {mode}.",
+        f"Models:\n{models}",
+        f"Modes:\n{modes}",
+    ]
+    used = {found.provider for part in model.split(",") if (found := state.catalogue.find(part.strip()))}
+    for name in sorted(used):
+        provider = state.catalogue.providers.get(name)
+        if provider is not None and provider.help_text():
+            parts.append(provider.help_text())
+    return "\n\n".join(parts) + "\n"

@@ -398,5 +398,9 @@ class ModelProvider(abc.ABC):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Call the model and yield its events; closing the iterator ends the call."""
 
+    def help_text(self) -> str:
+        """What a user should know to prompt this provider's models (markdown), for ``/help``; none here."""
+        return ""
+
     async def aclose(self) -> None:  # noqa: B027 (a default that does nothing, for providers without clients)
         """Release the provider's HTTP client; the default does nothing."""

@@ -1,21 +1,8 @@
 r"""The offline model: deterministic, no key, no network, for demos, CI and a first try.
 
-It does not understand language; it follows the lines of the last user message, each a directive
-(anything else is echoed):
-
-==============================  =================================================================
-``read PATH``                   call ``read_file``
-``write PATH: TEXT``            call ``write_file`` (``\n`` in TEXT is a new line)
-``edit PATH: OLD => NEW``       call ``edit_file`` (replace OLD by NEW; ``\n`` as above)
-``run COMMAND``                 call ``run_command``
-``plan A; B; C``                call ``update_plan`` (the first step in progress)
-``call TOOL {JSON}``            call any tool (an MCP server's) with these arguments
-``think TEXT``                  reason (a thinking delta)
-``say TEXT``                    answer TEXT
-``wait SECONDS``                stream nothing for a while (to cancel a model mid-stream)
-``loop``                        call ``read_file`` on ``.`` for ever (``max_turn_requests``)
-``refuse`` / ``long``           stop with ``refusal`` / ``max_tokens``
-==============================  =================================================================
+It does not understand language; it follows the lines of the last user message, each one of the
+:data:`DIRECTIVES` (``read PATH``, ``write PATH: TEXT``, ``run COMMAND``, ``say TEXT``...; anything
+else is echoed), which the agent's ``/help`` lists.
 
 The model makes one call per directive, in order, across the requests of a turn (the number of
 its answers since the user's message says where it is), then ends the turn with a short report of
@@ -29,6 +16,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from acpio.agents.coder.model import (
     AssistantMessage,
@@ -50,7 +38,22 @@ from acpio.agents.coder.model import (
     UserMessage,
 )
 
-__all__ = ["OfflineProvider"]
+__all__ = ["DIRECTIVES", "OfflineProvider"]
+
+#: What the offline model does with each line of the user's message: the directive, and what it does.
+DIRECTIVES: Final = (
+    ("read PATH", "call `read_file`"),
+    ("write PATH: TEXT", "call `write_file` (`\\n` in TEXT is a new line)"),
+    ("edit PATH: OLD => NEW", "call `edit_file` (replace OLD by NEW; `\\n` as above)"),
+    ("run COMMAND", "call `run_command`"),
+    ("plan A; B; C", "call `update_plan` (the first step in progress)"),
+    ("call TOOL {JSON}", "call any tool (an MCP server's) with these arguments"),
+    ("think TEXT", "reason (a thinking delta)"),
+    ("say TEXT", "answer TEXT"),
+    ("wait SECONDS", "stream nothing for a while (to cancel a model mid-stream)"),
+    ("loop", "call `read_file` on `.` for ever (`max_turn_requests`)"),
+    ("refuse / long", "stop with `refusal` / `max_tokens`"),
+)
 
 _CATALOGUE = (
     ModelInfo(
@@ -174,6 +177,12 @@ class OfflineProvider(ModelProvider):
     async def models(self) -> list[ModelInfo]:
         """The two offline models, and any the settings declare for ``offline`` (for tests)."""
         return [*self.config.models, *_CATALOGUE]
+
+    def help_text(self) -> str:
+        """The directives the offline models follow, one per line of a message, as a markdown list."""
+        listed = "\n".join(f"- `{directive}`: {does}" for directive, does in DIRECTIVES)
+        intro = "The offline models follow a directive on each line of your message (others are echoed):"
+        return f"{intro}\n{listed}"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Follow the next directive of the last user message (see the module's docstring)."""
