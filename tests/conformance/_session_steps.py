@@ -6,7 +6,8 @@ true...) and otherwise records why the requirement does not apply.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tests.conformance._driver import NoAnswer
 from tests.conformance._requirements import clip
@@ -26,16 +27,9 @@ async def cancel(x: Exchange, session_id: str) -> None:
             x.v.skip(requirement, "every turn of this agent ends at once: no cancel can land mid-turn")
         return
     x.step = "ACP-CANCEL-001"
-    busy = [{"type": "text", "text": x.agent.busy_prompt}]
-    rid = x.cx.request("session/prompt", {"sessionId": session_id, "prompt": busy})
-    x.cx.client.cancelled.add(session_id)
-    x.cx.notify("session/cancel", {"sessionId": session_id})
-    try:
-        answer = await x.cx.response_to(rid, "session/prompt", CANCEL_TIMEOUT)
-    except NoAnswer as exc:  # the agent still answers other requests: go on with them
-        x.v.check("ACP-CANCEL-001", False, f"session/cancel sent right after session/prompt: {exc}")
-    else:
-        x.stopped("ACP-CANCEL-001", "a turn cancelled by session/cancel", answer, {"cancelled"})
+    cancel = {"sessionId": session_id}
+    answer = await interrupted(x, "ACP-CANCEL-001", session_id, lambda: x.cx.notify("session/cancel", cancel))
+    if answer is not None:
         x.quiet_after.append(("ACP-CANCEL-002", session_id, x.index(answer)))
     if not x.session_capability("close"):
         x.v.skip("ACP-CLOSE-002", "sessionCapabilities.close not advertised")
@@ -44,16 +38,33 @@ async def cancel(x: Exchange, session_id: str) -> None:
     closing = await x.new_session("new-closing")
     if closing is None:
         return
-    rid = x.cx.request("session/prompt", {"sessionId": closing, "prompt": busy})
-    x.cx.client.cancelled.add(closing)
-    close = x.cx.request("session/close", {"sessionId": closing})
+    requests: list[int | str] = []
+    await interrupted(
+        x,
+        "ACP-CLOSE-002",
+        closing,
+        lambda: requests.append(x.cx.request("session/close", {"sessionId": closing})),
+    )
+    x.valid("ACP-CLOSE-001", "session/close", await x.cx.response_to(requests[0], "session/close"))
+
+
+async def interrupted(
+    x: Exchange, requirement: str, session_id: str, interrupt: Callable[[], object]
+) -> dict[str, Any] | None:
+    """Prompt the busy prompt, ``interrupt()`` at once: the turn must end ``cancelled``; its answer."""
+    rid = x.cx.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": x.agent.busy_prompt}]}
+    )
+    x.cx.client.cancelled.add(session_id)
+    interrupt()
+    how = x.cx.frames[-1].message["method"]
     try:
         answer = await x.cx.response_to(rid, "session/prompt", CANCEL_TIMEOUT)
-    except NoAnswer as exc:
-        x.v.check("ACP-CLOSE-002", False, f"session/close sent right after session/prompt: {exc}")
-    else:
-        x.stopped("ACP-CLOSE-002", "a turn whose session was closed", answer, {"cancelled"})
-    x.valid("ACP-CLOSE-001", "session/close", await x.cx.response_to(close, "session/close"))
+    except NoAnswer as exc:  # the agent still answers other requests: go on with them
+        x.v.check(requirement, False, f"{how} sent right after session/prompt: {exc}")
+        return None
+    x.stopped(requirement, f"a turn ended by {how}", answer, {"cancelled"})
+    return answer
 
 
 async def session_methods(x: Exchange) -> None:
