@@ -69,7 +69,7 @@ from acpio.schema import (
     SessionNotification,
     SessionUpdate,
 )
-from acpio.store import SessionStore
+from acpio.store import SessionStore, open_store
 
 __all__ = ["CoderOptions", "coder_app"]
 
@@ -78,6 +78,8 @@ _COMPACT = (
     "Summarise our conversation so far for yourself: the task, what was done, files touched, decisions "
     "and what is left. Be complete but brief: this summary replaces the conversation."
 )
+#: The longest session title taken from a prompt (a longer first line is cut at a word).
+_TITLE_LENGTH = 60
 _SYSTEM = """You are acpio's reference coding agent, working in the project at {cwd}.
 Use the tools to read and change the project's files and to run commands; paths are relative to
 the project. Keep the user informed with short messages; show a plan for work of several steps.
@@ -122,6 +124,8 @@ class _State:
     #: The directories the session's files may be in: its cwd and its additional directories.
     roots: list[Path]
     mcp: McpServers | None = None
+    #: Whether the session has a title (given by this agent or by the client): none is given again.
+    titled: bool = False
 
 
 def _version() -> str:
@@ -143,11 +147,12 @@ class _Coder:
         self.credentials = CredentialFile(options.credentials)
         self.catalogues: dict[str, Catalogue] = {}
         self.states: dict[str, _State] = {}
+        self.store = open_store(options.store) if isinstance(options.store, str) else options.store
         app = self.app = AgentApp(
             "acpio-agent",
             version=_version(),
             title="acpio reference agent",
-            store=options.store,
+            store=self.store,
             mcp=True,
             unstable=options.unstable,
         )
@@ -384,6 +389,8 @@ class _Coder:
         if command is not None and command.name != "compact":
             await self.command(turn, state, command.name, command.input)
             return "end_turn"
+        if command is None:
+            await self.name_session(turn, state)
         models = self.selected_models(turn, state)
         self.check_modalities(turn, models)
         mode = state.modes[str(turn.mode)]
@@ -412,6 +419,24 @@ class _Coder:
             for call in reply.tool_calls:
                 messages.append(await tools.run(call))
         return "max_turn_requests"
+
+    async def name_session(self, turn: Turn, state: _State) -> None:
+        """Title an untitled session after its first prompt (a client's own title stays).
+
+        The title is kept in the store, so ``session/list`` shows it, and told to the client
+        (``session_info_update``), so the history replays it.
+        """
+        if state.titled:
+            return
+        title = _title(turn.text)
+        if title is None:  # nothing to name it after yet (an image alone)
+            return
+        state.titled = True
+        record = await self.store.get(turn.session_id)
+        if record is None or record.title is not None:
+            return
+        await self.store.set_title(turn.session_id, title)
+        await turn.set_title(title)
 
     def selected_models(self, turn: Turn, state: _State) -> list[ModelInfo]:
         value = str(turn.options.get("model", ""))
@@ -526,6 +551,16 @@ class _Coder:
         if turn.client.has("session.compaction"):  # the reply, said, is what the next turns start from
             await turn.compact(reply.text)
         return "end_turn"
+
+
+def _title(text: str) -> str | None:
+    """A session title from a prompt: its first line, spaces collapsed, cut at a word when too long."""
+    line = next((" ".join(part.split()) for part in text.splitlines() if part.strip()), "")
+    if len(line) <= _TITLE_LENGTH:
+        return line or None
+    head = line[: _TITLE_LENGTH - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,.;:") + "…"
 
 
 def _effort(value: object) -> ReasoningEffort | None:
