@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.store import MemoryStore
 from acpio.testing import WirePeer, serving
 from acpio.transports import Channel
 
@@ -112,6 +113,30 @@ async def test_cancel_ends_the_turn_cancelled_and_withdraws_its_permission_reque
         assert {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": asked["id"]}} in seen
         final = [m["params"]["update"] for m in seen if m.get("method") == "session/update"][-1]
         assert (final["sessionUpdate"], final["status"]) == ("tool_call_update", "failed")
+
+
+@pytest.mark.parametrize("end", ["session/cancel", "session/close"])
+async def test_a_turn_ended_before_its_task_began_is_answered_and_the_session_goes_on(end: str) -> None:
+    """A cancel read in the same batch as its prompt: the turn's task never ran a line (ACP-CANCEL-001)."""
+    app = AgentApp("sleeper", store=MemoryStore())  # a store: session/close is served
+
+    @app.prompt
+    async def answer(turn: Turn) -> StopReasonName:
+        if turn.text == "wait":
+            await asyncio.sleep(60)
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = await start(peer)
+        turn = prompt(peer, session, "wait")
+        if end == "session/cancel":
+            peer.notify(end, {"sessionId": session})  # written with the prompt: read in the same turn
+        else:
+            peer.request(end, {"sessionId": session})
+        assert (await peer.response_to(turn))["result"] == {"stopReason": "cancelled"}
+        if end == "session/cancel":
+            after = await peer.response_to(prompt(peer, session, "go on"))
+            assert after["result"] == {"stopReason": "end_turn"}
 
 
 async def test_what_a_client_gets_wrong_is_answered_not_crashed_on() -> None:

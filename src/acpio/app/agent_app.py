@@ -111,6 +111,8 @@ class AppSession:
     turn: asyncio.Task[None] | None = None
     current: Turn | None = None
     history: list[Exchange] = field(default_factory=list)
+    #: Whether the turn's task has begun to run (a task cancelled before that never runs its code).
+    _turn_started: bool = field(default=False, init=False, repr=False)
 
     def offer_modes(self, modes: list[SessionMode], current: str | None = None) -> None:
         """Offer this session ``modes`` instead of the app's; its mode becomes ``current``.
@@ -515,10 +517,9 @@ class AgentApp:
         if session is None:
             return
         if session.turn is not None:
-            if session.current is not None:
-                session.current.cancel_requested = True
-            session.turn.cancel()
-            await asyncio.gather(session.turn, return_exceptions=True)
+            task = session.turn
+            self._cancel_turn(session)
+            await asyncio.gather(task, return_exceptions=True)
         for hook in self._on_close:
             await hook(session)
 
@@ -604,6 +605,9 @@ class AgentApp:
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
         try:
+            session._turn_started = True
+            if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
+                raise asyncio.CancelledError
             stop = await fn(turn)
         except asyncio.CancelledError:
             if not turn.cancel_requested:
@@ -619,6 +623,7 @@ class AgentApp:
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
+            session._turn_started = False
 
     def _stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
         if turn.cancel_requested:
@@ -636,5 +641,12 @@ class AgentApp:
         session = self._sessions.get(notification.session_id)
         if session is None or session.cx is not cx or session.turn is None or session.current is None:
             return
-        session.current.cancel_requested = True
-        session.turn.cancel()
+        self._cancel_turn(session)
+
+    @staticmethod
+    def _cancel_turn(session: AppSession) -> None:
+        """End the session's turn as cancelled: a task that has not begun sees the flag when it does."""
+        if session.current is not None:
+            session.current.cancel_requested = True
+        if session.turn is not None and session._turn_started:
+            session.turn.cancel()
