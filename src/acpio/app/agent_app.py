@@ -13,7 +13,6 @@ import contextlib
 import functools
 import logging
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +56,7 @@ from acpio.schema import (
     StopReason,
     UserMessageChunk,
 )
+from acpio.session import SessionConnection
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions, open_store
 from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
@@ -234,7 +234,6 @@ class AgentApp:
         self._on_change: list[ChangeFunction] = []
         self._handlers: list[Callable[..., Any]] = []
         #: What each client advertised at ``initialize``.
-        self._features: weakref.WeakKeyDictionary[Connection, ClientFeatures] = weakref.WeakKeyDictionary()
         #: The open sessions, by id (ids are unique across connections).
         self._sessions: dict[str, AppSession] = {}
         self._menu = Menu()
@@ -421,11 +420,13 @@ class AgentApp:
 
     # --- the protocol -----------------------------------------------------------------------------
 
-    def _client_features(self, cx: Connection) -> ClientFeatures:
-        return self._features.get(cx) or ClientFeatures({})
+    @staticmethod
+    def _client_features(cx: Connection) -> ClientFeatures:
+        """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
+        recorded = cx.client_features if isinstance(cx, SessionConnection) else None
+        return recorded or ClientFeatures({})
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
-        self._features[cx] = ClientFeatures.from_request(request)
         capabilities = AgentCapabilities(prompt_capabilities=self._prompt_capabilities)
         if self._mcp:
             capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)

@@ -94,6 +94,7 @@ from acpio.schema import (
     StopReason,
     TextContent,
 )
+from acpio.session import SessionConnection
 from acpio.store import MemoryStore, SessionStore
 
 __all__ = [
@@ -207,9 +208,8 @@ def prompt_text(blocks: list[ContentBlock]) -> str:
 
 @dataclass(slots=True)
 class _ClientState:
-    """What testy knows of one connected client."""
+    """What testy knows of one connected client (what it advertised, its connection records)."""
 
-    features: ClientFeatures
     authenticated: bool = False
 
 
@@ -225,9 +225,15 @@ class TestyAgent:
 
     def _client(self, cx: Connection) -> _ClientState:
         state = self._clients.get(cx)
-        if state is None:  # a client that skipped initialize: it advertised nothing
-            state = self._clients[cx] = _ClientState(ClientFeatures({}))
+        if state is None:
+            state = self._clients[cx] = _ClientState()
         return state
+
+    @staticmethod
+    def _features(cx: Connection) -> ClientFeatures:
+        """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
+        recorded = cx.client_features if isinstance(cx, SessionConnection) else None
+        return recorded or ClientFeatures({})
 
     # --- initialization and authentication --------------------------------------------------------
 
@@ -238,7 +244,6 @@ class TestyAgent:
         its sessions can be loaded only while this process runs (``acpio prompt`` then offers no
         ``--session`` hint).
         """
-        self._client(cx).features = ClientFeatures.from_request(req)
         auth_methods: list[Any] = []
         if self.options.auth:
             auth_methods.append(
@@ -248,7 +253,7 @@ class TestyAgent:
                     description="testy's test login: authenticate with this method always succeeds",
                 )
             )
-        if self.options.terminal_auth is not None and self._client(cx).features.terminal_auth:
+        if self.options.terminal_auth is not None and self._features(cx).terminal_auth:
             auth_methods.append(
                 AuthMethodTerminal(
                     id=TERMINAL_AUTH_METHOD_ID,
@@ -299,7 +304,7 @@ class TestyAgent:
         if self.options.auth:
             offered.append(AUTH_METHOD_ID)
             hints.append(f"call authenticate with methodId {AUTH_METHOD_ID!r}")
-        if self.options.terminal_auth is not None and client.features.terminal_auth:
+        if self.options.terminal_auth is not None and self._features(cx).terminal_auth:
             offered.append(TERMINAL_AUTH_METHOD_ID)
             hints.append(f"run the terminal login {TERMINAL_AUTH_METHOD_ID!r}")
         if not hints:
@@ -343,7 +348,7 @@ class TestyAgent:
         self._require_auth(cx, "session/new")
         self._check_setup("session/new", req.cwd, req.mcp_servers, req.additional_directories)
         session = await self.sessions.create(req.cwd, _wire(req.mcp_servers))
-        session.booleans = self._client(cx).features.boolean_config_options
+        session.booleans = self._features(cx).boolean_config_options
         return NewSessionResponse(
             session_id=session.session_id, modes=session.modes(), config_options=session.config_options()
         )
@@ -358,7 +363,7 @@ class TestyAgent:
                 message=f"{method}: session {session_id!r} is running a prompt turn; cancel it first",
             )
         await self.sessions.reopen(session, cwd, _wire(mcp_servers or []))
-        session.booleans = self._client(cx).features.boolean_config_options
+        session.booleans = self._features(cx).boolean_config_options
         return session
 
     async def load_session(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
@@ -470,7 +475,7 @@ class TestyAgent:
                 message=f"Session {req.session_id!r} is already running a prompt turn: wait for its answer "
                 "or send session/cancel",
             )
-        turn = session.turn = Turn(session, cx, self._client(cx).features)
+        turn = session.turn = Turn(session, cx, self._features(cx))
         session.remember_user(req.prompt)
         cx.spawn(self._run_turn, turn, prompt_text(req.prompt), responder)
 
