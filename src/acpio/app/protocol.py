@@ -1,0 +1,357 @@
+"""How an :class:`~acpio.app.AgentApp` speaks ACP: the handlers its builder serves, and its open sessions.
+
+:class:`AgentApp` holds what the user declared (an :class:`AppDefinition`: the prompt function, the
+hooks, the menu); :class:`AppProtocol` answers the protocol with it: ``initialize``, the session
+setups (by itself, or through a store's :class:`~acpio.store.StoredSessions`), each
+``session/prompt`` as a :class:`~acpio.app.Turn` in a task of its own, ``session/cancel``, and the
+session's mode and option changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acpio.app.app_session import (
+    AppSession,
+    ChangeFunction,
+    CloseFunction,
+    InitializeFunction,
+    OpenFunction,
+    PromptFunction,
+)
+from acpio.app.history import read_history
+from acpio.app.menu import Menu
+from acpio.app.turn import Turn
+from acpio.capabilities import ClientFeatures, negotiate_version
+from acpio.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    RequestError,
+    ResourceNotFound,
+)
+from acpio.jsonrpc import Builder, Connection, Responder
+from acpio.jsonrpc.messages import encode_value
+from acpio.schema import (
+    AgentCapabilities,
+    CancelNotification,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    SessionNotification,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
+    SetSessionModeResponse,
+    StopReason,
+    UserMessageChunk,
+)
+from acpio.session import SessionConnection
+from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
+
+__all__ = ["AppDefinition", "AppProtocol"]
+
+_log = logging.getLogger("acpio.app")
+
+
+@dataclass
+class AppDefinition:
+    """What an app declares: its identity, its prompt function and hooks, what it offers."""
+
+    #: The ``agentInfo`` the app answers ``initialize`` with.
+    info: Implementation
+    prompt_capabilities: PromptCapabilities
+    error_details: bool
+    mcp: bool
+    unstable: bool
+    prompt: PromptFunction | None = None
+    on_initialize: list[InitializeFunction] = field(default_factory=list[InitializeFunction])
+    on_open: list[OpenFunction] = field(default_factory=list[OpenFunction])
+    on_close: list[CloseFunction] = field(default_factory=list[CloseFunction])
+    on_change: list[ChangeFunction] = field(default_factory=list[ChangeFunction])
+    handlers: list[Callable[..., Any]] = field(default_factory=list[Callable[..., Any]])
+    menu: Menu = field(default_factory=Menu)
+
+
+class AppProtocol:
+    """The handlers that serve an app's :class:`AppDefinition`, and the sessions open on it."""
+
+    def __init__(self, definition: AppDefinition, store: SessionStore | None) -> None:
+        self._app = definition
+        self._menu = definition.menu
+        #: The open sessions, by id (ids are unique across connections).
+        self.sessions: dict[str, AppSession] = {}
+        #: The sessions whose turn's task has begun (a task cancelled before that runs none of its code).
+        self._begun: set[str] = set()
+        #: The session methods served from the store, when there is one.
+        self.stored = (
+            StoredSessions(store, on_open=self._opened, on_close=self._closed, unstable=definition.unstable)
+            if store is not None
+            else None
+        )
+
+    def register(self, app: Builder[SessionConnection]) -> None:
+        """Serve the app's protocol on ``app``, an ``Agent`` builder."""
+        app.on_request(InitializeRequest, self._initialize)
+        if self.stored is not None:
+            self.stored.register(app)
+        else:
+            app.on_request(NewSessionRequest, self._new_session)
+            app.on_close(self._connection_closed)
+        app.on_request(PromptRequest, self._start_turn)
+        app.on_notification(CancelNotification, self._cancel)
+        if self._menu.modes:
+            app.on_request(SetSessionModeRequest, self._set_mode)
+        if self._menu.options:
+            app.on_request(SetSessionConfigOptionRequest, self._set_option)
+        for handler in self._app.handlers:
+            app.on_request(handler)
+
+    @staticmethod
+    def _client_features(cx: Connection) -> ClientFeatures:
+        """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
+        recorded = cx.client_features if isinstance(cx, SessionConnection) else None
+        return recorded or ClientFeatures({})
+
+    async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
+        capabilities = AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
+        if self._app.mcp:
+            capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)
+        if self.stored is not None:
+            capabilities = self.stored.agent_capabilities(capabilities)
+        answer = InitializeResponse(
+            protocol_version=negotiate_version(request.protocol_version),
+            agent_capabilities=capabilities,
+            agent_info=self._app.info,
+        )
+        for hook in self._app.on_initialize:
+            answer = await hook(request, answer) or answer
+        return answer
+
+    async def _new_session(
+        self, request: NewSessionRequest, responder: Responder[NewSessionResponse], cx: Connection
+    ) -> None:
+        cwd = Path(request.cwd)
+        if not cwd.is_absolute():
+            raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
+        session_id = f"sess_{uuid.uuid4().hex}"
+        client = self._client_features(cx)
+        session = AppSession(
+            cx,
+            session_id,
+            cwd,
+            self._menu.settings(client),
+            client,
+            self._menu,
+            tuple(server.to_wire() for server in request.mcp_servers or ()),
+            tuple(Path(d) for d in request.additional_directories or ()),
+        )
+        for hook in self._app.on_open:
+            await hook(session)
+        self.sessions[session_id] = session
+        setup = self._menu.setup(session.settings)
+        responder.respond(NewSessionResponse(session_id=session_id, **setup))
+        self._offer_commands(cx, session_id)  # after the answer: the client knows the session by then
+
+    def _offer_commands(self, cx: Connection, session_id: str) -> None:
+        if self._menu.commands and not cx.closed:
+            update = SessionNotification(session_id=session_id, update=self._menu.commands_update())
+            with contextlib.suppress(ConnectionClosed):  # the client left right after the answer
+                cx.send_notification(update)
+
+    async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
+        """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
+        client = self._client_features(cx)
+        settings = self._menu.restored(client, record.mode, record.config)
+        session = AppSession(
+            cx,
+            record.session_id,
+            Path(record.cwd),
+            settings,
+            client,
+            self._menu,
+            record.mcp_servers,
+            tuple(Path(d) for d in record.additional_directories),
+            method,
+            record.mode,
+            dict(record.config),
+        )
+        assert self.stored is not None
+        replayed = None  # the command list a session/load replay ends with
+        if method != "session/new":
+            stored = await read_history(self.stored.store.history(record.session_id))
+            session.history, replayed = stored.exchanges, stored.commands
+        try:
+            for hook in self._app.on_open:
+                await hook(session)
+        except BaseException:
+            if method == "session/new":  # refused: nothing of it stays
+                await self.stored.store.delete(record.session_id)
+            raise
+        self.sessions[record.session_id] = session
+        await self._store_settings(session)  # what the hooks chose is what a later load restores
+        if method == "session/load":
+            # the spec: a load replays, then answers, and nothing of the session follows unasked; the
+            # list goes out (and into the history) only when the replay did not end with it
+            if replayed != self._menu.commands_update():
+                self._offer_commands(cx, record.session_id)
+        else:  # the answer is sent when this returns; the commands go out right after it
+            asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
+        return SessionSetup(**self._menu.setup(settings))
+
+    async def _closed(self, session_id: str) -> None:
+        """A stored session closes (closed, deleted, loaded elsewhere, its connection ended)."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        if session.turn is not None:
+            task = session.turn
+            self._cancel_turn(session)
+            await asyncio.gather(task, return_exceptions=True)
+        for hook in self._app.on_close:
+            await hook(session)
+
+    async def _connection_closed(self, cx: Connection) -> None:
+        """The end of a connection closes its sessions (without a store: with one, the store does)."""
+        for session in [s for s in self.sessions.values() if s.cx is cx]:
+            await self._closed(session.id)
+
+    def _session(self, cx: Connection, session_id: str) -> AppSession:
+        session = self.sessions.get(session_id)
+        if session is None or session.cx is not cx:
+            raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
+        return session
+
+    async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
+        session = self._session(cx, request.session_id)
+        await self._change(session, None, request.mode_id, asked=True)
+        return SetSessionModeResponse()
+
+    async def _set_option(
+        self, request: SetSessionConfigOptionRequest, cx: Connection
+    ) -> SetSessionConfigOptionResponse:
+        session = self._session(cx, request.session_id)
+        await self._change(session, request.config_id, request.value, asked=True)
+        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
+
+    async def _change(self, session: AppSession, config_id: str | None, value: Any, *, asked: bool) -> None:
+        """Set the session's mode (``config_id`` ``None``) or a config option, and keep it in the store.
+
+        The one way a session's settings change: the client's ``session/set_mode`` and
+        ``session/set_config_option`` (``asked``: the :meth:`~acpio.app.AgentApp.on_change` hooks
+        run), and a turn's :meth:`~acpio.app.Turn.set_mode` and :meth:`~acpio.app.Turn.set_option`.
+        """
+        self._menu.change(session.settings, config_id, value)
+        if asked:
+            for hook in self._app.on_change:
+                await hook(session, config_id)
+        if self.stored is not None:
+            await self._store_settings(session)
+
+    async def _store_settings(self, session: AppSession) -> None:
+        """Keep the session's mode and option values in the store (those that changed)."""
+        assert self.stored is not None
+        record = await self.stored.store.require(session.id)
+        if record.mode != session.settings.mode:
+            await self.stored.store.set_mode(session.id, session.settings.mode)
+        for option_id, value in session.settings.options.items():
+            if record.config.get(option_id) != value:
+                await self.stored.store.set_config(session.id, option_id, value)
+
+    async def _start_turn(
+        self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
+    ) -> None:
+        session = self._session(cx, request.session_id)
+        if session.turn is not None:
+            raise InvalidRequest(
+                {"sessionId": request.session_id},
+                message="A turn is already running in this session: await its answer, or send session/cancel",
+            )
+        assert self._app.prompt is not None  # AgentApp.builder() refuses an app without one
+        turn = Turn(
+            cx,
+            request.session_id,
+            session.cwd,
+            list(request.prompt),
+            self._client_features(cx),
+            session.settings,
+            self._menu,
+            session.history,
+            session.mcp_servers,
+            change=functools.partial(self._change, session, asked=False),
+        )
+        if self.stored is not None:  # what the user said, for session/load to replay
+            for block in request.prompt:
+                update = SessionNotification(
+                    session_id=request.session_id, update=UserMessageChunk(content=block)
+                )
+                self.stored.store.append_soon(request.session_id, encode_value(update))
+        session.current = turn
+        session.turn = cx.spawn(self._run_turn(self._app.prompt, turn, session, responder))
+
+    async def _run_turn(
+        self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
+    ) -> None:
+        try:
+            self._begun.add(session.id)
+            if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
+                raise asyncio.CancelledError
+            stop = await fn(turn)
+        except asyncio.CancelledError:
+            if not turn.cancel_requested:
+                raise  # the connection is ending, not the turn
+            responder.respond(PromptResponse(stop_reason=StopReason.CANCELLED))
+        except RequestError as error:
+            responder.respond_with_error(error)
+        except Exception as error:
+            _log.exception("The prompt function of %r failed", self._app.info.name)
+            responder.respond_with_error(InternalError.for_exception(error, details=self._app.error_details))
+        else:
+            responder.respond_with_result(self._stop_reason(stop, turn))
+        finally:
+            session.history.append(turn.exchange())
+            session.turn = session.current = None
+            self._begun.discard(session.id)
+
+    def _stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
+        if turn.cancel_requested:
+            return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
+        try:
+            return PromptResponse(stop_reason=StopReason(stop or StopReason.END_TURN))
+        except ValueError:
+            known = ", ".join(repr(r.value) for r in StopReason)
+            _log.error(
+                "The prompt function of %r returned %r, not a stop reason (%s)",
+                self._app.info.name,
+                stop,
+                known,
+            )
+            return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
+
+    async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
+        session = self.sessions.get(notification.session_id)
+        if session is None or session.cx is not cx or session.turn is None or session.current is None:
+            return
+        self._cancel_turn(session)
+
+    def _cancel_turn(self, session: AppSession) -> None:
+        """End the session's turn as cancelled: a task that has not begun sees the flag when it does."""
+        if session.current is not None:
+            session.current.cancel_requested = True
+        if session.turn is not None and session.id in self._begun:
+            session.turn.cancel()
