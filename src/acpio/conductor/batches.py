@@ -6,7 +6,8 @@ a :class:`Gathering`: when one of them receives an array, the task that reads it
 dispatch loop, which forwards inline) opens a scope, and what it sends meanwhile on the other
 transports of the run is held; when that task comes back for the next frame, the batch was
 dispatched, and the frames held for each transport go out as one array. A frame held that is itself
-an array (an answer to a batch the next hop received) is spliced in, never nested.
+an array (the answers to a batch that came on that transport, completed by the answers this batch
+brought) is spliced in, never nested.
 
 What goes back on the transport the array came from is sent as it is: the engine itself gathers the
 answers to a batch's entries into one array, and answers an array it refuses whole (``[]``, a line
