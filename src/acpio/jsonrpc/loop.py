@@ -32,6 +32,7 @@ from acpio.jsonrpc.messages import (
     Response,
     decode,
     encode_error,
+    encode_errors,
     head_request_id,
     line_head,
 )
@@ -242,7 +243,7 @@ class DispatchLoop:
             "none was processed",
         )
         if batch.ids:
-            self.outbox.emit_quietly(b"[" + b",".join([encode_error(i, error) for i in batch.ids]) + b"]")
+            self.outbox.emit_quietly(encode_errors(batch.ids, error))
         else:
             self.outbox.emit_quietly(encode_error(None, error))
 
