@@ -10,6 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from acpio.jsonrpc.messages import MAX_BATCH_ENTRIES
+
 from ._support import PYTHON, ROOT, TIMEOUT, initialized_raw_chain
 
 INIT = {"protocolVersion": 1}
@@ -138,3 +140,40 @@ async def test_acpio_conductor_passes_a_batch_to_its_agent_process_as_one_line(t
         if " ← " in line
     ]
     assert isinstance(json.loads(received[1]), list)  # testy answered the batch with one array
+
+
+async def test_a_batch_refused_whole_is_answered_with_one_error_object_not_an_array() -> None:
+    """JSON-RPC answers ``[]`` (and a ``[``-line that is not JSON) with one error, as the engine does;
+    the conductor wrapped it in an array, which a client waiting for one object could not read."""
+    async with initialized_raw_chain() as (client, me):
+        for line, code in [(b"[]", -32600), (b"[ ]", -32600), (b" [\t] ", -32600), (b"[1,", -32700)]:
+            client.send(line)
+            answer = await client.recv()
+            assert isinstance(answer, dict), (line, answer)
+            assert (answer["id"], answer["error"]["code"]) == (None, code), line
+        client.request("x/after", {}, request_id=5)
+        after = await me.recv()  # nothing of those lines went on to the agent
+        assert after["method"] == "x/after"
+
+
+async def test_a_batch_of_non_objects_is_answered_with_one_error_per_entry_in_an_array() -> None:
+    async with initialized_raw_chain() as (client, me):
+        client.send(b"[1,2]")
+        answers = await client.recv()
+        assert isinstance(answers, list), answers
+        assert [(a["id"], a["error"]["code"]) for a in answers] == [(None, -32600)] * 2
+        client.request("x/after", {}, request_id=5)
+        assert (await me.recv())["method"] == "x/after"
+
+
+async def test_a_batch_over_the_limit_is_refused_at_the_first_hop_with_an_error_per_request() -> None:
+    """The conductor forwarded the first 1,000 entries and left the rest unanswered under their ids."""
+    async with initialized_raw_chain() as (client, me):
+        client.send([request(i, "x/many", {}) for i in range(MAX_BATCH_ENTRIES + 1)])
+        answers = await client.recv()
+        assert isinstance(answers, list), answers
+        assert [a["id"] for a in answers] == list(range(MAX_BATCH_ENTRIES + 1))
+        assert {a["error"]["code"] for a in answers} == {-32600}
+        assert "the limit is 1000" in answers[-1]["error"]["message"]
+        client.request("x/after", {}, request_id="after")
+        assert (await me.recv())["method"] == "x/after"  # nothing of the batch went on

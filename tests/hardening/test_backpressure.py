@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from acpio import schema as acp
 from acpio.jsonrpc import Connection, UntypedRole
 from acpio.testing import WirePeer
 from acpio.traits import AgentSideConnection, AgentTrait
-from acpio.transports import Channel
+from acpio.transports import ByteStreams, Channel
 
 TIMEOUT = 10
 COUNT = 20_000
@@ -194,3 +195,40 @@ async def test_a_peer_that_reads_nothing_is_warned_about_once(caplog: pytest.Log
     warnings = await _send_megabytes(70, read=False, caplog=caplog)
     assert len(warnings) == 1
     assert "peer reads slower than this side sends" in warnings[0]
+
+
+async def test_a_sender_that_never_drains_over_a_socket_is_told_once_what_to_write(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The builder style over a byte stream (stdio is one), its reader stalled: the queue grows, so
+    the author is told once, at 64 MB, the line to add; then the reader catches up and gets it all."""
+    ours_socket, theirs_socket = socket.socketpair()
+    reader, writer = await asyncio.open_unix_connection(sock=ours_socket)
+    ours = ByteStreams(reader, writer, label="stalled client")
+    theirs_reader, theirs_writer = await asyncio.open_unix_connection(sock=theirs_socket)
+    theirs = ByteStreams(theirs_reader, theirs_writer, label="agent")
+    pad = "x" * 1000
+    count = 70_000
+    sent = asyncio.Event()
+
+    async def stream(cx: Connection) -> None:
+        for n in range(count):
+            cx.send_notification("_test/tick", {"n": n, "pad": pad})
+            if n % 100 == 0:
+                await asyncio.sleep(0)  # lets the writer run, but never waits for the reader
+        sent.set()
+
+    with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
+        sender = asyncio.create_task(UntypedRole.builder().connect_with(ours, stream))
+        async with asyncio.timeout(TIMEOUT):
+            await sent.wait()  # the reader has read nothing meanwhile
+            warnings = [r.getMessage() for r in caplog.records if "drain" in r.getMessage()]
+            frames = 0
+            while frames < count:
+                assert await theirs.receive() is not None
+                frames += 1
+            await sender
+    await theirs.aclose()
+    assert len(warnings) == 1, warnings
+    assert "has not read yet" in warnings[0]
+    assert "`await cx.drain()` after each send" in warnings[0]

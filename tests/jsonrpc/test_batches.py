@@ -292,21 +292,39 @@ async def test_batch_of_responses_is_routed_by_id_and_own_messages_are_single_li
     assert await UntypedRole.builder().connect_with(ours, main) == ["A", "B"]
 
 
-async def test_batch_over_the_limit_is_answered_with_one_error_for_the_excess(
+async def test_a_batch_over_the_limit_is_refused_whole_and_every_request_in_it_answered_by_id(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """500,000 scalars in a 1 MB line made peers allocate gigabytes: only the first entries are decoded."""
-    total = MAX_BATCH_ENTRIES + 4000
-    async with serving(echo_builder()) as peer:
+    """The first 1,000 entries were dispatched and the rest answered with one ``id: null`` error: a
+    client waiting for the requests past the cap waited forever. Now nothing of it is processed, and
+    each request gets its error under its own id (notifications, as always, get no answer)."""
+    notes: list[str] = []
+    batch = [_req(i, "echo", {"value": i}) for i in range(MAX_BATCH_ENTRIES)] + [_note("note", {"text": "n"})]
+    batch.insert(500, _req("a-string-id", "echo", {"value": "s"}))
+    async with serving(_batch_server(notes)) as peer:
         with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
-            peer.send(b"[" + b",".join([b"0"] * total) + b"]")
+            peer.send(batch)
             answer = await peer.recv()
-        assert len(answer) == MAX_BATCH_ENTRIES + 1
-        assert all(e["error"]["code"] == -32600 for e in answer)
-        assert answer[-1]["error"]["message"] == "Batch too large"
-        assert answer[-1]["error"]["data"] == {"reason": "batch too large", "limit": 1000, "ignored": 4000}
+        assert isinstance(answer, list)
+        assert [e["id"] for e in answer] == [*range(500), "a-string-id", *range(500, MAX_BATCH_ENTRIES)]
+        assert {e["error"]["code"] for e in answer} == {-32600}
+        assert (
+            answer[0]["error"]["message"]
+            == "Batch too large: 1002 entries, the limit is 1000; none was processed"
+        )
+        assert answer[0]["error"]["data"] == {"reason": "batch too large", "entries": 1002, "limit": 1000}
         assert (await peer.request("echo", {"value": 1}))["result"] == {"value": 1}
-    assert len(caplog.records) <= 2  # one line per batch, not one per entry
+    assert notes == []
+    assert len(caplog.records) == 1  # one line per batch, not one per entry
+
+
+async def test_a_batch_over_the_limit_without_requests_is_answered_with_one_error_object() -> None:
+    async with serving(echo_builder()) as peer:
+        peer.send(b"[" + b",".join([b"0"] * (MAX_BATCH_ENTRIES + 1)) + b"]")
+        answer = await peer.recv()
+        assert answer["id"] is None
+        assert answer["error"]["code"] == -32600
+        assert answer["error"]["data"] == {"reason": "batch too large", "entries": 1001, "limit": 1000}
 
 
 async def test_batch_at_the_limit_is_dispatched_whole() -> None:

@@ -3,11 +3,15 @@
 The engine dispatches the entries of a received batch one by one, and the conductor forwards each
 on its own. So that a batch stays a batch on the next hop, every transport of a run is wrapped in
 a :class:`Gathering`: when one of them receives an array, the task that reads it (that connection's
-dispatch loop, which forwards inline) opens a scope, and what it sends meanwhile, on any transport
-of the run, is held; when that task comes back for the next frame, the batch was dispatched, and
-the frames held for each transport go out as one array. Answers to the entries of a batch are
-gathered by the engine itself (one array back); a frame held that is itself an array (such an
-answer) is spliced in, never nested.
+dispatch loop, which forwards inline) opens a scope, and what it sends meanwhile on the other
+transports of the run is held; when that task comes back for the next frame, the batch was
+dispatched, and the frames held for each transport go out as one array. A frame held that is itself
+an array (the answers to a batch that came on that transport, completed by the answers this batch
+brought) is spliced in, never nested.
+
+What goes back on the transport the array came from is sent as it is: the engine itself gathers the
+answers to a batch's entries into one array, and answers an array it refuses whole (``[]``, a line
+that is not JSON, a batch over the cap) with one error object, which must stay one object.
 
 Only frames sent by the dispatching task are held: what other connections send meanwhile goes
 out at once, as it would without a batch.
@@ -38,36 +42,46 @@ def is_batch(frame: bytes) -> bool:
     return first.isspace() and frame.lstrip()[:1] == b"["
 
 
+class _Held:
+    """What one task dispatching a batch sends on the other transports, held per transport."""
+
+    __slots__ = ("frames", "source")
+
+    def __init__(self, source: Gathering) -> None:
+        self.source = source
+        self.frames: dict[Gathering, list[bytes]] = {}
+
+
 class BatchScope:
     """The batches being dispatched in one run: per dispatching task, the frames held per transport."""
 
     __slots__ = ("_held",)
 
     def __init__(self) -> None:
-        self._held: dict[asyncio.Task[Any], dict[Gathering, list[bytes]]] = {}
+        self._held: dict[asyncio.Task[Any], _Held] = {}
 
-    def begin(self, task: asyncio.Task[Any] | None) -> None:
-        """``task`` is about to dispatch a batch: hold what it sends."""
-        if task is not None:
-            self._held.setdefault(task, {})
+    def begin(self, task: asyncio.Task[Any] | None, source: Gathering) -> None:
+        """``task`` is about to dispatch a batch received on ``source``: hold what it sends elsewhere."""
+        if task is not None and task not in self._held:
+            self._held[task] = _Held(source)
 
     def end(self, task: asyncio.Task[Any] | None) -> None:
         """``task`` dispatched its batch: send what it held, one array per transport."""
         if not self._held or task is None:
             return
         held = self._held.pop(task, None)
-        if held:
-            for transport, frames in held.items():
+        if held is not None:
+            for transport, frames in held.frames.items():
                 transport.release(frames)
 
     def hold(self, transport: Gathering, frame: bytes) -> bool:
-        """Keep ``frame`` for ``transport`` if the current task is dispatching a batch."""
+        """Keep ``frame`` for ``transport`` if the current task is dispatching a batch from elsewhere."""
         if not self._held:
             return False
         held = self._held.get(asyncio.current_task())  # type: ignore[arg-type]
-        if held is None:
+        if held is None or transport is held.source:
             return False
-        held.setdefault(transport, []).append(frame)
+        held.frames.setdefault(transport, []).append(frame)
         return True
 
 
@@ -95,7 +109,7 @@ class Gathering:
             scope.end(asyncio.current_task())
         frame = await self._inner.receive()
         if type(frame) is bytes and frame[:1] in _MAYBE_BATCH and is_batch(frame):
-            scope.begin(asyncio.current_task())
+            scope.begin(asyncio.current_task(), self)
         return frame
 
     def send(self, frame: bytes) -> None:

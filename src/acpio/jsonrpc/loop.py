@@ -27,10 +27,12 @@ from acpio.jsonrpc.messages import (
     Entry,
     Invalid,
     Notification,
+    OversizedBatch,
     Request,
     Response,
     decode,
     encode_error,
+    encode_errors,
     head_request_id,
     line_head,
 )
@@ -194,8 +196,8 @@ class DispatchLoop:
             return
         await self._on_end()
 
-    async def _other(self, decoded: Entry | Batch | OversizedFrame) -> None:
-        """The rare frames: a batch, invalid input, or a line over the transport's limit."""
+    async def _other(self, decoded: Entry | Batch | OversizedBatch | OversizedFrame) -> None:
+        """The rare frames: a batch, invalid input, or a line or batch over a limit."""
         if isinstance(decoded, OversizedFrame):
             _log.warning("Skipped a message of %d bytes: over the transport's limit", decoded.size)
             data = {"reason": "message too large", "size": decoded.size, "line": line_head(decoded.head)}
@@ -203,6 +205,8 @@ class DispatchLoop:
             self.outbox.emit_quietly(encode_error(head_request_id(decoded.head), answer))
         elif isinstance(decoded, Batch):
             await self._batch(decoded)
+        elif isinstance(decoded, OversizedBatch):
+            self._refuse(decoded)
         else:
             await self._entry(decoded, None)
 
@@ -220,15 +224,28 @@ class DispatchLoop:
                 await self._between_messages()
         if invalid:
             _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
-        if frame.excess:
-            _log.warning(
-                "A batch had %d entries over the limit of %d: answered with one error",
-                frame.excess,
-                MAX_BATCH_ENTRIES,
-            )
-            data = {"reason": "batch too large", "limit": MAX_BATCH_ENTRIES, "ignored": frame.excess}
-            answers.add(encode_error(None, InvalidRequest(data, message="Batch too large")))
         answers.seal()
+
+    def _refuse(self, batch: OversizedBatch) -> None:
+        """Answer a batch over the cap, none of it dispatched: each request in it under its own id.
+
+        The errors go out as one array, or as one error object (``id: null``) if it holds no request.
+        """
+        _log.warning(
+            "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
+            batch.size,
+            MAX_BATCH_ENTRIES,
+            len(batch.ids),
+        )
+        error = InvalidRequest(
+            {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
+            message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
+            "none was processed",
+        )
+        if batch.ids:
+            self.outbox.emit_quietly(encode_errors(batch.ids, error))
+        else:
+            self.outbox.emit_quietly(encode_error(None, error))
 
     async def _entry(self, entry: Entry, batch: BatchAnswers | None) -> None:
         kind = type(entry)

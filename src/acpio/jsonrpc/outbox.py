@@ -118,7 +118,9 @@ class Outbox:
         self._warned_unflushed = True
         _log.warning(
             "Connection %r has sent %d MB its peer has not read yet: the peer reads slower than this "
-            "side sends. Await cx.drain() after sending to wait for it instead of buffering.",
+            "side sends, and what it has not read is held in memory, without bound. A loop that sends "
+            "should call `await cx.drain()` after each send: it returns at once while little is "
+            "unread, and waits for the peer past that (docs/builder.md). This warning is not repeated.",
             self.name,
             self._unflushed // 1_000_000,
         )
