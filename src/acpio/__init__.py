@@ -29,6 +29,7 @@ from acpio.errors import (
 
 if TYPE_CHECKING:
     from acpio import schema, testing
+    from acpio.acp_connection import AcpConnection
     from acpio.app import AgentApp, Ask, StopReasonName, Turn
     from acpio.capabilities import (
         AgentFeatures,
@@ -78,6 +79,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AcpAgent",
+    "AcpConnection",
     "AcpError",
     "ActiveSession",
     "Agent",

@@ -82,6 +82,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from acpio._exports import lazy_exports
+from acpio.acp_connection import AcpConnection
 from acpio.errors import AcpError, InvalidParams, InvalidRequest, RequestError, ResourceNotFound
 from acpio.jsonrpc import (
     CANCEL_METHOD,
@@ -426,20 +427,20 @@ class Agent(_AcpRole):
         title: str | None = None,
         unstable: bool = False,
         error_details: bool = True,
-    ) -> Builder[SessionConnection]:
+    ) -> Builder[AcpConnection]:
         """A new builder for an agent that answers ``initialize`` unless a handler of its own does.
 
         ``name`` (default ``"agent"``), ``version`` and ``title`` are the ``agentInfo`` of that
         answer: give ``version`` so that clients can tell releases apart. ``unstable=True`` turns
         the unstable methods on; ``error_details=False`` answers a handler's unexpected exception
         ``-32603`` without its message (see :class:`~acpio.jsonrpc.Builder`). Its connections are
-        :class:`~acpio.session.SessionConnection`: they record the client's capabilities and refuse
+        :class:`~acpio.acp_connection.AcpConnection`: they record the client's capabilities and refuse
         to send it a request it did not advertise.
         """
         role = cls(
             unstable=unstable, name=name if name is not None else cls.NAME, version=version, title=title
         )
-        return Builder(role, name=name, connection_class=_session_connection(), error_details=error_details)
+        return Builder(role, name=name, connection_class=AcpConnection, error_details=error_details)
 
     def default_handler(self) -> _AnswerInitialize:
         """The handler that answers ``initialize`` when no handler of the builder claimed it."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from acpio import Agent, SessionConnection
+from acpio import AcpConnection, Agent
 from acpio import schema as acp
 from acpio.capabilities import CapabilityNotAdvertised
 from acpio.testing import serving
@@ -23,7 +23,7 @@ def _reading_agent(outcomes: list[str]) -> Any:
     app = Agent.builder(name="reader")
 
     @app.on_request
-    async def new_session(req: acp.NewSessionRequest, cx: SessionConnection) -> acp.NewSessionResponse:
+    async def new_session(req: acp.NewSessionRequest, cx: AcpConnection) -> acp.NewSessionResponse:
         read = acp.ReadTextFileRequest(session_id="s1", path="/tmp/notes.txt")
         try:
             cx.send_request(read)

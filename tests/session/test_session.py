@@ -576,13 +576,15 @@ async def test_one_reader_at_a_time(tmp_path: Path) -> None:
 
 
 async def test_the_acp_roles_connections_build_sessions_as_methods() -> None:
+    from acpio.acp_connection import AcpConnection
     from acpio.jsonrpc import Connection, UntypedRole
     from acpio.roles import Agent, Client, Proxy
     from acpio.session import SessionConnection
 
     assert Client.builder().connection_class is SessionConnection
     assert Proxy.builder().connection_class is SessionConnection
-    assert Agent.builder().connection_class is SessionConnection  # it keeps the client's capabilities
+    assert Agent.builder().connection_class is AcpConnection  # it keeps the client's capabilities
+    assert issubclass(SessionConnection, AcpConnection)
     assert UntypedRole.builder().connection_class is Connection
     assert issubclass(SessionConnection, Connection)
     for name in ("build_session", "build_session_cwd", "build_session_from", "attach_session"):

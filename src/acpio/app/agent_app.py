@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from acpio import running
+from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
     AppSession,
     ChangeFunction,
@@ -31,7 +32,6 @@ from acpio.schema import (
     PromptCapabilities,
     SessionNotification,
 )
-from acpio.session import SessionConnection
 from acpio.store import SessionStore, open_store
 from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
@@ -238,7 +238,7 @@ class AgentApp:
 
     # --- serving ----------------------------------------------------------------------------------
 
-    def builder(self) -> Builder[SessionConnection]:
+    def builder(self) -> Builder[AcpConnection]:
         """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself).
 
         Raises ``RuntimeError`` when no prompt function is registered: the app could answer no prompt.

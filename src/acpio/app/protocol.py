@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
     AppSession,
     ChangeFunction,
@@ -61,7 +62,6 @@ from acpio.schema import (
     StopReason,
     UserMessageChunk,
 )
-from acpio.session import SessionConnection
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 
 __all__ = ["AppDefinition", "AppProtocol"]
@@ -105,7 +105,7 @@ class AppProtocol:
             else None
         )
 
-    def register(self, app: Builder[SessionConnection]) -> None:
+    def register(self, app: Builder[AcpConnection]) -> None:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
         app.on_request(InitializeRequest, self._initialize)
         if self.stored is not None:
@@ -125,7 +125,7 @@ class AppProtocol:
     @staticmethod
     def _client_features(cx: Connection) -> ClientFeatures:
         """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
-        recorded = cx.client_features if isinstance(cx, SessionConnection) else None
+        recorded = cx.client_features if isinstance(cx, AcpConnection) else None
         return recorded or ClientFeatures({})
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:

@@ -7,12 +7,12 @@ import logging
 import os
 from typing import cast
 
+from acpio.acp_connection import AcpConnection
 from acpio.capabilities import ClientFeatures
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.errors import InternalError, MethodNotFound, RequestCancelled, RequestError
 from acpio.jsonrpc import Connection, RequestDispatch
-from acpio.peer import PeerState
 from acpio.schema import RequestPermissionResponse
 from acpio.session.messages import (
     AgentRequestMessage,
@@ -43,10 +43,7 @@ class TurnAnswers:
             files = ConfinedFiles(files, set_by="read_to_string(files=...)")
         self.files = files
         #: What this client advertised at ``initialize``; ``None``: not known, so nothing was.
-        peer_state = getattr(cx, "peer_state", None)  # a SessionConnection's (the agent's side)
-        self.advertised: ClientFeatures | None = (
-            peer_state.client_features if isinstance(peer_state, PeerState) else None
-        )
+        self.advertised: ClientFeatures | None = cx.client_features if isinstance(cx, AcpConnection) else None
 
     async def answer(self, message: SessionMessage) -> None:
         """Answer one request of the turn."""

@@ -2,42 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
+from acpio.acp_connection import SessionPeers, agent_role, client_role
 from acpio.jsonrpc import Connection, Role
 
-# --- peers ---------------------------------------------------------------------------------------
-
-
-@runtime_checkable
-class SessionPeers(Protocol):
-    """What the session helpers ask of a connection's role: which of its peers is the agent, the client.
-
-    The ACP roles of :mod:`acpio.roles` implement it. Each method gives the role instance (one of
-    the role's :meth:`~acpio.jsonrpc.Role.peers`) that plays the part, or ``None`` when this side
-    has no such peer: a ``Client`` connection addresses the agent as its counterpart and has no
-    client, a ``Proxy`` connection reaches the agent (its successor) through envelopes. On a
-    connection whose role does not implement it (``UntypedRole``, ``Conductor``) the counterpart
-    plays both parts and nothing is checked against ACP.
-    """
-
-    def agent_peer(self) -> Role | None:
-        """The peer that is the agent; ``None`` if this side has none."""
-        ...
-
-    def client_peer(self) -> Role | None:
-        """The peer that is the client; ``None`` if this side has none."""
-        ...
-
-
-def agent_role(role: Role) -> Role | None:
-    """The role that is the agent among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
-    return role.agent_peer() if isinstance(role, SessionPeers) else None
-
-
-def client_role(role: Role) -> Role | None:
-    """The role that is the client among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
-    return role.client_peer() if isinstance(role, SessionPeers) else None
+__all__ = ["SessionPeers", "agent_peer", "agent_role", "client_peer", "client_role"]
 
 
 def agent_peer(cx: Connection) -> Role | None:

@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Self, TypeVar, cast
 
 from pydantic import ValidationError
 
+from acpio.acp_connection import AcpConnection
 from acpio.capabilities import AgentFeatures, ClientFeatures
 from acpio.errors import (
     AcpError,
@@ -78,7 +79,6 @@ from acpio.roles import Agent as AgentRole
 from acpio.roles import Client as ClientRole
 from acpio.schema import InitializeRequest, InitializeResponse
 from acpio.schema.base import AcpJson, AcpNotification, AcpRequest
-from acpio.session import SessionConnection
 from acpio.traits.bases import AgentTrait, ClientTrait
 from acpio.traits.stream import StreamHub, Subscription
 from acpio.traits.table import TraitMethod, trait_methods
@@ -360,7 +360,7 @@ class _Endpoint:
     def _attach(self, cx: Connection) -> None:
         if self._cx is None:
             self._cx = cx
-            if isinstance(cx, SessionConnection):  # a typed request sent on it directly obeys the option
+            if isinstance(cx, AcpConnection):  # a typed request sent on it directly obeys the option
                 cx.require_capabilities = self._require_capabilities
 
     async def serve(self) -> None:
@@ -523,7 +523,7 @@ class AgentSideConnection(_Endpoint, ClientTrait):
         Recorded by the connection when the request arrives, before this side's ``initialize``
         runs. Raises ``RuntimeError`` before the connection is served.
         """
-        return _session_connection(self.connection).peer_state
+        return _acp_connection(self.connection).peer_state
 
 
 class ClientSideConnection(_Endpoint, AgentTrait):
@@ -591,7 +591,7 @@ class ClientSideConnection(_Endpoint, AgentTrait):
 
         Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion` (after closing the
         connection, as the spec asks) when the agent answers with a version this side does not speak.
-        The answer is recorded in the connection's :attr:`~acpio.session.SessionConnection.peer_state`,
+        The answer is recorded in the connection's :attr:`~acpio.acp_connection.AcpConnection.peer_state`,
         so typed requests sent on :attr:`connection` directly are checked against it too.
         """
         response: InitializeResponse = await self.connection.send_request(params)
@@ -603,9 +603,9 @@ class ClientSideConnection(_Endpoint, AgentTrait):
 
         Raises ``RuntimeError`` before the connection is served.
         """
-        return _session_connection(self.connection).peer_state
+        return _acp_connection(self.connection).peer_state
 
 
-def _session_connection(cx: Connection) -> SessionConnection:
-    assert isinstance(cx, SessionConnection), "the ACP roles' builders make session connections"
+def _acp_connection(cx: Connection) -> AcpConnection:
+    assert isinstance(cx, AcpConnection), "the ACP roles' builders make ACP connections"
     return cx

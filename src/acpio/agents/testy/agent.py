@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from acpio import __version__
+from acpio.acp_connection import AcpConnection
 from acpio.agents.testy.commands import run_prompt
 from acpio.agents.testy.login import logged_in
 from acpio.agents.testy.sessions import TestySession, TestySessions
@@ -94,7 +95,6 @@ from acpio.schema import (
     StopReason,
     TextContent,
 )
-from acpio.session import SessionConnection
 from acpio.store import MemoryStore, SessionStore
 
 __all__ = [
@@ -232,7 +232,7 @@ class TestyAgent:
     @staticmethod
     def _features(cx: Connection) -> ClientFeatures:
         """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
-        recorded = cx.client_features if isinstance(cx, SessionConnection) else None
+        recorded = cx.client_features if isinstance(cx, AcpConnection) else None
         return recorded or ClientFeatures({})
 
     # --- initialization and authentication --------------------------------------------------------

@@ -1,0 +1,313 @@
+"""The connection of the ACP roles' builders: :class:`AcpConnection`, which knows what the counterpart said.
+
+Every ACP role's builder makes one (``Client`` and ``Proxy`` builders the
+:class:`~acpio.session.SessionConnection` subclass, which adds the session builders). It keeps
+the counterpart's :class:`~acpio.peer.PeerState`, filled from ``initialize`` on whichever side
+sends or receives it, checks what is sent against it, and applies the client's rule for
+permission requests pending when a turn is cancelled. Importing it creates no schema model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload, runtime_checkable
+
+from acpio.capabilities import AgentFeatures, ClientFeatures
+from acpio.errors import RequestError
+from acpio.jsonrpc import (
+    UNSET,
+    Connection,
+    Dispatch,
+    Handler,
+    RequestDispatch,
+    Role,
+    TypedRequest,
+    Unhandled,
+    UntypedMessage,
+)
+from acpio.peer import PeerState
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc import JsonValue, Responder, SentRequest
+    from acpio.transports.base import Transport
+
+__all__ = ["AcpConnection", "SessionPeers", "agent_role", "client_role"]
+
+
+@runtime_checkable
+class SessionPeers(Protocol):
+    """What the session helpers ask of a connection's role: which of its peers is the agent, the client.
+
+    The ACP roles of :mod:`acpio.roles` implement it. Each method gives the role instance (one of
+    the role's :meth:`~acpio.jsonrpc.Role.peers`) that plays the part, or ``None`` when this side
+    has no such peer: a ``Client`` connection addresses the agent as its counterpart and has no
+    client, a ``Proxy`` connection reaches the agent (its successor) through envelopes. On a
+    connection whose role does not implement it (``UntypedRole``, ``Conductor``) the counterpart
+    plays both parts and nothing is checked against ACP.
+    """
+
+    def agent_peer(self) -> Role | None:
+        """The peer that is the agent; ``None`` if this side has none."""
+        ...
+
+    def client_peer(self) -> Role | None:
+        """The peer that is the client; ``None`` if this side has none."""
+        ...
+
+
+def agent_role(role: Role) -> Role | None:
+    """The role that is the agent among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
+    return role.agent_peer() if isinstance(role, SessionPeers) else None
+
+
+def client_role(role: Role) -> Role | None:
+    """The role that is the client among ``role``'s peers; ``None`` if none, or if ``role`` does not say."""
+    return role.client_peer() if isinstance(role, SessionPeers) else None
+
+
+_log = logging.getLogger("acpio.connection")
+
+_Result = TypeVar("_Result")
+
+# The methods it watches, by name: importing this module creates no schema model.
+_PERMISSION_METHOD: Final = "session/request_permission"
+_INITIALIZE_METHOD: Final = "initialize"
+_CANCEL_METHOD: Final = "session/cancel"
+
+
+def _cancelled_session(message: Any, params: Any) -> str | None:
+    """The session a ``session/cancel`` being sent names (typed, untyped or by name); else ``None``."""
+    if params is UNSET:
+        if getattr(type(message), "METHOD", None) == _CANCEL_METHOD:  # a typed CancelNotification
+            return cast(str, message.session_id)
+        if not (isinstance(message, UntypedMessage) and message.method == _CANCEL_METHOD):
+            return None
+        params = message.params
+    elif message != _CANCEL_METHOD:
+        return None
+    session_id = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
+
+
+class _PermissionRequests:
+    """The agent's ``session/request_permission`` requests not answered yet, by session id.
+
+    The first handler of a client's connection: it records each one, weakly (a responder its
+    handler dropped is still answered by the engine), and passes it on. On ``session/cancel`` the
+    connection answers those of the session ``cancelled``, as ACP requires.
+    """
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: dict[str, weakref.WeakSet[Responder[Any]]] = {}
+
+    def accepts(self, message: Dispatch) -> bool:
+        """Permission requests only."""
+        return message.method == _PERMISSION_METHOD and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Record the request's responder under its session, then pass the request on."""
+        assert isinstance(message, RequestDispatch)
+        session_id = message.session_id
+        if session_id is not None:
+            self.pending.setdefault(session_id, weakref.WeakSet()).add(message.responder)
+        return Unhandled(message)
+
+    def take(self, session_id: str) -> list[Responder[Any]]:
+        """Forget and return the recorded requests of ``session_id``."""
+        found = self.pending.pop(session_id, None)
+        return list(found) if found is not None else []
+
+
+class _InitializeRecorder:
+    """The first handler of an agent's connection: records what the client advertised, passes it on."""
+
+    __slots__ = ("peer_state",)
+
+    def __init__(self, peer_state: PeerState) -> None:
+        self.peer_state = peer_state
+
+    def accepts(self, message: Dispatch) -> bool:
+        """``initialize`` requests only."""
+        return message.method == _INITIALIZE_METHOD and type(message) is RequestDispatch
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        """Record the client's capabilities (if its params are valid), then pass the request on."""
+        from acpio.schema import InitializeRequest
+
+        with contextlib.suppress(RequestError):  # invalid params: the handler that answers says so
+            self.peer_state.record_request(message.parse(InitializeRequest))
+        return Unhandled(message)
+
+
+class AcpConnection(Connection):
+    """The connection handle (``cx``) of the ACP roles' builders: it knows what the counterpart said.
+
+    A :class:`~acpio.jsonrpc.Connection` that keeps what the counterpart said at ``initialize``
+    (:attr:`peer_state`) and checks every typed request sent to it against that, whichever API
+    sends it:
+
+    * a client's (or a proxy's) connection records the agent's answer and refuses what the agent
+      did not advertise (see :meth:`send_request_to`), and answers the agent's pending permission
+      requests ``cancelled`` when it cancels a turn (see :meth:`send_notification_to`);
+    * an agent's connection records the client's ``initialize`` request as it arrives, before any
+      handler sees it, and refuses to send the client a request it did not advertise
+      (``fs/read_text_file`` without ``fs.readTextFile``, ``terminal/create`` without
+      ``terminal``...): :class:`~acpio.capabilities.CapabilityNotAdvertised` is raised and
+      nothing is written.
+
+    ``Agent.builder()`` makes these; ``Client.builder()`` and ``Proxy.builder()`` make
+    :class:`~acpio.session.SessionConnection`, which adds the session builders.
+    """
+
+    def __init__(
+        self,
+        role: Role,
+        transport: Transport,
+        *,
+        name: str,
+        handlers: Iterable[Handler],
+        startup: Iterable[Callable[[Connection], Awaitable[object]]] = (),
+        close_callbacks: Iterable[Callable[..., Awaitable[object]]] = (),
+    ) -> None:
+        #: The role that is the agent here (``None``: no agent, or a role that does not say).
+        self._agent = agent_role(role)
+        #: The client, when it is the counterpart of an agent's connection (``None`` elsewhere).
+        self._client: Role | None = None
+        #: The agent's permission requests still unanswered, seen before any handler sees them.
+        self._permission_requests = _PermissionRequests()
+        if self._agent is None and (client := client_role(role)) == role.counterpart():
+            self._client = client
+            #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
+            #: connection; elsewhere the agent's answer (and what this side advertised itself).
+            self.peer_state = PeerState("client")
+            handlers = (_InitializeRecorder(self.peer_state), *handlers)
+        else:
+            self.peer_state = PeerState("agent")
+            if self._agent is not None and role.counterpart() == self._agent:
+                handlers = (self._permission_requests, *handlers)
+        #: Whether a typed request the counterpart did not advertise is refused (see
+        #: :meth:`send_request_to`). The trait-style connections set it from their option.
+        self.require_capabilities = True
+        super().__init__(
+            role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
+        )
+
+    @property
+    def agent_features(self) -> AgentFeatures | None:
+        """What the agent advertised in its ``initialize`` answer; ``None`` before it was read.
+
+        Recorded when a typed :class:`~acpio.schema.InitializeRequest` sent to the agent from this
+        connection is answered (see :attr:`peer_state`). Until then a client's connection refuses
+        ``session/*`` requests.
+        """
+        return self.peer_state.agent_features
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        return self.peer_state.protocol_version
+
+    @property
+    def client_features(self) -> ClientFeatures | None:
+        """What this client advertised in the typed ``initialize`` it sent; ``None`` before that.
+
+        :meth:`ActiveSession.read_to_string` answers only the requests advertised here.
+        """
+        return self.peer_state.client_features
+
+    @overload
+    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: TypedRequest[_Result]) -> SentRequest[_Result]: ...
+    @overload
+    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
+
+    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+        """Send a request; typed requests to the agent are checked against what ACP allows.
+
+        * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
+          connection is closed and awaiting the answer raises
+          :class:`~acpio.capabilities.UnsupportedProtocolVersion`. The agent's capabilities are
+          then recorded (:attr:`agent_features`).
+        * session-setup requests: a relative ``cwd`` or ``additionalDirectories`` entry raises
+          ``ValueError``; ``session/resume`` and ``session/fork`` without ``mcp_servers`` are sent
+          with ``mcpServers: []`` (the spec requires the field, the schema leaves it optional).
+        * on a client's connection, a ``session/*`` request before the agent answered
+          ``initialize`` raises ``RuntimeError``: ACP requires initialization first. (A proxy's
+          successor is initialized by the conductor, so a proxy connection is not checked.)
+        * once the agent's capabilities are known, a method it did not advertise
+          (``session/load``...) or content it did not advertise (an image in a prompt, an HTTP MCP
+          server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+        * on an agent's connection, a request the client did not advertise in its ``initialize``
+          request (``fs/*``, ``terminal/*``, ``elicitation/create``...; before that request, any
+          of them) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+
+        The checks are those of :meth:`acpio.peer.PeerState.check`; a method name with raw
+        ``params`` is sent as it is.
+        """
+        method: Any = getattr(type(message), "METHOD", None)
+        typed = isinstance(method, str) and params is UNSET
+        if self._client is not None:
+            if typed and self._addresses(peer, self._client):
+                check = self.peer_state.check
+                message = check(method, message, require_capabilities=self.require_capabilities)
+            return super().send_request_to(peer, message, params)
+        to_agent = typed and self._addresses(peer, self._agent)
+        if to_agent:
+            # A proxy's successor is initialized by the conductor; a closed connection raises below.
+            client = self.counterpart == self._agent and not self.closed
+            message = self.peer_state.check(method, message, initialize_first="session" if client else None)
+        sent = super().send_request_to(peer, message, params)
+        if to_agent and method == _INITIALIZE_METHOD:
+            self.peer_state.record_request(message)  # what this client advertised, for its own answers
+            return self.peer_state.follow(sent, self.close)
+        return sent
+
+    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
+        """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
+
+        ACP: once the client sends ``session/cancel``, it MUST answer every pending
+        ``session/request_permission`` of that session with the ``cancelled`` outcome. On a client's
+        connection, the agent's permission requests that are not answered yet, whoever holds them
+        (a builder handler, a session's reader, a trait-style ``request_permission``), are answered
+        so right after the notification is sent; their responders then read as
+        :attr:`~acpio.jsonrpc.Responder.cancelled`, which stops work run with
+        ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
+        """
+        super().send_notification_to(peer, message, params)
+        if self._permission_requests.pending and self._addresses(peer, self._agent):
+            session_id = _cancelled_session(message, params)
+            if session_id is not None:
+                self._answer_permission_requests_cancelled(session_id)
+
+    def _answer_permission_requests_cancelled(self, session_id: str) -> int:
+        """Answer the agent's unanswered permission requests for ``session_id`` ``cancelled``.
+
+        Returns how many were answered. Their responders are marked cancelled, so work waiting on
+        them (``run_until_cancelled``, a trait-style ``request_permission`` task) stops.
+        """
+        from acpio.schema import CancelledPermissionOutcome, RequestPermissionResponse
+
+        answered = 0
+        for responder in self._permission_requests.take(session_id):
+            if responder.done:
+                continue
+            responder.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
+            responder.mark_cancelled()  # the answer is no longer wanted: stop whoever is deciding
+            answered += 1
+        if answered:
+            _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
+        return answered
+
+    def _addresses(self, peer: Any, role: Role | None) -> bool:
+        """Whether a message sent to ``peer`` (``None``: the counterpart) goes to ``role``."""
+        if role is None:
+            return False
+        if peer is None:
+            return self.counterpart == role
+        return peer == role or peer is type(role)
