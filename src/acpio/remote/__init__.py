@@ -29,8 +29,10 @@ if TYPE_CHECKING:
         WebSocketTransport,
         is_remote_url,
     )
+    from acpio.remote.connections import Limits
     from acpio.remote.gateway import Gateway
-    from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
+    from acpio.remote.routing import RemoteListener
+    from acpio.remote.server import RemoteServer, is_loopback, serve_remote
 
 __all__ = [
     "Gateway",
