@@ -1,9 +1,13 @@
-"""What the HTTP and WebSocket transports share: the inbox of received frames, routing keys, SSE framing."""
+"""What the HTTP and WebSocket transports share: the inbox of received frames, routing keys, SSE framing.
+
+And what their clients send with every request (:func:`auth_headers`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -18,6 +22,7 @@ __all__ = [
     "SESSION_HEADER",
     "SESSION_SCOPED_METHODS",
     "Inbox",
+    "auth_headers",
     "head_of",
     "id_key",
     "parse",
@@ -81,6 +86,14 @@ def id_key(value: object) -> str | None:
     if isinstance(value, int | float):
         return f"n{value}"
     return None
+
+
+def auth_headers(token: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``headers`` and, given a ``token``, ``Authorization: Bearer`` with it: what a client sends."""
+    merged = dict(headers or {})
+    if token is not None:
+        merged["Authorization"] = f"Bearer {token}"
+    return merged
 
 
 def head_of(body: bytes) -> bytes:
