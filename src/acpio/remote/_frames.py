@@ -27,6 +27,7 @@ __all__ = [
     "id_key",
     "parse",
     "session_of",
+    "session_route",
     "sse_event",
 ]
 
@@ -75,6 +76,20 @@ def session_of(message: dict[str, Any]) -> str | None:
         if isinstance(session, str):
             return session
     return None
+
+
+def session_route(message: dict[str, Any] | None, answered: dict[str, str | None]) -> str | None:
+    """The session a message goes with, ``None`` for none.
+
+    A request's or notification's ``params.sessionId``; for an answer, the session ``answered``
+    recorded for its request (taken out of it).
+    """
+    if message is None:
+        return None
+    if "method" in message:
+        return session_of(message)
+    key = id_key(message.get("id"))
+    return answered.pop(key, None) if key is not None else None
 
 
 def id_key(value: object) -> str | None:

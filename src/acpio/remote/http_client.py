@@ -27,7 +27,7 @@ from acpio.remote._frames import (
     head_of,
     id_key,
     parse,
-    session_of,
+    session_route,
 )
 from acpio.remote.sending import QueuedSender, SendQueue
 from acpio.transports.base import OversizedFrame
@@ -78,7 +78,7 @@ class HttpTransport(QueuedSender):
         self._streams: dict[str | None, asyncio.Task[None]] = {}
         self._ready: dict[str, asyncio.Future[None]] = {}
         #: The session stream each of the agent's requests came on: its answer names that session.
-        self._answer_sessions: dict[str, str] = {}
+        self._answer_sessions: dict[str, str | None] = {}
         #: Requests posted for a session, not answered yet: failed if the session's stream ends.
         self._pending: dict[str, tuple[str, object]] = {}
         self._sending = SendQueue(self._write, "The HTTP connection is closed")
@@ -131,13 +131,7 @@ class HttpTransport(QueuedSender):
         if self.connection_id is None:
             await self._initialize(frame, message)
             return
-        session: str | None = None
-        if message is not None:
-            if "method" in message:
-                session = session_of(message)
-            else:
-                key = id_key(message.get("id"))
-                session = self._answer_sessions.pop(key, None) if key is not None else None
+        session = session_route(message, self._answer_sessions)
         headers = {"Content-Type": "application/json", CONNECTION_HEADER: self.connection_id}
         if session is not None:
             headers[SESSION_HEADER] = session

@@ -29,6 +29,7 @@ from acpio.remote._frames import (
     id_key,
     parse,
     session_of,
+    session_route,
     sse_event,
 )
 from acpio.remote.connections import Connection, Connections, Receive, Send
@@ -240,13 +241,7 @@ class _HttpConnection(Connection):
             if not initial[1].done():
                 initial[1].set_result(frame)
             return
-        route: str | None = None
-        if message is not None:
-            if "method" in message:
-                route = session_of(message)
-            else:
-                key = id_key(message.get("id"))
-                route = self._routes.pop(key, None) if key is not None else None
+        route = session_route(message, self._routes)
         outbox = self._streams.get(route)
         if outbox is None:
             outbox = self._streams[route] = _Outbox()
