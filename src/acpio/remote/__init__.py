@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING
 from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from acpio.remote.client import (
-        HttpTransport,
-        ReconnectingTransport,
-        RemoteAgent,
-        WebSocketTransport,
-        is_remote_url,
-    )
+    from acpio.remote.client import RemoteAgent, is_remote_url
+    from acpio.remote.connections import Limits
     from acpio.remote.gateway import Gateway
-    from acpio.remote.server import Limits, RemoteListener, RemoteServer, is_loopback, serve_remote
+    from acpio.remote.http_client import HttpTransport
+    from acpio.remote.reconnecting import ReconnectingTransport
+    from acpio.remote.routing import RemoteListener
+    from acpio.remote.server import RemoteServer, is_loopback, serve_remote
+    from acpio.remote.websocket_client import WebSocketTransport
 
 __all__ = [
     "Gateway",

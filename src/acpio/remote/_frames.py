@@ -1,9 +1,13 @@
-"""What the HTTP and WebSocket transports share: the inbox of received frames, routing keys, SSE framing."""
+"""What the HTTP and WebSocket transports share: the inbox of received frames, routing keys, SSE framing.
+
+And what their clients send with every request (:func:`auth_headers`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -18,10 +22,12 @@ __all__ = [
     "SESSION_HEADER",
     "SESSION_SCOPED_METHODS",
     "Inbox",
+    "auth_headers",
     "head_of",
     "id_key",
     "parse",
     "session_of",
+    "session_route",
     "sse_event",
 ]
 
@@ -72,6 +78,20 @@ def session_of(message: dict[str, Any]) -> str | None:
     return None
 
 
+def session_route(message: dict[str, Any] | None, answered: dict[str, str | None]) -> str | None:
+    """The session a message goes with, ``None`` for none.
+
+    A request's or notification's ``params.sessionId``; for an answer, the session ``answered``
+    recorded for its request (taken out of it).
+    """
+    if message is None:
+        return None
+    if "method" in message:
+        return session_of(message)
+    key = id_key(message.get("id"))
+    return answered.pop(key, None) if key is not None else None
+
+
 def id_key(value: object) -> str | None:
     """A key telling ``1`` from ``"1"``, for a JSON-RPC id; ``None`` for what cannot be an id."""
     if isinstance(value, bool):
@@ -81,6 +101,14 @@ def id_key(value: object) -> str | None:
     if isinstance(value, int | float):
         return f"n{value}"
     return None
+
+
+def auth_headers(token: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``headers`` and, given a ``token``, ``Authorization: Bearer`` with it: what a client sends."""
+    merged = dict(headers or {})
+    if token is not None:
+        merged["Authorization"] = f"Bearer {token}"
+    return merged
 
 
 def head_of(body: bytes) -> bytes:
