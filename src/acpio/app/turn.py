@@ -7,21 +7,34 @@ what it sends for its session goes out in the order it was sent.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from acpio.app.forms import Elicited, form_schema, form_value
+from acpio.app.client_requests import (
+    CommandResult,
+    ask_permission,
+    connect_mcp,
+    elicit_form,
+    elicit_url,
+    run_in_terminal,
+)
+from acpio.app.forms import Elicited
 from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
+from acpio.app.tool_calls import (
+    ActiveToolCall,
+    OnToolError,
+    ReportingToolCall,
+    SessionUpdates,
+    ToolKindName,
+    ToolStatusName,
+    given,
+)
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
-from acpio.errors import AcpError, ConnectionClosed
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentMessageChunk,
@@ -30,40 +43,21 @@ from acpio.schema import (
     CompactionUpdate,
     CompleteElicitationNotification,
     ConfigOptionUpdate,
-    Content,
     ContentBlock,
     Cost,
-    CreateElicitationRequest,
-    CreateElicitationResponse,
     CreateTerminalRequest,
-    CreateTerminalResponse,
     CurrentModeUpdate,
-    Diff,
     EnvVariable,
-    KillTerminalRequest,
     Notice,
-    PermissionOption,
     Plan,
     PlanEntry,
     ReadTextFileRequest,
     ReadTextFileResponse,
-    ReleaseTerminalRequest,
-    RequestPermissionRequest,
-    SelectedPermissionOutcome,
     SessionInfoUpdate,
     SessionNotification,
     SessionUpdate,
-    Terminal,
-    TerminalOutputRequest,
-    TerminalOutputResponse,
     TextContent,
-    ToolCall,
-    ToolCallContent,
-    ToolCallLocation,
-    ToolCallUpdate,
     UsageUpdate,
-    WaitForTerminalExitRequest,
-    WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
 
@@ -83,41 +77,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-_log = logging.getLogger("acpio.app")
-
-#: The kinds of tool call ACP names (``ToolKind``), as strings.
-ToolKindName: TypeAlias = Literal[
-    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
-]
-#: The statuses of a tool call (``ToolCallStatus``), as strings.
-ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
-
 #: ``await change(config_id, value)``: the app's one way to change a session's mode (``config_id``
 #: ``None``) or a config option, and keep it (see :class:`~acpio.app.AgentApp`).
 SettingChange: TypeAlias = Callable[[str | None, OptionValue], Awaitable[None]]
-
-#: What an exception in a :meth:`Turn.tool_call` block does: ``"raise"`` it, or ``"report"`` it in
-#: the call and go on.
-OnToolError: TypeAlias = Literal["raise", "report"]
-
-_ALLOW = "allow"
-_DENY = "deny"
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """How a command run with :meth:`Turn.run_command` ended, and what it printed."""
-
-    #: Its output (stdout and stderr, as the client captured them).
-    output: str
-    #: Whether the client cut the output to its byte limit (the start was dropped).
-    truncated: bool
-    #: The exit code (``None`` when a signal ended it).
-    exit_code: int | None
-    #: The signal that ended it, if any.
-    signal: str | None
-    #: Whether it was killed (``terminal/kill``) for running past ``kill_after``.
-    timed_out: bool = False
 
 
 class Turn:
@@ -164,7 +126,7 @@ class Turn:
         #: The session's earlier turns, oldest first (kept while the agent runs).
         self.history: tuple[Exchange, ...] = tuple(history)
         self._said: list[str] = []
-        self._sent: list[SessionUpdate] = []
+        self._updates = SessionUpdates(cx, session_id, cwd)
         #: The MCP servers the client declared for the session (their JSON objects): reach one
         #: with :meth:`mcp`.
         self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
@@ -216,9 +178,7 @@ class Turn:
 
     async def update(self, update: SessionUpdate) -> None:
         """Send one ``session/update`` for this session, then wait while the client is behind."""
-        self._sent.append(update)
-        self.cx.send_notification(SessionNotification(session_id=self.session_id, update=update))
-        await self.cx.drain()
+        await self._updates.send(update)
 
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``)."""
@@ -227,7 +187,7 @@ class Turn:
 
     def exchange(self) -> Exchange:
         """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
-        return Exchange(tuple(self.prompt), "".join(self._said), tuple(self._sent))
+        return Exchange(tuple(self.prompt), "".join(self._said), tuple(self._updates.sent))
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
@@ -296,8 +256,8 @@ class Turn:
         refused a write, a file that is not there). A cancellation, or the connection ending, still
         ends the turn.
         """
-        paths = [self._absolute(p) for p in locations]
-        call = ActiveToolCall(self, title, kind, paths, raw_input, dict(meta) if meta else None)
+        paths = [self._updates.absolute(p) for p in locations]
+        call = ActiveToolCall(self._updates, title, kind, paths, raw_input, dict(meta) if meta else None)
         return ReportingToolCall(call) if on_error == "report" else call
 
     # --- asking the client ------------------------------------------------------------------------
@@ -311,18 +271,7 @@ class Turn:
         ``allow_always`` and ``reject_always`` (the client may remember the choice). A cancelled
         answer (the client cancelled the turn) is ``False``.
         """
-        options = [
-            PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
-            PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
-        ]
-        request = RequestPermissionRequest(
-            session_id=self.session_id,
-            tool_call=ToolCallUpdate(tool_call_id=call.id, title=call.title),
-            options=options,
-        )
-        answer = await self.cx.send_request(request)
-        outcome = answer.outcome
-        return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
+        return await ask_permission(self.cx, self.session_id, call, allow, deny, always)
 
     async def read_file(self, path: str | Path, *, line: int | None = None, limit: int | None = None) -> str:
         """The text of ``path`` (relative to :attr:`cwd`) as the client has it, unsaved edits included.
@@ -332,8 +281,10 @@ class Turn:
         ``fs/read_text_file``, and the client's error (a :class:`~acpio.RequestError`) when it refuses.
         """
         self.client.require(ReadTextFileRequest.METHOD)
-        part = _given(line=line, limit=limit)  # an explicit None would be sent as null
-        request = ReadTextFileRequest(session_id=self.session_id, path=str(self._absolute(path)), **part)
+        part = given(line=line, limit=limit)  # an explicit None would be sent as null
+        request = ReadTextFileRequest(
+            session_id=self.session_id, path=str(self._updates.absolute(path)), **part
+        )
         answer: ReadTextFileResponse = await self.cx.send_request(request)
         return answer.content
 
@@ -345,7 +296,7 @@ class Turn:
         """
         self.client.require(WriteTextFileRequest.METHOD)
         request = WriteTextFileRequest(
-            session_id=self.session_id, path=str(self._absolute(path)), content=content
+            session_id=self.session_id, path=str(self._updates.absolute(path)), content=content
         )
         await self.cx.send_request(request)
 
@@ -369,37 +320,14 @@ class Turn:
         no terminals.
         """
         self.client.require(CreateTerminalRequest.METHOD)
-        optional = _given(
+        optional = given(
             args=list(args) or None,
-            cwd=str(self._absolute(cwd)) if cwd is not None else str(self.cwd),
+            cwd=str(self._updates.absolute(cwd)) if cwd is not None else str(self.cwd),
             env=[EnvVariable(name=k, value=v) for k, v in env.items()] if env else None,
             output_byte_limit=output_limit,
         )
-        created: CreateTerminalResponse = await self.cx.send_request(
-            CreateTerminalRequest(session_id=self.session_id, command=command, **optional)
-        )
-        terminal = created.terminal_id
-        try:
-            if call is not None:
-                await call.show_terminal(terminal)
-            wait = WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal)
-            timed_out = False
-            try:
-                async with asyncio.timeout(kill_after):
-                    ended: WaitForTerminalExitResponse = await self.cx.send_request(wait)
-            except TimeoutError:
-                timed_out = True
-                await self.cx.send_request(
-                    KillTerminalRequest(session_id=self.session_id, terminal_id=terminal)
-                )
-                ended = await self.cx.send_request(wait)
-            output: TerminalOutputResponse = await self.cx.send_request(
-                TerminalOutputRequest(session_id=self.session_id, terminal_id=terminal)
-            )
-        finally:
-            if not self.cx.closed:  # not awaited: a cancelled turn must still release it
-                self.cx.send_request(ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal))
-        return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal, timed_out)
+        create = CreateTerminalRequest(session_id=self.session_id, command=command, **optional)
+        return await run_in_terminal(self.cx, create, call, kill_after)
 
     def mcp(self, name: str) -> AbstractAsyncContextManager[McpClient]:
         """An ``mcp`` client for the MCP server the client declared as ``name``.
@@ -410,17 +338,7 @@ class Turn:
         ``mcp`` extra (``pip install acpio[mcp]``). Raises ``LookupError`` naming the declared
         servers when none is called ``name``.
         """
-        declaration = next((d for d in self.mcp_servers if d.get("name") == name), None)
-        if declaration is None:
-            names = ", ".join(repr(d.get("name")) for d in self.mcp_servers) or "none"
-            raise LookupError(
-                f"No MCP server named {name!r} was declared for this session (declared: {names})"
-            )
-        try:
-            from acpio.mcp import connect_declared
-        except ImportError as exc:
-            raise ImportError(f"turn.mcp() needs the mcp package: pip install 'acpio[mcp]' ({exc})") from exc
-        return connect_declared(self.cx, declaration)
+        return connect_mcp(self.cx, self.mcp_servers, name)
 
     # --- elicitation, notices, and what the client shows beside the conversation ------------------
 
@@ -433,21 +351,7 @@ class Turn:
         elicitation (do without, or fail the work), and :class:`~acpio.app.forms.FormError` when an
         accepted answer does not fit the form.
         """
-        if not self.client.elicitation_form:
-            raise CapabilityNotAdvertised(
-                CreateElicitationRequest.METHOD, "C.elicitation.form", what="a form"
-            )
-        request = CreateElicitationRequest(
-            session_id=self.session_id,
-            mode="form",
-            message=message,
-            requested_schema=form_schema(form),
-            **_given(tool_call_id=call.id if call is not None else None),
-        )
-        answer: CreateElicitationResponse = await self.cx.send_request(request)
-        action = str(answer.action)
-        value = form_value(form, answer.content) if action == "accept" else None
-        return Elicited(action, value)
+        return await elicit_form(self.cx, self.client, self.session_id, message, form, call)
 
     async def elicit_url(
         self, message: str, url: str, *, elicitation_id: str | None = None, call: ActiveToolCall | None = None
@@ -458,19 +362,7 @@ class Turn:
         URL is done, call :meth:`complete_elicitation` with ``answer.elicitation_id``. Raises
         :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no URL elicitation.
         """
-        if not self.client.elicitation_url:
-            raise CapabilityNotAdvertised(CreateElicitationRequest.METHOD, "C.elicitation.url", what="a URL")
-        elicitation_id = elicitation_id or f"elicit_{uuid.uuid4().hex[:16]}"
-        request = CreateElicitationRequest(
-            session_id=self.session_id,
-            mode="url",
-            message=message,
-            url=url,
-            elicitation_id=elicitation_id,
-            **_given(tool_call_id=call.id if call is not None else None),
-        )
-        answer: CreateElicitationResponse = await self.cx.send_request(request)
-        return Elicited(str(answer.action), None, elicitation_id)
+        return await elicit_url(self.cx, self.client, self.session_id, message, url, elicitation_id, call)
 
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client the work behind an accepted URL elicitation is done (``elicitation/complete``)."""
@@ -490,7 +382,7 @@ class Turn:
         said as a message (``say``), so the user still reads them.
         """
         if self.client.has("session.notices"):
-            await self.update(Notice(severity=severity, title=title, **_given(description=description)))
+            await self.update(Notice(severity=severity, title=title, **given(description=description)))
             return
         detail = f": {description}" if description else ""
         await self.say(f"{severity}: {title}{detail}\n")
@@ -525,133 +417,3 @@ class Turn:
             )
         await self.update(CompactionUpdate(compaction_id=compaction_id, status="completed"))
         return compaction_id
-
-    def _absolute(self, path: str | Path) -> Path:
-        # ACP wants absolute paths on the wire; a turn's paths are relative to the session's cwd
-        return self.cwd / path
-
-
-class ActiveToolCall:
-    """A tool call being reported (see :meth:`Turn.tool_call`): its :attr:`id`, and :meth:`update`."""
-
-    def __init__(
-        self,
-        turn: Turn,
-        title: str,
-        kind: ToolKindName | None,
-        locations: list[Path],
-        raw_input: Any,
-        meta: dict[str, Any] | None = None,
-    ) -> None:
-        self._turn = turn
-        #: The tool call's id, unique in its session.
-        self.id = f"call_{uuid.uuid4().hex[:16]}"
-        #: The title the user sees.
-        self.title = title
-        self._kind = kind
-        self._locations = locations
-        self._raw_input = raw_input
-        self._meta = meta
-        self._final = False
-        #: What the block raised, when the call reports its errors (``on_error="report"``).
-        self.error: Exception | None = None
-
-    def __repr__(self) -> str:
-        return f"<ActiveToolCall {self.id} {self.title!r}>"
-
-    async def __aenter__(self) -> ActiveToolCall:
-        locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
-        optional = _given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
-        await self._turn.update(
-            ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
-        )
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        if self._final:
-            return
-        # sent without waiting: the turn may be being cancelled, and this must still go out
-        self._send(ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed"))
-
-    def _report(self, error: Exception) -> None:
-        """Mark the call ``failed`` with ``error``'s message: the block raised it, and the turn goes on."""
-        self.error = error
-        # a refusal by the client is expected; anything else is a bug worth its traceback
-        level = logging.INFO if isinstance(error, AcpError) else logging.WARNING
-        _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
-        if not self._final:
-            self._final = True
-            content = [Content(content=TextContent(text=str(error)))]
-            self._send(ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
-
-    async def update(
-        self,
-        *,
-        status: ToolStatusName | None = None,
-        title: str | None = None,
-        text: str | None = None,
-        diff: tuple[str | Path, str | None, str] | None = None,
-        raw_output: Any = None,
-    ) -> None:
-        """Report progress: a new ``status``, ``title``, ``text`` shown as the call's content, a ``diff``.
-
-        ``diff`` is ``(path, old_text, new_text)`` (``old_text`` ``None`` for a new file). A final
-        status (``completed``, ``failed``) is kept when the ``async with`` block ends.
-        """
-        content: list[ToolCallContent] = []
-        if text is not None:
-            content.append(Content(content=TextContent(text=text)))
-        if diff is not None:
-            path, old, new = diff
-            content.append(Diff(path=str(self._turn._absolute(path)), old_text=old, new_text=new))
-        if title is not None:
-            self.title = title
-        self._final = self._final or status in ("completed", "failed")
-        changed = _given(status=status, title=title, content=content or None, raw_output=raw_output)
-        await self._turn.update(ToolCallUpdate(tool_call_id=self.id, **changed))
-
-    async def show_terminal(self, terminal_id: str) -> None:
-        """Show the client's terminal ``terminal_id`` as this call's content (its output, live)."""
-        await self._turn.update(
-            ToolCallUpdate(tool_call_id=self.id, content=[Terminal(terminal_id=terminal_id)])
-        )
-
-    def _send(self, update: SessionUpdate) -> None:
-        turn = self._turn
-        if not turn.cx.closed:
-            turn._sent.append(update)
-            turn.cx.send_notification(SessionNotification(session_id=turn.session_id, update=update))
-
-
-class ReportingToolCall:
-    """A tool call whose errors fail the call, not the turn: ``turn.tool_call(..., on_error="report")``.
-
-    ``async with`` it gives the :class:`ActiveToolCall`; an exception raised in the block (not a
-    cancellation, not the connection ending) marks the call ``failed`` with the error's message,
-    is kept in :attr:`ActiveToolCall.error`, and goes no further.
-    """
-
-    def __init__(self, call: ActiveToolCall) -> None:
-        self._call = call
-
-    def __repr__(self) -> str:
-        return f"<ReportingToolCall {self._call.id} {self._call.title!r}>"
-
-    async def __aenter__(self) -> ActiveToolCall:
-        return await self._call.__aenter__()
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> bool:
-        if not isinstance(error, Exception) or isinstance(error, ConnectionClosed):
-            await self._call.__aexit__(kind, error, traceback)
-            return False
-        self._call._report(error)
-        return True
-
-
-def _given(**fields: Any) -> dict[str, Any]:
-    """The fields that have a value: the others stay unset rather than null on the wire."""
-    return {name: value for name, value in fields.items() if value is not None}

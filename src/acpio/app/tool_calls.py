@@ -1,0 +1,190 @@
+"""The tool calls a :class:`~acpio.app.Turn` reports, and the ``session/update`` stream they go out on."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+from acpio.errors import AcpError, ConnectionClosed
+from acpio.jsonrpc import Connection
+from acpio.schema import (
+    Content,
+    Diff,
+    SessionNotification,
+    SessionUpdate,
+    Terminal,
+    TextContent,
+    ToolCall,
+    ToolCallContent,
+    ToolCallLocation,
+    ToolCallUpdate,
+)
+
+__all__ = ["ActiveToolCall", "OnToolError", "ReportingToolCall", "ToolKindName", "ToolStatusName"]
+
+_log = logging.getLogger("acpio.app")
+
+#: The kinds of tool call ACP names (``ToolKind``), as strings.
+ToolKindName: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+#: The statuses of a tool call (``ToolCallStatus``), as strings.
+ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+#: What an exception in a :meth:`~acpio.app.Turn.tool_call` block does: ``"raise"`` it, or
+#: ``"report"`` it in the call and go on.
+OnToolError: TypeAlias = Literal["raise", "report"]
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value: the others stay unset rather than null on the wire."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+class SessionUpdates:
+    """The ``session/update`` notifications a turn sends for its session, and the record of them."""
+
+    def __init__(self, cx: Connection, session_id: str, cwd: Path) -> None:
+        self.cx = cx
+        self.session_id = session_id
+        self.cwd = cwd
+        #: Every update sent so far, in order (the turn's history keeps them).
+        self.sent: list[SessionUpdate] = []
+
+    async def send(self, update: SessionUpdate) -> None:
+        """Send ``update``, then wait while the client is behind."""
+        self._post(update)
+        await self.cx.drain()
+
+    def send_now(self, update: SessionUpdate) -> None:
+        """Send ``update`` without waiting (a turn being cancelled must still get it out), unless closed."""
+        if not self.cx.closed:
+            self._post(update)
+
+    def _post(self, update: SessionUpdate) -> None:
+        self.sent.append(update)
+        self.cx.send_notification(SessionNotification(session_id=self.session_id, update=update))
+
+    def absolute(self, path: str | Path) -> Path:
+        """``path`` relative to the session's cwd: ACP wants absolute paths on the wire."""
+        return self.cwd / path
+
+
+class ActiveToolCall:
+    """A tool call being reported (see :meth:`~acpio.app.Turn.tool_call`): its :attr:`id`, :meth:`update`."""
+
+    def __init__(
+        self,
+        updates: SessionUpdates,
+        title: str,
+        kind: ToolKindName | None,
+        locations: list[Path],
+        raw_input: Any,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self._updates = updates
+        #: The tool call's id, unique in its session.
+        self.id = f"call_{uuid.uuid4().hex[:16]}"
+        #: The title the user sees.
+        self.title = title
+        self._kind = kind
+        self._locations = locations
+        self._raw_input = raw_input
+        self._meta = meta
+        self._final = False
+        #: What the block raised, when the call reports its errors (``on_error="report"``).
+        self.error: Exception | None = None
+
+    def __repr__(self) -> str:
+        return f"<ActiveToolCall {self.id} {self.title!r}>"
+
+    async def __aenter__(self) -> ActiveToolCall:
+        locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
+        optional = given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
+        await self._updates.send(
+            ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
+        )
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._final:
+            return
+        # sent without waiting: the turn may be being cancelled, and this must still go out
+        self._updates.send_now(
+            ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed")
+        )
+
+    def _report(self, error: Exception) -> None:
+        """Mark the call ``failed`` with ``error``'s message: the block raised it, and the turn goes on."""
+        self.error = error
+        # a refusal by the client is expected; anything else is a bug worth its traceback
+        level = logging.INFO if isinstance(error, AcpError) else logging.WARNING
+        _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
+        if not self._final:
+            self._final = True
+            content = [Content(content=TextContent(text=str(error)))]
+            self._updates.send_now(ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
+
+    async def update(
+        self,
+        *,
+        status: ToolStatusName | None = None,
+        title: str | None = None,
+        text: str | None = None,
+        diff: tuple[str | Path, str | None, str] | None = None,
+        raw_output: Any = None,
+    ) -> None:
+        """Report progress: a new ``status``, ``title``, ``text`` shown as the call's content, a ``diff``.
+
+        ``diff`` is ``(path, old_text, new_text)`` (``old_text`` ``None`` for a new file). A final
+        status (``completed``, ``failed``) is kept when the ``async with`` block ends.
+        """
+        content: list[ToolCallContent] = []
+        if text is not None:
+            content.append(Content(content=TextContent(text=text)))
+        if diff is not None:
+            path, old, new = diff
+            content.append(Diff(path=str(self._updates.absolute(path)), old_text=old, new_text=new))
+        if title is not None:
+            self.title = title
+        self._final = self._final or status in ("completed", "failed")
+        changed = given(status=status, title=title, content=content or None, raw_output=raw_output)
+        await self._updates.send(ToolCallUpdate(tool_call_id=self.id, **changed))
+
+    async def show_terminal(self, terminal_id: str) -> None:
+        """Show the client's terminal ``terminal_id`` as this call's content (its output, live)."""
+        await self._updates.send(
+            ToolCallUpdate(tool_call_id=self.id, content=[Terminal(terminal_id=terminal_id)])
+        )
+
+
+class ReportingToolCall:
+    """A tool call whose errors fail the call, not the turn: ``turn.tool_call(..., on_error="report")``.
+
+    ``async with`` it gives the :class:`ActiveToolCall`; an exception raised in the block (not a
+    cancellation, not the connection ending) marks the call ``failed`` with the error's message,
+    is kept in :attr:`ActiveToolCall.error`, and goes no further.
+    """
+
+    def __init__(self, call: ActiveToolCall) -> None:
+        self._call = call
+
+    def __repr__(self) -> str:
+        return f"<ReportingToolCall {self._call.id} {self._call.title!r}>"
+
+    async def __aenter__(self) -> ActiveToolCall:
+        return await self._call.__aenter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> bool:
+        if not isinstance(error, Exception) or isinstance(error, ConnectionClosed):
+            await self._call.__aexit__(kind, error, traceback)
+            return False
+        self._call._report(error)
+        return True
