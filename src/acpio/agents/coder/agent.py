@@ -16,32 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from acpio.agents.coder.catalogue import Catalogue, build_catalogue
+from acpio.agents.coder.commands import compact, run_command
 from acpio.agents.coder.conversation import conversation, user_message
 from acpio.agents.coder.model import (
     REASONING_EFFORTS,
-    AssistantMessage,
-    Finish,
-    FinishReason,
-    Message,
-    ModelAuthError,
-    ModelError,
     ModelInfo,
-    ModelRateLimited,
     ModelRequest,
-    ReasoningEffort,
-    TextDelta,
-    TextPart,
-    ThinkingDelta,
-    ThinkingPart,
-    ToolCall,
-    ToolCallEvent,
-    UsageEvent,
-    UserMessage,
 )
-from acpio.agents.coder.settings import CredentialFile, ModeSpec, Settings, SettingsError, load_settings
+from acpio.agents.coder.replies import call_model, effort
+from acpio.agents.coder.settings import CredentialFile, Settings, SettingsError, load_settings
+from acpio.agents.coder.state import SessionState, model_choices
 from acpio.agents.coder.tools import McpServers, ToolBox
 from acpio.app import AgentApp, AppSession, StopReasonName, Turn
-from acpio.errors import AuthRequired, InternalError, InvalidParams
+from acpio.errors import AuthRequired, InvalidParams
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     AgentAuthCapabilities,
@@ -74,10 +61,6 @@ from acpio.store import SessionStore, open_store
 __all__ = ["CoderOptions", "coder_app"]
 
 _EFFORT_DEFAULT = "default"
-_COMPACT = (
-    "Summarise our conversation so far for yourself: the task, what was done, files touched, decisions "
-    "and what is left. Be complete but brief: this summary replaces the conversation."
-)
 #: The longest session title taken from a prompt (a longer first line is cut at a word).
 _TITLE_LENGTH = 60
 _SYSTEM = """You are acpio's reference coding agent, working in the project at {cwd}.
@@ -114,20 +97,6 @@ class CoderOptions:
     mcp_connect_timeout: float = 30.0
 
 
-@dataclass
-class _State:
-    """What the agent keeps per open session beside the app's settings."""
-
-    settings: Settings
-    catalogue: Catalogue
-    modes: dict[str, ModeSpec]
-    #: The directories the session's files may be in: its cwd and its additional directories.
-    roots: list[Path]
-    mcp: McpServers | None = None
-    #: Whether the session has a title (given by this agent or by the client): none is given again.
-    titled: bool = False
-
-
 def _version() -> str:
     try:
         return version("acpio")
@@ -146,7 +115,7 @@ class _Coder:
         self.environ = options.environ if options.environ is not None else os.environ
         self.credentials = CredentialFile(options.credentials)
         self.catalogues: dict[str, Catalogue] = {}
-        self.states: dict[str, _State] = {}
+        self.states: dict[str, SessionState] = {}
         self.store = open_store(options.store) if isinstance(options.store, str) else options.store
         app = self.app = AgentApp(
             "acpio-agent",
@@ -306,21 +275,10 @@ class _Coder:
             if state is None:
                 continue
             state.catalogue = await self.catalogue_for(state.settings)
-            session.offer_choices("model", self.model_choices(state))
+            session.offer_choices("model", model_choices(state))
             await self.app.refresh_options(session)
 
     # --- sessions -----------------------------------------------------------------------------------
-
-    def model_choices(self, state: _State) -> dict[str, str]:
-        choices = {m.qualified_id: f"{m.label} ({m.provider})" for m in state.catalogue.models}
-        for mode in state.settings.modes:  # a mode may run several models in turn
-            if (
-                mode.model
-                and "," in mode.model
-                and all(state.catalogue.find(p.strip()) for p in mode.model.split(","))
-            ):
-                choices[mode.model] = " + ".join(p.strip() for p in mode.model.split(","))
-        return choices or {"none": "No model available"}
 
     async def opened(self, session: AppSession) -> None:
         settings = self.settings_for(session.cwd)
@@ -330,7 +288,7 @@ class _Coder:
                 {"providers": sorted(catalogue.specs)}, message=catalogue.missing_model_message()
             )
         roots = [session.cwd, *session.additional_directories]
-        state = _State(settings, catalogue, {m.id: m for m in settings.modes}, roots)
+        state = SessionState(settings, catalogue, {m.id: m for m in settings.modes}, roots)
         fresh = session.method == "session/new"
         mode = (self.options.mode or settings.mode) if fresh else None
         if mode is not None and mode not in state.modes:
@@ -339,7 +297,7 @@ class _Coder:
         session.offer_modes(modes, mode)
         session.offer_choices("mode", {m.id: m.name for m in settings.modes}, session.settings.mode)
         session.settings.options["mode"] = str(session.settings.mode)
-        choices = self.model_choices(state)
+        choices = model_choices(state)
         session.offer_choices("model", choices)
         if fresh:
             model = self.options.model or state.modes[str(session.settings.mode)].model or settings.model
@@ -387,7 +345,7 @@ class _Coder:
         state = self.states[turn.session_id]
         command = turn.command
         if command is not None and command.name != "compact":
-            await self.command(turn, state, command.name, command.input)
+            await run_command(turn, state, command.name, command.input)
             return "end_turn"
         if command is None:
             await self.name_session(turn, state)
@@ -401,18 +359,18 @@ class _Coder:
             system += "\n" + mode.instructions
         messages = conversation(system, turn.history)
         if command is not None:
-            return await self.compact(turn, models[0], state, messages)
+            return await compact(turn, models[0], state, messages)
         tools = ToolBox(turn, mode, state.roots, state.mcp)
         specs = await tools.specs()
         if state.mcp is not None and state.mcp.problems:
             await turn.think("\n".join(state.mcp.problems))
         messages.append(user_message(turn.prompt))
-        effort = turn.options.get("reasoning_effort")
+        chosen = turn.options.get("reasoning_effort")
         for number in range(state.settings.max_turn_requests):
             model = models[number % len(models)]
-            reasoning = _effort(effort) if model.reasoning else None
+            reasoning = effort(chosen) if model.reasoning else None
             request = ModelRequest(model.id, list(messages), specs, reasoning)
-            reply, finish = await self.call_model(turn, state, model, request)
+            reply, finish = await call_model(turn, state, model, request)
             messages.append(reply)
             if finish != "tool_use" or not reply.tool_calls:
                 return "end_turn" if finish == "tool_use" else finish
@@ -420,7 +378,7 @@ class _Coder:
                 messages.append(await tools.run(call))
         return "max_turn_requests"
 
-    async def name_session(self, turn: Turn, state: _State) -> None:
+    async def name_session(self, turn: Turn, state: SessionState) -> None:
         """Title an untitled session after its first prompt (a client's own title stays).
 
         The title is kept in the store, so ``session/list`` shows it, and told to the client
@@ -438,7 +396,7 @@ class _Coder:
         await self.store.set_title(turn.session_id, title)
         await turn.set_title(title)
 
-    def selected_models(self, turn: Turn, state: _State) -> list[ModelInfo]:
+    def selected_models(self, turn: Turn, state: SessionState) -> list[ModelInfo]:
         value = str(turn.options.get("model", ""))
         models = [state.catalogue.find(part.strip()) for part in value.split(",")]
         found = [m for m in models if m is not None]
@@ -460,98 +418,6 @@ class _Coder:
                     f"choose another model or leave the {modality} out",
                 )
 
-    async def call_model(
-        self, turn: Turn, state: _State, model: ModelInfo, request: ModelRequest
-    ) -> tuple[AssistantMessage, FinishReason]:
-        provider = state.catalogue.providers[model.provider]
-        text: list[str] = []
-        thought: list[ThinkingPart] = []
-        thinking: list[str] = []  # the block being received: it ends with its signature
-        calls: list[ToolCall] = []
-        finish: FinishReason = "end_turn"
-        stream = provider.stream(request)
-        try:
-            async for event in stream:
-                match event:
-                    case TextDelta(delta):
-                        text.append(delta)
-                        await turn.say(delta)
-                    case ThinkingDelta(delta, signed):
-                        thinking.append(delta)
-                        if signed:  # each signed block goes back as it came, or the provider refuses it
-                            thought.append(ThinkingPart("".join(thinking), signed))
-                            thinking = []
-                        if delta:
-                            await turn.think(delta)
-                    case ToolCallEvent(call_id, name, arguments):
-                        calls.append(ToolCall(call_id, name, arguments))
-                    case UsageEvent():
-                        used = event.input_tokens + event.output_tokens
-                        await turn.report_usage(used, model.context_window or used)
-                    case Finish(reason):
-                        finish = reason
-        except ModelAuthError as exc:
-            raise AuthRequired({"provider": exc.provider}, message=f"{model.qualified_id}: {exc}") from exc
-        except ModelRateLimited as exc:
-            wait = f"; retry in {exc.retry_after:g} s" if exc.retry_after is not None else ""
-            raise InternalError(
-                {"provider": exc.provider, "status": exc.status},
-                message=f"{model.qualified_id} is rate limited: {exc}{wait}",
-            ) from exc
-        except ModelError as exc:
-            raise InternalError(
-                {"provider": exc.provider, "status": exc.status},
-                message=f"{model.qualified_id} failed: {exc}",
-            ) from exc
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        if any(thinking):
-            thought.append(ThinkingPart("".join(thinking)))
-        return AssistantMessage("".join(text), tuple(thought), tuple(calls)), finish
-
-    # --- slash commands -----------------------------------------------------------------------------
-
-    async def command(self, turn: Turn, state: _State, name: str, argument: str) -> None:
-        if name == "help":
-            await turn.say(_help(state, str(turn.options.get("model")), turn.mode))
-        elif name == "model" and not argument:
-            await turn.say(
-                f"Model: {turn.options.get('model')}. Available: {', '.join(self.model_choices(state))}\n"
-            )
-        elif name == "model":
-            try:
-                await turn.set_option("model", argument)
-            except InvalidParams:
-                await turn.say(f"No model {argument!r}; available: {', '.join(self.model_choices(state))}\n")
-                return
-            await turn.say(f"Model: {argument}\n")
-        elif name == "mode" and not argument:
-            await turn.say(f"Mode: {turn.mode}. Available: {', '.join(state.modes)}\n")
-        else:
-            if argument not in state.modes:
-                await turn.say(f"No mode {argument!r}; available: {', '.join(state.modes)}\n")
-                return
-            await turn.set_mode(argument)
-            await turn.set_option("mode", argument)
-            mode_model = state.modes[argument].model
-            if mode_model and mode_model in self.model_choices(state):
-                await turn.set_option("model", mode_model)
-            await turn.say(f"Mode: {state.modes[argument].name}\n")
-
-    async def compact(
-        self, turn: Turn, model: ModelInfo, state: _State, messages: list[Message]
-    ) -> StopReasonName:
-        if len(messages) <= 1:
-            await turn.say("Nothing to compact yet.")
-            return "end_turn"
-        ask = UserMessage((TextPart(_COMPACT),))
-        reply, _ = await self.call_model(turn, state, model, ModelRequest(model.id, [*messages, ask]))
-        if turn.client.has("session.compaction"):  # the reply, said, is what the next turns start from
-            await turn.compact(reply.text)
-        return "end_turn"
-
 
 def _title(text: str) -> str | None:
     """A session title from a prompt: its first line, spaces collapsed, cut at a word when too long."""
@@ -563,36 +429,5 @@ def _title(text: str) -> str | None:
     return cut.rstrip(" ,.;:") + "…"
 
 
-def _effort(value: object) -> ReasoningEffort | None:
-    for effort in REASONING_EFFORTS:
-        if value == effort:
-            return effort
-    return None
-
-
 def _update(session_id: str, update: SessionUpdate) -> SessionNotification:
     return SessionNotification(session_id=session_id, update=update)
-
-
-def _help(state: _State, model: str, mode: str | None) -> str:
-    """``/help``: the commands, the models and modes, and what the current model's provider tells its users.
-
-    Each part is a paragraph or a list of its own: a heading right under a list item would be read
-    (as markdown) as the end of that item.
-    """
-    models = "\n".join(f"- {m.qualified_id}: {m.label}" for m in state.catalogue.models)
-    modes = "\n".join(f"- {m.id}: {m.name}" for m in state.settings.modes)
-    parts = [
-        "I am acpio's reference coding agent. I read and edit the project's files, run commands in your "
-        "terminal and use the session's MCP servers.",
-        "Commands: /help, /model [id], /mode [id], /compact.",
-        f"Model: {model}; mode: {mode}.",
-        f"Models:\n{models}",
-        f"Modes:\n{modes}",
-    ]
-    used = {found.provider for part in model.split(",") if (found := state.catalogue.find(part.strip()))}
-    for name in sorted(used):
-        provider = state.catalogue.providers.get(name)
-        if provider is not None and provider.help_text():
-            parts.append(provider.help_text())
-    return "\n\n".join(parts) + "\n"
