@@ -74,7 +74,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from acpio.errors import AcpError, InternalError, InvalidRequest, MethodNotFound, RequestError
+from acpio.errors import AcpError, InternalError, InvalidRequest, RequestError
 from acpio.jsonrpc import (
     CANCEL_METHOD,
     Builder,
@@ -83,7 +83,6 @@ from acpio.jsonrpc import (
     RequestDispatch,
     ResponseDispatch,
     Role,
-    SentRequest,
     open_transport,
 )
 from acpio.roles import (
@@ -105,6 +104,8 @@ from .batches import BatchScope, Gathering
 from .components import ComponentSpec, Instantiation, Instantiator, Member, resolve
 from .debuglog import DebugLog
 from .errors import ConductorError
+from .inflight import InFlight
+from .legacy import initialize_downstream, retry_as_legacy
 from .links import CLOSE_LIMIT, ComponentLinks
 from .relay import RawNotification, Relay, plain_frame, wrapped_frame
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
@@ -132,8 +133,6 @@ _NOT_PASSED_ON: Final = frozenset(
 _CLIENT: Final = -1
 #: The link key of the upstream connection (the client, and in proxy mode the successor too).
 _UPSTREAM: Final = -1
-#: Tables of requests in flight are swept of finished entries when they grow past this size.
-_SWEEP_AT: Final = 256
 
 _CLIENT_PEER: Final = Client()
 _AGENT_PEER: Final = Agent()
@@ -359,22 +358,6 @@ class _FromComponent:
         await _drained(self.run.from_component(self.index, message))
 
 
-def _initialize_downstream(names: ProxyMethods, method: str) -> RequestError:
-    """The answer to a proxy that sends ``proxy/initialize`` (either name) to its successor."""
-    if names.legacy and method == PROXY_INITIALIZE_METHOD:
-        # An older proxy passes on the `proxy/initialize` it does not know, as it would any
-        # unknown request: answered as a successor that does not know it would, so the proxy
-        # answers -32601 and the conductor initializes it again with `_proxy/initialize`.
-        return MethodNotFound(
-            f"`{method}` is not a method of the successor; an older proxy is initialized with "
-            f"`{LEGACY_PROXY_METHODS.initialize}`",
-            message=f"Method not found: {method}",
-        )
-    return InvalidRequest(
-        f"`{method}` requests are only sent by the conductor: a proxy sends `{_INITIALIZE}` to its successor"
-    )
-
-
 async def _drained(target: Connection | None) -> None:
     """Backpressure: wait while ``target`` (where a notification just went) has not read its backlog.
 
@@ -412,10 +395,7 @@ class _Run:
         #: Set when :meth:`close` begins.
         self.closing = False
         self.failure: ConductorError | None = None
-        #: Responders of requests from upstream, so a broken chain can answer those still waiting.
-        self.waiting: list[Responder[Any]] = []
-        #: Per link: id of a request received there -> the request it was forwarded as.
-        self.forwarded: dict[int, dict[Any, SentRequest[Any]]] = {}
+        self.in_flight = InFlight()
 
     # --- lanes ----------------------------------------------------------------------------------
 
@@ -486,11 +466,11 @@ class _Run:
         method = message.method
         if method == CANCEL_METHOD:
             if from_successor:  # a cancellation wrapped by our own conductor: for a request of this link
-                self._cancel_forwarded(_UPSTREAM, message.params)
+                self.in_flight.cancel(_UPSTREAM, message.params)
             return None  # a plain one was applied by the connection to the request it names
         request = message if type(message) is RequestDispatch else None
         if request is not None:
-            self._remember(request.responder)
+            self.in_flight.remember(request.responder)
             if self.failure is not None:
                 request.responder.respond_with_error(self.failure.to_request_error())
                 return None
@@ -551,12 +531,12 @@ class _Run:
                     _log.warning("%s sent a %s", self.lanes[index], reason)
                 return None
             if envelope.method == CANCEL_METHOD:  # the legacy way to cancel a wrapped request
-                self._cancel_forwarded(index, envelope.params)
+                self.in_flight.cancel(index, envelope.params)
                 return None
             inner = proxy_methods_of(envelope.method)
             if inner is not None and envelope.method == inner.initialize:
                 if request is not None:
-                    request.responder.respond_with_error(_initialize_downstream(names, envelope.method))
+                    request.responder.respond_with_error(initialize_downstream(names, envelope.method))
                 return None
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
             return self._deliver(index, index + 1, message, envelope.method, envelope.params)
@@ -633,7 +613,7 @@ class _Run:
                     wrap = known or PROXY_METHODS
                 elif method == _INITIALIZE:
                     method = (known or PROXY_METHODS).initialize
-                    fall_back = known is None  # an older proxy may refuse it: see _legacy_retry
+                    fall_back = known is None  # an older proxy may refuse it: see retry_as_legacy
 
         else:  # proxy mode: the conductor's own successor, wrapped by the upstream connection's role
             cx = self.up
@@ -660,48 +640,19 @@ class _Run:
             message.responder.respond_with_error(self._unreachable(target, method, exc))
             return None
         if fall_back:
-            self._legacy_retry(sent, message, source, target, params)
+            retry_as_legacy(
+                sent,
+                message,
+                self.links[target],
+                lambda: self.failure is not None,
+                lambda: self._deliver(source, target, message, _INITIALIZE, params),
+            )
         else:
             sent.forward_response_to(message.responder)
-        table = self.forwarded.setdefault(self._link_of(source), {})
-        if len(table) >= _SWEEP_AT:
-            for request_id in [rid for rid, s in table.items() if s.done]:
-                del table[request_id]
-        table[message.id] = sent
+        self.in_flight.forwarded_as(self._link_of(source), message.id, sent)
         if trace is not None:
             trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
         return None
-
-    def _legacy_retry(
-        self, sent: SentRequest[Any], request: RequestDispatch, source: int, target: int, params: Any
-    ) -> None:
-        """Answer ``request`` with what ``sent`` (``proxy/initialize``) gets, unless the proxy is older.
-
-        An older proxy answers ``-32601`` (or, having passed the request on in ``_proxy/successor``,
-        the error it got back): it is then sent ``_proxy/initialize`` with the same params, and that
-        answer goes upstream.
-        """
-        link = self.links[target]
-        responder = request.responder
-        sent.forward_cancellation_from(responder)
-
-        async def answered(result: Any) -> None:
-            if (
-                isinstance(result, RequestError)
-                and (result.code == MethodNotFound.CODE or link.methods is LEGACY_PROXY_METHODS)
-                and not responder.done
-                and not responder.cancelled
-                and self.failure is None
-            ):
-                _log.debug(
-                    "%s refused `%s`: trying `%s`", link.lane, sent.method, LEGACY_PROXY_METHODS.initialize
-                )
-                link.methods = LEGACY_PROXY_METHODS
-                self._deliver(source, target, request, _INITIALIZE, params)
-                return
-            responder.respond_with_result(result)
-
-        sent.on_receiving_result(answered)
 
     def _unreachable(self, target: int, method: str, exc: AcpError) -> RequestError:
         if self.failure is not None:
@@ -714,30 +665,13 @@ class _Run:
             message=f"Cannot forward {method!r} to {name}: {exc}",
         )
 
-    def _cancel_forwarded(self, key: int, params: Any) -> None:
-        """A wrapped ``$/cancel_request`` from link ``key``: cancel what that request was forwarded as."""
-        request_id = params.get("requestId") if type(params) is dict else None
-        sent = self.forwarded.get(key, {}).get(request_id)
-        if sent is not None:
-            sent.cancel()
-
-    def _remember(self, responder: Responder[Any]) -> None:
-        waiting = self.waiting
-        if len(waiting) >= _SWEEP_AT:
-            waiting[:] = [r for r in waiting if not r.done]
-        waiting.append(responder)
-
     # --- ending ---------------------------------------------------------------------------------
 
     def _broken(self, failure: ConductorError) -> None:
         """A component ended while the chain ran: answer every request still waiting, close upstream."""
         if self.failure is None:
             self.failure = failure
-        answer = failure.to_request_error()
-        waiting, self.waiting = self.waiting, []
-        for responder in waiting:
-            if not responder.done:
-                responder.respond_with_error(answer)
+        self.in_flight.answer_all(failure.to_request_error())
         if self.up is not None:
             self.up.close()
 
