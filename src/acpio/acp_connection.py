@@ -3,17 +3,16 @@
 Every ACP role's builder makes one (``Client`` and ``Proxy`` builders the
 :class:`~acpio.session.SessionConnection` subclass, which adds the session builders). It keeps
 the counterpart's :class:`~acpio.peer.PeerState`, filled from ``initialize`` on whichever side
-sends or receives it, checks what is sent against it, and applies the client's rule for
-permission requests pending when a turn is cancelled. Importing it creates no schema model.
+sends or receives it, and checks the requests sent against it. Importing it creates no schema
+model.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, overload, runtime_checkable
 
 from acpio.capabilities import AgentFeatures, ClientFeatures
 from acpio.errors import RequestError
@@ -26,12 +25,11 @@ from acpio.jsonrpc import (
     Role,
     TypedRequest,
     Unhandled,
-    UntypedMessage,
 )
 from acpio.peer import PeerState
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import JsonValue, Responder, SentRequest
+    from acpio.jsonrpc import JsonValue, SentRequest
     from acpio.transports.base import Transport
 
 __all__ = ["AcpConnection", "SessionPeers", "agent_role", "client_role"]
@@ -73,54 +71,7 @@ _log = logging.getLogger("acpio.connection")
 _Result = TypeVar("_Result")
 
 # The methods it watches, by name: importing this module creates no schema model.
-_PERMISSION_METHOD: Final = "session/request_permission"
 _INITIALIZE_METHOD: Final = "initialize"
-_CANCEL_METHOD: Final = "session/cancel"
-
-
-def _cancelled_session(message: Any, params: Any) -> str | None:
-    """The session a ``session/cancel`` being sent names (typed, untyped or by name); else ``None``."""
-    if params is UNSET:
-        if getattr(type(message), "METHOD", None) == _CANCEL_METHOD:  # a typed CancelNotification
-            return cast(str, message.session_id)
-        if not (isinstance(message, UntypedMessage) and message.method == _CANCEL_METHOD):
-            return None
-        params = message.params
-    elif message != _CANCEL_METHOD:
-        return None
-    session_id = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
-    return session_id if isinstance(session_id, str) else None
-
-
-class _PermissionRequests:
-    """The agent's ``session/request_permission`` requests not answered yet, by session id.
-
-    The first handler of a client's connection: it records each one, weakly (a responder its
-    handler dropped is still answered by the engine), and passes it on. On ``session/cancel`` the
-    connection answers those of the session ``cancelled``, as ACP requires.
-    """
-
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending: dict[str, weakref.WeakSet[Responder[Any]]] = {}
-
-    def accepts(self, message: Dispatch) -> bool:
-        """Permission requests only."""
-        return message.method == _PERMISSION_METHOD and type(message) is RequestDispatch
-
-    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
-        """Record the request's responder under its session, then pass the request on."""
-        assert isinstance(message, RequestDispatch)
-        session_id = message.session_id
-        if session_id is not None:
-            self.pending.setdefault(session_id, weakref.WeakSet()).add(message.responder)
-        return Unhandled(message)
-
-    def take(self, session_id: str) -> list[Responder[Any]]:
-        """Forget and return the recorded requests of ``session_id``."""
-        found = self.pending.pop(session_id, None)
-        return list(found) if found is not None else []
 
 
 class _InitializeRecorder:
@@ -152,8 +103,7 @@ class AcpConnection(Connection):
     sends it:
 
     * a client's (or a proxy's) connection records the agent's answer and refuses what the agent
-      did not advertise (see :meth:`send_request_to`), and answers the agent's pending permission
-      requests ``cancelled`` when it cancels a turn (see :meth:`send_notification_to`);
+      did not advertise (see :meth:`send_request_to`);
     * an agent's connection records the client's ``initialize`` request as it arrives, before any
       handler sees it, and refuses to send the client a request it did not advertise
       (``fs/read_text_file`` without ``fs.readTextFile``, ``terminal/create`` without
@@ -161,7 +111,9 @@ class AcpConnection(Connection):
       nothing is written.
 
     ``Agent.builder()`` makes these; ``Client.builder()`` and ``Proxy.builder()`` make
-    :class:`~acpio.session.SessionConnection`, which adds the session builders.
+    :class:`~acpio.session.SessionConnection`, which adds the session builders and the client's
+    rule for permission requests pending when it cancels a turn. Sending a notification costs
+    what it costs on a plain connection: nothing is checked on that path.
     """
 
     def __init__(
@@ -178,8 +130,6 @@ class AcpConnection(Connection):
         self._agent = agent_role(role)
         #: The client, when it is the counterpart of an agent's connection (``None`` elsewhere).
         self._client: Role | None = None
-        #: The agent's permission requests still unanswered, seen before any handler sees them.
-        self._permission_requests = _PermissionRequests()
         if self._agent is None and (client := client_role(role)) == role.counterpart():
             self._client = client
             #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
@@ -188,8 +138,6 @@ class AcpConnection(Connection):
             handlers = (_InitializeRecorder(self.peer_state), *handlers)
         else:
             self.peer_state = PeerState("agent")
-            if self._agent is not None and role.counterpart() == self._agent:
-                handlers = (self._permission_requests, *handlers)
         #: Whether a typed request the counterpart did not advertise is refused (see
         #: :meth:`send_request_to`). The trait-style connections set it from their option.
         self.require_capabilities = True
@@ -267,42 +215,6 @@ class AcpConnection(Connection):
             self.peer_state.record_request(message)  # what this client advertised, for its own answers
             return self.peer_state.follow(sent, self.close)
         return sent
-
-    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
-        """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
-
-        ACP: once the client sends ``session/cancel``, it MUST answer every pending
-        ``session/request_permission`` of that session with the ``cancelled`` outcome. On a client's
-        connection, the agent's permission requests that are not answered yet, whoever holds them
-        (a builder handler, a session's reader, a trait-style ``request_permission``), are answered
-        so right after the notification is sent; their responders then read as
-        :attr:`~acpio.jsonrpc.Responder.cancelled`, which stops work run with
-        ``responder.run_until_cancelled(...)``, and later answers to them are ignored.
-        """
-        super().send_notification_to(peer, message, params)
-        if self._permission_requests.pending and self._addresses(peer, self._agent):
-            session_id = _cancelled_session(message, params)
-            if session_id is not None:
-                self._answer_permission_requests_cancelled(session_id)
-
-    def _answer_permission_requests_cancelled(self, session_id: str) -> int:
-        """Answer the agent's unanswered permission requests for ``session_id`` ``cancelled``.
-
-        Returns how many were answered. Their responders are marked cancelled, so work waiting on
-        them (``run_until_cancelled``, a trait-style ``request_permission`` task) stops.
-        """
-        from acpio.schema import CancelledPermissionOutcome, RequestPermissionResponse
-
-        answered = 0
-        for responder in self._permission_requests.take(session_id):
-            if responder.done:
-                continue
-            responder.respond(RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
-            responder.mark_cancelled()  # the answer is no longer wanted: stop whoever is deciding
-            answered += 1
-        if answered:
-            _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
-        return answered
 
     def _addresses(self, peer: Any, role: Role | None) -> bool:
         """Whether a message sent to ``peer`` (``None``: the counterpart) goes to ``role``."""
