@@ -406,9 +406,9 @@ class _PromptRun:
     def _component(self) -> Component:
         """What to connect to: the agent, or a conductor running the proxies and the agent (and its trace)."""
         options = self._options
-        debug = self._agent_debug if options.verbose else None
+        stderr = self._notes.agent_stderr if options.verbose else None
         agent = options.agent
-        component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
+        component = AcpAgent(agent, stderr=stderr) if isinstance(agent, AgentCommand) else agent
         if isinstance(component, AcpAgent):
             self._spawned.append(component)
             self._agent = component
@@ -430,11 +430,6 @@ class _PromptRun:
         if self._process is not None:
             return self._process
         return self._agent.process if self._agent is not None else None
-
-    def _agent_debug(self, direction: str, line: str) -> None:
-        """``--verbose``: each line of the agent's stderr, as it comes."""
-        if direction == "stderr":
-            self._notes.agent_stderr(line)
 
     def _record(
         self, recorder: JsonLinesRenderer, direction: Direction, frame: bytes | OversizedFrame
