@@ -28,7 +28,7 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from acpio._lifecycle import spawn_in_new_group
+from acpio._process_control import spawn_in_new_group
 from acpio.errors import TransportError
 from acpio.transports.base import OversizedFrame
 from acpio.transports.commands import AgentCommand
