@@ -9,7 +9,7 @@ Two rules, checked on the syntax tree of every module:
 
 A line that must touch a private name of the standard library or a dependency says why with a
 ``# private-ok: <reason>`` comment. Dunder names and the private modules of acpio
-(``acpio._lifecycle``) are fine: the package's own private modules are shared within it.
+(``acpio._process_control``) are fine: the package's own private modules are shared within it.
 """
 
 from __future__ import annotations

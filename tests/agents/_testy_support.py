@@ -3,7 +3,8 @@
 :func:`start_testy` spawns ``python -m acpio testy [flags]`` with :class:`~acpio.transports.AcpAgent`,
 connects an acpio ``Client`` builder whose handlers (:class:`FakeClient`) answer testy's requests
 (files under a root directory, a fake terminal that records what it was asked, permission with a
-chosen answer) and records every line both ways (:class:`Wire`), decoded, in order.
+chosen answer) and records every frame both ways, decoded, in order (:class:`Wire`, the observer of
+a :class:`~acpio.transports.Tap` on the agent's transport).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from acpio.schema import (
     WriteTextFileResponse,
 )
 from acpio.session import SessionConnection
-from acpio.transports import AcpAgent
+from acpio.transports import AcpAgent, Direction, OversizedFrame, Tap
 
 #: Seconds any single wait may take; generous, for a busy 2-core machine.
 TIMEOUT = 20
@@ -68,29 +69,27 @@ Message = dict[str, Any]
 
 
 class Wire:
-    """Every line the client sent (``"send"``) and received (``"receive"``), decoded, in order.
+    """Every frame the client sent and received, decoded, in order: the observer of a :class:`Tap`.
 
-    Passed to ``AcpAgent(debug=...)``; also keeps testy's stderr, and checks that every line testy
-    writes on stdout is a JSON-RPC message.
+    Also checks that every line testy writes on stdout is a JSON-RPC message.
     """
 
     def __init__(self) -> None:
-        self.frames: list[tuple[str, Message]] = []
-        self.stderr: list[str] = []
+        self.frames: list[tuple[Direction, Message]] = []
         self.not_protocol: list[str] = []
         self._changed = asyncio.Event()
 
-    def __call__(self, direction: str, line: str) -> None:
-        if direction == "stderr":
-            self.stderr.append(line)
+    def __call__(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
+        if isinstance(frame, OversizedFrame):
+            self.not_protocol.append(repr(frame))
             return
         try:
-            message = orjson.loads(line)
+            message = orjson.loads(frame)
         except orjson.JSONDecodeError:
-            self.not_protocol.append(line)
+            self.not_protocol.append(frame.decode(errors="replace"))
             return
-        if direction == "receive" and (type(message) is not dict or message.get("jsonrpc") != "2.0"):
-            self.not_protocol.append(line)
+        if direction is Direction.INCOMING and (type(message) is not dict or message.get("jsonrpc") != "2.0"):
+            self.not_protocol.append(frame.decode())
         self.frames.append((direction, message))
         self._changed.set()
 
@@ -100,11 +99,11 @@ class Wire:
 
     def received(self, since: int = 0) -> list[Message]:
         """What testy sent since ``since``."""
-        return [m for d, m in self.frames[since:] if d == "receive"]
+        return [m for d, m in self.frames[since:] if d is Direction.INCOMING]
 
     def sent(self, since: int = 0) -> list[Message]:
         """What the client sent since ``since``."""
-        return [m for d, m in self.frames[since:] if d == "send"]
+        return [m for d, m in self.frames[since:] if d is Direction.OUTGOING]
 
     def updates(self, since: int = 0) -> list[Message]:
         """The ``update`` of every ``session/update`` testy sent since ``since``."""
@@ -301,7 +300,7 @@ async def start_testy(
         started.set_result(cx)
         await finished.wait()
 
-    agent = AcpAgent([*TESTY, *flags], debug=wire)
+    agent = Tap(await AcpAgent([*TESTY, *flags]).open(), wire)
     task = asyncio.create_task(client.builder().connect_with(agent, main))
     async with asyncio.timeout(TIMEOUT):
         await asyncio.wait((started, task), return_when=asyncio.FIRST_COMPLETED)

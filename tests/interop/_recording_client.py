@@ -27,7 +27,7 @@ from acpio import schema as acp
 from acpio.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch, Responder
 from acpio.session import ActiveSession, TurnEnded
-from acpio.transports import AcpAgent, Component
+from acpio.transports import AcpAgent, Component, Direction, OversizedFrame, Tap
 
 NAME = "acpio-recording-client"
 
@@ -237,17 +237,18 @@ class RecordingClient:
 
     # --- the run --------------------------------------------------------------------------------------
 
-    def _debug(self, direction: str, line: str) -> None:
-        if direction == "receive":
-            self.summary["wire"].append(orjson.loads(line))
-        elif direction == "stderr":
-            self.summary["agentStderr"] = (self.summary["agentStderr"] + line + "\n")[-16384:]
+    def _wire(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
+        if direction is Direction.INCOMING and isinstance(frame, bytes):
+            self.summary["wire"].append(orjson.loads(frame))
+
+    def _stderr(self, line: str) -> None:
+        self.summary["agentStderr"] = (self.summary["agentStderr"] + line + "\n")[-16384:]
 
     async def run(
         self, agent: list[str] | Component, prompts: list[str], cancel_prompt: str | None = None
     ) -> dict[str, Any]:
         """Spawn ``agent`` (or connect to a component: a remote agent), run the turns; return the summary."""
-        process = AcpAgent(agent, debug=self._debug) if isinstance(agent, list) else agent
+        process = AcpAgent(agent, stderr=self._stderr) if isinstance(agent, list) else agent
 
         async def main(cx: SessionConnection) -> None:
             capabilities = acp.ClientCapabilities(
@@ -271,7 +272,7 @@ class RecordingClient:
                     await self._turn(session, cancel_prompt, cancel=True)
 
         try:
-            await self.builder().connect_with(process, main)
+            await self.builder().connect_with(Tap(await process.open(), self._wire), main)
         except Exception as error:
             self.summary["fatal"] = f"{type(error).__name__}: {error}"
         finally:

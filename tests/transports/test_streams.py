@@ -139,27 +139,6 @@ async def test_write_error_fails_drain_and_later_sends() -> None:
     await transport.aclose()
 
 
-async def test_debug_callback_sees_each_line_and_its_failures_are_contained(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    seen: list[tuple[str, str]] = []
-
-    def debug(direction: str, line: str) -> None:
-        seen.append((direction, line))
-        if line == "boom":
-            raise RuntimeError("debug callback bug")
-
-    peer = FakePeer(b'{"in":1}\n')
-    transport = Lines(peer.read, peer.write, debug=debug)
-    transport.send(b'{"out":1}')
-    transport.send(b"boom")
-    assert await transport.receive() == b'{"in":1}'
-    await transport.drain()
-    assert seen == [("send", '{"out":1}'), ("send", "boom"), ("receive", '{"in":1}')]
-    assert "debug callback" in caplog.text
-    assert peer.writes == [b'{"out":1}\nboom\n']
-
-
 # -- ByteStreams over real sockets and pipes ------------------------------------------------------
 
 

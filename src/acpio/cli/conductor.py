@@ -199,7 +199,7 @@ async def _serve_until_stopped(serving: Coroutine[Any, Any, None], processes: Se
     import signal
     import sys
 
-    from acpio._lifecycle import handling_endings, signal_exit_code
+    from acpio._process_control import handling_endings, signal_exit_code
 
     loop = asyncio.get_running_loop()
     task = loop.create_task(serving, name="acpio conductor")

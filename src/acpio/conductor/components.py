@@ -22,7 +22,7 @@ and the ``initialize`` to send the chain instead of the client's).
 When the conductor traces or writes a debug log, a component started from a command (a string, an
 argv list, an :class:`~acpio.transports.AgentCommand`) has its stderr lines reported to it, for the
 trace and the log; an :class:`~acpio.transports.AcpAgent` built by the caller keeps its own
-``debug`` callback, and its stderr stays its own.
+``stderr`` callback, and its stderr stays its own.
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ def resolve(spec: ComponentSpec, *, stderr: bool = False) -> Member:
     """The :class:`Member` for ``spec``; a command becomes an :class:`~acpio.transports.AcpAgent`.
 
     ``stderr=True``: the process started for a command relays its stderr lines (:attr:`Member.lines`),
-    for a run that traces or logs them; otherwise nothing watches its lines (a debug callback would
-    have every frame decoded for it). Raises ``ValueError`` for a command that cannot be parsed (the
+    for a run that traces or logs them; otherwise nothing watches its lines (nor pays for splitting
+    them). Raises ``ValueError`` for a command that cannot be parsed (the
     message says why) and ``TypeError`` for an object that is no component.
     """
     from acpio.transports.base import Transport

@@ -18,12 +18,12 @@ The first SIGINT (Ctrl-C) of a turn sends ``session/cancel``, answers a pending 
 ``cancelled`` and waits for the agent to end the turn; the next one kills the agent (and the
 commands it runs) and returns at once. Both end with exit code 130.
 
-SIGTERM, SIGHUP, and the exit of the parent process (noticed by polling the parent process id, see
-:mod:`acpio._lifecycle`; neither of the last two when SIGHUP is ignored, as ``nohup`` does) end the
-run in order: the agent's stdin is closed, its process group gets SIGTERM after a grace period and
-SIGKILL after another, and at the same time the commands it runs get SIGTERM, then SIGKILL; the run
-waits for all that, then returns 143 (SIGTERM) or 129 (SIGHUP, the parent gone). Another such
-signal, or a Ctrl-C, meanwhile kills everything at once.
+SIGTERM, SIGHUP, and the exit of the parent process (noticed by polling the parent process id,
+see :mod:`acpio._process_control`; neither of the last two when SIGHUP is ignored, as ``nohup``
+does) end the run in order: the agent's stdin is closed, its process group gets SIGTERM after a
+grace period and SIGKILL after another, and at the same time the commands it runs get SIGTERM,
+then SIGKILL; the run waits for all that, then returns 143 (SIGTERM) or 129 (SIGHUP, the parent
+gone). Another such signal, or a Ctrl-C, meanwhile kills everything at once.
 
 Failures a user must see are raised as :class:`PromptFailed`, carrying the exit code and one
 message (with the end of the agent's stderr when the agent died).
@@ -45,7 +45,7 @@ from typing import IO, Any, Final, Literal, TextIO, TypeAlias, cast
 
 import orjson
 
-from acpio._lifecycle import handling_endings, signal_exit_code
+from acpio._process_control import handling_endings, signal_exit_code
 from acpio.capabilities import LATEST_PROTOCOL_VERSION, CapabilityNotAdvertised, UnsupportedProtocolVersion
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, DenyPolicy, PermissionPolicy
@@ -406,9 +406,9 @@ class _PromptRun:
     def _component(self) -> Component:
         """What to connect to: the agent, or a conductor running the proxies and the agent (and its trace)."""
         options = self._options
-        debug = self._agent_debug if options.verbose else None
+        stderr = self._notes.agent_stderr if options.verbose else None
         agent = options.agent
-        component = AcpAgent(agent, debug=debug) if isinstance(agent, AgentCommand) else agent
+        component = AcpAgent(agent, stderr=stderr) if isinstance(agent, AgentCommand) else agent
         if isinstance(component, AcpAgent):
             self._spawned.append(component)
             self._agent = component
@@ -430,11 +430,6 @@ class _PromptRun:
         if self._process is not None:
             return self._process
         return self._agent.process if self._agent is not None else None
-
-    def _agent_debug(self, direction: str, line: str) -> None:
-        """``--verbose``: each line of the agent's stderr, as it comes."""
-        if direction == "stderr":
-            self._notes.agent_stderr(line)
 
     def _record(
         self, recorder: JsonLinesRenderer, direction: Direction, frame: bytes | OversizedFrame

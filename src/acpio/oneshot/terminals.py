@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias
 
-from acpio._lifecycle import spawn_in_new_group
+from acpio._process_control import spawn_in_new_group
 from acpio.client.files import ConfinedFiles
 from acpio.errors import InvalidParams, RequestError, ResourceNotFound
 from acpio.schema import (

@@ -53,13 +53,12 @@ class Gateway:
     async def _relay(self, remote: Transport) -> None:
         name = self.command.display()
 
-        def stderr(direction: str, line: str) -> None:
-            if direction == "stderr":
-                _log.info("%s: %s", name, line)
+        def stderr(line: str) -> None:
+            _log.info("%s: %s", name, line)
 
         agent: Transport | None = None
         try:
-            agent = await AcpAgent(self.command, debug=stderr).open()
+            agent = await AcpAgent(self.command, stderr=stderr).open()
             pumps = [
                 asyncio.ensure_future(_pump(remote, agent, "the client")),
                 asyncio.ensure_future(_pump(agent, remote, "the agent")),

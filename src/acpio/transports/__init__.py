@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
     from acpio.transports.listener import ChannelListener, Listener
     from acpio.transports.stdio import Stdio
-    from acpio.transports.streams import ByteStreams, DebugCallback, LineDirection, Lines
+    from acpio.transports.streams import ByteStreams, Lines
     from acpio.transports.subprocess import AcpAgent, AgentProcess
     from acpio.transports.tap import Direction, Tap, TapObserver
 
@@ -41,9 +41,7 @@ __all__ = [
     "Channel",
     "ChannelListener",
     "Component",
-    "DebugCallback",
     "Direction",
-    "LineDirection",
     "LineSplitter",
     "Lines",
     "Listener",

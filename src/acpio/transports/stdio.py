@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import ClassVar, Literal, TypeVar
 
 from acpio.transports.lines import DEFAULT_MAX_LINE
-from acpio.transports.streams import DEFAULT_CLOSE_TIMEOUT, READ_SIZE, DebugCallback, Lines
+from acpio.transports.streams import DEFAULT_CLOSE_TIMEOUT, READ_SIZE, Lines
 
 __all__ = ["Stdio"]
 
@@ -244,7 +244,6 @@ class Stdio(Lines):
         self,
         *,
         max_line: int = DEFAULT_MAX_LINE,
-        debug: DebugCallback | None = None,
         guard_stdout: bool = True,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
@@ -281,7 +280,6 @@ class Stdio(Lines):
             self._stdout.write,
             write_nowait=self._stdout.write_nowait if self._stdout.mode == "loop" else None,
             max_line=max_line,
-            debug=debug,
             label="stdin/stdout",
             close_timeout=close_timeout,
         )

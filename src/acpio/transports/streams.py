@@ -19,22 +19,15 @@ import os
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Literal, TypeAlias
 
 from acpio.errors import ConnectionClosed, TransportError
 from acpio.transports._progress import Waiters, wait_for_count, wake_all, wake_reached
 from acpio.transports.base import OversizedFrame
 from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
 
-__all__ = ["ByteStreams", "DebugCallback", "LineDirection", "Lines"]
+__all__ = ["ByteStreams", "Lines"]
 
 logger = logging.getLogger("acpio.transports")
-
-LineDirection: TypeAlias = Literal["send", "receive", "stderr"]
-"""Which way a line went: ``"send"`` (to the peer), ``"receive"`` (from it), ``"stderr"`` (an agent's)."""
-
-DebugCallback: TypeAlias = Callable[[LineDirection, str], None]
-"""``debug(direction, line)``: called for every line a transport sends or receives, for tracing."""
 
 READ_SIZE = 256 * 1024
 """How many bytes a byte-stream transport asks for per read."""
@@ -53,8 +46,8 @@ class Lines:
 
     Incoming bytes are cut into frames by :class:`~acpio.transports.lines.LineSplitter`; outgoing
     frames get a newline and are batched (see the module docstring). ``close``, if given, is awaited
-    by :meth:`aclose` after the last queued frame was written. ``debug(direction, line)`` sees every
-    frame sent and received. ``label`` names the peer in error messages.
+    by :meth:`aclose` after the last queued frame was written. ``label`` names the peer in error
+    messages. To watch the frames, wrap the transport in a :class:`~acpio.transports.tap.Tap`.
 
     One task at a time may call :meth:`receive`. :meth:`aclose` does not interrupt a ``receive``
     that is waiting for input (unless ``close`` ends the input): cancel that task instead.
@@ -68,7 +61,6 @@ class Lines:
         close: Callable[[], Awaitable[object]] | None = None,
         write_nowait: Callable[[bytes], int] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
-        debug: DebugCallback | None = None,
         label: str = "peer",
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
@@ -80,7 +72,6 @@ class Lines:
         self._close = close
         self._splitter = LineSplitter(max_line)
         self._frames: deque[bytes | OversizedFrame] = deque()
-        self._debug = debug
         self._label = label
         self._close_timeout = close_timeout
         self._at_end = False
@@ -153,10 +144,7 @@ class Lines:
             frames.extend(self._splitter.feed(chunk))
             # New input starts a new exchange: its answer may be written at once again (see send()).
             self._eager_turn = False
-        frame = frames.popleft()
-        if self._debug is not None:
-            self._report("receive", frame)
-        return frame
+        return frames.popleft()
 
     def _read_failed(self, exc: BaseException) -> TransportError:
         """The error raised when reading fails; subclasses add what they know (an exit code)."""
@@ -191,8 +179,6 @@ class Lines:
             ) from self._write_failure
         if b"\n" in frame:
             raise ValueError("A frame must be one line, but this one contains a newline: serialize compactly")
-        if self._debug is not None:
-            self._report("send", frame)
         queued = self._queued
         if len(frame) < _LARGE_FRAME:
             # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
@@ -307,18 +293,6 @@ class Lines:
         """Wake every drain (the queue is empty, or will never be written)."""
         wake_all(self._drain_waiters)
 
-    def _report(self, direction: LineDirection, frame: bytes | OversizedFrame) -> None:
-        """Hand a line to the debug callback; a failing callback is logged, never fatal."""
-        assert self._debug is not None
-        if isinstance(frame, OversizedFrame):
-            text = frame.head.decode("utf-8", "replace") + f"… [line of {frame.size} bytes skipped]"
-        else:
-            text = frame.decode("utf-8", "replace")
-        try:
-            self._debug(direction, text)
-        except Exception:
-            logger.exception("The debug callback of %s failed", self._label)
-
     # -- closing ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -431,7 +405,6 @@ class ByteStreams(Lines):
         writer: asyncio.StreamWriter,
         *,
         max_line: int = DEFAULT_MAX_LINE,
-        debug: DebugCallback | None = None,
         label: str = "peer",
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
@@ -445,7 +418,6 @@ class ByteStreams(Lines):
             self._write_all,
             write_nowait=self._write_pipe_nowait if self._pipe_fd is not None else None,
             max_line=max_line,
-            debug=debug,
             label=label,
             close_timeout=close_timeout,
         )

@@ -28,12 +28,12 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from acpio._lifecycle import spawn_in_new_group
+from acpio._process_control import spawn_in_new_group
 from acpio.errors import TransportError
 from acpio.transports.base import OversizedFrame
 from acpio.transports.commands import AgentCommand
 from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
-from acpio.transports.streams import READ_SIZE, ByteStreams, DebugCallback
+from acpio.transports.streams import READ_SIZE, ByteStreams
 
 __all__ = ["AcpAgent", "AgentProcess"]
 
@@ -43,7 +43,7 @@ STDERR_TAIL_SIZE = 64 * 1024
 """How many bytes of an agent's stderr are kept for error reports."""
 
 STDERR_LINE_LIMIT = 64 * 1024
-"""Longer stderr lines are cut to their start (and marked) before being logged or passed to ``debug``."""
+"""Longer stderr lines are cut to their start (and marked) before being logged or passed to ``stderr``."""
 
 DEFAULT_GRACE_PERIOD = 2.0
 """Seconds an agent has to exit after its stdin is closed, before it gets SIGTERM."""
@@ -62,10 +62,9 @@ class AcpAgent:
     ``{"command": ..., "args": [...], "env": {...}}``, or an :class:`AgentCommand`. ``env`` adds
     variables to the environment the child inherits; ``cwd`` sets its working directory.
 
-    ``await agent.open()`` starts the process and returns its transport, an :class:`AgentProcess`.
-    ``debug(direction, line)`` sees every line sent (``"send"``), received (``"receive"``) and
-    written to stderr (``"stderr"``); ``stderr(line)`` sees only the stderr lines, without the
-    cost of turning every protocol line into text. See the module docstring for how the process
+    ``await agent.open()`` starts the process and returns its transport, an :class:`AgentProcess`
+    (a :class:`~acpio.transports.tap.Tap` around it shows the frames it moves). ``stderr(line)``
+    sees each line the process writes to its stderr. See the module docstring for how the process
     is ended.
     """
 
@@ -78,7 +77,6 @@ class AcpAgent:
         grace_period: float = DEFAULT_GRACE_PERIOD,
         terminate_timeout: float = DEFAULT_TERMINATE_TIMEOUT,
         max_line: int = DEFAULT_MAX_LINE,
-        debug: DebugCallback | None = None,
         stderr: Callable[[str], None] | None = None,
     ) -> None:
         parsed = command if isinstance(command, AgentCommand) else AgentCommand.parse(command)
@@ -87,7 +85,6 @@ class AcpAgent:
         self._grace_period = grace_period
         self._terminate_timeout = terminate_timeout
         self._max_line = max_line
-        self._debug = debug
         self._on_stderr = stderr
         self._process: AgentProcess | None = None
 
@@ -141,7 +138,6 @@ class AcpAgent:
             grace_period=self._grace_period,
             terminate_timeout=self._terminate_timeout,
             max_line=self._max_line,
-            debug=self._debug,
             stderr=self._on_stderr,
         )
         return self._process
@@ -189,7 +185,6 @@ class AgentProcess(ByteStreams):
         grace_period: float,
         terminate_timeout: float,
         max_line: int,
-        debug: DebugCallback | None,
         stderr: Callable[[str], None] | None,
     ) -> None:
         assert process.stdout is not None
@@ -200,7 +195,6 @@ class AgentProcess(ByteStreams):
             process.stdout,
             process.stdin,
             max_line=max_line,
-            debug=debug,
             label=label,
             close_timeout=grace_period,
         )
@@ -211,7 +205,7 @@ class AgentProcess(ByteStreams):
         self._command = command
         self._grace_period = grace_period
         self._terminate_timeout = terminate_timeout
-        self._stderr = _StderrDrain(process.stderr, label, debug, stderr)
+        self._stderr = _StderrDrain(process.stderr, label, stderr)
         self._closing: asyncio.Future[None] | None = None
         self._orphans: asyncio.Task[None] | None = None
         self._exited.add_done_callback(self._on_exit)
@@ -225,7 +219,6 @@ class AgentProcess(ByteStreams):
         grace_period: float = DEFAULT_GRACE_PERIOD,
         terminate_timeout: float = DEFAULT_TERMINATE_TIMEOUT,
         max_line: int = DEFAULT_MAX_LINE,
-        debug: DebugCallback | None = None,
         stderr: Callable[[str], None] | None = None,
     ) -> AgentProcess:
         """Spawn ``command`` in a new process group with piped stdin, stdout and stderr."""
@@ -252,7 +245,6 @@ class AgentProcess(ByteStreams):
             grace_period=grace_period,
             terminate_timeout=terminate_timeout,
             max_line=max_line,
-            debug=debug,
             stderr=stderr,
         )
 
@@ -428,19 +420,17 @@ class _StderrDrain:
         self,
         stream: asyncio.StreamReader,
         label: str,
-        debug: DebugCallback | None,
         on_line: Callable[[str], None] | None,
     ) -> None:
         self._stream = stream
         self._label = label
-        self._debug = debug
         self._on_line = on_line
         self._tail = bytearray()
         self._dropped = False
         self._task = asyncio.get_running_loop().create_task(self._drain(), name=f"acpio stderr of {label}")
 
     async def _drain(self) -> None:
-        wanted = self._debug or self._on_line or logger.isEnabledFor(logging.DEBUG)
+        wanted = self._on_line is not None or logger.isEnabledFor(logging.DEBUG)
         lines = LineSplitter(STDERR_LINE_LIMIT) if wanted else None
         while True:
             try:
@@ -466,11 +456,10 @@ class _StderrDrain:
         else:
             text = line.decode("utf-8", "replace")
         logger.debug("%s stderr: %s", self._label, text)
+        if self._on_line is None:
+            return
         try:
-            if self._debug is not None:
-                self._debug("stderr", text)
-            if self._on_line is not None:
-                self._on_line(text)
+            self._on_line(text)
         except Exception:
             logger.exception("The stderr callback of %s failed", self._label)
 

@@ -34,7 +34,7 @@ from acpio.acp_connection import AcpConnection
 from acpio.agents.testy.commands import run_prompt
 from acpio.agents.testy.login import logged_in
 from acpio.agents.testy.sessions import TestySession, TestySessions
-from acpio.agents.testy.turn import Turn, TurnCancelled
+from acpio.agents.testy.turn import TestyTurn, TurnCancelled
 from acpio.capabilities import ClientFeatures, negotiate_version
 from acpio.errors import (
     AuthRequired,
@@ -475,11 +475,11 @@ class TestyAgent:
                 message=f"Session {req.session_id!r} is already running a prompt turn: wait for its answer "
                 "or send session/cancel",
             )
-        turn = session.turn = Turn(session, cx, self._features(cx))
+        turn = session.turn = TestyTurn(session, cx, self._features(cx))
         session.remember_user(req.prompt)
         cx.spawn(self._run_turn, turn, prompt_text(req.prompt), responder)
 
-    async def _run_turn(self, turn: Turn, text: str, responder: Responder[PromptResponse]) -> None:
+    async def _run_turn(self, turn: TestyTurn, text: str, responder: Responder[PromptResponse]) -> None:
         """Run the prompt and answer it; nothing a script or a client does makes this raise."""
         watcher = turn.cx.spawn(self._cancel_on_request_cancel, turn, responder)
         try:
@@ -505,7 +505,7 @@ class TestyAgent:
             responder.respond(PromptResponse(stop_reason=outcome))
         turn.finish()
 
-    async def _cancel_on_request_cancel(self, turn: Turn, responder: Responder[PromptResponse]) -> None:
+    async def _cancel_on_request_cancel(self, turn: TestyTurn, responder: Responder[PromptResponse]) -> None:
         """``$/cancel_request`` for the prompt itself cancels the turn like ``session/cancel``."""
         await responder.wait_cancelled()
         turn.cancel()

@@ -51,7 +51,7 @@ from acpio.agents.testy.script import (
     parse_prompt,
     split_words,
 )
-from acpio.agents.testy.turn import Turn, TurnCancelled, text_content
+from acpio.agents.testy.turn import TestyTurn, TurnCancelled, text_content
 from acpio.errors import AcpError, InvalidParams, RequestError
 from acpio.schema import (
     AgentMessageChunk,
@@ -160,7 +160,7 @@ ELICITATION_FORM: Final = ElicitationSchema(
 _STREAM_YIELD_EVERY: Final = 256
 
 
-async def run_prompt(turn: Turn, text: str) -> StopReason | RequestError:
+async def run_prompt(turn: TestyTurn, text: str) -> StopReason | RequestError:
     """Run one prompt's text: echo it, report its script errors, or run its script."""
     await turn.pause()  # a cancel sent right behind the prompt is seen before anything is said
     script = parse_prompt(text)
@@ -190,7 +190,7 @@ def _errors_text(script: Script) -> str:
     )
 
 
-async def run_command(turn: Turn, command: Command) -> Outcome:
+async def run_command(turn: TestyTurn, command: Command) -> Outcome:
     """Run one command."""
     match command:
         case Echo():
@@ -250,7 +250,7 @@ async def run_command(turn: Turn, command: Command) -> Outcome:
 # --- messages -------------------------------------------------------------------------------------
 
 
-def echo(turn: Turn, command: Echo) -> Outcome:
+def echo(turn: TestyTurn, command: Echo) -> Outcome:
     """``echo TEXT``: one chunk per word (each keeps the spaces after it), then a newline chunk."""
     for word in split_words(command.text):
         turn.say(word)
@@ -258,7 +258,7 @@ def echo(turn: Turn, command: Echo) -> Outcome:
     return None
 
 
-async def stream(turn: Turn, command: Stream) -> Outcome:
+async def stream(turn: TestyTurn, command: Stream) -> Outcome:
     """``stream N [TEXT]``: N identical chunks, encoded once and sent as fast as the loop allows."""
     notification = SessionNotification(
         session_id=turn.session.session_id, update=AgentMessageChunk(content=TextContent(text=command.text))
@@ -273,13 +273,13 @@ async def stream(turn: Turn, command: Stream) -> Outcome:
     return None
 
 
-def think(turn: Turn, command: Think) -> Outcome:
+def think(turn: TestyTurn, command: Think) -> Outcome:
     """``think TEXT``: one thought chunk."""
     turn.think(command.text)
     return None
 
 
-def help_(turn: Turn, command: Help) -> Outcome:
+def help_(turn: TestyTurn, command: Help) -> Outcome:
     """``help``: the command list (only the words with verbosity ``brief``)."""
     turn.say(help_text(brief=turn.session.verbosity == "brief"))
     return None
@@ -298,13 +298,13 @@ def help_text(*, brief: bool = False) -> str:
 # --- plans and tool calls -------------------------------------------------------------------------
 
 
-def plan(turn: Turn, command: Plan) -> Outcome:
+def plan(turn: TestyTurn, command: Plan) -> Outcome:
     """``plan STEP; STEP``: remember the steps, send them all pending."""
     turn.session.plan = command.steps
     return _send_plan(turn, done=0, started=False)
 
 
-def progress(turn: Turn, command: Progress) -> Outcome:
+def progress(turn: TestyTurn, command: Progress) -> Outcome:
     """``progress N``: the whole plan again, N entries completed and the next one in progress."""
     if not turn.session.plan:
         turn.say("progress: there is no plan in this session yet; send `plan STEP; STEP; ...` first\n")
@@ -312,7 +312,7 @@ def progress(turn: Turn, command: Progress) -> Outcome:
     return _send_plan(turn, done=command.done, started=True)
 
 
-def _send_plan(turn: Turn, *, done: int, started: bool) -> Outcome:
+def _send_plan(turn: TestyTurn, *, done: int, started: bool) -> Outcome:
     entries = []
     for index, step in enumerate(turn.session.plan):
         if index < done:
@@ -326,7 +326,7 @@ def _send_plan(turn: Turn, *, done: int, started: bool) -> Outcome:
     return None
 
 
-def tool(turn: Turn, command: Tool) -> Outcome:
+def tool(turn: TestyTurn, command: Tool) -> Outcome:
     """``tool TITLE``: a tool call, pending, then in progress, then completed with text content."""
     tool_call_id = turn.start_tool_call(command.title, ToolKind.OTHER, status=ToolCallStatus.PENDING)
     turn.update_tool_call(tool_call_id, ToolCallStatus.IN_PROGRESS)
@@ -349,7 +349,7 @@ def _not_advertised(what: str, capability: str) -> str:
 # --- the file system ------------------------------------------------------------------------------
 
 
-async def read(turn: Turn, command: Read) -> Outcome:
+async def read(turn: TestyTurn, command: Read) -> Outcome:
     """``read PATH``: ``fs/read_text_file`` in a read tool call whose content is the file's text."""
     path = turn.session.resolve(command.path)
     tool_call_id = turn.start_tool_call(
@@ -369,7 +369,7 @@ async def read(turn: Turn, command: Read) -> Outcome:
     return None
 
 
-async def write(turn: Turn, command: Write) -> Outcome:
+async def write(turn: TestyTurn, command: Write) -> Outcome:
     """``write PATH TEXT``: ``fs/write_text_file`` in an edit tool call whose content is the diff.
 
     The old text comes from ``fs/read_text_file`` when the client can read files; a file that cannot
@@ -407,7 +407,7 @@ async def write(turn: Turn, command: Write) -> Outcome:
 # --- permission -----------------------------------------------------------------------------------
 
 
-async def permission(turn: Turn, command: Permission) -> Outcome:
+async def permission(turn: TestyTurn, command: Permission) -> Outcome:
     """``permission [TITLE]``: ask; an allow option goes on, anything else stops the script.
 
     The request describes an edit tool call; once answered, that tool call is ended ``completed``
@@ -447,7 +447,7 @@ async def permission(turn: Turn, command: Permission) -> Outcome:
 # --- terminals ------------------------------------------------------------------------------------
 
 
-async def run(turn: Turn, command: Run | Timeout, limit: float | None = None) -> Outcome:
+async def run(turn: TestyTurn, command: Run | Timeout, limit: float | None = None) -> Outcome:
     """``run COMMAND [ARGS...]``: a client terminal in an execute tool call.
 
     ``terminal/create`` (in the session's cwd), the terminal as tool content,
@@ -491,12 +491,14 @@ async def run(turn: Turn, command: Run | Timeout, limit: float | None = None) ->
     return None
 
 
-async def timeout(turn: Turn, command: Timeout) -> Outcome:
+async def timeout(turn: TestyTurn, command: Timeout) -> Outcome:
     """``timeout SECONDS COMMAND [ARGS...]``: ``run``, with ``terminal/kill`` once SECONDS have passed."""
     return await run(turn, command, command.seconds)
 
 
-async def _wait_for_exit(turn: Turn, terminal_id: str, limit: float | None) -> WaitForTerminalExitResponse:
+async def _wait_for_exit(
+    turn: TestyTurn, terminal_id: str, limit: float | None
+) -> WaitForTerminalExitResponse:
     """``terminal/wait_for_exit``; past ``limit`` seconds, ``terminal/kill`` and wait for the exit."""
     session_id = turn.session.session_id
     wait = WaitForTerminalExitRequest(session_id=session_id, terminal_id=terminal_id)
@@ -513,7 +515,7 @@ async def _wait_for_exit(turn: Turn, terminal_id: str, limit: float | None) -> W
     return exited
 
 
-async def _release(turn: Turn, release: ReleaseTerminalRequest) -> None:
+async def _release(turn: TestyTurn, release: ReleaseTerminalRequest) -> None:
     try:
         await turn.request(release)
     except AcpError as error:
@@ -536,13 +538,13 @@ def _run_report(output: TerminalOutputResponse, exited: WaitForTerminalExitRespo
 # --- the rest -------------------------------------------------------------------------------------
 
 
-def notify(turn: Turn, command: Notify) -> Outcome:
+def notify(turn: TestyTurn, command: Notify) -> Outcome:
     """``notify METHOD [JSON]``: the extension notification, params as written."""
     turn.cx.send_notification(command.method, command.params)
     return None
 
 
-async def mcp(turn: Turn, command: Mcp) -> Outcome:
+async def mcp(turn: TestyTurn, command: Mcp) -> Outcome:
     """``mcp SERVER TOOL [JSON]``: a tool call that lists SERVER's tools and calls TOOL with JSON.
 
     SERVER is the name of an MCP server the session was set up with: an ``acp`` one (reached with
@@ -597,37 +599,37 @@ async def mcp(turn: Turn, command: Mcp) -> Outcome:
     return None
 
 
-async def sleep(turn: Turn, command: Sleep) -> Outcome:
+async def sleep(turn: TestyTurn, command: Sleep) -> Outcome:
     """``sleep SECONDS``: wait (a cancel ends the turn at once)."""
     await turn.sleep(command.seconds)
     return None
 
 
-def fail(turn: Turn, command: Fail) -> Outcome:
+def fail(turn: TestyTurn, command: Fail) -> Outcome:
     """``fail CODE [MESSAGE]``: answer the prompt with this error."""
     return RequestError(command.code, command.message)
 
 
-def stop(turn: Turn, command: Stop) -> Outcome:
+def stop(turn: TestyTurn, command: Stop) -> Outcome:
     """``stop REASON``: end the turn with this stop reason."""
     return StopReason(command.reason)
 
 
-def mode(turn: Turn, command: Mode) -> Outcome:
+def mode(turn: TestyTurn, command: Mode) -> Outcome:
     """``mode ID``: switch the session's mode and send ``current_mode_update``."""
     turn.session.set_mode(command.mode_id)
     turn.send_update(CurrentModeUpdate(current_mode_id=command.mode_id))
     return None
 
 
-def title(turn: Turn, command: Title) -> Outcome:
+def title(turn: TestyTurn, command: Title) -> Outcome:
     """``title TEXT``: set the session's title and send ``session_info_update``."""
     turn.session.title = command.text
     turn.send_update(SessionInfoUpdate(title=command.text))
     return None
 
 
-def commands(turn: Turn, command: Commands) -> Outcome:
+def commands(turn: TestyTurn, command: Commands) -> Outcome:
     """``commands``: ``available_commands_update`` with every testy command."""
     available = []
     for spec in COMMANDS:
@@ -637,7 +639,7 @@ def commands(turn: Turn, command: Commands) -> Outcome:
     return None
 
 
-def usage(turn: Turn, command: Usage) -> Outcome:
+def usage(turn: TestyTurn, command: Usage) -> Outcome:
     """``usage``: ``usage_update``; ``used`` counts the words of the session's history."""
     turn.send_update(UsageUpdate(used=turn.session.history_words(), size=CONTEXT_SIZE))
     return None
@@ -646,7 +648,7 @@ def usage(turn: Turn, command: Usage) -> Outcome:
 # --- what the user sees beside the conversation ---------------------------------------------------
 
 
-def notice(turn: Turn, command: Notice) -> Outcome:
+def notice(turn: TestyTurn, command: Notice) -> Outcome:
     """``notice SEVERITY TITLE [-- DESCRIPTION]``: a ``notice`` update, or a message when notices are off.
 
     The spec lets an agent send notices only to clients that advertise ``session.notices``; to others
@@ -661,7 +663,7 @@ def notice(turn: Turn, command: Notice) -> Outcome:
     return None
 
 
-def compact(turn: Turn, command: Compact) -> Outcome:
+def compact(turn: TestyTurn, command: Compact) -> Outcome:
     """``compact TEXT``: ``compaction_update`` in progress, the summary word by word, then completed."""
     if not turn.client.has("session.compaction"):
         turn.say(_not_advertised("compact the context", "session.compaction") + "\n")
@@ -674,7 +676,7 @@ def compact(turn: Turn, command: Compact) -> Outcome:
     return None
 
 
-def option(turn: Turn, command: Option) -> Outcome:
+def option(turn: TestyTurn, command: Option) -> Outcome:
     """``option ID VALUE``: change a config option (``true``/``false`` for a boolean), send every option."""
     value: str | bool = command.value
     if command.config_id != "verbosity" and command.value in ("true", "false"):
@@ -691,7 +693,7 @@ def option(turn: Turn, command: Option) -> Outcome:
 # --- elicitation ----------------------------------------------------------------------------------
 
 
-async def elicit(turn: Turn, command: Elicit) -> Outcome:
+async def elicit(turn: TestyTurn, command: Elicit) -> Outcome:
     """``elicit [MESSAGE]``: the form :data:`ELICITATION_FORM`; the answer is reported as a message.
 
     The report is ``elicitation: ACTION`` and, for ``accept``, the content as JSON with sorted keys.
@@ -713,7 +715,7 @@ async def elicit(turn: Turn, command: Elicit) -> Outcome:
     return None
 
 
-async def elicit_url(turn: Turn, command: ElicitUrl) -> Outcome:
+async def elicit_url(turn: TestyTurn, command: ElicitUrl) -> Outcome:
     """``elicit-url URL [MESSAGE]``: a URL-mode elicitation; after ``accept``, ``elicitation/complete``."""
     if not turn.client.elicitation_url:
         turn.say(_not_advertised("send you to a URL", "elicitation.url") + "\n")
@@ -736,7 +738,9 @@ async def elicit_url(turn: Turn, command: ElicitUrl) -> Outcome:
     return None
 
 
-async def _elicitation(turn: Turn, request: CreateElicitationRequest) -> CreateElicitationResponse | None:
+async def _elicitation(
+    turn: TestyTurn, request: CreateElicitationRequest
+) -> CreateElicitationResponse | None:
     try:
         answer: CreateElicitationResponse = await turn.request(request)
     except AcpError as error:

@@ -37,7 +37,7 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
-    from acpio.agents.testy.turn import Turn
+    from acpio.agents.testy.turn import TestyTurn
     from acpio.store import SessionRecord, SessionStore
 
 __all__ = [
@@ -108,7 +108,7 @@ class TestySession:
         self.history: list[HistoryEntry] = []
         self.active = True
         #: The prompt turn in progress, if any.
-        self.turn: Turn | None = None
+        self.turn: TestyTurn | None = None
         self._tool_calls = itertools.count(1)
         self._ids: dict[str, itertools.count[int]] = {}
 

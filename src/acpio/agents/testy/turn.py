@@ -1,17 +1,17 @@
 """One prompt turn: what the commands use to talk to the client, and how the turn is cancelled.
 
-A :class:`Turn` runs in its own task (started with ``cx.spawn`` by the ``session/prompt`` handler),
-never in the dispatch loop: it awaits the client's answers to ``fs/*``, ``terminal/*`` and
+A :class:`TestyTurn` runs in its own task (started with ``cx.spawn`` by the ``session/prompt``
+handler), never in the dispatch loop: it awaits the client's answers to ``fs/*``, ``terminal/*`` and
 ``session/request_permission``, and only a task outside the dispatch loop may do that (inside it,
 ``await`` would raise :class:`~acpio.DeadlockError`, since the loop that must read the answer would
 be the one waiting).
 
-Cancellation is cooperative and explicit: ``session/cancel`` calls :meth:`Turn.cancel`, which sets
-an event. Every wait of the turn (:meth:`Turn.request`, :meth:`Turn.sleep`) races that event, so a
-cancel ends it at once; a client request still in flight is then abandoned (the engine sends
-``$/cancel_request`` for it, and its answer is ignored). Between commands, :meth:`Turn.pause` lets
-the dispatch loop read a pending cancel. Any of these raises :class:`TurnCancelled`, which ends the
-turn with stop reason ``cancelled``.
+Cancellation is cooperative and explicit: ``session/cancel`` calls :meth:`TestyTurn.cancel`, which
+sets an event. Every wait of the turn (:meth:`TestyTurn.request`, :meth:`TestyTurn.sleep`) races
+that event, so a cancel ends it at once; a client request still in flight is then abandoned (the
+engine sends ``$/cancel_request`` for it, and its answer is ignored). Between commands,
+:meth:`TestyTurn.pause` lets the dispatch loop read a pending cancel. Any of these raises
+:class:`TurnCancelled`, which ends the turn with stop reason ``cancelled``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from acpio.schema import (
     ToolKind,
 )
 
-__all__ = ["Turn", "TurnCancelled"]
+__all__ = ["TestyTurn", "TurnCancelled"]
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ class TurnCancelled(Exception):
     """The client cancelled the turn (``session/cancel``, ``$/cancel_request``, ``session/close``...)."""
 
 
-class Turn:
+class TestyTurn:
     """A prompt turn in one session: its connection, what the client can do, and its cancel flag."""
 
     def __init__(self, session: TestySession, cx: Connection, client: ClientFeatures) -> None:
@@ -62,7 +62,7 @@ class Turn:
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else "finished" if self._finished.is_set() else "running"
-        return f"<Turn {self.session.session_id!r} {state}>"
+        return f"<TestyTurn {self.session.session_id!r} {state}>"
 
     # --- cancellation -----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Process lifecycle: how a run of acpio learns that it must end, and starting process groups safely.
+"""Process control: how a run of acpio learns that it must end, and starting process groups safely.
 
 ``acpio prompt`` and ``acpio conductor`` start processes in process groups of their own (the agent,
 proxies, the agent's terminal commands), which no signal sent to acpio reaches. So acpio must end

@@ -24,15 +24,15 @@ from typing import Any, TypeVar, overload
 
 import orjson
 
-from acpio._transport_check import (
+from acpio.errors import ConnectionClosed
+from acpio.jsonrpc import Builder
+from acpio.testing._transport_check import (
     TRANSPORT_PROPERTIES,
     PairFactory,
     TransportPair,
     TransportReport,
     check_transport,
 )
-from acpio.errors import ConnectionClosed
-from acpio.jsonrpc import Builder
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
