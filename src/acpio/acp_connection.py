@@ -31,7 +31,8 @@ from acpio.jsonrpc import (
 from acpio.peer import PeerState
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import JsonValue, Responder, SentRequest
+    from acpio.jsonrpc import JsonValue, PeerLike, Responder, SentRequest
+    from acpio.schema import InitializeRequest
     from acpio.transports.base import Transport
 
 __all__ = ["AcpConnection", "SessionPeers", "agent_role", "client_role"]
@@ -221,13 +222,23 @@ class AcpConnection(Connection):
         return self.peer_state.client_features
 
     @overload
-    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    def send_request_to(
+        self, peer: PeerLike | None, message: str, params: object = None
+    ) -> SentRequest[JsonValue]: ...
     @overload
-    def send_request_to(self, peer: Any, message: TypedRequest[_Result]) -> SentRequest[_Result]: ...
+    def send_request_to(
+        self, peer: PeerLike | None, message: TypedRequest[_Result]
+    ) -> SentRequest[_Result]: ...
     @overload
-    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
+    def send_request_to(self, peer: PeerLike | None, message: UntypedMessage) -> SentRequest[JsonValue]: ...
+    @overload
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]: ...
 
-    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]:
         """Send a request; typed requests to the agent are checked against what ACP allows.
 
         * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
@@ -264,11 +275,12 @@ class AcpConnection(Connection):
             message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
         if to_agent and method == _INITIALIZE_METHOD:
-            self.peer_state.record_request(message)  # what this client advertised, for its own answers
+            # what this client advertised, for its own answers (a typed message whose METHOD is initialize)
+            self.peer_state.record_request(cast("InitializeRequest", message))
             return self.peer_state.follow(sent, self.close)
         return sent
 
-    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
+    def send_notification_to(self, peer: PeerLike | None, message: object, params: object = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
 
         ACP: once the client sends ``session/cancel``, it MUST answer every pending
@@ -304,7 +316,7 @@ class AcpConnection(Connection):
             _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
         return answered
 
-    def _addresses(self, peer: Any, role: Role | None) -> bool:
+    def _addresses(self, peer: PeerLike | None, role: Role | None) -> bool:
         """Whether a message sent to ``peer`` (``None``: the counterpart) goes to ``role``."""
         if role is None:
             return False

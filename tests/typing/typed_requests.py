@@ -4,7 +4,7 @@ from typing import Any, assert_type
 
 from acpio import Agent, SessionConnection, schema
 from acpio.extensions import ExtensionRequest
-from acpio.jsonrpc import Connection, SentRequest
+from acpio.jsonrpc import Connection, JsonValue, SentRequest, UntypedMessage
 
 
 class Ping(ExtensionRequest, method="_example/ping"):
@@ -16,7 +16,8 @@ async def client_side(cx: SessionConnection) -> None:
     assert_type(sent, SentRequest[schema.InitializeResponse])
     answer = await cx.send_request_to(Agent, schema.NewSessionRequest(cwd="/", mcp_servers=[]))
     assert_type(answer, schema.NewSessionResponse)
-    assert_type(await cx.send_request("_raw/method", {"x": 1}), Any)
+    assert_type(await cx.send_request("_raw/method", {"x": 1}), JsonValue)
+    assert_type(await cx.send_request(UntypedMessage("_raw/method", [1, "two"])), JsonValue)
 
 
 async def agent_side(cx: Connection) -> None:

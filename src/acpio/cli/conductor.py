@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from acpio.cli import CliError, note_if_terminal, run_main
 
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
         # With --trace or --debug, the process's stderr lines go to the trace and the log.
         member = resolve(Named(text.strip(), command), stderr=watch_stderr)
-        processes.append(member.component)
+        processes.append(cast("AcpAgent", member.component))  # a command resolves to its process
         components.append(member)
     if args.mcp_bridge:
         try:

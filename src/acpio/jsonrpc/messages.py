@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeGuard
 
 import orjson
 from pydantic_core import PydanticSerializationError
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Any value orjson decodes: ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` or ``None``.
-JsonValue: TypeAlias = Any
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 #: A JSON-RPC id as it appears on the wire: an integer, a string, or ``null`` (``None``).
 RequestId: TypeAlias = int | str | None
 
@@ -224,7 +224,7 @@ def _ignored(reason: str) -> Invalid:
     return Invalid(InvalidRequest({"reason": reason}), answer=False)
 
 
-def _valid_id(value: object) -> bool:
+def _valid_id(value: object) -> TypeGuard[RequestId]:
     kind = type(value)
     return kind is int or kind is str or value is None
 

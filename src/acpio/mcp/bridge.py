@@ -33,7 +33,7 @@ import logging
 import secrets
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import orjson
 
@@ -131,7 +131,7 @@ async def _initialize(
     message.responder.respond(answer)
 
 
-def _is_acp(server: Any) -> bool:
+def _is_acp(server: object) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(server, dict)
         and server.get("type") == "acp"

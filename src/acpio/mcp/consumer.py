@@ -41,7 +41,7 @@ from acpio.mcp.wire import BACKEND_FAILED, MCP_MESSAGE, MCP_PROTOCOL_VERSION, pa
 from acpio.schema import McpServerAcp
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import Connection, DynamicHandlerRegistration, SentRequest
+    from acpio.jsonrpc import Connection, DynamicHandlerRegistration, PeerLike, SentRequest
 
 __all__ = ["AcpTransport", "acp_servers", "connect", "connect_declared"]
 
@@ -58,7 +58,7 @@ async def connect(
     cx: Connection,
     server: McpServerAcp | str,
     *,
-    peer: Any = None,
+    peer: PeerLike | None = None,
     client_info: Implementation | None = None,
 ) -> AsyncIterator[Client]:
     """An ``mcp.Client`` talking to the ``acp`` MCP server ``server`` (its declaration or ``serverId``).
@@ -148,7 +148,7 @@ class AcpTransport:
     streams, and routes the provider's notifications to the requests they belong to while open.
     """
 
-    def __init__(self, cx: Connection, server: McpServerAcp | str, *, peer: Any = None) -> None:
+    def __init__(self, cx: Connection, server: McpServerAcp | str, *, peer: PeerLike | None = None) -> None:
         self.cx = cx
         self.server_id = server.server_id if isinstance(server, McpServerAcp) else server
         self.peer = peer

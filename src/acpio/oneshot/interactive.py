@@ -336,9 +336,9 @@ class CommandWatch:
                 commands = update.get("availableCommands")
                 if isinstance(commands, list):
                     self.commands = [
-                        "/" + command["name"]
+                        "/" + name
                         for command in commands
-                        if isinstance(command, dict) and isinstance(command.get("name"), str)
+                        if isinstance(command, dict) and isinstance(name := command.get("name"), str)
                     ]
         return Unhandled(message)
 

@@ -449,8 +449,7 @@ class _Endpoint:
     async def _request(self, params: AcpRequest[Any], result: type[R]) -> R:
         method = params.METHOD
         raw = await self.connection.send_request(method, self._checked(method, params))
-        parsed: R = result_parser(result, method)(raw)
-        return parsed
+        return cast(R, result_parser(result, method)(raw))  # RESPONSE parses into ``result``
 
     async def _notify(self, params: AcpNotification) -> None:
         method = params.METHOD
