@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from acpio.cli import CliError, note_if_terminal, run_main
 
 if TYPE_CHECKING:
+    from acpio.cli import Subcommands
     from acpio.transports import AcpAgent
 
 _DESCRIPTION = """\
@@ -87,7 +88,7 @@ def _add_bridge(parser: argparse.ArgumentParser, *, nested: bool) -> None:
     )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``conductor`` subcommand, with its ``agent`` and ``proxy`` modes."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "conductor",
