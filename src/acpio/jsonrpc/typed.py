@@ -118,7 +118,7 @@ def validation_errors(exc: ValidationError) -> list[dict[str, JsonValue]]:
     ]
 
 
-def fast_validator(cls: _Validating[_M]) -> Callable[[object], _M]:
+def fast_validator(cls: type) -> Callable[[object], object]:
     """``cls.model_validate`` without its Python wrapper: the compiled validator, built on first use.
 
     Classes that are not pydantic models (any class with ``model_validate``) keep their own method.
@@ -128,7 +128,7 @@ def fast_validator(cls: _Validating[_M]) -> Callable[[object], _M]:
             cls.model_rebuild()
         if cls.__pydantic_complete__:
             return cls.__pydantic_validator__.validate_python
-    return cls.model_validate
+    return cast("_Validating[object]", cls).model_validate
 
 
 def parse_params(cls: type[_M], method: str, params: JsonValue) -> _M:
@@ -147,7 +147,7 @@ def result_parser(response_type: type, method: str) -> Parser:
     """
     if getattr(response_type, "model_validate", None) is None:
         return identity
-    validate = fast_validator(cast("_Validating[object]", response_type))
+    validate = fast_validator(response_type)
     # ``"result": null`` answers a request whose result has no required field: read it as ``{}``
     # (the spec's own examples send null for fs/write_text_file, and SDKs do). A root model (any
     # JSON, as extension results) keeps a null as null.

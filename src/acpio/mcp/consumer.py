@@ -48,7 +48,7 @@ __all__ = ["AcpTransport", "acp_servers", "connect", "connect_declared"]
 _transports = itertools.count(1)
 
 
-def acp_servers(servers: Iterable[Any] | None) -> list[McpServerAcp]:
+def acp_servers(servers: Iterable[object] | None) -> list[McpServerAcp]:
     """The ``acp`` servers among a setup request's ``mcp_servers`` (the others are left out)."""
     return [server for server in servers or () if isinstance(server, McpServerAcp)]
 
@@ -241,7 +241,7 @@ class AcpTransport:
         if self._to_client is not None:
             self._to_client.send_nowait(SessionMessage(reply))
 
-    def deliver(self, params: Any) -> bool:
+    def deliver(self, params: object) -> bool:
         """Hand a provider's ``mcp/message`` notification to the client; whether it was ours."""
         envelope = parse_envelope(params)
         if isinstance(envelope, str) or envelope.server_id != self.server_id:

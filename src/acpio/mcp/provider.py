@@ -113,7 +113,7 @@ class McpServer:
         request.mcp_servers.append(McpServerAcp(name=self.name, server_id=served.server_id))
         return [cx.add_dynamic_handler(served)]
 
-    def attach_to_proxy(self, app: Builder[Any]) -> None:
+    def attach_to_proxy(self, app: Builder[Connection]) -> None:
         """Declare this server in every session set up through the proxy ``app``.
 
         Each connection of ``app`` serves one instance of the server, for the connection's

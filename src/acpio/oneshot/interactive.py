@@ -68,7 +68,7 @@ class LineReader(Protocol):
 class PipeReader:
     """Lines from a file descriptor (a pipe, a file), without readline: :class:`LineInput`."""
 
-    def __init__(self, lines: LineInput, out: Any = None) -> None:
+    def __init__(self, lines: LineInput, out: TextIO | None = None) -> None:
         self._lines = lines
         self._out = out if out is not None else sys.stdout
 
