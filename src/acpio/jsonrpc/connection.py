@@ -164,7 +164,7 @@ class Connection:
     def send_request(self, message: TypedRequest[R]) -> SentRequest[R]: ...
     @overload
     def send_request(self, message: UntypedMessage) -> SentRequest[JsonValue]: ...
-    @overload
+    @overload  # a typed object whose class does not declare its result type: unknown to checkers
     def send_request(self, message: object, params: object = UNSET) -> SentRequest[Any]: ...
 
     def send_request(self, message: object, params: object = UNSET) -> SentRequest[Any]:
@@ -172,7 +172,9 @@ class Connection:
 
         ``message`` is a typed request object (its class has ``METHOD``, and ``RESPONSE`` to parse
         the result into), an :class:`~acpio.jsonrpc.UntypedMessage`, or a method name with ``params``.
-        Raises :class:`~acpio.ConnectionClosed` at once if the connection no longer takes requests.
+        The answer is the ``RESPONSE`` object for a typed request (its type, to type checkers, when the
+        class is a :class:`~acpio.jsonrpc.TypedRequest`), the raw JSON (:data:`~acpio.jsonrpc.JsonValue`)
+        otherwise. Raises :class:`~acpio.ConnectionClosed` at once if the connection no longer takes requests.
         """
         return self.send_request_to(None, message, params)
 
