@@ -197,9 +197,9 @@ class SuccessorEnvelope:
     #: The envelope's own ``_meta``, if any.
     meta: Mapping[str, Any] | None = None
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> dict[str, object]:
         """The envelope as the params of a ``proxy/successor`` request or notification."""
-        params: dict[str, Any] = {"method": self.method}
+        params: dict[str, object] = {"method": self.method}
         if self.params is not None:
             params["params"] = self.params
         if self.meta is not None:
