@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from acpio.capabilities import AgentFeatures, ClientFeatures
 from acpio.errors import RequestError
@@ -25,11 +25,13 @@ from acpio.jsonrpc import (
     Role,
     TypedRequest,
     Unhandled,
+    UntypedMessage,
 )
 from acpio.peer import PeerState
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import JsonValue, SentRequest
+    from acpio.jsonrpc import JsonValue, PeerLike, SentRequest
+    from acpio.schema import InitializeRequest
     from acpio.transports.base import Transport
 
 __all__ = ["AcpConnection", "SessionPeers", "agent_role", "client_role"]
@@ -169,13 +171,23 @@ class AcpConnection(Connection):
         return self.peer_state.client_features
 
     @overload
-    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    def send_request_to(
+        self, peer: PeerLike | None, message: str, params: object = None
+    ) -> SentRequest[JsonValue]: ...
     @overload
-    def send_request_to(self, peer: Any, message: TypedRequest[_Result]) -> SentRequest[_Result]: ...
+    def send_request_to(
+        self, peer: PeerLike | None, message: TypedRequest[_Result]
+    ) -> SentRequest[_Result]: ...
     @overload
-    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
+    def send_request_to(self, peer: PeerLike | None, message: UntypedMessage) -> SentRequest[JsonValue]: ...
+    @overload
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]: ...
 
-    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]:
         """Send a request; typed requests to the agent are checked against what ACP allows.
 
         * ``initialize``: the answer's protocol version must be one acpio speaks; otherwise the
@@ -212,11 +224,12 @@ class AcpConnection(Connection):
             message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
         if to_agent and method == _INITIALIZE_METHOD:
-            self.peer_state.record_request(message)  # what this client advertised, for its own answers
+            # what this client advertised, for its own answers (a typed message whose METHOD is initialize)
+            self.peer_state.record_request(cast("InitializeRequest", message))
             return self.peer_state.follow(sent, self.close)
         return sent
 
-    def _addresses(self, peer: Any, role: Role | None) -> bool:
+    def _addresses(self, peer: PeerLike | None, role: Role | None) -> bool:
         """Whether a message sent to ``peer`` (``None``: the counterpart) goes to ``role``."""
         if role is None:
             return False

@@ -104,7 +104,7 @@ _MCP_TRANSPORT_CAPABILITY: dict[str, str] = {"http": "http", "sse": "sse", "acp"
 _PATH_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/list", "session/fork"})
 
 
-def check_absolute_paths(method: str, params: Any) -> None:
+def check_absolute_paths(method: str, params: object) -> None:
     """Raise ``ValueError`` when ``params`` of a session-setup ``method`` carry a relative path.
 
     ACP requires ``cwd`` (of ``session/new``, ``session/load``, ``session/resume``, the
@@ -216,7 +216,7 @@ class AgentFeatures(_Features):
         caps = response.agent_capabilities
         return cls(caps.to_wire() if caps is not None else {})
 
-    def require_prompt(self, blocks: Iterable[Any]) -> None:
+    def require_prompt(self, blocks: Iterable[object]) -> None:
         """Raise :class:`CapabilityNotAdvertised` for a prompt content block the agent did not advertise.
 
         ``text`` and ``resource_link`` are always allowed; ``image``, ``audio`` and ``resource``
@@ -230,7 +230,7 @@ class AgentFeatures(_Features):
                     "session/prompt", f"A.promptCapabilities.{flag}", what=f"a {kind} content block"
                 )
 
-    def require_session_setup(self, method: str, params: Any) -> None:
+    def require_session_setup(self, method: str, params: object) -> None:
         """Raise :class:`CapabilityNotAdvertised` for what a session-setup request may not carry.
 
         HTTP, SSE (and ACP) MCP servers need ``mcpCapabilities.http``, ``.sse`` (``.acp``); a
@@ -251,7 +251,7 @@ class AgentFeatures(_Features):
                 method, "A.sessionCapabilities.additionalDirectories", what="additionalDirectories"
             )
 
-    def require_params(self, method: str, params: Any) -> None:
+    def require_params(self, method: str, params: object) -> None:
         """:meth:`require` ``method``, then check what its ``params`` carry (content, MCP servers...)."""
         self.require(method)
         if method == "session/prompt":

@@ -199,7 +199,7 @@ _STANDARD: dict[int, type[_StandardError]] = {
 _DEFAULT_MESSAGES = {code: cls.MESSAGE for code, cls in _STANDARD.items()}
 
 
-def error_from_wire(error: Any) -> RequestError:
+def error_from_wire(error: object) -> RequestError:
     """Turn a received JSON-RPC ``error`` object into the matching :class:`RequestError` subclass.
 
     A malformed error object (not an object, a code that is not an integer) still gives a

@@ -79,7 +79,7 @@ import inspect
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from acpio._exports import lazy_exports
 from acpio.acp_connection import AcpConnection
@@ -91,6 +91,7 @@ from acpio.jsonrpc import (
     Dispatch,
     JsonValue,
     NotificationDispatch,
+    PeerLike,
     RequestDispatch,
     ResponseDispatch,
     Role,
@@ -190,14 +191,15 @@ class SuccessorEnvelope:
 
     #: The inner message's method.
     method: str
-    #: The inner message's params (an object, an array, or ``None`` when it has none).
-    params: JsonValue = None
+    #: The inner message's params (an object, an array, or ``None`` when it has none; a typed message
+    #: object in an envelope being sent).
+    params: object = None
     #: The envelope's own ``_meta``, if any.
     meta: Mapping[str, Any] | None = None
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> dict[str, object]:
         """The envelope as the params of a ``proxy/successor`` request or notification."""
-        params: dict[str, Any] = {"method": self.method}
+        params: dict[str, object] = {"method": self.method}
         if self.params is not None:
             params["params"] = self.params
         if self.meta is not None:
@@ -503,7 +505,7 @@ class Proxy(_AcpRole):
         """The predecessor (:class:`~acpio.session.SessionPeers`)."""
         return _CLIENT
 
-    def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
+    def route_outgoing(self, peer: PeerLike, method: str, params: object) -> tuple[str, object]:
         """Wrap a message for the successor in an envelope; send others unchanged.
 
         The envelope's method is ``proxy/successor``, or ``_proxy/successor`` when the conductor
@@ -531,7 +533,7 @@ class Proxy(_AcpRole):
             if envelope is None:
                 return _CLIENT, method, params
             self.methods = methods
-            return _AGENT, envelope.method, envelope.params
+            return _AGENT, envelope.method, cast("JsonValue", envelope.params)  # read from the wire: JSON
         self.methods = methods
         return _CLIENT, PROXY_INITIALIZE_METHOD, params
 

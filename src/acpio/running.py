@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["EVENT_LOOP_VARIABLE", "EventLoopError", "run"]
 
@@ -28,7 +28,7 @@ class EventLoopError(RuntimeError):
     """``ACPIO_EVENT_LOOP`` asks for an event loop acpio cannot run on: the message says what to do."""
 
 
-def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None) -> _T:
+def run(main: Coroutine[object, object, _T], *, debug: bool | None = None) -> _T:
     """Run ``main`` to completion and return its result, as ``asyncio.run()`` does.
 
     The loop is uvloop's when uvloop is installed, asyncio's otherwise; ``ACPIO_EVENT_LOOP``

@@ -15,7 +15,7 @@ import difflib
 import importlib
 import sys
 from collections.abc import Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
 
@@ -27,6 +27,9 @@ _COMMANDS = ("testy", "agent", "prompt", "conductor", "serve", "trace")
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2
 
+#: What each subcommand's ``register`` is given: the ``acpio`` parser's collection of subcommands.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # private-ok: add_subparsers()
+
 
 class CliError(Exception):
     """A mistake the user can fix: printed as ``acpio: error: <message>`` and exit code ``code``."""
@@ -37,7 +40,7 @@ class CliError(Exception):
         self.code = code
 
 
-def run_main(main: Coroutine[Any, Any, _T]) -> _T:
+def run_main(main: Coroutine[object, object, _T]) -> _T:
     """Run a subcommand's main with :func:`acpio.run` (uvloop when installed), imported only now.
 
     A wrong ``ACPIO_EVENT_LOOP`` is a :class:`CliError`, one line, not a traceback.

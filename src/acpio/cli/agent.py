@@ -13,7 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acpio.cli import Subcommands
 
 __all__ = ["register", "run"]
 
@@ -29,7 +32,7 @@ with --offline from a scripted offline model that needs neither key nor network.
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``agent`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "agent",

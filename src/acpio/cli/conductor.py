@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from acpio.cli import CliError, note_if_terminal, run_main
 
 if TYPE_CHECKING:
+    from acpio.cli import Subcommands
     from acpio.transports import AcpAgent
 
 _DESCRIPTION = """\
@@ -87,7 +88,7 @@ def _add_bridge(parser: argparse.ArgumentParser, *, nested: bool) -> None:
     )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``conductor`` subcommand, with its ``agent`` and ``proxy`` modes."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "conductor",
@@ -150,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read the component {text!r}: {exc}") from None
         # With --trace or --debug, the process's stderr lines go to the trace and the log.
         member = resolve(Named(text.strip(), command), stderr=watch_stderr)
-        processes.append(member.component)
+        processes.append(cast("AcpAgent", member.component))  # a command resolves to its process
         components.append(member)
     if args.mcp_bridge:
         try:

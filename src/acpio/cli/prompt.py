@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acpio.cli import prompt_controls
+
+if TYPE_CHECKING:
+    from acpio.cli import Subcommands
 
 __all__ = ["register"]
 
@@ -37,7 +40,7 @@ on); 5 the turn stopped for another reason (max_tokens, max_turn_requests, refus
 the parent exited; 130 cancelled; 143 SIGTERM."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``prompt`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "prompt",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from acpio.oneshot import PromptOptions
     from acpio.oneshot.controls import Controls
     from acpio.oneshot.elicitation import ElicitationSettings
+    from acpio.transports import AgentCommand, Component
 
 __all__ = ["add_arguments", "logout", "manage_sessions", "run", "settings"]
 
@@ -112,7 +113,7 @@ def _values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def settings(
-    args: argparse.Namespace, agent: Any, *, interactive: bool
+    args: argparse.Namespace, agent: AgentCommand | Component, *, interactive: bool
 ) -> tuple[ElicitationSettings, Controls]:
     """The elicitation settings and the session controls the flags ask for.
 
@@ -178,7 +179,7 @@ def run(options: PromptOptions) -> int:
         raise CliError(f"logging in failed: {exc}", code=3) from exc
 
 
-def logout(args: argparse.Namespace, agent: Any) -> int:
+def logout(args: argparse.Namespace, agent: AgentCommand | Component) -> int:
     """``--logout``: log out and end (exit 0); ``CliError`` when the agent cannot."""
     from acpio.errors import AcpError
     from acpio.oneshot.auth import LoginFailed
@@ -199,7 +200,7 @@ def logout(args: argparse.Namespace, agent: Any) -> int:
     return 0
 
 
-def manage_sessions(args: argparse.Namespace, agent: Any, cwd: Path) -> int | None:
+def manage_sessions(args: argparse.Namespace, agent: AgentCommand | Component, cwd: Path) -> int | None:
     """``--list-sessions``, ``--close-session ID``, ``--delete-session ID``: do it and end (exit 0).
 
     ``None`` when none of them was given. ``CliError`` when the agent does not offer the method or

@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpio.cli import Subcommands
 
 __all__ = ["register", "run"]
 
@@ -30,7 +33,7 @@ may connect only from the origins given with --allow-origin. For TLS, give --ssl
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``serve`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve",

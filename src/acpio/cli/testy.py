@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acpio.agents.testy.script import MODES, STOP_REASONS, command_table
 from acpio.cli import CliError, note_if_terminal, run_main
+
+if TYPE_CHECKING:
+    from acpio.cli import Subcommands
 
 __all__ = ["register", "run"]
 
@@ -100,7 +103,7 @@ usage examples:
   acpio testy --store sqlite:////tmp/testy.db  # then: acpio prompt --session testy-1 ..."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subcommands) -> None:
     """Add the ``testy`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "testy",

@@ -15,12 +15,15 @@ import errno
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acpio.cli import CliError
 
+if TYPE_CHECKING:
+    from acpio.cli import Subcommands
 
-def register(subparsers: Any) -> None:
+
+def register(subparsers: Subcommands) -> None:
     """Add the ``trace`` subcommand and its ``view`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "trace",

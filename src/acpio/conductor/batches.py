@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 from acpio.errors import AcpError, ConnectionClosed
 from acpio.jsonrpc import Connection
@@ -58,14 +57,14 @@ class BatchScope:
     __slots__ = ("_held",)
 
     def __init__(self) -> None:
-        self._held: dict[asyncio.Task[Any], _Held] = {}
+        self._held: dict[asyncio.Task[object], _Held] = {}
 
-    def begin(self, task: asyncio.Task[Any] | None, source: Gathering) -> None:
+    def begin(self, task: asyncio.Task[object] | None, source: Gathering) -> None:
         """``task`` is about to dispatch a batch received on ``source``: hold what it sends elsewhere."""
         if task is not None and task not in self._held:
             self._held[task] = _Held(source)
 
-    def end(self, task: asyncio.Task[Any] | None) -> None:
+    def end(self, task: asyncio.Task[object] | None) -> None:
         """``task`` dispatched its batch: send what it held, one array per transport."""
         if not self._held or task is None:
             return

@@ -29,15 +29,22 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from acpio.schema import InitializeRequest
+    from acpio.transports.base import Component, Transport
+    from acpio.transports.commands import AgentCommand
 
 __all__ = ["ComponentSpec", "Instantiation", "Instantiator", "LineRelay", "Member", "Named", "resolve"]
 
-#: A component as a conductor accepts it (see the module docstring).
-ComponentSpec: TypeAlias = Any
+#: A component as a conductor accepts it (see the module docstring): a :class:`Component` (a builder, a
+#: ``Chain``, an ``AcpAgent``, a ``RemoteAgent``, any object with ``async open() -> Transport``), a
+#: transport used as it is, a command (an ``AgentCommand``, a string, an argv list or tuple), or one
+#: of these :class:`Named`.
+ComponentSpec: TypeAlias = (
+    "Component | Transport | AgentCommand | str | list[str] | tuple[str, ...] | Named | Member"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +113,7 @@ class Member:
     #: The name shown in traces and errors.
     name: str
     #: Something with ``async open() -> Transport`` (or a transport, used as it is).
-    component: Any
+    component: Component | Transport
     #: Where the stderr lines of a process the conductor started from a command go, if it did.
     lines: LineRelay | None = field(default=None, compare=False)
 
@@ -141,7 +148,9 @@ def resolve(spec: ComponentSpec, *, stderr: bool = False) -> Member:
     if isinstance(spec, list | tuple) and all(isinstance(word, str) for word in spec):
         command = AgentCommand.parse(list(spec))
         return _process(command.display(), command, stderr)
-    if callable(getattr(spec, "open", None)) or isinstance(spec, Transport):
+    if not isinstance(spec, list | tuple) and (
+        callable(getattr(spec, "open", None)) or isinstance(spec, Transport)
+    ):
         name = getattr(spec, "name", None)
         return Member(name if isinstance(name, str) and name else type(spec).__name__, spec)
     raise TypeError(
@@ -151,7 +160,7 @@ def resolve(spec: ComponentSpec, *, stderr: bool = False) -> Member:
     )
 
 
-def _process(name: str, command: Any, stderr: bool) -> Member:
+def _process(name: str, command: AgentCommand, stderr: bool) -> Member:
     """The member for a program the conductor starts (its stderr lines relayed to each run, if asked)."""
     from acpio.transports.subprocess import AcpAgent
 

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Final
 
 from acpio.errors import TransportError
-from acpio.jsonrpc import Builder, Connection, Role, open_transport
+from acpio.jsonrpc import Builder, Connection, Handler, Role, open_transport
 from acpio.roles import Client, Conductor, ProxyMethods
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.tap import Direction, Tap, TapObserver
@@ -115,7 +115,7 @@ class ComponentLinks:
         lanes: Sequence[str],
         *,
         agent_mode: bool,
-        handler_for: Callable[[int], object],
+        handler_for: Callable[[int], Handler],
         pass_on_for: Callable[[int], Callable[[RawNotification], Gathering | None]],
     ) -> None:
         """Open a link to each of ``members``, in order, served by ``handler_for(index)``.
@@ -148,7 +148,7 @@ class ComponentLinks:
                 ) from exc
 
     async def _start(
-        self, link: Link, handler: object, pass_on: Callable[[RawNotification], Gathering | None]
+        self, link: Link, handler: Handler, pass_on: Callable[[RawNotification], Gathering | None]
     ) -> None:
         transport = await open_transport(link.member.component)
         link.transport = transport

@@ -23,10 +23,11 @@ each component sends is kept.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
+from acpio.jsonrpc.messages import JsonValue
 from acpio.transports.base import OversizedFrame
 
 from .batches import Gathering
@@ -55,7 +56,7 @@ class RawNotification:
     __slots__ = ("body", "frame", "method", "params", "start", "successor")
 
     def __init__(
-        self, frame: bytes, method: str, successor: str | None, body: int, start: int, params: Any
+        self, frame: bytes, method: str, successor: str | None, body: int, start: int, params: JsonValue
     ) -> None:
         #: The frame as received.
         self.frame = frame

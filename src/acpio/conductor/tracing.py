@@ -48,7 +48,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import orjson
 
-from acpio.jsonrpc.messages import NestedTooDeeply, encode_value
+from acpio.jsonrpc.messages import NestedTooDeeply, RequestId, encode_value
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction, TapObserver
 
@@ -64,7 +64,7 @@ _NOTIFICATION_TS = b'{"type":"notification","ts":'
 _MESSAGE_FIELDS = ("params", "payload")
 
 
-def encode_event(event: Mapping[str, Any]) -> bytes:
+def encode_event(event: Mapping[str, object]) -> bytes:
     """One trace line (without its newline) for ``event``, whatever the nesting of its message.
 
     Written as the engine writes frames (:func:`acpio.jsonrpc.messages.encode_value`: orjson, and
@@ -89,7 +89,7 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
 class TraceSink(Protocol):
     """Where trace events go: ``write`` takes one event (a JSON object), ``close`` ends the trace."""
 
-    def write(self, event: Mapping[str, Any]) -> None:
+    def write(self, event: Mapping[str, object]) -> None:
         """Record one event; raising stops tracing (the error is reported once)."""
         ...
 
@@ -121,7 +121,7 @@ class FileSink:
     def __repr__(self) -> str:
         return f"FileSink({str(self.path)!r})"
 
-    def write(self, event: Mapping[str, Any]) -> None:
+    def write(self, event: Mapping[str, object]) -> None:
         """Append one line (written and flushed as the class says)."""
         self.write_line(encode_event(event))
 
@@ -179,7 +179,7 @@ class MemorySink:
     def __repr__(self) -> str:
         return f"MemorySink({len(self.events)} events)"
 
-    def write(self, event: Mapping[str, Any]) -> None:
+    def write(self, event: Mapping[str, object]) -> None:
         """Append a copy of ``event``."""
         self.events.append(dict(event))
 
@@ -190,13 +190,13 @@ class MemorySink:
 class CallbackSink:
     """Calls ``callback(event)`` for each event (``event`` is a fresh dict the callback may keep)."""
 
-    def __init__(self, callback: Callable[[dict[str, Any]], object]) -> None:
+    def __init__(self, callback: Callable[[dict[str, object]], object]) -> None:
         self.callback = callback
 
     def __repr__(self) -> str:
         return f"CallbackSink({self.callback!r})"
 
-    def write(self, event: Mapping[str, Any]) -> None:
+    def write(self, event: Mapping[str, object]) -> None:
         """Pass the event on."""
         self.callback(dict(event))
 
@@ -231,7 +231,7 @@ class TraceWriter:
         """Seconds since the trace started."""
         return round((time.monotonic() - self._start) * 1e6) / 1e6  # round(x, 6), in a tenth of the time
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: dict[str, object]) -> None:
         """Give ``event`` (whose ``ts`` the caller set with :meth:`now`) to the sink."""
         if not self._active:
             return
@@ -299,7 +299,7 @@ class ChainTrace:
         )
 
     def request(
-        self, link: object, request_id: Any, source: str, target: str, method: str, params: Any
+        self, link: object, request_id: RequestId, source: str, target: str, method: str, params: object
     ) -> None:
         """Record a request delivered to ``target`` with ``request_id`` on ``link``."""
         if not self.writer.active:
@@ -321,7 +321,7 @@ class ChainTrace:
         self.writer.write(event)
 
     def notification(
-        self, source: str, target: str, method: str, params: Any, params_json: bytes | None = None
+        self, source: str, target: str, method: str, params: object, params_json: bytes | None = None
     ) -> None:
         """Record a notification delivered to ``target``.
 

@@ -21,11 +21,12 @@ importing only those above it in this list (``make lint`` checks it):
 * :mod:`~acpio.jsonrpc.builder`: :class:`Builder` and :class:`UntypedRole`.
 """
 
-from acpio.jsonrpc.builder import Builder, UntypedRole, open_transport
+from acpio.jsonrpc.builder import Builder, ServeTarget, Target, UntypedRole, open_transport
 from acpio.jsonrpc.chain import DynamicHandlerRegistration
 from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.dispatch import (
     Dispatch,
+    DispatchFunction,
     DispatchHandler,
     Forward,
     Handler,
@@ -48,6 +49,7 @@ __all__ = [
     "Builder",
     "Connection",
     "Dispatch",
+    "DispatchFunction",
     "DispatchHandler",
     "DynamicHandlerRegistration",
     "Forward",
@@ -67,6 +69,8 @@ __all__ = [
     "ResponseRouter",
     "Role",
     "SentRequest",
+    "ServeTarget",
+    "Target",
     "TypedRequest",
     "UntypedMessage",
     "UntypedRole",

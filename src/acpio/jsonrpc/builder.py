@@ -23,19 +23,19 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeAlias, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from acpio.jsonrpc.connection import Connection, SendObserver
-from acpio.jsonrpc.dispatch import DispatchHandler, Handler, as_handler
+from acpio.jsonrpc.dispatch import DispatchFunction, DispatchHandler, Handler, as_handler
 from acpio.jsonrpc.handlers import NotificationHandler, RequestHandler, message_type_from
 from acpio.jsonrpc.role import PeerLike, Role
-from acpio.transports.base import Transport
+from acpio.transports.base import Component, Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
 
-__all__ = ["Builder", "UntypedRole", "open_transport"]
+__all__ = ["Builder", "ServeTarget", "Target", "UntypedRole", "open_transport"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 #: Seconds ``serve()`` waits after a failed ``accept()``, first and at most.
@@ -44,8 +44,17 @@ _ACCEPT_RETRY_MAX = 2.0
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+#: A typed handler function, before its message type is read from its first parameter's annotation.
+_Function: TypeAlias = Callable[..., Awaitable[object]]
 #: The connection handle (``cx``) a builder's connections get: ``Connection`` or a role's subclass.
 C = DefaultTypeVar("C", bound=Connection, default=Connection, covariant=True)
+
+#: What a connection is made on: a :class:`~acpio.transports.base.Transport` as it is, or a
+#: :class:`~acpio.transports.base.Component` (another builder, an ``AcpAgent``, a conductor) opened.
+Target: TypeAlias = Transport | Component
+#: What :meth:`Builder.serve` serves: one connection's :data:`Target`, or a
+#: :class:`~acpio.transports.listener.Listener` whose every accepted transport becomes a connection.
+ServeTarget: TypeAlias = Target | Listener
 
 
 class UntypedRole(Role):
@@ -63,7 +72,7 @@ class UntypedRole(Role):
         return Builder(cls(), name=name, error_details=error_details)
 
 
-async def open_transport(target: Any) -> Transport:
+async def open_transport(target: Target) -> Transport:
     """``target`` as a transport: a :class:`Transport` as it is, a ``Component`` opened."""
     if isinstance(target, Transport):
         return target
@@ -128,12 +137,18 @@ class Builder(Generic[C]):
     def on_request(self, message_type: F, fn: None = None, *, peer: PeerLike | None = None) -> F: ...
     @overload
     def on_request(
-        self, message_type: type[Any] | None = None, fn: None = None, *, peer: PeerLike | None = None
+        self, message_type: type | None = None, fn: None = None, *, peer: PeerLike | None = None
     ) -> Callable[[F], F]: ...
     @overload
-    def on_request(self, message_type: type[Any], fn: F, *, peer: PeerLike | None = None) -> F: ...
+    def on_request(self, message_type: type[object], fn: F, *, peer: PeerLike | None = None) -> F: ...
 
-    def on_request(self, message_type: Any = None, fn: Any = None, *, peer: PeerLike | None = None) -> Any:
+    def on_request(
+        self,
+        message_type: type[object] | _Function | None = None,
+        fn: _Function | None = None,
+        *,
+        peer: PeerLike | None = None,
+    ) -> object:
         """Register a typed request handler.
 
         Usable as ``@app.on_request``, ``@app.on_request(Type)``, ``@app.on_request(peer=Agent)``,
@@ -149,14 +164,18 @@ class Builder(Generic[C]):
     def on_notification(self, message_type: F, fn: None = None, *, peer: PeerLike | None = None) -> F: ...
     @overload
     def on_notification(
-        self, message_type: type[Any] | None = None, fn: None = None, *, peer: PeerLike | None = None
+        self, message_type: type | None = None, fn: None = None, *, peer: PeerLike | None = None
     ) -> Callable[[F], F]: ...
     @overload
-    def on_notification(self, message_type: type[Any], fn: F, *, peer: PeerLike | None = None) -> F: ...
+    def on_notification(self, message_type: type[object], fn: F, *, peer: PeerLike | None = None) -> F: ...
 
     def on_notification(
-        self, message_type: Any = None, fn: Any = None, *, peer: PeerLike | None = None
-    ) -> Any:
+        self,
+        message_type: type[object] | _Function | None = None,
+        fn: _Function | None = None,
+        *,
+        peer: PeerLike | None = None,
+    ) -> object:
         """Register a typed notification handler, called as ``fn(notification, cx)``.
 
         Used as ``@app.on_notification`` (type from the annotation), ``@app.on_notification(Type)``,
@@ -192,7 +211,7 @@ class Builder(Generic[C]):
         if handler.method in self.role.disabled_methods():
             raise self.role.disabled_error(handler.method, "handle")
 
-    def _peer(self, peer: Any, what: str) -> Role:
+    def _peer(self, peer: PeerLike, what: str) -> Role:
         try:
             return self.role.resolve_peer(peer)
         except ValueError as exc:
@@ -203,7 +222,7 @@ class Builder(Generic[C]):
     @overload
     def on_dispatch(self, fn: None = None, *, peer: PeerLike | None = None) -> Callable[[F], F]: ...
 
-    def on_dispatch(self, fn: Any = None, *, peer: PeerLike | None = None) -> Any:
+    def on_dispatch(self, fn: DispatchFunction | None = None, *, peer: PeerLike | None = None) -> object:
         """Register a handler for every message, untyped: ``fn(message: Dispatch, cx)``.
 
         It sees requests, notifications and responses to our own requests; it returns ``None`` to
@@ -221,7 +240,7 @@ class Builder(Generic[C]):
         self._handlers.append(DispatchHandler(fn, source))
         return fn
 
-    def with_handler(self, handler: Any) -> Builder[C]:
+    def with_handler(self, handler: Handler | DispatchFunction) -> Builder[C]:
         """Append a handler object (``async handle(message, cx)``); returns the builder."""
         self._handlers.append(as_handler(handler))
         return self
@@ -275,7 +294,7 @@ class Builder(Generic[C]):
 
     # --- connecting -------------------------------------------------------------------------------
 
-    async def open_connection(self, target: Any) -> C:
+    async def open_connection(self, target: Target) -> C:
         """A connection to ``target`` (a transport or component), made but not served yet.
 
         Serve it with :meth:`Connection.serve` or :meth:`Connection.run`; :meth:`serve` and
@@ -296,10 +315,10 @@ class Builder(Generic[C]):
             connection.add_send_observer(observer)
         return connection  # type: ignore[return-value]  # connection_class is C's class
 
-    async def _serve_one(self, target: Any) -> None:
+    async def _serve_one(self, target: Target) -> None:
         await (await self.open_connection(target)).serve()
 
-    async def connect_with(self, target: Any, main: Callable[[C], Awaitable[T]]) -> T:
+    async def connect_with(self, target: Target, main: Callable[[C], Awaitable[T]]) -> T:
         """Connect to ``target``, run ``await main(cx)`` while serving, then close; returns its value.
 
         If the connection fails first, ``main`` is cancelled and the failure is raised. If the peer
@@ -309,7 +328,9 @@ class Builder(Generic[C]):
         result = await connection.run(main)
         return result  # type: ignore[return-value]  # None only when main is None
 
-    async def serve(self, target: Any, *, on_error: Callable[[BaseException], object] | None = None) -> None:
+    async def serve(
+        self, target: ServeTarget, *, on_error: Callable[[BaseException], object] | None = None
+    ) -> None:
         """Serve ``target``: one connection (a transport or component), or every connection of a listener.
 
         *One connection* (a :class:`~acpio.transports.base.Transport`, or a component such as

@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, Self, TypeVar, overload
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, TypeVarTuple, overload
 
 from acpio.errors import RequestError
 from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain
-from acpio.jsonrpc.dispatch import Dispatch, Handler, as_handler
+from acpio.jsonrpc.dispatch import Dispatch, DispatchFunction, Handler, as_handler
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.loop import DispatchLoop
-from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId, encode_error
+from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId, UntypedMessage, encode_error
 from acpio.jsonrpc.responses import SentRequest
-from acpio.jsonrpc.role import Role
-from acpio.jsonrpc.tasks import ConnectionTasks
+from acpio.jsonrpc.role import PeerLike, Role
+from acpio.jsonrpc.tasks import ConnectionTasks, Work
 from acpio.jsonrpc.typed import UNSET, TypedRequest, outgoing
 from acpio.transports.base import Transport
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc.builder import Target
 
 __all__ = ["Connection", "ConnectionFactory", "SendObserver"]
 
@@ -35,17 +38,18 @@ _log = logging.getLogger("acpio.jsonrpc")
 
 T = TypeVar("T")
 R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
 
 #: ``observer(cx, method, params)``, called for each notification ``cx`` sends, right before it is queued:
 #: ``params`` serialized once (a :class:`RawJson`, its ``source`` what the sender gave) or ``None``. It runs
 #: on the sender's path: keep it quick (see ``Builder.on_send_notification``).
-SendObserver = Callable[["Connection", str, Any], None]
+SendObserver = Callable[["Connection", str, "RawJson | None"], None]
 
 
 class ConnectionFactory(Protocol):
     """What :meth:`Connection.spawn_connection` needs of a builder: a connection on a transport."""
 
-    async def open_connection(self, target: Any) -> Connection:
+    async def open_connection(self, target: Target) -> Connection:
         """A connection (not served yet) on ``target``, a transport or component."""
         ...
 
@@ -155,40 +159,52 @@ class Connection:
     # --- sending ----------------------------------------------------------------------------------
 
     @overload
-    def send_request(self, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    def send_request(self, message: str, params: object = None) -> SentRequest[JsonValue]: ...
     @overload
     def send_request(self, message: TypedRequest[R]) -> SentRequest[R]: ...
     @overload
-    def send_request(self, message: Any) -> SentRequest[Any]: ...
+    def send_request(self, message: UntypedMessage) -> SentRequest[JsonValue]: ...
+    @overload  # a typed object whose class does not declare its result type: unknown to checkers
+    def send_request(self, message: object, params: object = UNSET) -> SentRequest[Any]: ...
 
-    def send_request(self, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+    def send_request(self, message: object, params: object = UNSET) -> SentRequest[Any]:
         """Send a request to the peer; the returned :class:`SentRequest` gives its answer.
 
         ``message`` is a typed request object (its class has ``METHOD``, and ``RESPONSE`` to parse
         the result into), an :class:`~acpio.jsonrpc.UntypedMessage`, or a method name with ``params``.
-        Raises :class:`~acpio.ConnectionClosed` at once if the connection no longer takes requests.
+        The answer is the ``RESPONSE`` object for a typed request (its type, to type checkers, when the
+        class is a :class:`~acpio.jsonrpc.TypedRequest`), the raw JSON (:data:`~acpio.jsonrpc.JsonValue`)
+        otherwise. Raises :class:`~acpio.ConnectionClosed` at once if the connection no longer takes requests.
         """
         return self.send_request_to(None, message, params)
 
     @overload
-    def send_request_to(self, peer: Any, message: str, params: JsonValue = None) -> SentRequest[Any]: ...
+    def send_request_to(
+        self, peer: PeerLike | None, message: str, params: object = None
+    ) -> SentRequest[JsonValue]: ...
     @overload
-    def send_request_to(self, peer: Any, message: TypedRequest[R]) -> SentRequest[R]: ...
+    def send_request_to(self, peer: PeerLike | None, message: TypedRequest[R]) -> SentRequest[R]: ...
     @overload
-    def send_request_to(self, peer: Any, message: Any) -> SentRequest[Any]: ...
+    def send_request_to(self, peer: PeerLike | None, message: UntypedMessage) -> SentRequest[JsonValue]: ...
+    @overload
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]: ...
 
-    def send_request_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> SentRequest[Any]:
+    def send_request_to(
+        self, peer: PeerLike | None, message: object, params: object = UNSET
+    ) -> SentRequest[Any]:
         """Send a request to ``peer``, one of the role's peers (``None``: the counterpart)."""
         method, params, parse = outgoing(message, params, request=True)
         if method in self._disabled:
             raise self.role.disabled_error(method, "send")
         return self._outbox.request(peer, method, params, parse)
 
-    def send_notification(self, message: Any, params: JsonValue = UNSET) -> None:
+    def send_notification(self, message: object, params: object = UNSET) -> None:
         """Send a notification (a typed object, an ``UntypedMessage``, or a method name with ``params``)."""
         self.send_notification_to(None, message, params)
 
-    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
+    def send_notification_to(self, peer: PeerLike | None, message: object, params: object = UNSET) -> None:
         """Send a notification to ``peer``, one of the role's peers (``None``: the counterpart)."""
         method, params, _ = outgoing(message, params, request=False)
         if method in self._disabled:
@@ -222,7 +238,7 @@ class Connection:
         """Send an error that answers no request: a response with ``id: null``."""
         self._outbox.emit(encode_error(None, error))
 
-    def send_cancel_request(self, request_id: RequestId, peer: Any = None) -> None:
+    def send_cancel_request(self, request_id: RequestId, peer: PeerLike | None = None) -> None:
         """Send ``$/cancel_request`` for ``request_id`` (low level; prefer ``SentRequest.cancel``)."""
         self.send_notification_to(peer, CANCEL_METHOD, {"requestId": request_id})
 
@@ -235,13 +251,18 @@ class Connection:
         """
         self._outbox.forward(None, message)
 
-    def send_proxied_message_to(self, peer: Any, message: Dispatch) -> None:
+    def send_proxied_message_to(self, peer: PeerLike | None, message: Dispatch) -> None:
         """Like :meth:`send_proxied_message`, to ``peer`` (one of the role's peers)."""
         self._outbox.forward(peer, message)
 
     # --- tasks ------------------------------------------------------------------------------------
 
-    def spawn(self, work: Any, *args: Any) -> asyncio.Task[Any]:
+    @overload
+    def spawn(self, work: Coroutine[object, object, T]) -> asyncio.Task[T]: ...
+    @overload
+    def spawn(self, work: Callable[[*Ts], Coroutine[object, object, T]], *args: *Ts) -> asyncio.Task[T]: ...
+
+    def spawn(self, work: Work, *args: object) -> asyncio.Task[object]:
         """Run ``work`` (a coroutine, or an async function called with ``*args``) beside the connection.
 
         The task is cancelled when the connection ends. What happens if it raises depends on where
@@ -258,11 +279,11 @@ class Connection:
         """
         return self._tasks.spawn(work, args, owned=True)
 
-    def _spawn_unowned(self, work: Any, *args: Any) -> asyncio.Task[Any]:
+    def _spawn_unowned(self, work: Work, *args: object) -> asyncio.Task[object]:
         """:meth:`spawn`, belonging to no request whatever runs now: its failure fails the connection."""
         return self._tasks.spawn(work, args, owned=False)
 
-    async def spawn_connection(self, builder: ConnectionFactory, target: Any) -> Connection:
+    async def spawn_connection(self, builder: ConnectionFactory, target: Target) -> Connection:
         """Start ``builder`` on ``target`` (a transport or component) beside this connection.
 
         Returns the new connection's handle; it is served by a task of this connection, whose
@@ -275,7 +296,7 @@ class Connection:
 
     # --- dynamic handlers -------------------------------------------------------------------------
 
-    def add_dynamic_handler(self, handler: Any) -> DynamicHandlerRegistration:
+    def add_dynamic_handler(self, handler: Handler | DispatchFunction) -> DynamicHandlerRegistration:
         """Add a handler after the builder's handlers and before the role's default one.
 
         Messages parked with ``Unhandled(..., retry=True)`` are offered to it first, in order, before

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from acpio.errors import RequestError
 from acpio.jsonrpc.messages import JsonValue, RequestId, UntypedMessage
@@ -29,9 +29,12 @@ if TYPE_CHECKING:
     from acpio.jsonrpc.responses import Responder, ResponseRouter
     from acpio.jsonrpc.role import Role
 
+_M = TypeVar("_M")
+
 __all__ = [
     "Dispatch",
     "DISPATCH_SHAPES",
+    "DispatchFunction",
     "DispatchHandler",
     "Forward",
     "Handler",
@@ -80,7 +83,7 @@ class Dispatch:
         params = self.params
         return type(params) is dict and name in params
 
-    def parse(self, cls: type[Any]) -> Any:
+    def parse(self, cls: type[_M]) -> _M:
         """The params validated into ``cls`` (``cls.model_validate``); raises ``InvalidParams`` (-32602)."""
         return parse_params(cls, self.method, self.params)
 
@@ -158,7 +161,7 @@ class ResponseDispatch(Dispatch):
         self.peer = peer
 
     @property
-    def params(self) -> JsonValue:
+    def params(self) -> JsonValue:  # type: ignore[override]
         """Always ``None``: a response has a result, not params."""
         return None
 
@@ -181,7 +184,7 @@ class Unhandled:
 
     __slots__ = ("message", "retry")
 
-    def __init__(self, message: Any, retry: bool = False) -> None:
+    def __init__(self, message: object, retry: bool = False) -> None:
         self.message = message
         self.retry = retry
 
@@ -201,7 +204,7 @@ class Forward(Unhandled):
 
     __slots__ = ()
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: object) -> None:
         super().__init__(message)
 
     def __repr__(self) -> str:
@@ -222,7 +225,7 @@ class Handler(Protocol):
         ...
 
 
-def positional_count(fn: Callable[..., Any]) -> int:
+def positional_count(fn: Callable[..., object]) -> int:
     """How many positional arguments ``fn`` requires (3 when it takes ``*args`` or cannot be inspected)."""
     try:
         sig = inspect.signature(fn)
@@ -237,7 +240,7 @@ def positional_count(fn: Callable[..., Any]) -> int:
     return count
 
 
-def require_async(fn: Callable[..., Any], shapes: str) -> None:
+def require_async(fn: Callable[..., object], shapes: str) -> None:
     """Raise ``TypeError`` at registration unless ``fn`` is an async function (or async callable).
 
     A plain ``def`` would be called and its return value awaited, failing only when the first
@@ -254,6 +257,12 @@ def require_async(fn: Callable[..., Any], shapes: str) -> None:
     )
 
 
+#: An untyped handler function: ``async fn(message, cx)`` or ``async fn(message)``; returning
+#: :class:`Unhandled` declines the message, anything else claims it (see :data:`DISPATCH_SHAPES`).
+DispatchFunction: TypeAlias = (
+    "Callable[[Dispatch, Connection], Awaitable[object]] | Callable[[Dispatch], Awaitable[object]]"
+)
+
 #: The shapes an untyped handler (``on_dispatch``, a dynamic handler function) may have.
 DISPATCH_SHAPES = """    async def handler(message: Dispatch) -> Unhandled | None
     async def handler(message: Dispatch, cx: Connection) -> Unhandled | None"""
@@ -268,9 +277,9 @@ class DispatchHandler:
 
     __slots__ = ("_with_cx", "fn", "peer")
 
-    def __init__(self, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+    def __init__(self, fn: DispatchFunction, peer: Role | None = None) -> None:
         require_async(fn, DISPATCH_SHAPES)
-        self.fn = fn
+        self.fn: Callable[..., Awaitable[object]] = fn
         self.peer = peer
         self._with_cx = positional_count(fn) >= 2
 
@@ -293,10 +302,10 @@ def peer_suffix(peer: Role | None) -> str:
     return "" if peer is None else f", peer={peer!r}"
 
 
-def as_handler(handler: Any) -> Handler:
+def as_handler(handler: Handler | DispatchFunction) -> Handler:
     """``handler`` itself if it has ``handle``; a plain async function becomes a :class:`DispatchHandler`."""
     if callable(getattr(handler, "handle", None)):
-        return handler  # type: ignore[no-any-return]
+        return cast(Handler, handler)
     if callable(handler):
         return DispatchHandler(handler)
     raise TypeError(

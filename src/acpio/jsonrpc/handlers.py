@@ -118,7 +118,7 @@ class RequestHandler:
 
     __slots__ = ("_arity", "_validate", "cls", "fn", "method", "peer")
 
-    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+    def __init__(self, cls: type, fn: Callable[..., Awaitable[object]], peer: Role | None = None) -> None:
         require_async(fn, REQUEST_SHAPES)
         self.cls = cls
         self.method = message_method(cls)
@@ -184,7 +184,7 @@ class NotificationHandler:
 
     __slots__ = ("_validate", "_with_cx", "cls", "fn", "method", "peer")
 
-    def __init__(self, cls: Any, fn: Callable[..., Awaitable[Any]], peer: Role | None = None) -> None:
+    def __init__(self, cls: type, fn: Callable[..., Awaitable[object]], peer: Role | None = None) -> None:
         require_async(fn, NOTIFICATION_SHAPES)
         self.cls = cls
         self.method = message_method(cls)

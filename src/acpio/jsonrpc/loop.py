@@ -79,7 +79,7 @@ class DispatchLoop:
         life: Lifecycle,
         chain: HandlerChain,
         *,
-        spawn: Callable[..., asyncio.Task[Any]],
+        spawn: Callable[..., asyncio.Task[object]],
         on_end: Callable[[], Awaitable[None]],
         on_error: Callable[[BaseException], None],
     ) -> None:

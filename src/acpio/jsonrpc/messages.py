@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeGuard
 
 import orjson
 from pydantic_core import PydanticSerializationError
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Any value orjson decodes: ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` or ``None``.
-JsonValue: TypeAlias = Any
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 #: A JSON-RPC id as it appears on the wire: an integer, a string, or ``null`` (``None``).
 RequestId: TypeAlias = int | str | None
 
@@ -224,7 +224,7 @@ def _ignored(reason: str) -> Invalid:
     return Invalid(InvalidRequest({"reason": reason}), answer=False)
 
 
-def _valid_id(value: object) -> bool:
+def _valid_id(value: object) -> TypeGuard[RequestId]:
     kind = type(value)
     return kind is int or kind is str or value is None
 
@@ -312,12 +312,12 @@ class RawJson:
 
     __slots__ = ("json", "source")
 
-    def __init__(self, json: bytes, source: Any = None) -> None:
+    def __init__(self, json: bytes, source: object = None) -> None:
         self.json = json
         self.source = source
 
     @classmethod
-    def of(cls, value: Any) -> RawJson:
+    def of(cls, value: object) -> RawJson:
         """``value`` serialized (with the frames' rules), or ``value`` itself if it is a ``RawJson``."""
         if type(value) is cls:
             return value
@@ -328,7 +328,7 @@ class RawJson:
         """The JSON text, spliced into the frame."""
         return self.json
 
-    def to_wire(self) -> Any:
+    def to_wire(self) -> orjson.Fragment:
         """The JSON text for orjson, inside another value (a proxy's envelope)."""
         return orjson.Fragment(self.json)
 
@@ -391,7 +391,7 @@ def _typed_json(value: Any) -> bytes | None:
         raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
 
 
-def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
+def encode_request(request_id: RequestId, method: str, params: object) -> bytes:
     """One request frame. ``params`` may be a dict, a list, ``None`` (omitted) or a typed object."""
     if params is None:
         return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}, default=_to_json)
@@ -402,7 +402,7 @@ def encode_request(request_id: RequestId, method: str, params: Any) -> bytes:
     return _dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
 
-def encode_notification(method: str, params: Any) -> bytes:
+def encode_notification(method: str, params: object) -> bytes:
     """One notification frame; ``params`` as for :func:`encode_request`."""
     if params is None:
         return orjson.dumps({"jsonrpc": "2.0", "method": method}, default=_to_json)
@@ -421,17 +421,17 @@ def encode_notification(method: str, params: Any) -> bytes:
 _NOTIFICATION_HEADS: dict[str, bytes] = {}
 
 
-def result_object(request_id: RequestId, result: Any) -> dict[str, Any]:
+def result_object(request_id: RequestId, result: object) -> dict[str, object]:
     """The response object for a successful result (``result`` may be a typed object)."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def error_response_object(request_id: RequestId, error: RequestError) -> dict[str, Any]:
+def error_response_object(request_id: RequestId, error: RequestError) -> dict[str, object]:
     """The response object for an error."""
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
 
 
-def encode_result(request_id: RequestId, result: Any) -> bytes:
+def encode_result(request_id: RequestId, result: object) -> bytes:
     """One success response frame. Raises ``TypeError`` if ``result`` cannot be serialized."""
     typed = _typed_json(result)
     if typed is not None:
@@ -466,6 +466,6 @@ def encode_errors(request_ids: list[str | int], error: RequestError) -> bytes:
     return bytes(out)
 
 
-def encode_value(value: Any) -> bytes:
+def encode_value(value: object) -> bytes:
     """Serialize any JSON value or typed object with the same rules as the frames above."""
     return _dumps(value)

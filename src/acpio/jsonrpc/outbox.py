@@ -27,8 +27,8 @@ from acpio.jsonrpc.messages import (
 )
 from acpio.jsonrpc.pending import CancelFlag, IncomingRequests, OutgoingRequests
 from acpio.jsonrpc.responses import Outcome, PendingReply, Responder, SentRequest
-from acpio.jsonrpc.role import Role
-from acpio.jsonrpc.typed import identity
+from acpio.jsonrpc.role import PeerLike, Role
+from acpio.jsonrpc.typed import Parser, identity
 from acpio.transports.base import Transport
 
 __all__ = ["BatchAnswers", "Outbox"]
@@ -127,7 +127,9 @@ class Outbox:
 
     # --- our requests -----------------------------------------------------------------------------
 
-    def request(self, peer: Any, method: str, params: Any, parse: Callable[[Any], Any]) -> SentRequest[Any]:
+    def request(
+        self, peer: PeerLike | None, method: str, params: object, parse: Parser
+    ) -> SentRequest[object]:
         """Send a request to ``peer`` (``None``: the counterpart); raises ``ConnectionClosed`` once closed."""
         if not self._life.is_open:
             raise self._life.refusal(method)
@@ -144,7 +146,7 @@ class Outbox:
             raise
         return SentRequest(reply, parse)
 
-    def notify(self, peer: Any, method: str, params: Any) -> None:
+    def notify(self, peer: PeerLike | None, method: str, params: object) -> None:
         """Send a notification to ``peer`` (``None``: the counterpart)."""
         if peer is not None:
             method, params = self._role.route_outgoing(peer, method, params)
@@ -166,7 +168,7 @@ class Outbox:
         for reply in self._outgoing.drain():
             reply.settle(make_error(reply.method))
 
-    def forward(self, peer: Any, message: Dispatch) -> None:
+    def forward(self, peer: PeerLike | None, message: Dispatch) -> None:
         """Send an incoming request or notification on to ``peer``, unvalidated (a proxy's hop).
 
         A request gets a fresh id; its answer, or ``-32603`` if this connection is closed, goes

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from acpio.errors import (
     AcpError,
@@ -27,8 +27,11 @@ from acpio.errors import (
     RequestCancelled,
     RequestError,
 )
-from acpio.jsonrpc.messages import RequestId
+from acpio.jsonrpc.messages import JsonValue, RequestId
 from acpio.jsonrpc.pending import CancelFlag
+
+if TYPE_CHECKING:
+    from acpio.jsonrpc.role import PeerLike
 
 __all__ = [
     "Answering",
@@ -48,7 +51,7 @@ U = TypeVar("U")
 R = TypeVar("R")
 
 #: A settled outcome: the raw JSON result, or the error that replaced it.
-Outcome = Any
+Outcome: TypeAlias = "JsonValue | BaseException"
 
 
 def as_request_error(error: BaseException) -> RequestError:
@@ -107,7 +110,7 @@ class PendingReply:
         "sink",
     )
 
-    def __init__(self, carrier: Awaiting, method: str, peer: object) -> None:
+    def __init__(self, carrier: Awaiting, method: str, peer: PeerLike | None) -> None:
         self.carrier = carrier
         self.method = method
         self.peer = peer
@@ -174,7 +177,7 @@ class SentRequest(_OurRequest, Generic[T]):
 
     __slots__ = ("_cached", "_has_cached", "_parse", "_reply")
 
-    def __init__(self, reply: PendingReply, parse: Callable[[Any], T]) -> None:
+    def __init__(self, reply: PendingReply, parse: Callable[[JsonValue], T]) -> None:
         self._reply = reply
         self._parse = parse
         self._has_cached = False
@@ -313,7 +316,7 @@ class SentRequest(_OurRequest, Generic[T]):
     def map(self, fn: Callable[[T], U]) -> SentRequest[U]:
         """A view of this request whose value is ``fn(value)``; ``fn`` runs at most once, errors skip it."""
 
-        def parse(raw: Any) -> U:
+        def parse(raw: JsonValue) -> U:
             return fn(self._value(raw))
 
         return SentRequest(self._reply, parse)
@@ -480,7 +483,8 @@ class ResponseRouter(_OurRequest, Generic[T]):
     def respond(self, value: T) -> None:
         """Deliver ``value`` as the result (a typed object is delivered as its wire JSON)."""
         to_wire = getattr(value, "to_wire", None)
-        self._reply.settle(to_wire() if to_wire is not None else value)
+        # a handler delivers what the peer would have sent: JSON, or an object that writes it
+        self._reply.settle(to_wire() if to_wire is not None else cast("JsonValue", value))
 
     def respond_with_error(self, error: BaseException) -> None:
         """Deliver ``error`` instead of a result."""

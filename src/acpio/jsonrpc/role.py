@@ -9,7 +9,7 @@ keeps every default; the ACP roles in :mod:`acpio.roles` subclass :class:`Role`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias
 
 from acpio.errors import MethodNotFound, RequestError
 from acpio.jsonrpc.dispatch import Handler, RequestDispatch
@@ -105,7 +105,7 @@ class Role:
         """
         return None
 
-    def resolve_peer(self, peer: Any) -> Role:
+    def resolve_peer(self, peer: PeerLike) -> Role:
         """``peer`` (a role class or instance) as the instance from :meth:`peers`.
 
         Raises ``ValueError`` naming the peers this role has when ``peer`` is not one of them.
@@ -120,7 +120,7 @@ class Role:
             f"{name} is not a peer of a {type(self).__name__} connection; its peers are: {names}"
         )
 
-    def route_outgoing(self, peer: Any, method: str, params: Any) -> tuple[str, Any]:
+    def route_outgoing(self, peer: PeerLike, method: str, params: object) -> tuple[str, object]:
         """The method and params to send a message for ``peer`` with (by default: unchanged).
 
         ``peer`` is a role (class or instance) from :meth:`peers`; anything else is an error.
@@ -128,7 +128,7 @@ class Role:
         self.resolve_send_peer(peer)
         return method, params
 
-    def resolve_send_peer(self, peer: Any) -> Role:
+    def resolve_send_peer(self, peer: PeerLike) -> Role:
         """:meth:`resolve_peer` for a message to send: the error says that sending is what failed."""
         try:
             return self.resolve_peer(peer)

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeAlias, cast
 
 from acpio.errors import ConnectionClosed, RequestError
 from acpio.jsonrpc.chain import HandlerChain, unowned_context
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.responses import Responder
 
-__all__ = ["ConnectionTasks"]
+__all__ = ["ConnectionTasks", "Work"]
 
 _log = logging.getLogger("acpio.jsonrpc")
+
+#: What a task runs: a coroutine, or an async function called with the arguments given beside it.
+Work: TypeAlias = Coroutine[object, object, object] | Callable[..., Awaitable[object]]
 
 
 class ConnectionTasks:
@@ -32,18 +35,19 @@ class ConnectionTasks:
         self._life = life
         self._chain = chain
         self._fail = fail
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def spawn(self, work: Any, args: tuple[Any, ...], *, owned: bool) -> asyncio.Task[Any]:
+    def spawn(self, work: Work, args: tuple[object, ...], *, owned: bool) -> asyncio.Task[object]:
         """Start ``work`` (a coroutine, or an async function called with ``args``).
 
         With ``owned``, the task belongs to the request whose handler runs now, if any; without, to
         no request, whatever runs now.
         """
-        coro = work(*args) if callable(work) else work
+        # an async function's awaitable is its coroutine (create_task refuses anything else)
+        coro = cast("Coroutine[object, object, object]", work(*args) if callable(work) else work)
         if self._life.phase is Phase.FINISHED:
             if isinstance(coro, Coroutine):
                 coro.close()
@@ -51,20 +55,20 @@ class ConnectionTasks:
         request = self._chain.request_in_context() if owned else None
         loop = asyncio.get_running_loop()
         if request is None:
-            task: asyncio.Task[Any] = loop.create_task(coro, context=unowned_context())
+            task: asyncio.Task[object] = loop.create_task(coro, context=unowned_context())
         else:
             task = loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._done(done, request))
         return task
 
-    def take_all(self) -> list[asyncio.Task[Any]]:
+    def take_all(self) -> list[asyncio.Task[object]]:
         """Every task still running, forgotten (the connection is shutting down and cancels them)."""
         tasks = list(self._tasks)
         self._tasks.clear()
         return tasks
 
-    def _done(self, task: asyncio.Task[Any], request: Responder[Any] | None) -> None:
+    def _done(self, task: asyncio.Task[object], request: Responder[Any] | None) -> None:
         self._tasks.discard(task)
         if task.cancelled():
             return

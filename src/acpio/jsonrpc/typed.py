@@ -16,7 +16,7 @@ messages; so is any pydantic model given those two attributes. Nothing here does
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeAlias, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -26,6 +26,7 @@ from acpio.jsonrpc.messages import JsonValue, UntypedMessage, encode_value
 
 __all__ = [
     "UNSET",
+    "Parser",
     "TypedRequest",
     "fast_validator",
     "identity",
@@ -40,6 +41,17 @@ __all__ = [
 
 
 _R = TypeVar("_R", covariant=True)
+_M = TypeVar("_M")
+_M_co = TypeVar("_M_co", covariant=True)
+
+#: A parser of results or params: the raw JSON in, the typed value (or the JSON itself) out.
+Parser: TypeAlias = Callable[["JsonValue"], object]
+
+
+class _Validating(Protocol[_M_co]):
+    """A class with ``model_validate`` (a pydantic model, or any class that validates like one)."""
+
+    def model_validate(self, obj: Any, /) -> _M_co: ...
 
 
 class TypedRequest(Protocol[_R]):
@@ -68,12 +80,12 @@ class _Unset:
 UNSET: Final[Any] = _Unset()
 
 
-def identity(raw: Any) -> Any:
+def identity(raw: JsonValue) -> JsonValue:
     """The result parser of an untyped request: the raw JSON as it came."""
     return raw
 
 
-def message_method(cls: Any) -> str:
+def message_method(cls: object) -> str:
     """The wire method of a typed message class (its ``METHOD``); a clear error when it has none."""
     method = getattr(cls, "METHOD", None)
     if not isinstance(method, str):
@@ -85,18 +97,20 @@ def message_method(cls: Any) -> str:
     return method
 
 
-def to_params(message: Any) -> JsonValue:
+def to_params(message: object) -> JsonValue:
     """The params of a typed message object, as the JSON value to send."""
     to_wire = getattr(message, "to_wire", None)
+    params: JsonValue
     if to_wire is not None:
-        return to_wire()
-    dump = getattr(message, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json", by_alias=True, exclude_unset=True)
-    return orjson.loads(encode_value(message))
+        params = to_wire()
+    elif (dump := getattr(message, "model_dump", None)) is not None:
+        params = dump(mode="json", by_alias=True, exclude_unset=True)
+    else:
+        params = orjson.loads(encode_value(message))
+    return params
 
 
-def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+def validation_errors(exc: ValidationError) -> list[dict[str, JsonValue]]:
     """The errors of a failed validation as JSON: where, what, and the error type."""
     return [
         {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
@@ -104,7 +118,7 @@ def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def fast_validator(cls: Any) -> Callable[[Any], Any]:
+def fast_validator(cls: type) -> Callable[[object], object]:
     """``cls.model_validate`` without its Python wrapper: the compiled validator, built on first use.
 
     Classes that are not pydantic models (any class with ``model_validate``) keep their own method.
@@ -114,18 +128,18 @@ def fast_validator(cls: Any) -> Callable[[Any], Any]:
             cls.model_rebuild()
         if cls.__pydantic_complete__:
             return cls.__pydantic_validator__.validate_python
-    return cls.model_validate  # type: ignore[no-any-return]
+    return cast("_Validating[object]", cls).model_validate
 
 
-def parse_params(cls: Any, method: str, params: JsonValue) -> Any:
+def parse_params(cls: type[_M], method: str, params: JsonValue) -> _M:
     """Validate ``params`` into ``cls``; a failure raises ``InvalidParams`` with the errors in ``data``."""
     try:
-        return cls.model_validate({} if params is None else params)
+        return cast("_Validating[_M]", cls).model_validate({} if params is None else params)
     except ValidationError as exc:
         raise InvalidParams({"method": method, "errors": validation_errors(exc)}) from exc
 
 
-def result_parser(response_type: Any, method: str) -> Callable[[Any], Any]:
+def result_parser(response_type: type, method: str) -> Parser:
     """The parser for results of a typed request: ``RESPONSE`` validation with a clear error.
 
     A type without ``model_validate`` leaves results raw. A failure raises
@@ -139,7 +153,7 @@ def result_parser(response_type: Any, method: str) -> Callable[[Any], Any]:
     # JSON, as extension results) keeps a null as null.
     null_as_empty = not getattr(response_type, "__pydantic_root_model__", False)
 
-    def parse(raw: Any) -> Any:
+    def parse(raw: JsonValue) -> object:
         try:
             return validate({} if raw is None and null_as_empty else raw)
         except Exception as exc:  # pydantic.ValidationError, or a custom model_validate's error
@@ -152,10 +166,10 @@ def result_parser(response_type: Any, method: str) -> Callable[[Any], Any]:
 
 
 #: Method and result parser per typed class, looked up once per class (the streaming path).
-_TYPED: dict[type, tuple[str, Callable[[Any], Any]]] = {}
+_TYPED: dict[type, tuple[str, Parser]] = {}
 
 
-def typed_method(kind: type) -> tuple[str, Callable[[Any], Any]]:
+def typed_method(kind: type) -> tuple[str, Parser]:
     """Method and result parser of a typed message class (cached per class)."""
     found = _TYPED.get(kind)
     if found is None:
@@ -166,7 +180,7 @@ def typed_method(kind: type) -> tuple[str, Callable[[Any], Any]]:
     return found
 
 
-def outgoing(message: Any, params: Any, *, request: bool) -> tuple[str, Any, Callable[[Any], Any]]:
+def outgoing(message: object, params: object, *, request: bool) -> tuple[str, object, Parser]:
     """Method, params and result parser for an outgoing message in any of the accepted forms.
 
     ``message`` is a typed object, an :class:`~acpio.jsonrpc.UntypedMessage`, or a method name

@@ -33,7 +33,7 @@ import logging
 import secrets
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import orjson
 
@@ -55,6 +55,7 @@ from acpio.roles import Agent, Client, Proxy
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import Builder, Connection, SentRequest
+    from acpio.session import SessionConnection
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "McpHttpEndpoint", "mcp_http_bridge"]
 
@@ -74,7 +75,7 @@ _SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 
 def mcp_http_bridge(
     *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, max_active_requests: int = DEFAULT_MAX_ACTIVE_REQUESTS
-) -> Builder[Any]:
+) -> Builder[SessionConnection]:
     """The polyfill proxy's builder; serve it where the conductor runs its proxies."""
     app = Proxy.builder(name="mcp-http-bridge", unstable=True)
     endpoints: dict[Connection, McpHttpEndpoint] = {}
@@ -131,7 +132,7 @@ async def _initialize(
     message.responder.respond(answer)
 
 
-def _is_acp(server: Any) -> bool:
+def _is_acp(server: object) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(server, dict)
         and server.get("type") == "acp"
@@ -221,7 +222,7 @@ class McpHttpEndpoint:
             declared["_meta"] = server["_meta"]
         return declared
 
-    def deliver(self, params: Any) -> bool:
+    def deliver(self, params: object) -> bool:
         """Hand a provider's ``mcp/message`` notification to the HTTP request it belongs to."""
         envelope = parse_envelope(params)
         if isinstance(envelope, str):

@@ -41,14 +41,14 @@ from acpio.mcp.wire import BACKEND_FAILED, MCP_MESSAGE, MCP_PROTOCOL_VERSION, pa
 from acpio.schema import McpServerAcp
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import Connection, DynamicHandlerRegistration, SentRequest
+    from acpio.jsonrpc import Connection, DynamicHandlerRegistration, PeerLike, SentRequest
 
 __all__ = ["AcpTransport", "acp_servers", "connect", "connect_declared"]
 
 _transports = itertools.count(1)
 
 
-def acp_servers(servers: Iterable[Any] | None) -> list[McpServerAcp]:
+def acp_servers(servers: Iterable[object] | None) -> list[McpServerAcp]:
     """The ``acp`` servers among a setup request's ``mcp_servers`` (the others are left out)."""
     return [server for server in servers or () if isinstance(server, McpServerAcp)]
 
@@ -58,7 +58,7 @@ async def connect(
     cx: Connection,
     server: McpServerAcp | str,
     *,
-    peer: Any = None,
+    peer: PeerLike | None = None,
     client_info: Implementation | None = None,
 ) -> AsyncIterator[Client]:
     """An ``mcp.Client`` talking to the ``acp`` MCP server ``server`` (its declaration or ``serverId``).
@@ -148,7 +148,7 @@ class AcpTransport:
     streams, and routes the provider's notifications to the requests they belong to while open.
     """
 
-    def __init__(self, cx: Connection, server: McpServerAcp | str, *, peer: Any = None) -> None:
+    def __init__(self, cx: Connection, server: McpServerAcp | str, *, peer: PeerLike | None = None) -> None:
         self.cx = cx
         self.server_id = server.server_id if isinstance(server, McpServerAcp) else server
         self.peer = peer
@@ -241,7 +241,7 @@ class AcpTransport:
         if self._to_client is not None:
             self._to_client.send_nowait(SessionMessage(reply))
 
-    def deliver(self, params: Any) -> bool:
+    def deliver(self, params: object) -> bool:
         """Hand a provider's ``mcp/message`` notification to the client; whether it was ours."""
         envelope = parse_envelope(params)
         if isinstance(envelope, str) or envelope.server_id != self.server_id:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.server import Server
 
-    from acpio.jsonrpc import Connection, Responder
+    from acpio.jsonrpc import Connection, PeerLike, Responder
 
 __all__ = ["CONNECT", "DISCONNECT", "LegacyConnection"]
 
@@ -45,7 +45,7 @@ DISCONNECT = "mcp/disconnect"
 class LegacyConnection:
     """One ``mcp/connect`` connection: the MCP server's loop, and the requests in flight both ways."""
 
-    def __init__(self, server: Server[Any], cx: Connection, peer: Any) -> None:
+    def __init__(self, server: Server[Any], cx: Connection, peer: PeerLike | None) -> None:
         self.connection_id = f"mcp-over-acp-connection:{uuid.uuid4()}"
         self.server = server
         self.cx = cx

@@ -53,7 +53,7 @@ from acpio.roles import Client, Conductor
 from acpio.schema import McpServerAcp, NewSessionRequest
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import Builder, Connection, DynamicHandlerRegistration, Responder
+    from acpio.jsonrpc import Builder, Connection, DynamicHandlerRegistration, PeerLike, Responder
 
 __all__ = ["DEFAULT_MAX_ACTIVE_REQUESTS", "McpServer"]
 
@@ -113,7 +113,7 @@ class McpServer:
         request.mcp_servers.append(McpServerAcp(name=self.name, server_id=served.server_id))
         return [cx.add_dynamic_handler(served)]
 
-    def attach_to_proxy(self, app: Builder[Any]) -> None:
+    def attach_to_proxy(self, app: Builder[Connection]) -> None:
         """Declare this server in every session set up through the proxy ``app``.
 
         Each connection of ``app`` serves one instance of the server, for the connection's
@@ -440,7 +440,9 @@ class _Call:
 
     __slots__ = ("context", "cx", "envelope", "responder")
 
-    def __init__(self, envelope: Envelope, responder: Responder[Any], peer: Any, cx: Connection) -> None:
+    def __init__(
+        self, envelope: Envelope, responder: Responder[Any], peer: PeerLike | None, cx: Connection
+    ) -> None:
         self.envelope = envelope
         self.responder = responder
         self.cx = cx
@@ -462,7 +464,7 @@ class _RequestContext:
     request_id: str
     server_id: str
     cx: Connection
-    peer: Any
+    peer: PeerLike | None
     progress_token: ProgressToken | None = None
     done: bool = False
     cancel_requested: anyio.Event = field(default_factory=anyio.Event)

@@ -82,7 +82,7 @@ class Envelope:
         return f"Envelope({self.server_id!r}, {self.request_id!r}, {self.method!r})"
 
 
-def parse_envelope(params: Any) -> Envelope | str:
+def parse_envelope(params: object) -> Envelope | str:
     """The envelope in ``params``, or what is wrong with it (the ``-32602`` message)."""
     if type(params) is not dict:
         return "mcp/message params must be an object with serverId, requestId and method"

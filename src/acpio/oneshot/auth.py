@@ -26,8 +26,8 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from acpio.capabilities import LATEST_PROTOCOL_VERSION
 from acpio.errors import AcpError, RequestError
@@ -44,6 +44,8 @@ from acpio.schema import (
     LogoutRequest,
 )
 from acpio.transports import AcpAgent, AgentCommand, Component
+
+T = TypeVar("T")
 
 __all__ = [
     "LoginFailed",
@@ -94,15 +96,15 @@ async def authenticate(cx: Connection, initialized: InitializeResponse, method_i
 async def connect(
     command: AgentCommand | Component,
     capabilities: ClientCapabilities,
-    then: Callable[[Connection, InitializeResponse], Any],
-) -> Any:
+    then: Callable[[Connection, InitializeResponse], Awaitable[T]],
+) -> T:
     """Start the agent (a command, or any component), ``initialize``, run ``then(cx, answer)``, end it.
 
     Returns what ``then`` returned.
     """
     from acpio import __version__
 
-    async def main(cx: Connection) -> Any:
+    async def main(cx: Connection) -> T:
         request = InitializeRequest(
             protocol_version=LATEST_PROTOCOL_VERSION,
             client_capabilities=capabilities,

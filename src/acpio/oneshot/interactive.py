@@ -68,7 +68,7 @@ class LineReader(Protocol):
 class PipeReader:
     """Lines from a file descriptor (a pipe, a file), without readline: :class:`LineInput`."""
 
-    def __init__(self, lines: LineInput, out: Any = None) -> None:
+    def __init__(self, lines: LineInput, out: TextIO | None = None) -> None:
         self._lines = lines
         self._out = out if out is not None else sys.stdout
 
@@ -336,9 +336,9 @@ class CommandWatch:
                 commands = update.get("availableCommands")
                 if isinstance(commands, list):
                     self.commands = [
-                        "/" + command["name"]
+                        "/" + name
                         for command in commands
-                        if isinstance(command, dict) and isinstance(command.get("name"), str)
+                        if isinstance(command, dict) and isinstance(name := command.get("name"), str)
                     ]
         return Unhandled(message)
 

@@ -8,7 +8,6 @@ agent does not offer, or refuses, raises :class:`SessionCommandFailed` with a me
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from acpio.errors import AcpError, RequestError
 from acpio.jsonrpc import Connection
@@ -21,6 +20,7 @@ from acpio.schema import (
     ListSessionsRequest,
     ListSessionsResponse,
 )
+from acpio.transports import AgentCommand, Component
 
 __all__ = ["SessionCommandFailed", "close_session", "delete_session", "list_sessions"]
 
@@ -37,7 +37,7 @@ def _require(initialized: InitializeResponse, capability: str, method: str) -> N
         raise SessionCommandFailed(f"The agent does not advertise {advertised}: it has no {method}")
 
 
-async def list_sessions(agent: Any, cwd: Path) -> list[str]:
+async def list_sessions(agent: AgentCommand | Component, cwd: Path) -> list[str]:
     """One line per session of ``cwd`` (``ID  TITLE  UPDATED``), every page of ``session/list``."""
 
     async def listed(cx: Connection, initialized: InitializeResponse) -> list[str]:
@@ -62,17 +62,19 @@ async def list_sessions(agent: Any, cwd: Path) -> list[str]:
     return result
 
 
-async def close_session(agent: Any, session_id: str) -> None:
+async def close_session(agent: AgentCommand | Component, session_id: str) -> None:
     """``session/close`` of ``session_id``."""
     await _end(agent, "close", CloseSessionRequest(session_id=session_id))
 
 
-async def delete_session(agent: Any, session_id: str) -> None:
+async def delete_session(agent: AgentCommand | Component, session_id: str) -> None:
     """``session/delete`` of ``session_id``."""
     await _end(agent, "delete", DeleteSessionRequest(session_id=session_id))
 
 
-async def _end(agent: Any, capability: str, request: CloseSessionRequest | DeleteSessionRequest) -> None:
+async def _end(
+    agent: AgentCommand | Component, capability: str, request: CloseSessionRequest | DeleteSessionRequest
+) -> None:
     async def send(cx: Connection, initialized: InitializeResponse) -> None:
         _require(initialized, capability, request.METHOD)
         try:

@@ -10,10 +10,13 @@ import asyncio
 import ipaddress
 import logging
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acpio.remote.connections import Limits
 from acpio.remote.routing import RemoteListener
+
+if TYPE_CHECKING:
+    from acpio.transports.listener import Listener
 
 __all__ = ["Limits", "RemoteListener", "RemoteServer", "is_loopback", "serve_remote"]
 
@@ -31,7 +34,7 @@ def is_loopback(host: str) -> bool:
 class Servable(Protocol):
     """What :class:`RemoteServer` serves: a builder or an agent app (anything with ``serve(listener)``)."""
 
-    def serve(self, target: Any) -> Awaitable[None]:
+    def serve(self, target: Listener) -> Awaitable[None]:
         """Serve every connection the listener accepts."""
         ...
 

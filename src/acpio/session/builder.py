@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar
 
@@ -280,7 +280,7 @@ class SessionBuilder(Generic[RequestT]):
     def on_proxy_session_start(
         self,
         responder: Responder[Any],
-        callback: Callable[[str], Awaitable[object]] | None = None,
+        callback: Callable[[str], Coroutine[object, object, object]] | None = None,
     ) -> None:
         """For a proxy: forward the setup request, answer the client, route the session to it.
 

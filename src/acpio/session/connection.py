@@ -21,7 +21,7 @@ from acpio.jsonrpc import (
 from acpio.session.methods import SessionMethods
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import JsonValue, Responder
+    from acpio.jsonrpc import PeerLike, Responder
     from acpio.transports.base import Transport
 
 __all__ = ["SessionConnection"]
@@ -108,7 +108,7 @@ class SessionConnection(SessionMethods, AcpConnection):
             role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
         )
 
-    def send_notification_to(self, peer: Any, message: Any, params: JsonValue = UNSET) -> None:
+    def send_notification_to(self, peer: PeerLike | None, message: object, params: object = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
 
         ACP: once the client sends ``session/cancel``, it MUST answer every pending
@@ -144,7 +144,7 @@ class SessionConnection(SessionMethods, AcpConnection):
             _log.debug("Answered %d permission request(s) of %r: cancelled", answered, session_id)
         return answered
 
-    def _to_agent(self, peer: Any) -> bool:
+    def _to_agent(self, peer: PeerLike | None) -> bool:
         """Whether a message sent to ``peer`` (``None``: the counterpart) goes to the agent counterpart."""
         agent = self._counterpart_agent
         if agent is None:

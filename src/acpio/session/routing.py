@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from acpio.errors import InternalError
-from acpio.jsonrpc import UNSET, Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
+from acpio.jsonrpc import (
+    UNSET,
+    Connection,
+    Dispatch,
+    NotificationDispatch,
+    PeerLike,
+    RequestDispatch,
+    Unhandled,
+)
 from acpio.session.messages import QueueItem, SessionMessage, session_message
 from acpio.session.peers import agent_role
 
@@ -48,7 +56,12 @@ class SessionRouter:
     __slots__ = ("client", "history", "inbox", "mode", "session_id", "source")
 
     def __init__(
-        self, cx: Connection, session_id: str, inbox: Inbox | None, mode: RouterMode, client: Any = None
+        self,
+        cx: Connection,
+        session_id: str,
+        inbox: Inbox | None,
+        mode: RouterMode,
+        client: PeerLike | None = None,
     ) -> None:
         self.session_id = session_id
         self.inbox = inbox
@@ -109,7 +122,7 @@ class Routing:
     __slots__ = ("inbox", "registration", "router")
 
     def __init__(
-        self, cx: Connection, session_id: str, *, history: bool = False, client: Any = UNSET
+        self, cx: Connection, session_id: str, *, history: bool = False, client: PeerLike | None = UNSET
     ) -> None:
         if client is UNSET:
             self.inbox: Inbox | None = Inbox()

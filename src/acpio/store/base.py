@@ -210,7 +210,7 @@ def page_query(
     return PageQuery(sql, (*args, size + 1), size)
 
 
-def session_id_of(params: Any) -> str | None:
+def session_id_of(params: object) -> str | None:
     """The ``sessionId`` of ``session/update`` params, a typed object or a dict."""
     if isinstance(params, dict):
         value = params.get("sessionId")

@@ -147,7 +147,7 @@ class StoredSessions:
 
     # --- registering --------------------------------------------------------------------------------
 
-    def register(self, builder: Builder[Any]) -> None:
+    def register(self, builder: Builder[Connection]) -> None:
         """Register the session handlers, the recorder and the end-of-connection cleanup on ``builder``."""
         for handler in self._handlers():
             builder.on_request(handler)
@@ -192,7 +192,7 @@ class StoredSessions:
 
     # --- recording ----------------------------------------------------------------------------------
 
-    def record(self, cx: Connection, method: str, params: Any) -> None:
+    def record(self, cx: Connection, method: str, params: RawJson | None) -> None:
         """The send observer: store a ``session/update`` for an open session, as sent."""
         # On the sending path of every update: plain type checks, no helper calls.
         if method != _UPDATE or type(params) is not RawJson:
@@ -397,7 +397,7 @@ class StoredSessions:
 
 
 def serve_sessions(
-    builder: Builder[Any],
+    builder: Builder[Connection],
     store: SessionStore,
     *,
     on_open: OpenHook | None = None,

@@ -139,7 +139,7 @@ def _first_text(blocks: Any) -> str:
     return ""
 
 
-def label_of(method: str, params: Any, tool_titles: dict[str, str] | None = None) -> str:
+def label_of(method: str, params: object, tool_titles: dict[str, str] | None = None) -> str:
     """What a request or notification is about, in a few words (``""``: nothing to add)."""
     titles = tool_titles if tool_titles is not None else {}
     if not isinstance(params, dict):

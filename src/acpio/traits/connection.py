@@ -70,6 +70,7 @@ from acpio.jsonrpc import (
     RequestDispatch,
     Responder,
     ResponseDispatch,
+    Target,
     Unhandled,
     open_transport,
 )
@@ -299,7 +300,7 @@ class _Endpoint:
     def __init__(
         self,
         impl_or_factory: object,
-        target: Any,
+        target: Target,
         *,
         name: str,
         require_capabilities: bool,
@@ -449,8 +450,7 @@ class _Endpoint:
     async def _request(self, params: AcpRequest[Any], result: type[R]) -> R:
         method = params.METHOD
         raw = await self.connection.send_request(method, self._checked(method, params))
-        parsed: R = result_parser(result, method)(raw)
-        return parsed
+        return cast(R, result_parser(result, method)(raw))  # RESPONSE parses into ``result``
 
     async def _notify(self, params: AcpNotification) -> None:
         method = params.METHOD
@@ -490,7 +490,7 @@ class AgentSideConnection(_Endpoint, ClientTrait):
     def __init__(
         self,
         agent: AgentTrait | Callable[[AgentSideConnection], AgentTrait],
-        target: Any,
+        target: Target,
         *,
         name: str | None = None,
         require_capabilities: bool = False,
@@ -560,7 +560,7 @@ class ClientSideConnection(_Endpoint, AgentTrait):
     def __init__(
         self,
         client: ClientTrait | Callable[[ClientSideConnection], ClientTrait],
-        target: Any,
+        target: Target,
         *,
         name: str | None = None,
         require_capabilities: bool = False,
