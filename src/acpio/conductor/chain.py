@@ -71,8 +71,8 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from acpio.errors import AcpError, InternalError, InvalidRequest, RequestError
 from acpio.jsonrpc import (
@@ -83,6 +83,7 @@ from acpio.jsonrpc import (
     RequestDispatch,
     ResponseDispatch,
     Role,
+    Target,
     open_transport,
 )
 from acpio.roles import (
@@ -138,6 +139,10 @@ _CLIENT_PEER: Final = Client()
 _AGENT_PEER: Final = Agent()
 
 
+#: What :meth:`Chain.trace_to` takes: a file path, a :class:`TraceSink`, or a function of each event.
+TraceTarget: TypeAlias = str | os.PathLike[str] | TraceSink | Callable[[dict[str, object]], object]
+
+
 class Chain:
     """A conductor: serves one upstream connection and routes it through its components.
 
@@ -162,7 +167,7 @@ class Chain:
         self.name = name
         self.mode: Mode = mode
         self._components = components
-        self._trace_target: Any = None
+        self._trace_target: TraceTarget | None = None
         self._debug_directory: str | os.PathLike[str] | None = None
         #: Runs served in-process by :meth:`open`, kept referenced until they end.
         self._opened: set[asyncio.Task[None]] = set()
@@ -185,7 +190,7 @@ class Chain:
         )
         return f"<Chain {self.name!r} {self.mode} mode, {what}>"
 
-    def trace_to(self, target: str | os.PathLike[str] | TraceSink | Any | None) -> Chain:
+    def trace_to(self, target: TraceTarget | None) -> Chain:
         """Record a trace of each run; returns the conductor.
 
         ``target`` is a path (the file is truncated when a run starts), a :class:`TraceSink` (such
@@ -211,7 +216,7 @@ class Chain:
         self._debug_directory = directory
         return self
 
-    async def serve(self, target: Any) -> None:
+    async def serve(self, target: Target) -> None:
         """Serve the upstream connection on ``target`` (a transport or component) until it ends.
 
         Returns when the upstream input ended and the components were closed. Raises
