@@ -95,7 +95,7 @@ class Connection:
             role,
             self._life,
             self._chain,
-            spawn=self._spawn_unowned,
+            spawn=self._tasks.spawn_unowned,
             on_end=self._end_of_input,
             on_error=self._fail,
         )
@@ -279,10 +279,6 @@ class Connection:
         """
         return self._tasks.spawn(work, args, owned=True)
 
-    def _spawn_unowned(self, work: Work, *args: object) -> asyncio.Task[object]:
-        """:meth:`spawn`, belonging to no request whatever runs now: its failure fails the connection."""
-        return self._tasks.spawn(work, args, owned=False)
-
     async def spawn_connection(self, builder: ConnectionFactory, target: Target) -> Connection:
         """Start ``builder`` on ``target`` (a transport or component) beside this connection.
 
@@ -291,7 +287,7 @@ class Connection:
         outlives the request).
         """
         child = await builder.open_connection(target)
-        self._spawn_unowned(child.serve)
+        self._tasks.spawn_unowned(child.serve)
         return child
 
     # --- dynamic handlers -------------------------------------------------------------------------
@@ -370,7 +366,7 @@ class Connection:
         main_task: asyncio.Task[T] | None = None
         try:
             for start in self._startup:
-                self._spawn_unowned(start, self)
+                self._tasks.spawn_unowned(start, self)
             if main is None:
                 await self._life.stopped.wait()
                 return None

@@ -40,6 +40,10 @@ class ConnectionTasks:
     def __len__(self) -> int:
         return len(self._tasks)
 
+    def spawn_unowned(self, work: Work, *args: object) -> asyncio.Task[object]:
+        """:meth:`spawn` a task of no request, whatever runs now: its failure fails the connection."""
+        return self.spawn(work, args, owned=False)
+
     def spawn(self, work: Work, args: tuple[object, ...], *, owned: bool) -> asyncio.Task[object]:
         """Start ``work`` (a coroutine, or an async function called with ``args``).
 
