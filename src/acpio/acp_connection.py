@@ -134,18 +134,23 @@ class AcpConnection(Connection):
         self._client: Role | None = None
         if self._agent is None and (client := client_role(role)) == role.counterpart():
             self._client = client
-            #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
-            #: connection; elsewhere the agent's answer (and what this side advertised itself).
-            self.peer_state = PeerState("client")
-            handlers = (_InitializeRecorder(self.peer_state), *handlers)
-        else:
-            self.peer_state = PeerState("agent")
+        #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
+        #: connection; elsewhere the agent's answer (and what this side advertised itself).
+        self.peer_state = PeerState("client" if self._client is not None else "agent")
         #: Whether a typed request the counterpart did not advertise is refused (see
         #: :meth:`send_request_to`). The trait-style connections set it from their option.
         self.require_capabilities = True
+        handlers = (*self._watchers(role), *handlers)
         super().__init__(
             role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
         )
+
+    def _watchers(self, role: Role) -> tuple[Handler, ...]:
+        """The handlers placed before the builder's, which see messages and pass them on.
+
+        An agent's connection records the client's ``initialize``; a subclass adds its own.
+        """
+        return (_InitializeRecorder(self.peer_state),) if self._client is not None else ()
 
     @property
     def agent_features(self) -> AgentFeatures | None:

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
+from acpio.app.tool_calls import given
 from acpio.schema import (
     BooleanPropertySchema,
     ElicitationSchema,
@@ -172,11 +173,11 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
     required: list[str] = []
     for item in _fields(form):
         ask = item.ask
-        common = _given(title=ask.title or item.name, description=ask.description)
+        common = given(title=ask.title or item.name, description=ask.description)
         if item.kind == "string":
             prop: Any = StringPropertySchema(
                 **common,
-                **_given(
+                **given(
                     format=ask.format,
                     pattern=ask.pattern,
                     min_length=ask.min_length,
@@ -186,18 +187,18 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
             )
         elif item.kind in ("integer", "number"):
             model = IntegerPropertySchema if item.kind == "integer" else NumberPropertySchema
-            limits = _given(minimum=ask.minimum, maximum=ask.maximum, default=item.default)
+            limits = given(minimum=ask.minimum, maximum=ask.maximum, default=item.default)
             if item.kind == "integer":
                 limits = {k: int(v) for k, v in limits.items()}
             prop = model(**common, **limits)
         elif item.kind == "boolean":
-            prop = BooleanPropertySchema(**common, **_given(default=item.default))
+            prop = BooleanPropertySchema(**common, **given(default=item.default))
         elif item.kind == "choice":
             if ask.choices:
                 options = [EnumOption(const=v, title=ask.choices.get(v, v)) for v in item.values]
-                prop = StringPropertySchema(**common, one_of=options, **_given(default=item.default))
+                prop = StringPropertySchema(**common, one_of=options, **given(default=item.default))
             else:
-                prop = StringPropertySchema(**common, enum=list(item.values), **_given(default=item.default))
+                prop = StringPropertySchema(**common, enum=list(item.values), **given(default=item.default))
         else:
             items: Any = (
                 TitledMultiSelectItems(
@@ -209,12 +210,12 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
             prop = MultiSelectPropertySchema(
                 **common,
                 items=items,
-                **_given(min_items=ask.min_length, max_items=ask.max_length, default=item.default),
+                **given(min_items=ask.min_length, max_items=ask.max_length, default=item.default),
             )
         properties[item.name] = prop
         if item.required:
             required.append(item.name)
-    extra = _given(title=title, required=required or None)
+    extra = given(title=title, required=required or None)
     return ElicitationSchema(type="object", properties=properties, **extra)
 
 
@@ -274,7 +275,3 @@ def _checked(item: _Field, value: Any) -> Any:
     if ask.pattern is not None and re.search(ask.pattern, value) is None:
         raise FormError(f"{name}: {value!r} does not match {ask.pattern}")
     return value
-
-
-def _given(**fields: Any) -> dict[str, Any]:
-    return {name: value for name, value in fields.items() if value is not None}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from acpio.acp_connection import AcpConnection, agent_role
@@ -22,7 +21,6 @@ from acpio.session.methods import SessionMethods
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import PeerLike, Responder
-    from acpio.transports.base import Transport
 
 __all__ = ["SessionConnection"]
 
@@ -87,26 +85,15 @@ class SessionConnection(SessionMethods, AcpConnection):
     :meth:`send_notification_to`). Annotate ``cx`` with it to have the type checker see them.
     """
 
-    def __init__(
-        self,
-        role: Role,
-        transport: Transport,
-        *,
-        name: str,
-        handlers: Iterable[Handler],
-        startup: Iterable[Callable[[Connection], Awaitable[object]]] = (),
-        close_callbacks: Iterable[Callable[..., Awaitable[object]]] = (),
-    ) -> None:
+    def _watchers(self, role: Role) -> tuple[Handler, ...]:
+        """Also record the agent's permission requests on a client's connection, before any handler."""
         #: The agent's permission requests still unanswered, seen before any handler sees them.
         self._permission_requests = _PermissionRequests()
         #: The role that is the agent when it is the counterpart (a client's connection), else ``None``.
         agent = agent_role(role)
         self._counterpart_agent = agent if agent is not None and role.counterpart() == agent else None
-        if self._counterpart_agent is not None:
-            handlers = (self._permission_requests, *handlers)
-        super().__init__(
-            role, transport, name=name, handlers=handlers, startup=startup, close_callbacks=close_callbacks
-        )
+        watchers = super()._watchers(role)
+        return (*watchers, self._permission_requests) if self._counterpart_agent is not None else watchers
 
     def send_notification_to(self, peer: PeerLike | None, message: object, params: object = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.
