@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acpio.app.v2_shapes import MODE_CONFIG_ID
 from acpio.capabilities import ClientFeatures
 from acpio.errors import InvalidParams
 from acpio.schema import (
@@ -101,6 +102,10 @@ class Menu:
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
+        if any(o.id == MODE_CONFIG_ID for o in self.options):
+            raise ValueError(
+                f"The app has a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are that option; rename it"
+            )
         if any(m.id == mode_id for m in self.modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
         described = {"description": description} if description is not None else {}
@@ -125,6 +130,10 @@ class Menu:
         self._add(_Option(option_id, name, default, description))
 
     def _add(self, option: _Option) -> None:
+        if option.id == MODE_CONFIG_ID and self.modes:
+            raise ValueError(
+                f"The config option id {MODE_CONFIG_ID!r} is the app's modes on ACP v2: name the option otherwise"
+            )
         if any(o.id == option.id for o in self.options):
             raise ValueError(f"The config option {option.id!r} is declared twice")
         self.options.append(option)
@@ -175,13 +184,30 @@ class Menu:
             fields["config_options"] = self.options_state(settings)
         return fields
 
-    def options_state(self, settings: SessionSettings) -> list[SessionConfigOption]:
-        """Every option the client may see, with its current value."""
-        return [
+    def options_state(self, settings: SessionSettings, with_mode: bool = False) -> list[SessionConfigOption]:
+        """Every option the client may see, with its current value.
+
+        ``with_mode`` (v2, which has no modes): the session's modes first, as the select option
+        ``mode`` with ``category: "mode"``.
+        """
+        states = [
             o.state(settings.options[o.id], settings.choices.get(o.id))
             for o in self.options
             if o.choices is not None or settings.booleans
         ]
+        modes = self.modes_of(settings)
+        if with_mode and modes and settings.mode is not None:
+            choices = [SessionConfigSelectOption(value=m.id, name=m.name) for m in modes]
+            mode = SessionConfigOption(
+                id=MODE_CONFIG_ID,
+                name="Mode",
+                type="select",
+                category="mode",
+                current_value=settings.mode,
+                options=choices,
+            )
+            states.insert(0, mode)
+        return states
 
     def commands_update(self) -> AvailableCommandsUpdate:
         """The ``available_commands_update`` that lists the declared commands."""
