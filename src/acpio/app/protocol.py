@@ -33,7 +33,7 @@ from acpio.app.history import read_history
 from acpio.app.menu import Menu
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
-from acpio.capabilities import ClientFeatures, negotiate_version
+from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     ConnectionClosed,
     InternalError,
@@ -66,6 +66,7 @@ from acpio.schema import (
     UserMessageChunk,
 )
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
+from acpio.versions import select_version
 
 __all__ = ["AppDefinition", "AppProtocol"]
 
@@ -150,7 +151,7 @@ class AppProtocol:
         if self.stored is not None:
             capabilities = self.stored.agent_capabilities(capabilities)
         answer = InitializeResponse(
-            protocol_version=negotiate_version(request.protocol_version),
+            protocol_version=select_version(request.protocol_version, (1,)),
             agent_capabilities=capabilities,
             agent_info=self._app.info,
         )
