@@ -109,9 +109,11 @@ class AgentApp:
         protocols: Sequence[Literal[1, 2]] = (1,),
     ) -> None:
         if not protocols or any(p not in (1, 2) for p in protocols):
-            raise ValueError(f"protocols is one or both of the ACP versions 1 and 2, not {tuple(protocols)!r}")
+            raise ValueError(
+                f"protocols is one or both of the ACP versions 1 and 2, not {tuple(protocols)!r}"
+            )
         #: The ACP versions the app serves.
-        self.protocols: tuple[int, ...] = tuple(sorted(set(protocols)))
+        self.protocols: tuple[Literal[1, 2], ...] = tuple(sorted(set(protocols)))
         if 2 in self.protocols and store is None:
             store = "memory:"
         info = (
@@ -125,7 +127,9 @@ class AgentApp:
         self._menu = self._app.menu
         self._protocol = AppProtocol(self._app, open_store(store) if isinstance(store, str) else store)
         stored = self._protocol.stored
-        self._v2 = AppProtocolV2(self._protocol, stored) if stored is not None and 2 in self.protocols else None
+        self._v2 = (
+            AppProtocolV2(self._protocol, stored) if stored is not None and 2 in self.protocols else None
+        )
 
     @property
     def info(self) -> Implementation:
@@ -294,13 +298,17 @@ class AgentApp:
             )
         version = self.protocols[0] if protocol is None else protocol
         if version not in self.protocols:
-            raise ValueError(f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)")
+            raise ValueError(
+                f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)"
+            )
         # mcp/message (MCP over ACP) is an unstable method
         app = Agent.builder(name=self.info.name, unstable=self._app.mcp or self._app.unstable)
         if version == 1:
             self._protocol.register(app)
             return app
-        assert self._v2 is not None and self._protocol.stored is not None  # made with protocols
+        # both made by __init__ when the app serves v2
+        assert self._v2 is not None
+        assert self._protocol.stored is not None
         app.with_handler(self._v2)
         app.on_close(self._protocol.stored.connection_closed)
         app.with_spawned(self._protocol.stored.watch)

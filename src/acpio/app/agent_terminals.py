@@ -83,7 +83,12 @@ async def run_agent_terminal(
     """
     terminal_id = f"term_{uuid.uuid4().hex[:16]}"
     await updates.send_v2(
-        {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "command": shlex.join(argv), "cwd": str(cwd)}
+        {
+            "sessionUpdate": "terminal_update",
+            "terminalId": terminal_id,
+            "command": shlex.join(argv),
+            "cwd": str(cwd),
+        }
     )
     if call is not None:
         await call.show_terminal(terminal_id)
@@ -117,18 +122,21 @@ async def run_agent_terminal(
         if process.returncode is None:
             process.kill()
         if not updates.cx.closed:  # not awaited: a cancelled turn must still report the end
-            status = _exit_status(process.returncode) if process.returncode is not None else {"signal": "SIGKILL"}
-            updates.post_v2({"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status})
+            status = (
+                _exit_status(process.returncode) if process.returncode is not None else {"signal": "SIGKILL"}
+            )
+            updates.post_v2(
+                {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status}
+            )
         raise
     finally:
         terminals.ended(terminal_id)
     await _exited(updates, terminal_id, _exit_status(code))
     truncated = output_limit is not None and len(output) > output_limit
     kept = bytes(output[-output_limit:]) if output_limit is not None and truncated else bytes(output)
-    status = _exit_status(code)
-    return CommandResult(
-        kept.decode(errors="replace"), truncated, status.get("exitCode"), status.get("signal"), timed_out
-    )
+    signal_name = _exit_status(code).get("signal")
+    exit_code = None if signal_name is not None else code
+    return CommandResult(kept.decode(errors="replace"), truncated, exit_code, signal_name, timed_out)
 
 
 async def _stream(
@@ -151,4 +159,6 @@ async def _chunk(updates: V2Updates, terminal_id: str, data: bytes) -> None:
 
 
 async def _exited(updates: V2Updates, terminal_id: str, status: dict[str, Any]) -> None:
-    await updates.send_v2({"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status})
+    await updates.send_v2(
+        {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status}
+    )

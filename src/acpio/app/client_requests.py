@@ -85,16 +85,21 @@ async def ask_permission_v2(
     always: bool,
     description: str | None,
 ) -> bool:
-    """v2's ``session/request_permission`` (``title``, ``description``, the call as ``subject``): allowed?
+    """v2's ``session/request_permission`` (``title``, ``description``, the call as ``subject``).
 
-    An outcome other than the allow option selected (cancelled, unknown) is a refusal, as v2 asks.
+    Whether the allow option was selected: any other outcome (cancelled, unknown) is a refusal, as v2 asks.
     """
     options = [
         {"optionId": _ALLOW, "name": allow, "kind": "allow_always" if always else "allow_once"},
         {"optionId": _DENY, "name": deny, "kind": "reject_always" if always else "reject_once"},
     ]
     subject = {"type": "tool_call", "toolCall": {"toolCallId": call.id, "title": call.title}}
-    params: dict[str, Any] = {"sessionId": session_id, "title": call.title, "subject": subject, "options": options}
+    params: dict[str, Any] = {
+        "sessionId": session_id,
+        "title": call.title,
+        "subject": subject,
+        "options": options,
+    }
     if description is not None:
         params["description"] = description
     answer = await cx.send_request(RequestPermissionRequest.METHOD, params)

@@ -104,7 +104,8 @@ class Menu:
         """Declare a session mode."""
         if any(o.id == MODE_CONFIG_ID for o in self.options):
             raise ValueError(
-                f"The app has a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are that option; rename it"
+                f"The app has a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are that option; "
+                "rename it"
             )
         if any(m.id == mode_id for m in self.modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
@@ -132,7 +133,8 @@ class Menu:
     def _add(self, option: _Option) -> None:
         if option.id == MODE_CONFIG_ID and self.modes:
             raise ValueError(
-                f"The config option id {MODE_CONFIG_ID!r} is the app's modes on ACP v2: name the option otherwise"
+                f"The config option id {MODE_CONFIG_ID!r} is the app's modes on ACP v2: "
+                "name the option otherwise"
             )
         if any(o.id == option.id for o in self.options):
             raise ValueError(f"The config option {option.id!r} is declared twice")

@@ -57,7 +57,6 @@ from acpio.schema import (
     PromptRequest,
     PromptResponse,
     SessionNotification,
-    SessionUpdate,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
@@ -138,11 +137,14 @@ class AppProtocol:
         recorded = cx.client_features if isinstance(cx, AcpConnection) else None
         return recorded or ClientFeatures({})
 
-    def record(self, session_id: str, update: SessionUpdate) -> None:
-        """Keep a v2 turn's neutral (v1) update in the session's stored history, as v1 sends it."""
+    def record(self, session_id: str, params: dict[str, Any]) -> None:
+        """Keep a v2 turn's neutral ``session/update`` params in the session's stored history.
+
+        The history is v1's shape whatever the version: a v1 ``session/load`` replays it as it is,
+        a v2 ``session/resume`` converts it.
+        """
         if self.stored is not None and self.stored.is_open(session_id):
-            notification = SessionNotification(session_id=session_id, update=update)
-            self.stored.store.append_soon(session_id, encode_value(notification))
+            self.stored.store.append_soon(session_id, encode_value(params))
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
         capabilities = AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
@@ -253,6 +255,7 @@ class AppProtocol:
             await self._closed(session.id)
 
     def open_session(self, cx: Connection, session_id: str) -> AppSession:
+        """The session ``session_id`` open on ``cx``; ``-32002`` when there is none."""
         session = self.sessions.get(session_id)
         if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
@@ -270,7 +273,9 @@ class AppProtocol:
         await self.change_setting(session, request.config_id, request.value, asked=True)
         return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
 
-    async def change_setting(self, session: AppSession, config_id: str | None, value: Any, *, asked: bool) -> None:
+    async def change_setting(
+        self, session: AppSession, config_id: str | None, value: Any, *, asked: bool
+    ) -> None:
         """Set the session's mode (``config_id`` ``None``) or a config option, and keep it in the store.
 
         The one way a session's settings change: the client's ``session/set_mode`` and
@@ -350,6 +355,7 @@ class AppProtocol:
             self.begun.discard(session.id)
 
     def stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
+        """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""
         if turn.cancel_requested:
             return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
         try:

@@ -1,4 +1,4 @@
-"""How an :class:`~acpio.app.AgentApp` speaks ACP v2: its handlers, beside the v1 ones of :mod:`acpio.app.protocol`.
+"""How an :class:`~acpio.app.AgentApp` speaks ACP v2: its handlers, beside those of :mod:`acpio.app.protocol`.
 
 The sessions, the store, the hooks and the settings are the v1 :class:`~acpio.app.protocol.AppProtocol`'s
 (one app, one set of sessions, whatever version each client speaks); :class:`AppProtocolV2` answers
@@ -36,8 +36,9 @@ from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, new_message_id, replayed
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
-from acpio.schema import ContentBlock, PromptRequest, PromptResponse, UserMessageChunk
+from acpio.schema import PromptRequest, PromptResponse, SessionNotification, UserMessageChunk
 from acpio.store import StoredSessions
+from acpio.versions import requested_version, select_version
 
 __all__ = ["AppProtocolV2", "AuthFunction", "AuthMethodV2"]
 
@@ -66,10 +67,6 @@ def _absolute(params: dict[str, Any], method: str) -> str:
     if not Path(cwd).is_absolute():
         raise InvalidParams({"cwd": cwd}, message=f"{method}: cwd must be an absolute path, not {cwd!r}")
     return cwd
-
-
-def _user_chunk(block: ContentBlock) -> UserMessageChunk:
-    return UserMessageChunk(content=block)
 
 
 def _failed(error: RequestError) -> dict[str, Any]:
@@ -131,15 +128,13 @@ class AppProtocolV2:
     # --- initialize and auth --------------------------------------------------------------------------
 
     async def _initialize(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, int) or isinstance(requested, bool):
-            raise InvalidParams({"protocolVersion": requested}, message="initialize: protocolVersion must be an integer")
-        if requested < VERSION:
-            raise RequestError(-32022, "Unsupported protocol version", {"requested": requested, "supported": [VERSION]})
+        select_version(requested_version(params), (VERSION,))  # -32022 below v2 (served alone)
         self._core.v2_clients[cx] = V2ClientFeatures.from_capabilities(params.get("capabilities"))
         prompt = self._app.prompt_capabilities
         session: dict[str, Any] = {"delete": {}, "additionalDirectories": {}}
-        offered = {k: {} for k, on in (("image", prompt.image), ("audio", prompt.audio)) if on}
+        offered: dict[str, Any] = {
+            k: {} for k, on in (("image", prompt.image), ("audio", prompt.audio)) if on
+        }
         if prompt.embedded_context:
             offered["embeddedContext"] = {}
         if offered:
@@ -174,7 +169,9 @@ class AppProtocolV2:
         """The ``configOptions`` of a setup answer on v2 (the modes as the ``mode`` option)."""
         session = self._core.sessions[session_id]
         options = self._menu.options_state(session.settings, True)
-        update = V2Shapes().convert({"sessionUpdate": "config_option_update", "configOptions": [o.to_wire() for o in options]})
+        update = V2Shapes().convert(
+            {"sessionUpdate": "config_option_update", "configOptions": [o.to_wire() for o in options]}
+        )
         return {"configOptions": update["configOptions"]} if options and update is not None else {}
 
     async def _new(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
@@ -191,7 +188,10 @@ class AppProtocolV2:
         session_id = _text(params, "sessionId", "session/resume")
         replay = params.get("replayFrom")
         if replay is not None and (not isinstance(replay, dict) or replay.get("type") != "start"):
-            raise InvalidParams({"replayFrom": replay}, message="session/resume: the only replay cursor served is {'type': 'start'}")
+            raise InvalidParams(
+                {"replayFrom": replay},
+                message="session/resume: the only replay cursor served is {'type': 'start'}",
+            )
         record = await self._stored.reopen(
             "session/resume",
             session_id,
@@ -215,7 +215,11 @@ class AppProtocolV2:
         page = await self._stored.store.list(cwd=cwd, cursor=cursor if isinstance(cursor, str) else None)
         sessions = []
         for record in page.sessions:
-            info: dict[str, Any] = {"sessionId": record.session_id, "cwd": record.cwd, "updatedAt": record.updated_at}
+            info: dict[str, Any] = {
+                "sessionId": record.session_id,
+                "cwd": record.cwd,
+                "updatedAt": record.updated_at,
+            }
             if record.additional_directories:
                 info["additionalDirectories"] = list(record.additional_directories)
             if record.title is not None:
@@ -242,7 +246,9 @@ class AppProtocolV2:
         session = self._core.open_session(cx, _text(params, "sessionId", "session/set_config_option"))
         config_id = _text(params, "configId", "session/set_config_option")
         is_mode = config_id == MODE_CONFIG_ID and bool(self._menu.modes_of(session.settings))
-        await self._core.change_setting(session, None if is_mode else config_id, params.get("value"), asked=True)
+        await self._core.change_setting(
+            session, None if is_mode else config_id, params.get("value"), asked=True
+        )
         return self._setup(session.id)
 
     # --- turns ------------------------------------------------------------------------------------------
@@ -253,7 +259,8 @@ class AppProtocolV2:
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": session.id},
-                message="A turn is already running in this session: wait for its idle state_update, or send session/cancel",
+                message="A turn is already running in this session: wait for its idle state_update, "
+                "or send session/cancel",
             )
         assert self._app.prompt is not None  # AgentApp.builder() refuses an app without one
         updates = V2Updates(cx, session.id, session.cwd, self._core.record)
@@ -275,14 +282,17 @@ class AppProtocolV2:
         message_id = new_message_id()
         prompt = [block.to_wire() for block in request.prompt]
         for block in request.prompt:  # the neutral history: what the user said, for a later replay
-            self._core.record(session.id, _user_chunk(block))
+            chunk = SessionNotification(session_id=session.id, update=UserMessageChunk(content=block))
+            self._core.record(session.id, chunk.to_wire())
         updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": prompt})
         updates.post_v2(state_update("running"))
         session.current = turn
         session.turn = cx.spawn(self._run_turn(self._app.prompt, turn, session, updates))
         return {"messageId": message_id}
 
-    async def _run_turn(self, fn: PromptFunction, turn: Turn, session: AppSession, updates: V2Updates) -> None:
+    async def _run_turn(
+        self, fn: PromptFunction, turn: Turn, session: AppSession, updates: V2Updates
+    ) -> None:
         idle: dict[str, Any] | None = None  # none when the connection is ending, not the turn
         try:
             self._core.begun.add(session.id)
@@ -322,5 +332,7 @@ class AppProtocolV2:
         terminal_id = _text(params, "terminalId", "terminal/cancel")
         terminals = self._terminals.get(session.id)
         if terminals is None or not terminals.cancel(terminal_id):
-            raise InvalidParams({"terminalId": terminal_id}, message="terminal/cancel: no command runs in that terminal")
+            raise InvalidParams(
+                {"terminalId": terminal_id}, message="terminal/cancel: no command runs in that terminal"
+            )
         return {}

@@ -168,7 +168,9 @@ class Turn(TurnBeside):
         if self._updates.version == 1:
             await self.update(CurrentModeUpdate(current_mode_id=mode_id))
         else:
-            await self.update(ConfigOptionUpdate(config_options=self._menu.options_state(self._settings, True)))
+            await self.update(
+                ConfigOptionUpdate(config_options=self._menu.options_state(self._settings, True))
+            )
 
     async def set_option(self, option_id: str, value: OptionValue) -> None:
         """Change a config option, and tell the client (``config_option_update`` with every option).

@@ -64,13 +64,13 @@ class TurnBeside:
         await self._updates.send(update)
 
     async def say(self, text: str) -> None:
-        """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with the message's ``messageId``)."""
+        """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with its message's id)."""
         self._said.append(text)
         await self.update(AgentMessageChunk(content=TextContent(text=text)))
 
     @asynccontextmanager
     async def _waiting_for_user(self) -> AsyncIterator[None]:
-        """On v2, ``state_update`` ``requires_action`` while the block waits on the user, ``running`` after."""
+        """On v2: ``state_update`` ``requires_action`` while the block waits on the user, then ``running``."""
         updates = self._updates
         if not isinstance(updates, V2Updates):
             yield

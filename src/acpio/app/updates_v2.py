@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from acpio.app.tool_calls import SessionUpdates
-from acpio.capabilities import ClientFeatures
 from acpio.app.v2_shapes import V2Shapes
+from acpio.capabilities import ClientFeatures
 from acpio.jsonrpc import Connection
-from acpio.schema import SessionUpdate
+from acpio.schema import SessionNotification, SessionUpdate
 
 __all__ = ["Recorder", "SessionState", "V2ClientFeatures", "V2Updates", "state_update"]
 
@@ -25,8 +25,9 @@ _UPDATE: Final = "session/update"
 
 #: The foreground states of a v2 session (``state_update``).
 SessionState: TypeAlias = Literal["running", "idle", "requires_action"]
-#: ``record(session_id, update)``: keep a neutral update in the session's history (a store).
-Recorder: TypeAlias = Callable[[str, SessionUpdate], None]
+#: ``record(session_id, params)``: keep a neutral ``session/update`` (its params, as v1 sends them)
+#: in the session's history (a store).
+Recorder: TypeAlias = Callable[[str, dict[str, Any]], None]
 
 
 class V2ClientFeatures(ClientFeatures):
@@ -69,9 +70,10 @@ class V2Updates(SessionUpdates):
 
     def _post(self, update: SessionUpdate) -> None:
         self.sent.append(update)
+        neutral = SessionNotification(session_id=self.session_id, update=update).to_wire()
         if self._record is not None:
-            self._record(self.session_id, update)
-        shaped = self._shapes.convert(update.to_wire())
+            self._record(self.session_id, neutral)
+        shaped = self._shapes.convert(neutral["update"])
         if shaped is not None:
             self.post_v2(shaped)
 

@@ -36,7 +36,7 @@ def new_message_id() -> str:
 
 
 def git_patch(path: str, old: str | None, new: str) -> str:
-    """A ``git_patch`` of ``path`` from ``old`` (``None``: a new file) to ``new``, absolute paths as v2 asks."""
+    """A ``git_patch`` of ``path`` from ``old`` (``None``: a new file) to ``new``, its paths absolute."""
     before = [] if old is None else old.splitlines(keepends=True)
     after = new.splitlines(keepends=True)
     lines = [f"diff --git {path} {path}\n"]
