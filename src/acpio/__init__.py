@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
     from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio, Tap
     from acpio.updates import text_update, thought_update, user_text_update
+    from acpio.version_router import VersionRouter
     from acpio.versions import select_version
 
 __version__ = "0.1.0"
@@ -145,6 +146,7 @@ __all__ = [
     "UnsupportedProtocolVersionError",
     "UntypedMessage",
     "UntypedRole",
+    "VersionRouter",
     "WaitForTerminalExitMessage",
     "WriteTextFileMessage",
     "__version__",
