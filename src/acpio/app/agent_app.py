@@ -205,15 +205,16 @@ class AgentApp:
         ``auth/logout``. On v1 list it and serve ``authenticate`` yourself (:meth:`on_initialize`,
         :meth:`on_request`), as before.
         """
+        v2 = self._v2
+        if v2 is None:
+            raise ValueError(f"{self!r} does not serve ACP v2: on_login is v2's auth/login")
 
         def register(fn: AuthFunction) -> AuthFunction:
-            if self._v2 is None:
-                raise ValueError(f"{self!r} does not serve ACP v2: on_login is v2's auth/login")
             method: dict[str, Any] = {"methodId": method_id, "name": name, "type": "agent"}
             if description is not None:
                 method["description"] = description
-            self._v2.auth_methods.append(method)
-            self._v2.login = fn
+            v2.auth_methods.append(method)
+            v2.login = fn
             return fn
 
         return register

@@ -284,7 +284,7 @@ class Turn(TurnBeside):
                     "a permission request's description", 1, "say why before asking (turn.say)"
                 )
             return await ask_permission(self.cx, self.session_id, call, allow, deny, always)
-        async with self._waiting_for_user():
+        async with self.waiting_for_user():
             return await ask_permission_v2(self.cx, self.session_id, call, allow, deny, always, description)
 
     async def read_file(self, path: str | Path, *, line: int | None = None, limit: int | None = None) -> str:

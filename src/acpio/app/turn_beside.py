@@ -69,7 +69,7 @@ class TurnBeside:
         await self.update(AgentMessageChunk(content=TextContent(text=text)))
 
     @asynccontextmanager
-    async def _waiting_for_user(self) -> AsyncIterator[None]:
+    async def waiting_for_user(self) -> AsyncIterator[None]:
         """On v2: ``state_update`` ``requires_action`` while the block waits on the user, then ``running``."""
         updates = self._updates
         if not isinstance(updates, V2Updates):
@@ -91,7 +91,7 @@ class TurnBeside:
         elicitation (do without, or fail the work), and :class:`~acpio.app.forms.FormError` when an
         accepted answer does not fit the form.
         """
-        async with self._waiting_for_user():
+        async with self.waiting_for_user():
             return await elicit_form(self.cx, self.client, self.session_id, message, form, call)
 
     async def elicit_url(
@@ -103,7 +103,7 @@ class TurnBeside:
         URL is done, call :meth:`complete_elicitation` with ``answer.elicitation_id``. Raises
         :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no URL elicitation.
         """
-        async with self._waiting_for_user():
+        async with self.waiting_for_user():
             return await elicit_url(self.cx, self.client, self.session_id, message, url, elicitation_id, call)
 
     async def complete_elicitation(self, elicitation_id: str) -> None:
