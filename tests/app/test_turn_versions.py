@@ -104,8 +104,15 @@ def test_the_versions_an_app_serves_are_checked() -> None:
         app.on_login("token", "Token")
 
 
-def test_a_mode_option_clashes_with_modes() -> None:
+def test_an_option_named_mode_beside_modes_cannot_serve_v2() -> None:
     app = AgentApp("x", protocols=(1, 2))
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        return "end_turn"
+
     app.mode("ask", "Ask")
-    with pytest.raises(ValueError, match="the app's modes on ACP v2"):
-        app.select_option("mode", "Mode", {"a": "A"}, default="a")
+    app.select_option("mode", "Mode", {"a": "A"}, default="a")
+    app.builder(1)  # v1 has both
+    with pytest.raises(ValueError, match="on ACP v2 the modes are the option 'mode'"):
+        app.builder(2)

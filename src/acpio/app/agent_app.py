@@ -310,6 +310,7 @@ class AgentApp:
         # both made by __init__ when the app serves v2
         assert self._v2 is not None
         assert self._protocol.stored is not None
+        self._menu.check_v2()
         app.with_handler(self._v2)
         app.on_close(self._protocol.stored.connection_closed)
         app.with_spawned(self._protocol.stored.watch)

@@ -102,11 +102,6 @@ class Menu:
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
-        if any(o.id == MODE_CONFIG_ID for o in self.options):
-            raise ValueError(
-                f"The app has a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are that option; "
-                "rename it"
-            )
         if any(m.id == mode_id for m in self.modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
         described = {"description": description} if description is not None else {}
@@ -131,16 +126,19 @@ class Menu:
         self._add(_Option(option_id, name, default, description))
 
     def _add(self, option: _Option) -> None:
-        if option.id == MODE_CONFIG_ID and self.modes:
-            raise ValueError(
-                f"The config option id {MODE_CONFIG_ID!r} is the app's modes on ACP v2: "
-                "name the option otherwise"
-            )
         if any(o.id == option.id for o in self.options):
             raise ValueError(f"The config option {option.id!r} is declared twice")
         self.options.append(option)
 
     # --- per session ------------------------------------------------------------------------------
+
+    def check_v2(self) -> None:
+        """Raise ``ValueError`` when the app's modes cannot be v2's ``mode`` option (an option has that id)."""
+        if self.modes and any(o.id == MODE_CONFIG_ID for o in self.options):
+            raise ValueError(
+                f"The app has modes and a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are the "
+                f"option {MODE_CONFIG_ID!r}; give the option another id to serve v2"
+            )
 
     def settings(self, client: ClientFeatures) -> SessionSettings:
         """A new session's settings: the first mode, every option at its default."""
