@@ -133,7 +133,7 @@ class Menu:
     # --- per session ------------------------------------------------------------------------------
 
     def check_v2(self) -> None:
-        """Raise ``ValueError`` when the app's modes cannot be v2's ``mode`` option (an option has that id)."""
+        """Raise ``ValueError`` when the modes cannot be v2's ``mode`` option (an option has that id)."""
         if self.modes and any(o.id == MODE_CONFIG_ID for o in self.options):
             raise ValueError(
                 f"The app has modes and a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are the "
