@@ -500,3 +500,40 @@ async def test_bad_prompts_and_a_second_turn_are_refused(tmp_path: Path) -> None
     assert second["error"]["code"] == -32600
     assert "already running" in second["error"]["message"]
     assert unknown["error"]["code"] == -32602
+
+
+async def test_commands_and_refreshed_options_go_out_in_v2_shape(tmp_path: Path) -> None:
+    app = v2_app()
+    app.command("review", "Review the diff", hint="what to review")
+    app.select_option("model", "Model", {"small": "Small"}, default="small")
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        commands = await peer.message_for("session/update")
+        (session,) = app.sessions
+        session.offer_choices("model", {"small": "Small", "huge": "Huge"})
+        await app.refresh_options(session)
+        options = await peer.message_for("session/update")
+    assert commands["params"]["sessionId"] == session_id
+    assert commands["params"]["update"] == {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [
+            {
+                "type": "command",
+                "name": "review",
+                "description": "Review the diff",
+                "input": {"type": "text", "hint": "what to review"},
+            }
+        ],
+    }
+    update = options["params"]["update"]
+    assert kinds([commands["params"]["update"], update]) == [
+        "available_commands_update",
+        "config_option_update",
+    ]
+    assert update["configOptions"][0]["configId"] == "model"
+    assert [o["value"] for o in update["configOptions"][0]["options"]] == ["small", "huge"]
