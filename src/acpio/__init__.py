@@ -20,6 +20,7 @@ from acpio.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    NotInProtocolVersion,
     ParseError,
     RequestCancelled,
     RequestError,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
     from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio, Tap
     from acpio.updates import text_update, thought_update, user_text_update
+    from acpio.version_router import VersionRouter
     from acpio.versions import select_version
 
 __version__ = "0.1.0"
@@ -116,6 +118,7 @@ __all__ = [
     "InvalidRequest",
     "KillTerminalMessage",
     "MethodNotFound",
+    "NotInProtocolVersion",
     "NotificationDispatch",
     "ParseError",
     "Proxy",
@@ -145,6 +148,7 @@ __all__ = [
     "UnsupportedProtocolVersionError",
     "UntypedMessage",
     "UntypedRole",
+    "VersionRouter",
     "WaitForTerminalExitMessage",
     "WriteTextFileMessage",
     "__version__",
