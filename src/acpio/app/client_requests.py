@@ -28,6 +28,7 @@ from acpio.schema import (
     ToolCallUpdate,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
+    v2,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +74,38 @@ async def ask_permission(
     answer = await cx.send_request(request)
     outcome = answer.outcome
     return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
+
+
+async def ask_permission_v2(
+    cx: Connection,
+    session_id: str,
+    call: ActiveToolCall,
+    allow: str,
+    deny: str,
+    always: bool,
+    description: str | None,
+) -> bool:
+    """v2's ``session/request_permission`` (``title``, ``description``, the call as ``subject``).
+
+    Whether the allow option was selected: any other outcome (cancelled, unknown) is a refusal, as v2 asks.
+    """
+    options = [
+        v2.PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
+        v2.PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
+    ]
+    subject = v2.ToolCallPermissionSubject(
+        tool_call=v2.ToolCallUpdate(tool_call_id=call.id, title=call.title)
+    )
+    request = v2.RequestPermissionRequest(
+        session_id=session_id,
+        title=call.title,
+        subject=subject,
+        options=options,
+        **given(description=description),
+    )
+    answer = await cx.send_request(request)
+    outcome = answer.outcome
+    return isinstance(outcome, v2.SelectedPermissionOutcome) and outcome.option_id == _ALLOW
 
 
 async def elicit_form(
