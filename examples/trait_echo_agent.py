@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from acpio import AgentSideConnection, AgentTrait, Stdio, negotiate_version
+from acpio import AgentSideConnection, AgentTrait, Stdio, select_version
 from acpio import schema as acp
 
 
@@ -18,7 +18,7 @@ class EchoAgent(AgentTrait):
 
     async def initialize(self, params: acp.InitializeRequest) -> acp.InitializeResponse:
         info = acp.Implementation(name="compat-echo", version="1.0")
-        version = negotiate_version(params.protocol_version)
+        version = select_version(params.protocol_version, (1,))  # a v1 agent: always 1
         return acp.InitializeResponse(protocol_version=version, agent_info=info)
 
     async def new_session(self, params: acp.NewSessionRequest) -> acp.NewSessionResponse:

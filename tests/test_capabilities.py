@@ -10,7 +10,6 @@ from acpio.capabilities import (
     ClientFeatures,
     UnsupportedProtocolVersion,
     check_agent_version,
-    negotiate_version,
 )
 from acpio.schema import METHODS, InitializeRequest, InitializeResponse
 
@@ -78,12 +77,6 @@ def test_every_gated_method_can_be_checked_on_its_side() -> None:
             continue
         side = AgentFeatures({}) if spec.capability.startswith("A.") else ClientFeatures({})
         assert not side.supports(spec.method), spec.method
-
-
-@pytest.mark.parametrize(("requested", "answer"), [(1, 1), (2, 1), (0, 1)])
-def test_agent_answers_the_requested_version_or_its_latest(requested: int, answer: int) -> None:
-    assert negotiate_version(requested) == answer
-    assert negotiate_version(requested, supported=(1, 2)) == (requested if requested in (1, 2) else 2)
 
 
 def test_client_refuses_a_version_it_cannot_speak() -> None:

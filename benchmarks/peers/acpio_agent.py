@@ -21,10 +21,10 @@ from typing import Any
 import acpio
 from acpio import Agent
 from acpio import schema as acp
-from acpio.capabilities import negotiate_version
 from acpio.jsonrpc import Connection
 from acpio.running import EVENT_LOOP_VARIABLE
 from acpio.transports import Stdio
+from acpio.versions import select_version
 
 STREAM_PREFIX = "stream "
 
@@ -34,7 +34,7 @@ session_numbers = itertools.count(1)
 
 @app.on_request
 async def initialize(req: acp.InitializeRequest, responder: Any, cx: Connection) -> acp.InitializeResponse:
-    return acp.InitializeResponse(protocol_version=negotiate_version(req.protocol_version))
+    return acp.InitializeResponse(protocol_version=select_version(req.protocol_version, (1,)))
 
 
 @app.on_request

@@ -25,6 +25,7 @@ from acpio.errors import (
     RequestError,
     ResourceNotFound,
     TransportError,
+    UnsupportedProtocolVersionError,
 )
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
         CapabilityNotAdvertised,
         ClientFeatures,
         UnsupportedProtocolVersion,
-        negotiate_version,
     )
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
     from acpio.jsonrpc import (
@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
     from acpio.transports import AcpAgent, ByteStreams, Channel, ChannelListener, Stdio, Tap
     from acpio.updates import text_update, thought_update, user_text_update
+    from acpio.version_router import VersionRouter
+    from acpio.versions import select_version
 
 __version__ = "0.1.0"
 
@@ -141,14 +143,16 @@ __all__ = [
     "Unhandled",
     "UnstableMethodNotEnabled",
     "UnsupportedProtocolVersion",
+    "UnsupportedProtocolVersionError",
     "UntypedMessage",
     "UntypedRole",
+    "VersionRouter",
     "WaitForTerminalExitMessage",
     "WriteTextFileMessage",
     "__version__",
-    "negotiate_version",
     "run",
     "schema",
+    "select_version",
     "testing",
     "text_update",
     "thought_update",

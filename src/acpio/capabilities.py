@@ -28,7 +28,6 @@ __all__ = [
     "check_absolute_paths",
     "check_agent_version",
     "fill_required_fields",
-    "negotiate_version",
 ]
 
 T = TypeVar("T")
@@ -75,14 +74,6 @@ class CapabilityNotAdvertised(AcpError):
             f"{subject} needs the {peer} to advertise {owner}.{path} at initialize, and it did not. "
             f"Check the {peer}'s features before sending {subject}."
         )
-
-
-def negotiate_version(requested: int, supported: tuple[int, ...] = SUPPORTED_PROTOCOL_VERSIONS) -> int:
-    """The version an agent answers to a client that asked for ``requested``.
-
-    The requested version when the agent supports it, otherwise the newest one it supports.
-    """
-    return requested if requested in supported else max(supported)
 
 
 def check_agent_version(version: int, supported: tuple[int, ...] = SUPPORTED_PROTOCOL_VERSIONS) -> None:

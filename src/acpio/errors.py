@@ -11,7 +11,8 @@ Every exception acpio raises derives from :class:`AcpError`::
     │   ├── InternalError            -32603  a handler failed; its message in ``data``, traceback logged
     │   ├── RequestCancelled         -32800  the request was cancelled with ``$/cancel_request``
     │   ├── AuthRequired             -32000  the agent wants ``authenticate`` first
-    │   └── ResourceNotFound         -32002  a session, file or other resource does not exist
+    │   ├── ResourceNotFound         -32002  a session, file or other resource does not exist
+    │   └── UnsupportedProtocolVersionError  -32022  the agent speaks no version the client can use
     ├── ConnectionClosed             the connection ended while something still waited on it
     ├── DeadlockError                a handler awaited a response that only its own dispatch loop can read
     └── TransportError               the bytes could not be read or written (a broken pipe, a dead process)
@@ -26,6 +27,7 @@ peer are raised as the subclass matching their code (see :func:`error_from_wire`
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "RequestError",
     "ResourceNotFound",
     "TransportError",
+    "UnsupportedProtocolVersionError",
     "error_from_wire",
 ]
 
@@ -183,6 +186,44 @@ class ResourceNotFound(_StandardError):
     MESSAGE = "Resource not found"
 
 
+class UnsupportedProtocolVersionError(_StandardError):
+    """-32022: the agent speaks no protocol version at or below the one the client asked for.
+
+    ``data`` is ``{"requested": 0, "supported": [1, 2]}`` (ACP v2's shape, as the TypeScript and
+    Rust SDKs send it): :attr:`requested` and :attr:`supported` read it. The agent answers
+    ``initialize`` with it and keeps the connection open, so the client may send ``initialize``
+    again with one of the supported versions. Build one with :meth:`for_versions`.
+    """
+
+    CODE = -32022
+    MESSAGE = "Unsupported protocol version"
+
+    @classmethod
+    def for_versions(cls, requested: int, supported: Iterable[int]) -> UnsupportedProtocolVersionError:
+        """The error for a client that asked for ``requested`` when the agent speaks ``supported``."""
+        spoken = sorted(supported)
+        names = " and ".join(str(v) for v in spoken) or "none"
+        return cls(
+            {"requested": requested, "supported": spoken},
+            message=f"Unsupported protocol version {requested}: this agent speaks ACP {names}; "
+            "send initialize again with one of them",
+        )
+
+    @property
+    def requested(self) -> int | None:
+        """The version the client asked for (``None`` when the error's data does not say)."""
+        value = self.data.get("requested") if isinstance(self.data, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def supported(self) -> tuple[int, ...]:
+        """The versions the agent speaks (empty when the error's data does not say)."""
+        value = self.data.get("supported") if isinstance(self.data, dict) else None
+        if not isinstance(value, list):
+            return ()
+        return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+
 _STANDARD: dict[int, type[_StandardError]] = {
     cls.CODE: cls
     for cls in (
@@ -194,6 +235,7 @@ _STANDARD: dict[int, type[_StandardError]] = {
         RequestCancelled,
         AuthRequired,
         ResourceNotFound,
+        UnsupportedProtocolVersionError,
     )
 }
 _DEFAULT_MESSAGES = {code: cls.MESSAGE for code, cls in _STANDARD.items()}

@@ -637,8 +637,8 @@ class _AnswerInitialize:
 
         Params that are not an ``InitializeRequest`` answer ``-32602`` (raised, the chain answers).
         """
-        from acpio.capabilities import negotiate_version
         from acpio.schema import Implementation, InitializeRequest, InitializeResponse
+        from acpio.versions import select_version
 
         assert isinstance(message, RequestDispatch)
         request: InitializeRequest = message.parse(InitializeRequest)
@@ -647,7 +647,7 @@ class _AnswerInitialize:
         info = Implementation(name=agent.name, version=agent.version, **titled)
         message.responder.respond(
             InitializeResponse(
-                protocol_version=negotiate_version(request.protocol_version),
+                protocol_version=select_version(request.protocol_version, (1,)),
                 agent_info=info,
                 agent_capabilities=_agent_capabilities(cx.handler_methods),
             )

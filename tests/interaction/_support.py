@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-from acpio.capabilities import negotiate_version
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.roles import Agent, Client
 from acpio.schema import (
@@ -43,6 +42,7 @@ from acpio.traits import AgentTrait as CompatAgent
 from acpio.traits import ClientTrait as CompatClient
 from acpio.transports import Channel
 from acpio.transports.base import OversizedFrame, Transport
+from acpio.versions import select_version
 
 TIMEOUT = 5
 
@@ -148,7 +148,7 @@ class ScriptAgent:
         @app.on_request
         async def initialize(req: InitializeRequest) -> InitializeResponse:
             self.received.append(req)
-            version = self.version if self.version is not None else negotiate_version(req.protocol_version)
+            version = self.version if self.version is not None else select_version(req.protocol_version, (1,))
             return InitializeResponse(
                 protocol_version=version,
                 agent_capabilities=self.capabilities,
@@ -276,7 +276,7 @@ class ScriptCompatAgent(CompatAgent):
 
     async def initialize(self, params: InitializeRequest) -> InitializeResponse:
         self.received.append(params)
-        version = self.version if self.version is not None else negotiate_version(params.protocol_version)
+        version = self.version if self.version is not None else select_version(params.protocol_version, (1,))
         return InitializeResponse(
             protocol_version=version,
             agent_capabilities=self.capabilities,

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from acpio import testing
-from acpio.capabilities import negotiate_version
 from acpio.schema import (
     AgentCapabilities,
     AgentMessageChunk,
@@ -44,6 +43,7 @@ from acpio.schema import (
 )
 from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
 from acpio.transports import Channel
+from acpio.versions import select_version
 
 TIMEOUT = 5
 
@@ -71,7 +71,7 @@ class TurnAgent(AgentTrait):
         self.ext_notes: list[tuple[str, dict[str, Any]]] = []
 
     async def initialize(self, params: InitializeRequest) -> InitializeResponse:
-        version = self.answer_version or negotiate_version(params.protocol_version)
+        version = self.answer_version or select_version(params.protocol_version, (1,))
         return InitializeResponse(
             protocol_version=version, agent_capabilities=AgentCapabilities(load_session=True)
         )

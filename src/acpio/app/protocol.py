@@ -31,7 +31,7 @@ from acpio.app.app_session import (
 from acpio.app.history import read_history
 from acpio.app.menu import Menu
 from acpio.app.turn import Turn
-from acpio.capabilities import ClientFeatures, negotiate_version
+from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     ConnectionClosed,
     InternalError,
@@ -63,6 +63,7 @@ from acpio.schema import (
     UserMessageChunk,
 )
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
+from acpio.versions import select_version
 
 __all__ = ["AppDefinition", "AppProtocol"]
 
@@ -135,7 +136,7 @@ class AppProtocol:
         if self.stored is not None:
             capabilities = self.stored.agent_capabilities(capabilities)
         answer = InitializeResponse(
-            protocol_version=negotiate_version(request.protocol_version),
+            protocol_version=select_version(request.protocol_version, (1,)),
             agent_capabilities=capabilities,
             agent_info=self._app.info,
         )

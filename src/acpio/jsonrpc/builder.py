@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeAlias, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
@@ -35,7 +35,7 @@ from acpio.transports.base import Component, Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
 
-__all__ = ["Builder", "ServeTarget", "Target", "UntypedRole", "open_transport"]
+__all__ = ["Builder", "ServeTarget", "Target", "UntypedRole", "open_transport", "serve_listener"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 #: Seconds ``serve()`` waits after a failed ``accept()``, first and at most.
@@ -354,46 +354,7 @@ class Builder(Generic[C]):
                 raise TypeError("on_error= is for serving a listener; one connection raises its failure")
             await self._serve_one(target)
             return
-        await self._serve_listener(target, on_error)
-
-    async def _serve_listener(
-        self, listener: Listener, on_error: Callable[[BaseException], object] | None
-    ) -> None:
-        report = on_error if on_error is not None else _log_failed_connection
-        running: dict[asyncio.Task[None], Transport] = {}
-
-        def finished(task: asyncio.Task[None]) -> None:
-            running.pop(task, None)
-            failure = None if task.cancelled() else task.exception()
-            if failure is not None:
-                report(failure)
-
-        loop = asyncio.get_running_loop()
-        pause = _ACCEPT_RETRY
-        try:
-            while True:
-                try:
-                    transport = await listener.accept()
-                except Exception as exc:  # too many open files...: report, wait, accept again
-                    report(exc)
-                    await asyncio.sleep(pause)
-                    pause = min(2 * pause, _ACCEPT_RETRY_MAX)
-                    continue
-                if transport is None:
-                    break
-                pause = _ACCEPT_RETRY
-                task = loop.create_task(self._serve_one(transport), name=f"acpio {self.name} connection")
-                running[task] = transport
-                task.add_done_callback(finished)
-        finally:
-            await listener.aclose()
-            tasks = list(running.items())
-            for task, _ in tasks:
-                task.cancel()
-            await asyncio.gather(*(task for task, _ in tasks), return_exceptions=True)
-            for _, transport in tasks:  # a task cancelled before it ran never closed its transport
-                with contextlib.suppress(Exception):
-                    await transport.aclose()
+        await serve_listener(target, self._serve_one, name=self.name, on_error=on_error)
 
     async def open(self) -> Transport:
         """Serve this builder in-process and return the transport that talks to it (Component protocol)."""
@@ -409,6 +370,59 @@ class Builder(Generic[C]):
     def statistics(self) -> dict[str, int]:
         """Counts of what is registered."""
         return {"handlers": len(self._handlers), "spawned": len(self._spawned), "on_close": len(self._close)}
+
+
+async def serve_listener(
+    listener: Listener,
+    serve_one: Callable[[Transport], Coroutine[Any, Any, None]],
+    *,
+    name: str,
+    on_error: Callable[[BaseException], object] | None = None,
+) -> None:
+    """Run ``serve_one(transport)`` for each transport ``listener`` accepts, side by side, until it closes.
+
+    What :meth:`Builder.serve` does with a listener (and :class:`acpio.VersionRouter` too): a
+    connection that fails is reported (``on_error(exc)``; by default logged with its traceback)
+    and the others go on; an error from ``accept()`` is reported and accepting resumes after a
+    pause (0.1 s, doubling up to 2 s). When the listener closes, or this call is cancelled, the
+    connections still open are ended (their tasks cancelled, their transports closed) before it
+    returns. ``name`` names the connections' tasks.
+    """
+    report = on_error if on_error is not None else _log_failed_connection
+    running: dict[asyncio.Task[None], Transport] = {}
+
+    def finished(task: asyncio.Task[None]) -> None:
+        running.pop(task, None)
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            report(failure)
+
+    loop = asyncio.get_running_loop()
+    pause = _ACCEPT_RETRY
+    try:
+        while True:
+            try:
+                transport = await listener.accept()
+            except Exception as exc:  # too many open files...: report, wait, accept again
+                report(exc)
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, _ACCEPT_RETRY_MAX)
+                continue
+            if transport is None:
+                break
+            pause = _ACCEPT_RETRY
+            task = loop.create_task(serve_one(transport), name=f"acpio {name} connection")
+            running[task] = transport
+            task.add_done_callback(finished)
+    finally:
+        await listener.aclose()
+        tasks = list(running.items())
+        for task, _ in tasks:
+            task.cancel()
+        await asyncio.gather(*(task for task, _ in tasks), return_exceptions=True)
+        for _, transport in tasks:  # a task cancelled before it ran never closed its transport
+            with contextlib.suppress(Exception):
+                await transport.aclose()
 
 
 def _log_failed_connection(exc: BaseException) -> None:

@@ -149,8 +149,8 @@ class AgentTrait(Peer):
     async def initialize(self, params: InitializeRequest) -> InitializeResponse:
         """``initialize``: negotiate the protocol version and exchange capabilities.
 
-        Answer with the client's version when you support it, else your latest
-        (:func:`acpio.capabilities.negotiate_version` does this).
+        Answer with the version :func:`acpio.versions.select_version` gives for the client's
+        (``select_version(params.protocol_version, (1,))`` for a v1 agent: always 1).
         """
         return await self._request(params, InitializeResponse)
 

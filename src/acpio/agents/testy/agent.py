@@ -35,7 +35,7 @@ from acpio.agents.testy.commands import run_prompt
 from acpio.agents.testy.login import logged_in
 from acpio.agents.testy.sessions import TestySession, TestySessions
 from acpio.agents.testy.turn import TestyTurn, TurnCancelled
-from acpio.capabilities import ClientFeatures, negotiate_version
+from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     AuthRequired,
     ConnectionClosed,
@@ -96,6 +96,7 @@ from acpio.schema import (
     TextContent,
 )
 from acpio.store import MemoryStore, SessionStore
+from acpio.versions import select_version
 
 __all__ = [
     "AUTH_METHOD_ID",
@@ -267,7 +268,7 @@ class TestyAgent:
         if isinstance(self.sessions.store, MemoryStore):
             capabilities.meta = {SESSIONS_END_WITH_PROCESS[0]: {SESSIONS_END_WITH_PROCESS[1]: True}}
         return InitializeResponse(
-            protocol_version=negotiate_version(req.protocol_version),
+            protocol_version=select_version(req.protocol_version, (1,)),
             agent_capabilities=capabilities,
             auth_methods=auth_methods,
             agent_info=Implementation(name="acpio-testy", title="acpio testy", version=__version__),
