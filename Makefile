@@ -57,7 +57,7 @@ postgres:
 tmux:
 	sh scripts/install_tmux.sh
 
-## schema: regenerate src/acpio/schema from ../shared/spec
+## schema: regenerate src/acpio/schema (v1) and src/acpio/schema/v2 (v2) from ../shared/spec
 schema: $(STAMP)
 	$(PY) scripts/generate_schema.py
 

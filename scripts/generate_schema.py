@@ -3,13 +3,14 @@
 
 Usage::
 
-    python scripts/generate_schema.py [--spec ../shared/spec] [--check]
+    python scripts/generate_schema.py [--spec ../shared/spec] [--version 1|2] [--check]
 
-Reads ``v1/schema.unstable.json`` (every type), ``v1/schema.json`` (to mark what is stable) and
-``v1/meta.unstable.json`` (the method names), and writes ``src/acpio/schema/_models.py`` (each
-class created on first use), ``src/acpio/schema/_models.pyi`` (the same classes as type checkers
-read them) and ``src/acpio/schema/methods.py``. ``--check`` writes nothing and exits 1 when the
-committed files differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
+For each protocol version N (1 and 2; ``--version N`` for one), reads ``vN/schema.unstable.json``
+(every type), ``vN/schema.json`` (to mark what is stable) and ``vN/meta.unstable.json`` (the method
+names), and writes the package of that version (``acpio.schema`` for v1, ``acpio.schema.v2`` for
+v2): ``_models.py`` (each class created on first use), ``_models.pyi`` (the same classes as type
+checkers read them) and ``methods.py``. ``--check`` writes nothing and exits 1 when the committed
+files differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
 """
 
 from __future__ import annotations
@@ -43,13 +44,9 @@ def _load_wire_name() -> Any:
 
 
 wire_name = _load_wire_name()
-OUT_MODELS = ROOT / "src" / "acpio" / "schema" / "_models.py"
-OUT_MODELS_STUB = ROOT / "src" / "acpio" / "schema" / "_models.pyi"
-OUT_METHODS = ROOT / "src" / "acpio" / "schema" / "methods.py"
-
 #: Fields where an explicit ``null`` differs from an omitted key (patch semantics: null clears).
 #: They default to ``MISSING`` rather than ``None``, so an invalid value leaves them absent.
-PATCH_FIELDS = {
+V1_PATCH_FIELDS = {
     ("SessionInfoUpdate", "title"),
     ("SessionInfoUpdate", "updatedAt"),
     ("CompactionUpdate", "summary"),
@@ -60,13 +57,13 @@ PATCH_FIELDS = {
 PATCH_WORDING = re.compile(r"Omitted (?:means|leaves)\b[^.]*\bunchanged")
 
 #: Names for union variants that have no ``$def`` of their own, keyed by (union, tag value).
-VARIANT_NAMES = {
+V1_VARIANT_NAMES = {
     ("RequestPermissionOutcome", "cancelled"): "CancelledPermissionOutcome",
 }
 
 #: Objects that combine their own properties with ``oneOf``/``anyOf`` variants. They are generated
 #: as one class holding every variant's fields, checked by ``check_variants`` (see docs/schema.md).
-COMPOSITES = {
+V1_COMPOSITES = {
     "CreateElicitationRequest",
     "CreateElicitationResponse",
     "SetSessionConfigOptionRequest",
@@ -77,7 +74,7 @@ COMPOSITES = {
 }
 
 #: JSON-RPC envelope definitions: routing is by method and id, so their payloads stay raw JSON.
-ENVELOPES = {
+V1_ENVELOPES = {
     "AgentRequest": "request",
     "ClientRequest": "request",
     "AgentNotification": "notification",
@@ -91,7 +88,7 @@ ENVELOPES = {
 
 #: The capability that gates each method (A = InitializeResponse.agentCapabilities,
 #: C = InitializeRequest.clientCapabilities), from the spec pages.
-CAPABILITIES = {
+V1_CAPABILITIES = {
     "logout": "A.auth.logout",
     "auth/status": "A.auth.status",
     "auth/status_update": "A.auth.status",
@@ -121,8 +118,24 @@ CAPABILITIES = {
 }
 
 #: Other wire names accepted on receive, as the schema notes recommend (Q16).
-EXTRA_ALIASES = {
+V1_EXTRA_ALIASES = {
     ("CurrentModeUpdate", "currentModeId"): "modeId",
+}
+
+#: Defs whose Python type is written by hand (the schema's shape says too little or too much).
+V1_ALIASES = {
+    "RequestId": "Union[StrictInt, StrictStr, None]",
+    "ErrorCode": "Int32",
+    "ProtocolVersion": "UInt16",
+    "ElicitationContentValue": "Union[StrictBool, StrictInt, float, str, list[str]]",
+    "SessionConfigSelectOptions": "Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]",
+    "AvailableCommandInput": "UnstructuredCommandInput",
+    "EmbeddedResourceResource": (
+        "Annotated[Union[Annotated[TextResourceContents, Tag('text')], "
+        "Annotated[BlobResourceContents, Tag('blob')]], "
+        "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), "
+        "SerializeAsAny(), ]"
+    ),
 }
 
 INT_FORMATS = {
@@ -132,6 +145,118 @@ INT_FORMATS = {
     "int32": "Int32",
     "int64": "Int64",
 }
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What differs between the protocol versions: where the output goes and the hand-written tables."""
+
+    version: int
+    package: str  # the dotted package the output lands in
+    meta: str  # the meta file naming every method
+    patch_fields: set[tuple[str, str]]
+    variant_names: dict[tuple[str, str], str]
+    composites: set[str]
+    envelopes: dict[str, str]
+    capabilities: dict[str, str]
+    extra_aliases: dict[tuple[str, str], str]
+    aliases: dict[str, str]
+    patch_wording: re.Pattern[str] = PATCH_WORDING
+    #: Upserts: every optional field is a patch field (their descriptions say so once, for all).
+    patch_models: frozenset[str] = frozenset()
+    #: Name a union's catch-all ``Other<Union>`` where ``Unknown<Union>`` is a def of the schema
+    #: (v1 keeps its generated names: there the ``unknown`` state doubles as the catch-all).
+    rename_clashing_catch_alls: bool = False
+
+    @property
+    def out_dir(self) -> Path:
+        return ROOT / "src" / Path(*self.package.split("."))
+
+
+V1 = Profile(
+    version=1,
+    package="acpio.schema",
+    meta="meta.unstable.json",
+    patch_fields=V1_PATCH_FIELDS,
+    variant_names=V1_VARIANT_NAMES,
+    composites=V1_COMPOSITES,
+    envelopes=V1_ENVELOPES,
+    capabilities=V1_CAPABILITIES,
+    extra_aliases=V1_EXTRA_ALIASES,
+    aliases=V1_ALIASES,
+)
+
+#: v2 patch fields found by their description: "Omitted leaves the stored value unchanged",
+#: "Omission leaves the title unchanged", "This field is optional and has patch semantics".
+V2_PATCH_WORDING = re.compile(r"Omi(?:tted|ssion) (?:means|leaves)\b[^.]*\bunchanged|\bhas patch semantics\b")
+
+V2 = Profile(
+    version=2,
+    package="acpio.schema.v2",
+    meta="meta.unstable.json",
+    patch_fields={
+        ("CompactionUpdate", "summary"),
+        ("CompactionUpdate", "error"),
+        ("CompactionUpdate", "_meta"),
+        ("UserMessage", "content"),
+        ("AgentMessage", "content"),
+        ("AgentThought", "content"),
+    },
+    patch_models=frozenset({"ToolCallUpdate", "TerminalUpdate", "SessionInfoUpdate", "SubagentUpdate"}),
+    patch_wording=V2_PATCH_WORDING,
+    rename_clashing_catch_alls=True,
+    variant_names={},
+    composites=V1_COMPOSITES | {"IdleStateUpdate"},
+    envelopes=V1_ENVELOPES,
+    capabilities={
+        **{
+            m: "A.session"
+            for m in (
+                "session/new",
+                "session/list",
+                "session/resume",
+                "session/close",
+                "session/prompt",
+                "session/cancel",
+                "session/set_config_option",
+                "tool_call/cancel",
+                "terminal/cancel",
+            )
+        },
+        "session/delete": "A.session.delete",
+        "session/fork": "A.session.fork",
+        "session/archive": "A.session.archive",
+        "session/unarchive": "A.session.archive",
+        "session/status": "A.session.status",
+        "session/set_title": "A.session.title",
+        "auth/status": "A.auth.status",
+        "auth/status_update": "A.auth.status",
+        "providers/list": "A.providers",
+        "providers/set": "A.providers",
+        "providers/disable": "A.providers",
+        "elicitation/create": "C.elicitation",
+        "elicitation/complete": "C.elicitation.url",
+        "mcp/message": "A.session.mcp.acp",
+    },
+    extra_aliases={},
+    aliases={
+        "RequestId": "Union[StrictInt, StrictStr]",
+        "ErrorCode": "Int32",
+        "ProtocolVersion": "UInt16",
+        "ElicitationContentValue": (
+            "Annotated[Union[StrictBool, StrictInt, float, str, list[str], Any], "
+            "Field(union_mode='left_to_right')]"
+        ),
+        "SessionConfigSelectOptions": V1_ALIASES["SessionConfigSelectOptions"],
+        # known shapes first, then any other JSON value as it came
+        "ErrorData": (
+            "Annotated[Union[UnsupportedProtocolVersionErrorData, SessionNotFoundErrorData, Any], "
+            "Field(union_mode='left_to_right')]"
+        ),
+        "EmbeddedResourceResource": V1_ALIASES["EmbeddedResourceResource"],
+    },
+)
+PROFILES = {1: V1, 2: V2}
 
 _BASEMODEL_NAMES = {
     "copy", "dict", "json", "schema", "schema_json", "validate", "construct", "fields", "parse_obj",
@@ -246,7 +371,10 @@ class ModelSpec:
 class Generator:
     """Walks the schema once and collects everything to emit."""
 
-    def __init__(self, unstable: dict[str, Any], stable: dict[str, Any], meta: dict[str, Any]) -> None:
+    def __init__(
+        self, unstable: dict[str, Any], stable: dict[str, Any], meta: dict[str, Any], profile: Profile = V1
+    ) -> None:
+        self.profile = profile
         self.defs: dict[str, Any] = unstable["$defs"]
         self.stable_defs = set(stable["$defs"])
         self.meta = meta
@@ -258,6 +386,8 @@ class Generator:
         self.tagged: dict[str, tuple[str, str, bool]] = {}
         self.subclasses: dict[str, tuple[str, str, str]] = {}  # new class -> (base def, tag field, value)
         self.generated_names: set[str] = set()
+        #: unions that are one tagged member of another union: union -> (outer tag field, value)
+        self.nested: dict[str, tuple[str, str]] = {}
 
     # ----- classification -------------------------------------------------------------------
     def is_unstable(self, name: str) -> bool:
@@ -271,7 +401,7 @@ class Generator:
         for alt in alts:
             if alt.get("type") == "string" and "const" in alt:
                 values.append(alt["const"])
-            elif alt.get("type") == "string" and alt.get("title") == "other":
+            elif alt.get("type") == "string" and alt.get("title") in ("other", "unknown"):
                 is_open = True
             else:
                 return None
@@ -279,36 +409,19 @@ class Generator:
 
     def plan(self) -> None:
         for name, node in self.defs.items():
-            if name in ENVELOPES:
+            if name in self.profile.envelopes:
                 continue
             enum = self.enum_values(node)
             if enum is not None:
                 self.enums[name] = (enum[0], enum[1], node.get("description"))
             elif node.get("type") == "string":
                 self.aliases[name] = "str"
-            elif name == "RequestId":
-                self.aliases[name] = "Union[StrictInt, StrictStr, None]"
-            elif name == "ErrorCode":
-                self.aliases[name] = "Int32"
-            elif name == "ProtocolVersion":
-                self.aliases[name] = "UInt16"
-            elif name == "ElicitationContentValue":
-                self.aliases[name] = "Union[StrictBool, StrictInt, float, str, list[str]]"
-            elif name == "SessionConfigSelectOptions":
-                self.aliases[name] = "Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]"
-            elif name == "AvailableCommandInput":
-                self.aliases[name] = "UnstructuredCommandInput"
-            elif name == "EmbeddedResourceResource":
-                self.aliases[name] = (
-                    "Annotated[Union[Annotated[TextResourceContents, Tag('text')], "
-                    "Annotated[BlobResourceContents, Tag('blob')]], "
-                    "Discriminator(presence_discriminator(('text', 'text'), ('blob', 'blob'))), "
-                    "SerializeAsAny(), ]"
-                )
+            elif name in self.profile.aliases:
+                self.aliases[name] = self.profile.aliases[name]
             elif self.derived_from(node) is not None:
                 pass  # a model that extends another unchanged (InitializeProxyRequest), planned below
             elif (
-                name in COMPOSITES
+                name in self.profile.composites
                 or node.get("type") == "object"
                 or node == {}
                 or set(node)
@@ -340,8 +453,12 @@ class Generator:
             if tag_field is not None:
                 disc = disc or tag_field
                 value = alt["properties"][tag_field]["const"]
-                if target is None:
-                    cls = VARIANT_NAMES[(name, value)]
+                if target is not None and self.is_union(target):
+                    # its members carry this tag too, written only where they sit in this union
+                    self.nested[target] = (tag_field, value)
+                    cls = target
+                elif target is None:
+                    cls = self.profile.variant_names[(name, value)]
                     self.models[cls] = ModelSpec(
                         cls, "AcpModel", f"The ``{value}`` variant of :data:`{name}`."
                     )
@@ -359,7 +476,7 @@ class Generator:
                     self.tagged[cls] = (tag_field, value, True)
                 union.variants.append(Variant(value, cls))
             elif alt.get("title") == "other":
-                union.unknown = f"Unknown{name}"
+                union.unknown = self.catch_all_name(name)
             else:
                 assert target is not None, (name, alt)
                 untag = str(alt.get("title") or target).lower()
@@ -367,8 +484,26 @@ class Generator:
                 union.variants.append(Variant(untag, target))
         union.discriminator = disc
         if union.unknown is None:
-            union.unknown = f"Unknown{name}"
+            union.unknown = self.catch_all_name(name)
         self.unions[name] = union
+
+    def catch_all_name(self, union: str) -> str:
+        """``Unknown<Union>``, or ``Other<Union>`` where the schema has a def of that name (v2's
+        ``UnknownStateUpdate`` is the ``unknown`` state, not the catch-all)."""
+        name = f"Unknown{union}"
+        return f"Other{union}" if self.profile.rename_clashing_catch_alls and name in self.defs else name
+
+    def is_union(self, name: str) -> bool:
+        """Whether def ``name`` is a union of objects (planned as a type alias, not a class)."""
+        node = self.defs[name]
+        alts = node.get("oneOf") or node.get("anyOf")
+        return (
+            isinstance(alts, list)
+            and "properties" not in node
+            and name not in self.profile.composites
+            and name not in self.profile.aliases
+            and self.enum_values(node) is None
+        )
 
     def shared(self, target: str, union: str) -> bool:
         """Whether ``target`` is used anywhere but as one tagged member of ``union``."""
@@ -433,7 +568,7 @@ class Generator:
         untyped = ann == "Any"
         spec = FieldSpec(wire=wire, attr=snake(wire), annotation=ann, required=required)
         spec.description = node.get("description")
-        spec.extra_alias = EXTRA_ALIASES.get((owner, wire))
+        spec.extra_alias = self.profile.extra_aliases.get((owner, wire))
         if node.get("x-deserialize-default-on-null"):
             empty = {"array": "NULL_AS_EMPTY_LIST", "object": "NULL_AS_EMPTY_DICT"}[node["type"]]
             spec.annotation = f"Annotated[{spec.annotation}, {empty}]"
@@ -453,7 +588,11 @@ class Generator:
             if not untyped:
                 spec.annotation = f"{spec.annotation} | None"
             spec.omit_none = not untyped and not nullable
-            if (owner, wire) in PATCH_FIELDS or PATCH_WORDING.search(spec.description or ""):
+            if (
+                (owner, wire) in self.profile.patch_fields
+                or owner in self.profile.patch_models
+                or self.profile.patch_wording.search(spec.description or "")
+            ):
                 spec.annotation = f"{spec.annotation} | MISSING"
                 spec.default = "MISSING"
             if node.get("x-deserialize-default-on-error"):
@@ -465,7 +604,7 @@ class Generator:
         for name, node in self.defs.items():
             if name in self.enums or name in self.aliases or name in self.unions:
                 continue
-            if name in ENVELOPES:
+            if name in self.profile.envelopes:
                 self.models[name] = self.envelope(name, node)
                 continue
             spec = ModelSpec(name, "AcpModel", node.get("description"), unstable=self.is_unstable(name))
@@ -478,7 +617,7 @@ class Generator:
             required = set(node.get("required", []))
             for wire, prop in node.get("properties", {}).items():
                 spec.fields.append(self.field_spec(name, wire, prop, wire in required))
-            if name in COMPOSITES:
+            if name in self.profile.composites:
                 self.flatten(spec, node)
             self.models[name] = spec
         for name, (base, tag_field, value) in self.subclasses.items():
@@ -523,6 +662,19 @@ class Generator:
                     )
                 )
             self.models[union.unknown] = spec
+        for inner, (tag_field, value) in self.nested.items():
+            members = [v.cls for v in self.unions[inner].variants] + [self.unions[inner].unknown or ""]
+            for cls in members:
+                self.models[cls].fields.insert(
+                    1,
+                    FieldSpec(
+                        tag_field,
+                        snake(tag_field),
+                        f"Literal[{value!r}]",
+                        required=False,
+                        default=repr(value),
+                    ),
+                )
         # a ToolCallUpdate placed in a session notification must carry its tag
         for spec in self.models.values():
             for f in spec.fields:
@@ -537,7 +689,7 @@ class Generator:
         return "AcpRequest"
 
     def envelope(self, name: str, node: dict[str, Any]) -> ModelSpec:
-        kind = ENVELOPES[name]
+        kind = self.profile.envelopes[name]
         spec = ModelSpec(name, "AcpModel", node.get("description"))
         spec.description = (
             f"A JSON-RPC {kind} envelope ({name}). Its payload stays raw JSON: acpio decodes params by "
@@ -581,8 +733,8 @@ class Generator:
                     collect({k: v for k, v in alt.items() if k in ("anyOf", "oneOf")})
                     tag_field = next((k for k, v in alt.get("properties", {}).items() if "const" in v), None)
                     for wire, prop in props.items():
-                        if wire == "_meta":
-                            continue
+                        if wire == "_meta" or prop.get("type") == "null":
+                            continue  # a variant where the field is absent or null adds no type
                         if tag_field == wire:
                             types.setdefault(wire, []).append("str")
                         else:
@@ -1025,7 +1177,7 @@ class Generator:
         """
         assert union.discriminator is not None
         assert union.unknown is not None
-        if union.untagged is None:
+        if union.untagged is None and not any(v.cls in self.unions for v in union.variants):
             # Fully tagged: pydantic's own discriminator (fast, in Rust), then the catch-all, which
             # also takes a known tag whose fields are invalid (see ``unknown_tag_type``).
             out = ["", f"{union.name}: TypeAlias = Annotated[", "    Union["]
@@ -1076,18 +1228,26 @@ class Generator:
                 kind = "notification" if p.endswith("Notification") else "request"
                 result = self.response_of(p) if kind == "request" else None
                 stable = not self.is_unstable(p)
-                cap = CAPABILITIES.get(method)
+                cap = self.profile.capabilities.get(method)
                 if cap is not None:
                     self.check_capability(cap)
                 rows.append((method, direction, kind, p, result, stable, cap))
         out = [header, "from __future__ import annotations", ""]
-        out.append("from acpio.schema._lazy import lazy_spec")
-        out.append("from acpio.schema.base import MethodSpec")
+        if self.profile is V1:
+            out.append("from acpio.schema._lazy import lazy_spec")
+            out.append("from acpio.schema.base import MethodSpec")
+        else:
+            out.append("from acpio.schema._lazy import lazy_specs")
+            out.append("from acpio.schema.base import MethodSpec")
+            out += ["", f"lazy_spec = lazy_specs({self.profile.package + '._models'!r})"]
         out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS", "SCHEMA_SOURCE"]', ""]
         out.append("#: The schema these models were generated from (``acpio --version`` prints it).")
         out.append(f"SCHEMA_SOURCE = {source!r}")
         out.append("")
-        out.append("#: Every ACP v1 method (stable and unstable), in the order of meta.unstable.json.")
+        out.append(
+            f"#: Every ACP v{self.profile.version} method (stable and unstable), in the order of "
+            f"{self.profile.meta}."
+        )
         out.append(
             "#: A row names its models: each is created the first time ``params`` or ``result`` is read."
         )
@@ -1122,62 +1282,83 @@ class Generator:
             node = self.defs[target] if target else prop
 
 
-def schema_source(spec: Path, digest: str) -> str:
+def schema_source(spec: Path, profile: Profile, digest: str) -> str:
     """Where the schema comes from, as ``spec/README.md`` tells it, and the digest of the file read."""
     readme = spec / "README.md"
     text = readme.read_text() if readme.exists() else ""
     bundle = re.search(r"`(@agentclientprotocol/sdk)` ([0-9][0-9.]*)", text)
-    origin = f"ACP v1 schema bundled in {bundle[1]} {bundle[2]}" if bundle else "ACP v1 schema"
+    name = f"ACP v{profile.version} schema"
+    origin = f"{name} bundled in {bundle[1]} {bundle[2]}" if bundle else name
     return f"{origin} (schema.unstable.json sha256 {digest})"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", type=Path, default=ROOT.parent / "shared" / "spec")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed files are stale")
-    args = parser.parse_args()
+def generate(spec: Path, profile: Profile) -> tuple[Generator, dict[Path, str]]:
+    """The generator that read ``profile``'s schema, and the text of each file it generates."""
+    folder = spec / f"v{profile.version}"
     paths = {
-        "unstable": args.spec / "v1" / "schema.unstable.json",
-        "stable": args.spec / "v1" / "schema.json",
-        "meta": args.spec / "v1" / "meta.unstable.json",
+        "unstable": folder / "schema.unstable.json",
+        "stable": folder / "schema.json",
+        "meta": folder / profile.meta,
     }
     texts = {k: p.read_bytes() for k, p in paths.items()}
     digest = hashlib.sha256(texts["unstable"]).hexdigest()[:16]
-    gen = Generator(*(json.loads(texts[k]) for k in ("unstable", "stable", "meta")))
+    gen = Generator(*(json.loads(texts[k]) for k in ("unstable", "stable", "meta")), profile=profile)
     gen.plan()
     gen.build_models()
+    version = f"ACP v{profile.version}"
     header = (
-        "# GENERATED by scripts/generate_schema.py from the ACP v1 schema "
+        f"# GENERATED by scripts/generate_schema.py from the {version} schema "
         f"(schema.unstable.json sha256 {digest}). DO NOT EDIT.\n"
         "# Regenerate with `make schema`; docs/schema.md explains the rules.\n"
         '"""{doc}"""\n'
     )
     models, stub = gen.emit_models(
         header.format(
-            doc="The ACP v1 models (stable and unstable), generated: each class created on first use."
+            doc=f"The {version} models (stable and unstable), generated: each class created on first use."
         ),
-        header.format(doc="The ACP v1 models (stable and unstable), as type checkers see them; generated."),
+        header.format(
+            doc=f"The {version} models (stable and unstable), as type checkers see them; generated."
+        ),
     )
-    outputs = {
-        OUT_MODELS: models,
-        OUT_MODELS_STUB: stub,
-        OUT_METHODS: gen.emit_methods(
-            header.format(doc="The ACP v1 method table, generated."), schema_source(args.spec, digest)
+    out = profile.out_dir
+    return gen, {
+        out / "_models.py": models,
+        out / "_models.pyi": stub,
+        out / "methods.py": gen.emit_methods(
+            header.format(doc=f"The {version} method table, generated."), schema_source(spec, profile, digest)
         ),
     }
-    stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
-    if args.check:
-        for p in stale:
-            print(f"{p.relative_to(ROOT)} is stale: run `make schema`", file=sys.stderr)
-        return 1 if stale else 0
-    for p in stale:  # an unchanged file keeps its mtime, so its cached bytecode stays valid
-        p.write_text(outputs[p])
-    print(
-        f"{len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
-        f"{len(gen.aliases)} aliases; "
-        + (f"wrote {', '.join(str(p.relative_to(ROOT)) for p in stale)}" if stale else "already up to date")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", type=Path, default=ROOT.parent / "shared" / "spec")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the committed files are stale")
+    parser.add_argument(
+        "--version", type=int, choices=sorted(PROFILES), action="append", help="only this protocol version"
     )
-    return 0
+    args = parser.parse_args()
+    status = 0
+    for version in args.version or sorted(PROFILES):
+        gen, outputs = generate(args.spec, PROFILES[version])
+        stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
+        if args.check:
+            for p in stale:
+                print(f"{p.relative_to(ROOT)} is stale: run `make schema`", file=sys.stderr)
+            status = status or (1 if stale else 0)
+            continue
+        for p in stale:  # an unchanged file keeps its mtime, so its cached bytecode stays valid
+            p.write_text(outputs[p])
+        print(
+            f"v{version}: {len(gen.models)} models, {len(gen.enums)} enums, {len(gen.unions)} unions, "
+            f"{len(gen.aliases)} aliases; "
+            + (
+                f"wrote {', '.join(str(p.relative_to(ROOT)) for p in stale)}"
+                if stale
+                else "already up to date"
+            )
+        )
+    return status
 
 
 if __name__ == "__main__":

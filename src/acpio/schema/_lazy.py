@@ -20,11 +20,11 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acpio.schema.base import MethodSpec
 
-__all__ = ["LazyNames", "forward_module", "lazy_spec"]
+__all__ = ["LazyNames", "LazySpec", "forward_module", "lazy_spec", "lazy_specs"]
 
 #: A definer, and the names to create before and after it (see the module docstring).
 Entry = tuple[Callable[[], Any], tuple[str, ...], tuple[str, ...]]
@@ -122,11 +122,11 @@ def forward_module(
     return __getattr__, __dir__
 
 
-_MODELS = "acpio.schema._models"
+class LazySpec(Protocol):
+    """Makes a row of a method table whose ``params`` and ``result`` are named, created when read."""
 
-if TYPE_CHECKING:
-
-    def lazy_spec(
+    def __call__(
+        self,
         method: str,
         direction: Any,
         kind: Any,
@@ -136,7 +136,14 @@ if TYPE_CHECKING:
         stable: bool,
         capability: str | None,
     ) -> MethodSpec:
-        """A row of the method table whose ``params`` and ``result`` are named, created when read."""
+        """The row; its models are read from the models module the first time they are used."""
+        ...
+
+
+if TYPE_CHECKING:
+
+    def lazy_specs(models: str) -> LazySpec:
+        """The row maker of a method table whose models live in module ``models``."""
         ...
 
 else:
@@ -146,7 +153,7 @@ else:
     def _model(slot: Any, row: MethodSpec) -> Any:
         value = slot.__get__(row)
         if isinstance(value, str):
-            value = getattr(importlib.import_module(_MODELS), value)
+            value = getattr(importlib.import_module(row._models), value)
             slot.__set__(row, value)
         return value
 
@@ -154,6 +161,7 @@ else:
         """A :class:`MethodSpec` that holds its models' names until ``params`` or ``result`` is read."""
 
         __slots__ = ()
+        _models = "acpio.schema._models"
 
         params = property(lambda self: _model(_params_slot, self), _params_slot.__set__)
         result = property(lambda self: _model(_result_slot, self), _result_slot.__set__)
@@ -168,9 +176,23 @@ else:
 
         __hash__ = MethodSpec.__hash__
 
+        def __reduce__(self) -> tuple[Any, ...]:
+            # unpickled as the plain row it equals (its class is made per table, not importable)
+            return (MethodSpec, _fields(self))
+
     def _fields(row: MethodSpec) -> tuple[Any, ...]:
         return (row.method, row.direction, row.kind, row.params, row.result, row.stable, row.capability)
 
-    def lazy_spec(method, direction, kind, params, result, *, stable, capability):
-        """A row of the method table whose ``params`` and ``result`` are named, created when read."""
-        return _LazyRow(method, direction, kind, params, result, stable, capability)
+    def lazy_specs(models):
+        """The row maker of a method table whose models live in module ``models``."""
+        row_class = type("_LazyRow", (_LazyRow,), {"__slots__": (), "_models": models})
+
+        def lazy_spec(method, direction, kind, params, result, *, stable, capability):
+            """A row of the method table whose ``params`` and ``result`` are named, created when read."""
+            return row_class(method, direction, kind, params, result, stable, capability)
+
+        return lazy_spec
+
+
+#: The row maker of v1's method table (``acpio.schema.methods``).
+lazy_spec: LazySpec = lazy_specs("acpio.schema._models")
