@@ -9,7 +9,6 @@ model.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, overload, runtime_checkable
@@ -22,6 +21,7 @@ from acpio.jsonrpc import (
     Dispatch,
     Handler,
     RequestDispatch,
+    Responder,
     Role,
     TypedRequest,
     Unhandled,
@@ -77,7 +77,11 @@ _INITIALIZE_METHOD: Final = "initialize"
 
 
 class _InitializeRecorder:
-    """The first handler of an agent's connection: records what the client advertised, passes it on."""
+    """The first handler of an agent's connection: records what the client advertised, passes it on.
+
+    The request goes on with a responder that records the version the agent answers with
+    (:meth:`PeerState.record_answer`) before the answer is sent.
+    """
 
     __slots__ = ("peer_state",)
 
@@ -89,12 +93,41 @@ class _InitializeRecorder:
         return message.method == _INITIALIZE_METHOD and type(message) is RequestDispatch
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
-        """Record the client's capabilities (if its params are valid), then pass the request on."""
-        from acpio.schema import InitializeRequest
+        """Record the client's capabilities, then pass the request on to be answered."""
+        assert isinstance(message, RequestDispatch)
+        self.peer_state.record_client_params(message.params)
+        original = message.responder
+        watched: Responder[Any] = Responder(
+            _AnswerRecorder(original, self.peer_state), original.id, original.method, original.cancel_flag
+        )
+        return Unhandled(RequestDispatch(message.method, message.params, message.id, watched, message.peer))
 
-        with contextlib.suppress(RequestError):  # invalid params: the handler that answers says so
-            self.peer_state.record_request(message.parse(InitializeRequest))
-        return Unhandled(message)
+
+class _AnswerRecorder:
+    """Answers an ``initialize`` with the original responder, recording the version answered first."""
+
+    __slots__ = ("_original", "_peer_state")
+
+    def __init__(self, original: Responder[Any], peer_state: PeerState) -> None:
+        self._original = original
+        self._peer_state = peer_state
+
+    def answer(self, responder: Responder[Any], value: Any, error: RequestError | None) -> None:
+        """Record the answered version (a typed answer or its wire form), then send the answer."""
+        if error is not None:
+            self._original.respond_with_error(error)
+            return
+        version = (
+            value.get("protocolVersion")
+            if isinstance(value, dict)
+            else getattr(value, "protocol_version", None)
+        )
+        if type(version) is int:
+            self._peer_state.record_answer(version)
+        self._original.respond(value)
+
+    def unanswered(self, responder: Responder[Any]) -> None:
+        """Nothing: the original responder, dropped with this one, reports it."""
 
 
 class AcpConnection(Connection):
@@ -164,7 +197,13 @@ class AcpConnection(Connection):
 
     @property
     def protocol_version(self) -> int | None:
-        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        """The ACP version this connection speaks: the one the agent answered ``initialize`` with.
+
+        ``None`` before that. A client's connection knows it once the answer to a typed
+        ``initialize`` it sent arrived; an agent's once its handler answered the client's
+        ``initialize`` (the version read from the answer, typed or a dict). On 2, the checks of
+        what is sent read v2's method table and capability shapes (see :meth:`send_request_to`).
+        """
         return self.peer_state.protocol_version
 
     @property
@@ -210,7 +249,10 @@ class AcpConnection(Connection):
           server...) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
         * on an agent's connection, a request the client did not advertise in its ``initialize``
           request (``fs/*``, ``terminal/*``, ``elicitation/create``...; before that request, any
-          of them) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent.
+          of them) raises :class:`~acpio.capabilities.CapabilityNotAdvertised` instead of being sent;
+          on a v2 connection (:attr:`protocol_version` 2) a v1 method v2 does not have
+          (``fs/read_text_file``, ``terminal/create``...) raises
+          :class:`~acpio.errors.NotInProtocolVersion`.
 
         The checks are those of :meth:`acpio.peer.PeerState.check`; a method name with raw
         ``params`` is sent as it is.

@@ -13,10 +13,11 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from acpio.errors import AcpError
+from acpio.errors import AcpError, NotInProtocolVersion
+from acpio.versions import is_v2_shaped, v1_initialize_params
 
 if TYPE_CHECKING:
-    from acpio.schema import InitializeRequest, InitializeResponse
+    from acpio.schema import AcpModel, InitializeRequest, InitializeResponse, v2
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -63,11 +64,16 @@ class CapabilityNotAdvertised(AcpError):
     ``clientCapabilities.terminal``). Check the peer's features before calling, or do without.
     """
 
-    def __init__(self, method: str, capability: str, *, what: str | None = None) -> None:
+    def __init__(
+        self, method: str, capability: str, *, what: str | None = None, protocol_version: int = 1
+    ) -> None:
         self.method = method
         self.capability = capability
         side, _, path = capability.partition(".")
-        owner = "agentCapabilities" if side == "A" else "clientCapabilities"
+        if protocol_version >= 2:
+            owner = "capabilities"
+        else:
+            owner = "agentCapabilities" if side == "A" else "clientCapabilities"
         peer = "agent" if side == "A" else "client"
         subject = method if what is None else f"{what} in {method}"
         super().__init__(
@@ -163,37 +169,75 @@ def _capability_on(root: dict[str, Any], path: list[str]) -> bool:
 
 
 class _Features:
-    """Shared reading of one side's capabilities (a wire-form dict)."""
+    """Shared reading of one side's capabilities (a wire-form dict) in one protocol version.
+
+    ``protocol_version`` says which method table and which capability shapes apply: v1's
+    (``agentCapabilities``/``clientCapabilities``, booleans and objects) or v2's
+    (``capabilities``, every marker an object: ``{}`` is on).
+    """
 
     _SIDE: str
 
-    def __init__(self, capabilities: dict[str, Any]) -> None:
+    def __init__(self, capabilities: dict[str, Any], *, protocol_version: int = 1) -> None:
         self._caps = capabilities
+        #: The ACP version whose methods and capability shapes these are.
+        self.protocol_version = protocol_version
 
     def has(self, path: str) -> bool:
         """Whether the capability at ``path`` (``"loadSession"``, ``"fs.readTextFile"``...) is on."""
         return _capability_on(self._caps, path.split("."))
 
     def supports(self, method: str) -> bool:
-        """Whether this side may be sent ``method``: it is baseline, or its capability is on."""
-        capability = _capability_for(method)
+        """Whether this side may be sent ``method``: it exists in the version, baseline or advertised."""
+        known, capability = _capability_for(method, self.protocol_version)
+        if not known:
+            return False
         if capability is None or not capability.startswith(self._SIDE + "."):
             return True
         return self.has(capability.partition(".")[2])
 
     def require(self, method: str) -> None:
-        """Raise :class:`CapabilityNotAdvertised` unless :meth:`supports` ``method``."""
-        if not self.supports(method):
-            capability = _capability_for(method)
-            assert capability is not None
-            raise CapabilityNotAdvertised(method, capability)
+        """Raise unless :meth:`supports` ``method``.
+
+        :class:`~acpio.errors.NotInProtocolVersion` for a method the version does not have (the
+        client's ``fs/*`` and ``terminal/*`` on v2), :class:`CapabilityNotAdvertised` for one the
+        peer did not advertise.
+        """
+        if self.supports(method):
+            return
+        known, capability = _capability_for(method, self.protocol_version)
+        if not known:
+            raise NotInProtocolVersion(method, self.protocol_version, _instead(method))
+        assert capability is not None
+        raise CapabilityNotAdvertised(method, capability, protocol_version=self.protocol_version)
 
 
-def _capability_for(method: str) -> str | None:
-    from acpio.schema import NOTIFICATIONS, REQUESTS
+def _capability_for(method: str, protocol_version: int = 1) -> tuple[bool, str | None]:
+    """Whether ``method`` exists in ``protocol_version`` (extension methods always do), and its capability."""
+    if protocol_version >= 2:
+        from acpio.schema.v2 import NOTIFICATIONS, REQUESTS
+    else:
+        from acpio.schema import NOTIFICATIONS, REQUESTS
 
     spec = REQUESTS.get(method) or NOTIFICATIONS.get(method)
-    return None if spec is None else spec.capability
+    if spec is None:
+        return protocol_version < 2 or method.startswith("_"), None
+    return True, spec.capability
+
+
+def _instead(method: str) -> str:
+    """What a v2 agent does instead of calling a v1 client method that v2 removed."""
+    if method.startswith("fs/"):
+        return (
+            "v2 clients expose no file system methods; read and write files in the agent, or use an "
+            "MCP server the client passed in mcpServers"
+        )
+    if method.startswith("terminal/"):
+        return (
+            "v2 terminals belong to the agent: run the command yourself and show it to the client "
+            "with terminal_update and terminal_output_chunk session updates"
+        )
+    return "see docs/v2.md for what replaced it"
 
 
 class AgentFeatures(_Features):
@@ -202,10 +246,19 @@ class AgentFeatures(_Features):
     _SIDE = "A"
 
     @classmethod
-    def from_response(cls, response: InitializeResponse) -> AgentFeatures:
-        """The features of the agent that sent ``response``."""
-        caps = response.agent_capabilities
-        return cls(caps.to_wire() if caps is not None else {})
+    def from_response(cls, response: InitializeResponse | v2.InitializeResponse) -> AgentFeatures:
+        """The features of the agent that sent ``response`` (a v1 or a v2 answer)."""
+        from acpio.schema import InitializeResponse
+
+        caps: AcpModel | None
+        if isinstance(response, InitializeResponse):
+            caps, version = response.agent_capabilities, 1
+        else:
+            caps, version = response.capabilities, 2
+        return cls(caps.to_wire() if caps is not None else {}, protocol_version=version)
+
+    def _path(self, v1: str, v2: str) -> str:
+        return v2 if self.protocol_version >= 2 else v1
 
     def require_prompt(self, blocks: Iterable[object]) -> None:
         """Raise :class:`CapabilityNotAdvertised` for a prompt content block the agent did not advertise.
@@ -216,9 +269,13 @@ class AgentFeatures(_Features):
         for block in blocks:
             kind = _wire_type(block)
             flag = _PROMPT_CONTENT_CAPABILITY.get(kind or "")
-            if flag is not None and not self.has(f"promptCapabilities.{flag}"):
+            path = self._path(f"promptCapabilities.{flag}", f"session.prompt.{flag}")
+            if flag is not None and not self.has(path):
                 raise CapabilityNotAdvertised(
-                    "session/prompt", f"A.promptCapabilities.{flag}", what=f"a {kind} content block"
+                    "session/prompt",
+                    f"A.{path}",
+                    what=f"a {kind} content block",
+                    protocol_version=self.protocol_version,
                 )
 
     def require_session_setup(self, method: str, params: object) -> None:
@@ -228,18 +285,19 @@ class AgentFeatures(_Features):
         non-empty ``additionalDirectories`` needs ``sessionCapabilities.additionalDirectories``.
         Stdio MCP servers are always allowed.
         """
+        version = self.protocol_version
         for server in getattr(params, "mcp_servers", None) or ():
             kind = _wire_type(server)
             flag = _MCP_TRANSPORT_CAPABILITY.get(kind or "")
-            if flag is not None and not self.has(f"mcpCapabilities.{flag}"):
+            path = self._path(f"mcpCapabilities.{flag}", f"session.mcp.{flag}")
+            if flag is not None and not self.has(path):
                 raise CapabilityNotAdvertised(
-                    method, f"A.mcpCapabilities.{flag}", what=f"a {kind} MCP server"
+                    method, f"A.{path}", what=f"a {kind} MCP server", protocol_version=version
                 )
-        if getattr(params, "additional_directories", None) and not self.has(
-            "sessionCapabilities.additionalDirectories"
-        ):
+        path = self._path("sessionCapabilities.additionalDirectories", "session.additionalDirectories")
+        if getattr(params, "additional_directories", None) and not self.has(path):
             raise CapabilityNotAdvertised(
-                method, "A.sessionCapabilities.additionalDirectories", what="additionalDirectories"
+                method, f"A.{path}", what="additionalDirectories", protocol_version=version
             )
 
     def require_params(self, method: str, params: object) -> None:
@@ -317,10 +375,32 @@ class ClientFeatures(_Features):
     _SIDE = "C"
 
     @classmethod
-    def from_request(cls, request: InitializeRequest) -> ClientFeatures:
-        """The features of the client that sent ``request``."""
-        caps = request.client_capabilities
-        return cls(caps.to_wire() if caps is not None else {})
+    def from_request(cls, request: InitializeRequest | v2.InitializeRequest) -> ClientFeatures:
+        """The features of the client that sent ``request`` (a v1 or a v2 ``initialize``)."""
+        from acpio.schema import InitializeRequest
+
+        caps: AcpModel | None
+        if isinstance(request, InitializeRequest):
+            caps, version = request.client_capabilities, 1
+        else:
+            caps, version = request.capabilities, 2
+        return cls(caps.to_wire() if caps is not None else {}, protocol_version=version)
+
+    @classmethod
+    def from_params(cls, params: object, protocol_version: int) -> ClientFeatures:
+        """The features in raw ``initialize`` params, read as ``protocol_version`` reads them.
+
+        A v2-shaped request (:func:`acpio.versions.is_v2_shaped`) read as v1 is converted first
+        (:func:`acpio.versions.v1_initialize_params`): a v2 client has no ``fs`` nor ``terminal``.
+        """
+        wire = params if isinstance(params, dict) else {}
+        if protocol_version >= 2:
+            caps = wire.get("capabilities")
+        else:
+            if is_v2_shaped(wire):
+                wire = v1_initialize_params(wire)
+            caps = wire.get("clientCapabilities")
+        return cls(caps if isinstance(caps, dict) else {}, protocol_version=protocol_version)
 
     @property
     def read_text_file(self) -> bool:

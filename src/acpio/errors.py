@@ -15,6 +15,7 @@ Every exception acpio raises derives from :class:`AcpError`::
     │   └── UnsupportedProtocolVersionError  -32022  the agent speaks no version the client can use
     ├── ConnectionClosed             the connection ended while something still waited on it
     ├── DeadlockError                a handler awaited a response that only its own dispatch loop can read
+    ├── NotInProtocolVersion         a feature the connection's negotiated ACP version does not have
     └── TransportError               the bytes could not be read or written (a broken pipe, a dead process)
 
 Raise a :class:`RequestError` (or one of its subclasses) from a handler to answer the request with
@@ -39,6 +40,7 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "MethodNotFound",
+    "NotInProtocolVersion",
     "ParseError",
     "RequestCancelled",
     "RequestError",
@@ -283,6 +285,27 @@ class DeadlockError(AcpError):
     await could never finish. Move the await into ``cx.spawn(...)``, or use
     ``sent.on_receiving_result(callback)`` instead of awaiting.
     """
+
+
+class NotInProtocolVersion(AcpError):
+    """A feature was used that the ACP version negotiated on this connection does not have.
+
+    ``feature`` names it (``"client terminals (turn.run_command)"``), ``version`` is the negotiated
+    version, ``instead`` what to use on that version. Raised before anything is sent: check
+    ``turn.protocol_version`` first, or use what ``instead`` says.
+    """
+
+    def __init__(self, feature: str, version: int, instead: str) -> None:
+        self.feature = feature
+        self.version = version
+        self.instead = instead
+        super().__init__(f"{feature} does not exist in ACP v{version}: {instead}")
+
+    def __repr__(self) -> str:
+        return (
+            f"NotInProtocolVersion(feature={self.feature!r}, version={self.version!r}, "
+            f"instead={self.instead!r})"
+        )
 
 
 class TransportError(AcpError):

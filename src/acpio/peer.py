@@ -26,10 +26,11 @@ from acpio.capabilities import (
     check_agent_version,
     fill_required_fields,
 )
+from acpio.versions import is_v2_shaped
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import SentRequest
-    from acpio.schema import InitializeRequest, InitializeResponse
+    from acpio.jsonrpc import JsonValue, SentRequest
+    from acpio.schema import InitializeRequest, InitializeResponse, v2
 
 __all__ = ["InitializeFirst", "PeerState"]
 
@@ -54,7 +55,15 @@ class PeerState:
     counterpart goes through.
     """
 
-    __slots__ = ("_agent_features", "_client_features", "_initializing", "_protocol_version", "counterpart")
+    __slots__ = (
+        "_agent_features",
+        "_client_features",
+        "_client_params",
+        "_initializing",
+        "_offered",
+        "_protocol_version",
+        "counterpart",
+    )
 
     def __init__(self, counterpart: Literal["agent", "client"]) -> None:
         #: Whose state this is: the ``"agent"`` (for a client, or a proxy's successor) or the ``"client"``.
@@ -62,6 +71,10 @@ class PeerState:
         self._protocol_version: int | None = None
         self._agent_features: AgentFeatures | None = None
         self._client_features: ClientFeatures | None = None
+        #: The ``initialize`` params a client sent this agent, read again once the version is answered.
+        self._client_params: JsonValue = None
+        #: The version this client asked for in its ``initialize`` (a v2 answer needs 2 or more).
+        self._offered = 1
         #: The ``initialize`` being answered (see :meth:`follow`), until its answer is read.
         self._initializing: SentRequest[InitializeResponse] | None = None
 
@@ -73,7 +86,10 @@ class PeerState:
 
     @property
     def protocol_version(self) -> int | None:
-        """The protocol version the agent answered ``initialize`` with; ``None`` before that."""
+        """The protocol version the agent answered ``initialize`` with; ``None`` before that.
+
+        Both sides know it: a client's state once the answer arrived, an agent's once it answered.
+        """
         self._read_answer()
         return self._protocol_version
 
@@ -95,14 +111,38 @@ class PeerState:
         side does not speak the version the agent answered with (the spec then wants the connection
         closed: the caller's part).
         """
-        check_agent_version(response.protocol_version)
+        check_agent_version(response.protocol_version, self._answerable())
         self._protocol_version = response.protocol_version
         self._agent_features = AgentFeatures.from_response(response)
         return response
 
-    def record_request(self, request: InitializeRequest) -> None:
-        """Record the client's ``initialize`` request (its capabilities)."""
+    def _answerable(self) -> tuple[int, ...]:
+        """The versions this client may be answered: v1, and v2 when it asked for 2 or more."""
+        return (1, 2) if self._offered >= 2 else (1,)
+
+    def record_request(self, request: InitializeRequest | v2.InitializeRequest) -> None:
+        """Record the ``initialize`` request this client sent (its capabilities, the version it asked for)."""
         self._client_features = ClientFeatures.from_request(request)
+        self._offered = request.protocol_version
+
+    def record_client_params(self, params: JsonValue) -> None:
+        """Record the params of the client's ``initialize`` as this agent received them.
+
+        Its capabilities are read in the shape it is written in (:func:`acpio.versions.is_v2_shaped`)
+        until :meth:`record_answer` says which version the agent answered with.
+        """
+        self._client_params = params
+        version = 2 if isinstance(params, dict) and is_v2_shaped(params) else 1
+        self._client_features = ClientFeatures.from_params(params, version)
+
+    def record_answer(self, version: int) -> None:
+        """Record that this agent answered ``initialize`` with ``version``: the connection speaks it.
+
+        The client's capabilities are read again in that version's shape (a v2 request answered
+        with 1 is read as a v1 client with no ``fs`` nor ``terminal``).
+        """
+        self._protocol_version = version
+        self._client_features = ClientFeatures.from_params(self._client_params, version)
 
     def follow(
         self, sent: SentRequest[InitializeResponse], on_unsupported: Callable[[], object]

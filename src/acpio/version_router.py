@@ -21,10 +21,11 @@ A failed ``initialize`` leaves the connection unrouted: the client may send anot
 succeeds, the connection belongs to its component for good; a repeated ``initialize`` is that
 component's to answer (as in the TypeScript SDK's ``AgentProtocolRouter``).
 
-A v2-shaped ``initialize`` (a requested version of 2 or more) routed to a v1 component is
-converted to v1's shape: ``info`` becomes ``clientInfo``, and ``capabilities`` the v1
-``clientCapabilities`` of a v2 client (no ``fs`` nor ``terminal``, which v2 does not have;
-``auth.terminal`` and ``elicitation`` carried over; boolean config options, baseline in v2, on).
+A v2-shaped ``initialize`` (:func:`acpio.versions.is_v2_shaped`: ``info`` and ``capabilities``
+rather than v1's ``clientInfo`` and ``clientCapabilities``) routed to a v1 component is converted
+to v1's shape: ``info`` becomes ``clientInfo``, and ``capabilities`` the v1 ``clientCapabilities``
+of a v2 client (no ``fs`` nor ``terminal``, which v2 does not have; ``auth.terminal`` and
+``elicitation`` carried over; boolean config options, baseline in v2, on).
 The component always sees the version it serves in ``protocolVersion``.
 """
 
@@ -51,9 +52,16 @@ from acpio.jsonrpc.messages import (
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
-from acpio.versions import MAX_PROTOCOL_VERSION, requested_version, select_version
+from acpio.versions import (
+    MAX_PROTOCOL_VERSION,
+    is_implementation,
+    is_v2_shaped,
+    requested_version,
+    select_version,
+    v1_initialize_params,
+)
 
-__all__ = ["VersionComponent", "VersionRouter", "v1_initialize_params"]
+__all__ = ["VersionComponent", "VersionRouter"]
 
 _log = logging.getLogger("acpio.router")
 
@@ -183,56 +191,18 @@ class VersionRouter:
         params = request.params
         assert isinstance(params, dict)  # requested_version read it
         if version == 1:
-            params = v1_initialize_params(params) if requested >= 2 else {**params, "protocolVersion": 1}
+            params = (
+                v1_initialize_params(params) if is_v2_shaped(params) else {**params, "protocolVersion": 1}
+            )
         else:  # a newer version than any served: the newest served reads what it knows
             params = {**params, "protocolVersion": version}
-            if not _is_implementation(params.get("info")):
+            if not is_implementation(params.get("info")):
                 params["info"] = _UNKNOWN_INFO
         return version, encode_request(request.id, "initialize", params)
 
 
-#: The ``clientInfo`` of a v2 ``initialize`` whose ``info`` is missing or malformed.
+#: The ``info`` of a v2 ``initialize`` whose ``info`` is missing or malformed.
 _UNKNOWN_INFO: dict[str, JsonValue] = {"name": "unknown", "version": "unknown"}
-
-
-def v1_initialize_params(params: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """The params of a v2-shaped ``initialize``, as a v1 agent reads them.
-
-    ``info`` becomes ``clientInfo`` (left out when it is no ``{name, version}`` object: v1 makes it
-    optional); ``capabilities`` becomes the v1 ``clientCapabilities`` a v2 client has: no ``fs``
-    nor ``terminal`` methods, ``auth.terminal`` and ``elicitation`` as advertised, boolean config
-    options (baseline in v2) on. ``_meta`` is kept.
-    """
-    capabilities = params.get("capabilities")
-    caps = capabilities if isinstance(capabilities, dict) else {}
-    auth = caps.get("auth")
-    auth_caps = auth if isinstance(auth, dict) else {}
-    v1_auth: dict[str, JsonValue] = {"terminal": auth_caps.get("terminal") is not None}
-    if auth_caps.get("_meta") is not None:
-        v1_auth["_meta"] = auth_caps["_meta"]
-    client: dict[str, JsonValue] = {
-        "fs": {"readTextFile": False, "writeTextFile": False},
-        "terminal": False,
-        "session": {"configOptions": {"boolean": {}}},
-        "auth": v1_auth,
-    }
-    for key in ("elicitation", "_meta"):
-        if caps.get(key) is not None:
-            client[key] = caps[key]
-    converted: dict[str, JsonValue] = {"protocolVersion": 1, "clientCapabilities": client}
-    info = params.get("info")
-    if _is_implementation(info):
-        converted["clientInfo"] = info
-    if params.get("_meta") is not None:
-        converted["_meta"] = params["_meta"]
-    return converted
-
-
-def _is_implementation(info: JsonValue) -> bool:
-    """Whether ``info`` is an ``Implementation`` object: a ``name`` and a ``version``, both strings."""
-    return (
-        isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)
-    )
 
 
 class _Handoff:
