@@ -52,7 +52,7 @@ from acpio.mcp.wire import (
     RESOURCE_LIMIT,
     parse_envelope,
 )
-from acpio.roles import Agent, Client, Proxy
+from acpio.roles import Agent, Client, Proxy, note_protocol_version
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import Builder, Connection, SentRequest
@@ -133,6 +133,7 @@ async def _initialize(
         if mcp.get("http") in (True, {}) and mcp.get("acp") in (None, False):
             endpoint(cx).bridging = True
             mcp["acp"] = on
+    note_protocol_version(cx, answer)
     message.responder.respond(answer)
 
 
