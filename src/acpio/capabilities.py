@@ -4,7 +4,10 @@ A client asks :class:`AgentFeatures` what the agent can do before calling an opt
 (``session/load``, ``session/list``...); an agent asks :class:`ClientFeatures` before calling
 ``fs/read_text_file`` or ``terminal/create``. Both read the capability paths of the method table
 (``acpio.schema.METHODS``), so the rule "a boolean capability is on only when ``true``; an object
-capability is on when present and not ``null``" lives in one place.
+capability is on when present and not ``null``" lives in one place. Features know their protocol
+version: on v2 they read v2's method table (``acpio.schema.v2.METHODS``) and its shapes (every
+marker an object under ``capabilities``), and a method v2 does not have is refused with
+:class:`~acpio.errors.NotInProtocolVersion`.
 """
 
 from __future__ import annotations
@@ -269,8 +272,10 @@ class AgentFeatures(_Features):
         for block in blocks:
             kind = _wire_type(block)
             flag = _PROMPT_CONTENT_CAPABILITY.get(kind or "")
+            if flag is None:
+                continue
             path = self._path(f"promptCapabilities.{flag}", f"session.prompt.{flag}")
-            if flag is not None and not self.has(path):
+            if not self.has(path):
                 raise CapabilityNotAdvertised(
                     "session/prompt",
                     f"A.{path}",
@@ -289,8 +294,10 @@ class AgentFeatures(_Features):
         for server in getattr(params, "mcp_servers", None) or ():
             kind = _wire_type(server)
             flag = _MCP_TRANSPORT_CAPABILITY.get(kind or "")
+            if flag is None:
+                continue
             path = self._path(f"mcpCapabilities.{flag}", f"session.mcp.{flag}")
-            if flag is not None and not self.has(path):
+            if not self.has(path):
                 raise CapabilityNotAdvertised(
                     method, f"A.{path}", what=f"a {kind} MCP server", protocol_version=version
                 )

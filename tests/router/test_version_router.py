@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from acpio import VersionRouter
+from acpio import ChannelListener, VersionRouter
 from acpio.testing import WirePeer
 
 from ._support import Recorder
@@ -213,3 +214,31 @@ def test_a_router_refuses_what_it_cannot_route() -> None:
         VersionRouter({-1: Recorder(1)})
     with pytest.raises(TypeError, match="has no serve"):
         VersionRouter({1: object()})  # type: ignore[dict-item]
+
+
+async def test_a_listener_s_connections_are_routed_each_on_its_own() -> None:
+    recorders = {1: Recorder(1), 2: Recorder(2)}
+    router = VersionRouter(recorders)
+    listener = ChannelListener()
+    serving = asyncio.create_task(router.serve(listener))
+    first, second = WirePeer(listener.connect()), WirePeer(listener.connect())
+    second.request("initialize", {"protocolVersion": 2, "info": {"name": "c", "version": "1"}}, request_id=1)
+    first.request("initialize", {"protocolVersion": 1}, request_id=1)
+    assert (await first.recv())["result"]["servedBy"] == 1
+    assert (await second.recv())["result"]["servedBy"] == 2
+    await listener.aclose()
+    await asyncio.wait_for(serving, 5)
+    assert (recorders[1].connections, recorders[2].connections) == (1, 1)
+    with pytest.raises(TypeError, match="on_error= is for serving a listener"):
+        await router.serve(Recorder(1).builder, on_error=print)
+
+
+async def test_a_v1_shaped_initialize_asking_for_a_newer_version_keeps_its_v1_capabilities() -> None:
+    async with routed(1) as (peer, recorders):
+        params = {
+            "protocolVersion": 7,
+            "clientCapabilities": {"fs": {"readTextFile": True}, "terminal": True},
+        }
+        peer.request("initialize", params, request_id=1)
+        await peer.recv()
+        assert recorders[1].seen == [("initialize", {**params, "protocolVersion": 1})]
