@@ -5,9 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from acpio.schema import v2
 from acpio.testing import WirePeer
 
 INFO = {"name": "test-editor", "version": "1.0"}
+#: Updates v1 has and v2 does not.
+_V1_ONLY = {"tool_call", "plan", "current_mode_update"}
+
+
+def _is_v1_chunk(update: dict[str, Any]) -> bool:
+    return (
+        str(update.get("sessionUpdate")).endswith("_chunk")
+        and "messageId" not in update
+        and "toolCallId" not in update
+        and "terminalId" not in update
+    )
 
 
 async def initialize_v2(peer: WirePeer, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -18,6 +30,7 @@ async def initialize_v2(peer: WirePeer, capabilities: dict[str, Any] | None = No
     answer = await peer.response_to(asked)
     assert "result" in answer, answer
     result: dict[str, Any] = answer["result"]
+    v2.InitializeResponse.model_validate(result)
     return result
 
 
@@ -53,6 +66,7 @@ async def run_turn(peer: WirePeer, session_id: str, text: str) -> tuple[dict[str
     asked = prompt_v2(peer, session_id, text)
     frames: list[Any] = []
     answer = await peer.response_to(asked, frames)
+    v2.PromptResponse.model_validate(answer["result"])
     idle = await peer.until(is_idle, frames)
     frames.append(idle)
     assert all(f.get("method") == "session/update" for f in frames), frames
@@ -60,8 +74,23 @@ async def run_turn(peer: WirePeer, session_id: str, text: str) -> tuple[dict[str
     return answer, [f["params"]["update"] for f in frames]
 
 
+def check_v2(update: dict[str, Any]) -> None:
+    """Fail unless ``update`` is a known variant of v2's session update union, valid as the models read it."""
+    note = v2.UpdateSessionNotification.model_validate({"sessionId": "s", "update": update})
+    parsed = note.update
+    assert not type(parsed).__name__.startswith("Unknown"), update
+    state = getattr(parsed, "state", None)
+    assert state is None or not type(state).__name__.startswith("Unknown"), update
+
+
 def kinds(updates: list[dict[str, Any]]) -> list[str]:
-    """The ``sessionUpdate`` of each update (``state_update:<state>`` for states)."""
+    """Each update's ``sessionUpdate`` (``state_update:<state>`` for states), checked by :func:`check_v2`.
+
+    v1 updates (those without a v2 shape) are not checked.
+    """
+    for update in updates:
+        if update.get("sessionUpdate") not in _V1_ONLY and not _is_v1_chunk(update):
+            check_v2(update)
     return [
         f"state_update:{u['state']}" if u["sessionUpdate"] == "state_update" else u["sessionUpdate"]
         for u in updates

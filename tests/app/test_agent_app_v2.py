@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.schema import v2
 from acpio.testing import serving
 
 from ._wire_v2 import initialize_v2, kinds, open_session_v2, prompt_v2, run_turn
@@ -208,6 +209,7 @@ async def test_a_permission_has_title_subject_and_requires_action(tmp_path: Path
         peer.respond(second, {"outcome": {"outcome": "_vendor_maybe"}})  # unknown: not approval
         await peer.until(lambda f: f.get("params", {}).get("update", {}).get("state") == "idle", seen)
     params = first["params"]
+    v2.RequestPermissionRequest.model_validate(params)
     assert params["title"] == "Delete cache"
     assert params["description"] == "It holds 2 GB"
     assert params["subject"]["type"] == "tool_call"

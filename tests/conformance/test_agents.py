@@ -37,9 +37,6 @@ AGENTS = (
     ),
     AgentCommand("acpio_testy", (PY, "-m", "acpio", "testy"), busy_prompt="sleep 60"),
 )
-#: Example agents that speak ACP v2 only (a v1 client gets -32022): the kit's v1 requirements do
-#: not apply; tests/router and tests/interop/test_router.py run them.
-V2_ONLY = {"v2_echo_agent.py"}
 #: Agents that also serve v2 (``AgentApp(protocols=(1, 2))``): a client asking for a version above
 #: 1 gets v2, which the v1 requirements do not judge; they are checked with the v1 clients.
 BOTH_VERSIONS = (
@@ -47,6 +44,9 @@ BOTH_VERSIONS = (
         "both_versions_agent", (PY, str(EXAMPLES / "both_versions_agent.py")), work_prompt="count these words"
     ),
 )
+#: Example agents that speak ACP v2 only (a v1 client gets -32022): the kit's v1 requirements do
+#: not apply; tests/router and tests/interop/test_router.py run them.
+V2_ONLY = {"v2_echo_agent.py"}
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
