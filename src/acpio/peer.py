@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["InitializeFirst", "PeerState"]
 
 T = TypeVar("T")
+_Answer = TypeVar("_Answer", "InitializeResponse", "v2.InitializeResponse")
 
 #: Which methods :meth:`PeerState.check` refuses before the agent answered ``initialize``:
 #: ``"session"`` the ``session/*`` methods (the builder style), ``"all"`` every method but
@@ -104,8 +105,8 @@ class PeerState:
         """What the client advertised in its ``initialize`` request; ``None`` before it arrived."""
         return self._client_features
 
-    def record_response(self, response: InitializeResponse) -> InitializeResponse:
-        """Record the agent's answer to ``initialize``; return it.
+    def record_response(self, response: _Answer) -> _Answer:
+        """Record the agent's answer to ``initialize`` (a v1 or a v2 one); return it.
 
         Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion`, recording nothing, when this
         side does not speak the version the agent answered with (the spec then wants the connection

@@ -103,6 +103,7 @@ from acpio.jsonrpc import (
 if TYPE_CHECKING:
     from acpio.schema import InitializeProxyRequest
     from acpio.session import SessionConnection
+    from acpio.session.negotiation import ProtocolChoice
 
 __all__ = [
     "LEGACY_PROXY_INITIALIZE_METHOD",
@@ -363,13 +364,37 @@ class Client(_AcpRole):
 
     NAME = "client"
 
+    def __init__(self, *, unstable: bool = False, protocol: ProtocolChoice = "negotiate") -> None:
+        from acpio.session.negotiation import check_protocol_choice  # with the session package, not here
+
+        super().__init__(unstable=unstable)
+        #: The ACP version :meth:`SessionConnection.initialize <acpio.session.SessionConnection.initialize>`
+        #: asks for: ``1``, ``2``, or ``"negotiate"`` (offer v2, accept a v1 answer).
+        self.protocol: ProtocolChoice = check_protocol_choice(protocol)
+
+    def __repr__(self) -> str:
+        options = [f"protocol={self.protocol!r}"] if self.protocol != "negotiate" else []
+        if self.unstable:
+            options.insert(0, "unstable=True")
+        return f"Client({', '.join(options)})"
+
     @classmethod
     def builder(
-        cls, *, name: str | None = None, unstable: bool = False, error_details: bool = True
+        cls,
+        *,
+        name: str | None = None,
+        unstable: bool = False,
+        error_details: bool = True,
+        protocol: ProtocolChoice = "negotiate",
     ) -> Builder[SessionConnection]:
-        """A new builder for a client; its connections are :class:`~acpio.session.SessionConnection`."""
+        """A new builder for a client; its connections are :class:`~acpio.session.SessionConnection`.
+
+        ``protocol`` is the ACP version ``cx.initialize()`` asks for: ``"negotiate"`` (offer v2 and
+        accept a v1 answer on the same connection), ``2`` (v2 only: a v1 agent is an error) or ``1``
+        (v1 only). A typed ``cx.send_request(InitializeRequest(...))`` is sent as written.
+        """
         return Builder(
-            cls(unstable=unstable),
+            cls(unstable=unstable, protocol=protocol),
             name=name,
             connection_class=_session_connection(),
             error_details=error_details,

@@ -78,8 +78,12 @@ class RecordingClient:
     :meth:`run` returns the summary.
     """
 
-    def __init__(self, root: Path, *, permission: str = "allow", timeout: float = 30.0) -> None:
+    def __init__(
+        self, root: Path, *, permission: str = "allow", timeout: float = 30.0, negotiate: bool = False
+    ) -> None:
         self.root = root.resolve()
+        #: Initialize with ``cx.initialize()`` (offer v2, accept v1) instead of the typed v1 request.
+        self.negotiate = negotiate
         self.permission = permission
         self.timeout = timeout
         self.summary: dict[str, Any] = {
@@ -260,7 +264,7 @@ class RecordingClient:
                 client_info=acp.Implementation(name=NAME, version="0"),
             )
             async with asyncio.timeout(self.timeout):
-                response = await cx.send_request(request)
+                response = await (cx.initialize(request) if self.negotiate else cx.send_request(request))
             self.summary["initialize"] = response.to_wire()
             async with asyncio.timeout(self.timeout):
                 session = await cx.build_session(self.root).start_session()

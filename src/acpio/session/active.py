@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import PermissionChoice
-from acpio.errors import AcpError, ConnectionClosed, InvalidParams
+from acpio.errors import ConnectionClosed
 from acpio.jsonrpc import Connection, DynamicHandlerRegistration, RequestDispatch
 from acpio.schema import (
     CancelNotification,
@@ -21,7 +21,6 @@ from acpio.schema import (
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
-    PromptRequest,
     PromptResponse,
     ResumeSessionRequest,
     ResumeSessionResponse,
@@ -30,12 +29,22 @@ from acpio.schema import (
     StopReason,
 )
 from acpio.session.answers import TurnAnswers
-from acpio.session.messages import PromptContent, QueueItem, SessionMessage, TurnEnded, content_blocks
+from acpio.session.messages import (
+    PromptAccepted,
+    PromptContent,
+    QueueItem,
+    SessionMessage,
+    TurnEnded,
+    content_blocks,
+)
 from acpio.session.peers import agent_peer, client_peer
-from acpio.session.routing import Routing, refuse_queued
+from acpio.session.prompting import send_prompt_request
+from acpio.session.routing import Routing, protocol_version, refuse_queued
+from acpio.session.turn_end import TurnEnd
+from acpio.session.turn_view import TurnView
 
 if TYPE_CHECKING:
-    from acpio.jsonrpc import SentRequest
+    pass
 
 _log = logging.getLogger("acpio.session")
 
@@ -100,6 +109,13 @@ class ActiveSession:
         self._connection_ended = False
         #: Made by run_until(): it ends with the callback and cannot be handed off.
         self._scoped = _scoped
+        #: The ACP version of the session (that of its connection when it was set up).
+        self.protocol_version = protocol_version(cx)
+        #: The session as the messages read so far left it, the same for ACP v1 and v2: messages
+        #: by id, tool calls and terminals merged from their updates, plans, the state. Each
+        #: message read changes it; :attr:`SessionMessage.event` says how.
+        self.view = TurnView()
+        self._end = TurnEnd()
         #: Why the last turn read to its end stopped; ``None`` before that.
         self.stop_reason: StopReason | str | None = None
         #: The agent's answer to the last ``session/prompt`` read to its end; ``None`` before that.
@@ -155,23 +171,19 @@ class ActiveSession:
         """Send ``session/prompt`` and return at once; read the turn with the methods below.
 
         ``prompt`` is text, one content block (``TextContent``, ``ResourceLink``...) or several.
-        The agent's answer is read as a :class:`TurnEnded` after the turn's updates; an error answer
-        is raised by the read that reaches it. Raises :class:`~acpio.ConnectionClosed` if the
-        connection is closed.
+        The end of the turn is read as a :class:`TurnEnded` after the turn's updates: on ACP v1 the
+        agent's answer, on v2 the idle ``state_update`` that follows the answer (which only
+        accepts the prompt). An error answer is raised by the read that reaches it. Raises
+        :class:`~acpio.ConnectionClosed` if the connection is closed.
         """
         self._check_active("send_prompt")
-        request = PromptRequest(session_id=self.session_id, prompt=content_blocks(prompt))
-        if meta is not None:
-            request.meta = meta
-        sent: SentRequest[PromptResponse] = self._cx.send_request_to(agent_peer(self._cx), request)
-        inbox = self._inbox
+        blocks = content_blocks(prompt)
+        self._end.start(self.view)
+        send_prompt_request(self._cx, self.session_id, blocks, meta, self.protocol_version, self._deliver)
 
-        async def on_result(result: PromptResponse | AcpError) -> None:
-            if self._router.mode != "queue":
-                return  # closed or handed off: nobody reads the turn here
-            inbox.put(TurnEnded(result) if isinstance(result, PromptResponse) else result)
-
-        sent.on_receiving_result(on_result)
+    def _deliver(self, item: QueueItem) -> None:
+        if self._router.mode == "queue":  # closed or handed off: nobody reads the turn here
+            self._inbox.put(item)
 
     def cancel(self) -> None:
         """Send ``session/cancel``: the agent stops the turn and ends it with ``cancelled``.
@@ -197,12 +209,28 @@ class ActiveSession:
         was read. Waits without limit: bound it with ``asyncio.timeout`` if needed.
         """
         self._check_active("read_update")
-        item = await self._next_item()
-        if isinstance(item, BaseException):
-            raise item
-        if isinstance(item, TurnEnded):
-            self.last_response = item.response
-            self.stop_reason = item.stop_reason
+        while True:
+            ended = self._end.take_end()
+            if ended is not None:
+                return self._ended(ended)
+            item = await self._next_item()
+            if isinstance(item, BaseException):
+                self._end.failed()
+                raise item
+            if isinstance(item, PromptAccepted):
+                self._end.accepted(item.response)
+                continue
+            if isinstance(item, TurnEnded):
+                return self._ended(item)
+            if not item.is_request:
+                self._end.read(self.view, item)
+            return item
+
+    def _ended(self, item: TurnEnded) -> TurnEnded:
+        if item.response is not None:  # v1: the answer ends the turn (v2: the idle state did)
+            self.view.end_turn(str(item.response.stop_reason))
+        self.last_response = item.response
+        self.stop_reason = item.stop_reason
         return item
 
     def __aiter__(self) -> AsyncIterator[SessionMessage]:
@@ -245,19 +273,10 @@ class ActiveSession:
         is raised here.
         """
         answers = TurnAnswers(self._cx, permissions, files)
-        parts: list[str] = []
         async for message in self:
             if message.is_request:
                 await answers.answer(message)
-                continue
-            try:
-                text = message.text
-            except InvalidParams as exc:
-                _log.warning("Skipping a malformed session/update for %r: %s", self.session_id, exc)
-                continue
-            if text is not None:
-                parts.append(text)
-        return "".join(parts)
+        return self.view.text
 
     # --- hand-off and end -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from acpio.session.messages import (
     AgentRequestMessage,
     ReadTextFileMessage,
     RequestPermissionMessage,
+    RequestPermissionV2Message,
     SessionMessage,
     WriteTextFileMessage,
 )
@@ -48,7 +49,9 @@ class TurnAnswers:
     async def answer(self, message: SessionMessage) -> None:
         """Answer one request of the turn."""
         try:
-            if isinstance(message, RequestPermissionMessage) and self.policy is not None:
+            if self.policy is not None and isinstance(
+                message, RequestPermissionMessage | RequestPermissionV2Message
+            ):
                 await self._permission(message, self.policy)
                 return
             if isinstance(message, ReadTextFileMessage | WriteTextFileMessage) and self.files is not None:
@@ -59,10 +62,12 @@ class TurnAnswers:
             return
         _decline(message, _how_to_answer(message))
 
-    async def _permission(self, message: RequestPermissionMessage, policy: PermissionPolicy) -> None:
+    async def _permission(
+        self, message: RequestPermissionMessage | RequestPermissionV2Message, policy: PermissionPolicy
+    ) -> None:
         if message.answered:  # answered cancelled: the client cancelled the turn
             return
-        request = message.request
+        request = message.request if isinstance(message, RequestPermissionMessage) else message.as_v1()
         try:
             outcome = await message.responder.run_until_cancelled(policy.decide(request))
         except RequestCancelled as exc:  # the turn was cancelled (that answer stands), or the agent gave up
@@ -75,7 +80,10 @@ class TurnAnswers:
                 InternalError(message=f"The client failed to decide the permission request: {exc}")
             )
             raise
-        message.respond(RequestPermissionResponse(outcome=outcome))
+        if isinstance(message, RequestPermissionMessage):
+            message.respond(RequestPermissionResponse(outcome=outcome))
+        else:
+            message.respond_outcome(outcome)
 
     async def _file(self, message: ReadTextFileMessage | WriteTextFileMessage, files: ConfinedFiles) -> None:
         reading = isinstance(message, ReadTextFileMessage)
@@ -106,7 +114,7 @@ def _how_to_answer(message: SessionMessage) -> str:
         if isinstance(message, AgentRequestMessage)
         else "or read the turn with read_update() and answer it through item.dispatch.responder"
     )
-    if isinstance(message, RequestPermissionMessage):
+    if isinstance(message, RequestPermissionMessage | RequestPermissionV2Message):
         return (
             "read_to_string() answers it when given permissions='allow', 'deny' or an async callback; "
             + read_it

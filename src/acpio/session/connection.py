@@ -21,6 +21,7 @@ from acpio.session.methods import SessionMethods
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import PeerLike, Responder
+    from acpio.session.negotiation import AnyInitializeRequest, AnyInitializeResponse, ProtocolChoice
 
 __all__ = ["SessionConnection"]
 
@@ -94,6 +95,34 @@ class SessionConnection(SessionMethods, AcpConnection):
         self._counterpart_agent = agent if agent is not None and role.counterpart() == agent else None
         watchers = super()._watchers(role)
         return (*watchers, self._permission_requests) if self._counterpart_agent is not None else watchers
+
+    @property
+    def protocol(self) -> ProtocolChoice:
+        """The ACP version :meth:`initialize` asks for: ``1``, ``2`` or ``"negotiate"`` (the default).
+
+        Set with ``Client.builder(protocol=...)``; ``1`` on a proxy's connection (its successor is
+        initialized by the conductor).
+        """
+        return cast("ProtocolChoice", getattr(self.role, "protocol", 1))
+
+    async def initialize(self, request: AnyInitializeRequest | None = None) -> AnyInitializeResponse:
+        """Send ``initialize`` as :attr:`protocol` says; return the answer, typed by its version.
+
+        ``request`` is an :class:`acpio.schema.InitializeRequest` (v1) or an
+        :class:`acpio.schema.v2.InitializeRequest`; ``None`` describes the client as ``acpio``
+        with no capabilities. With ``"negotiate"`` the request offers v2 and also carries its v1
+        form (``clientInfo``, ``clientCapabilities``), so a v1 agent sees what a v1 client would
+        send and answers v1; the answer is an :class:`acpio.schema.InitializeResponse` then, an
+        :class:`acpio.schema.v2.InitializeResponse` from a v2 agent (narrow with ``isinstance``, or
+        read :attr:`protocol_version`). Sessions started afterwards speak that version.
+
+        Raises :class:`~acpio.capabilities.UnsupportedProtocolVersion` (after closing the
+        connection) when the agent answers a version this client did not ask for (``protocol=2``
+        and a v1 agent), and the agent's error when it refuses.
+        """
+        from acpio.session.negotiation import negotiate
+
+        return await negotiate(self, request)
 
     def send_notification_to(self, peer: PeerLike | None, message: object, params: object = UNSET) -> None:
         """Send a notification; ``session/cancel`` from a client also answers its pending permissions.

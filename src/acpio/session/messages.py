@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias, Type
 
 from acpio.jsonrpc import NotificationDispatch, RequestDispatch
 from acpio.schema import (
-    AgentMessageChunk,
     ContentBlock,
     CreateElicitationRequest,
     CreateElicitationResponse,
@@ -35,7 +34,10 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
+    from acpio.client.permissions import Outcome
     from acpio.jsonrpc import Responder
+    from acpio.schema import v2
+    from acpio.session.turn_view import TurnEvent
 
 #: What :meth:`ActiveSession.send_prompt` takes: text, one content block, or several.
 PromptContent: TypeAlias = str | ContentBlock | Iterable[ContentBlock]
@@ -53,12 +55,19 @@ class SessionMessage:
     :attr:`notification`, :attr:`update` and :attr:`text` parse a ``session/update`` on first use.
     """
 
-    __slots__ = ("_notification", "_parsed", "dispatch")
+    __slots__ = ("_notification", "_notification_v2", "_parsed", "dispatch", "event", "protocol_version")
 
-    def __init__(self, dispatch: RequestDispatch | NotificationDispatch) -> None:
+    def __init__(self, dispatch: RequestDispatch | NotificationDispatch, protocol_version: int = 1) -> None:
         self.dispatch = dispatch
+        #: The ACP version of the connection it came on: its updates are parsed with that version's models.
+        self.protocol_version = protocol_version
+        #: What it changed in the session's :class:`~acpio.session.turn_view.TurnView` (text added, a
+        #: tool call updated, the state...), the same for both versions; set when the session reads
+        #: it, ``None`` for requests and for updates the view does not show.
+        self.event: TurnEvent | None = None
         self._parsed = False
         self._notification: SessionNotification | None = None
+        self._notification_v2: v2.UpdateSessionNotification | None = None
 
     def __repr__(self) -> str:
         return f"SessionMessage({self.dispatch!r})"
@@ -75,29 +84,54 @@ class SessionMessage:
 
     @property
     def notification(self) -> SessionNotification | None:
-        """The parsed ``session/update`` notification; ``None`` for other methods.
+        """The parsed ``session/update`` notification of an ACP v1 session; ``None`` for other methods.
 
-        Raises :class:`~acpio.InvalidParams` if the agent sent an update that does not match the schema.
+        ``None`` on a v2 session too: read :attr:`notification_v2` there (or :attr:`event`, the same
+        for both). Raises :class:`~acpio.InvalidParams` if the agent sent an update that does not
+        match the schema.
         """
-        if not self._parsed:
-            if self.dispatch.method == UPDATE_METHOD and type(self.dispatch) is NotificationDispatch:
-                self._notification = self.dispatch.parse(SessionNotification)
-            self._parsed = True
+        self._parse()
         return self._notification
 
     @property
+    def notification_v2(self) -> v2.UpdateSessionNotification | None:
+        """The parsed ``session/update`` notification of an ACP v2 session; ``None`` elsewhere."""
+        self._parse()
+        return self._notification_v2
+
+    @property
     def update(self) -> SessionUpdate | None:
-        """The update of a ``session/update`` (``AgentMessageChunk``, ``ToolCall``...); else ``None``."""
+        """The update of a v1 ``session/update`` (``AgentMessageChunk``, ``ToolCall``...); else ``None``."""
         notification = self.notification
         return notification.update if notification is not None else None
 
     @property
+    def update_v2(self) -> v2.SessionUpdate | None:
+        """The update of a v2 ``session/update`` (a state, a ``ToolCallUpdate``...); else ``None``."""
+        notification = self.notification_v2
+        return notification.update if notification is not None else None
+
+    @property
     def text(self) -> str | None:
-        """The text of an ``agent_message_chunk`` carrying text content; ``None`` for anything else."""
-        update = self.update
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-            return update.content.text
-        return None
+        """The text of an ``agent_message_chunk`` carrying text content (either version); else ``None``."""
+        update: object = self.update_v2 if self.protocol_version == 2 else self.update
+        if getattr(update, "session_update", None) != "agent_message_chunk":
+            return None
+        content = getattr(update, "content", None)
+        text = getattr(content, "text", None) if getattr(content, "type", None) == "text" else None
+        return text if isinstance(text, str) else None
+
+    def _parse(self) -> None:
+        if self._parsed:
+            return
+        if self.dispatch.method == UPDATE_METHOD and type(self.dispatch) is NotificationDispatch:
+            if self.protocol_version == 2:
+                from acpio.schema import v2
+
+                self._notification_v2 = self.dispatch.parse(v2.UpdateSessionNotification)
+            else:
+                self._notification = self.dispatch.parse(SessionNotification)
+        self._parsed = True
 
 
 _ReqT = TypeVar("_ReqT")
@@ -127,8 +161,8 @@ class AgentRequestMessage(SessionMessage, Generic[_ReqT, _RespT]):
     #: The typed request class (``ReadTextFileRequest``...).
     REQUEST: ClassVar[type[Any]]
 
-    def __init__(self, dispatch: RequestDispatch) -> None:
-        super().__init__(dispatch)
+    def __init__(self, dispatch: RequestDispatch, protocol_version: int = 1) -> None:
+        super().__init__(dispatch, protocol_version)
         self._request: _ReqT | None = None
 
     def __repr__(self) -> str:
@@ -233,6 +267,62 @@ class CreateElicitationMessage(AgentRequestMessage[CreateElicitationRequest, Cre
     REQUEST = CreateElicitationRequest
 
 
+class RequestPermissionV2Message(
+    AgentRequestMessage["v2.RequestPermissionRequest", "v2.RequestPermissionResponse"]
+):
+    """ACP v2 ``session/request_permission``: a ``title``, an optional ``description`` and ``subject``.
+
+    The subject is the tool call (``{"type": "tool_call", "toolCall": ...}``) or the command
+    (``{"type": "command", "command", "cwd"}``) asked about. Answer as on v1, with the option
+    chosen or the ``cancelled`` outcome.
+    """
+
+    __slots__ = ()
+
+    @property
+    def request(self) -> v2.RequestPermissionRequest:
+        """The typed v2 request; raises :class:`~acpio.InvalidParams` if the params do not match it."""
+        if self._request is None:
+            from acpio.schema import v2
+
+            self._request = self.dispatch.parse(v2.RequestPermissionRequest)
+        return self._request
+
+    def as_v1(self) -> RequestPermissionRequest:
+        """The request in v1's shape, for what decides v1 requests (permission policies, callbacks).
+
+        ``toolCall`` is the subject's tool call; for a command (or no subject) a tool call named
+        by the subject's ``toolCallId`` (else ``""``) with the request's title. Options are the same.
+        """
+        request = self.request
+        subject = request.subject
+        tool_call: dict[str, Any] = {
+            "toolCallId": getattr(subject, "tool_call_id", None) or "",
+            "title": request.title,
+        }
+        inner = getattr(subject, "tool_call", None)
+        if inner is not None:
+            tool_call = {"title": request.title, **inner.to_wire()}
+        return RequestPermissionRequest.model_validate(
+            {
+                "sessionId": request.session_id,
+                "toolCall": tool_call,
+                "options": [option.to_wire() for option in request.options],
+            }
+        )
+
+    def respond_outcome(self, outcome: Outcome) -> None:
+        """Answer with ``outcome`` (the v1 outcome types: the wire is the same on v2)."""
+        self.respond(v2_permission_answer(outcome))
+
+
+def v2_permission_answer(outcome: Outcome) -> v2.RequestPermissionResponse:
+    """The v2 answer to a permission question decided with v1's outcome types (the wire is the same)."""
+    from acpio.schema import v2
+
+    return v2.RequestPermissionResponse.model_validate(RequestPermissionResponse(outcome=outcome).to_wire())
+
+
 _REQUEST_MESSAGES: Final[dict[str, type[AgentRequestMessage[Any, Any]]]] = {
     kind.REQUEST.METHOD: kind
     for kind in (
@@ -249,36 +339,70 @@ _REQUEST_MESSAGES: Final[dict[str, type[AgentRequestMessage[Any, Any]]]] = {
 }
 
 
-def session_message(dispatch: RequestDispatch | NotificationDispatch) -> SessionMessage:
-    """The item a session reads: typed for the requests ACP defines, plain for the rest."""
+def session_message(
+    dispatch: RequestDispatch | NotificationDispatch, protocol_version: int = 1
+) -> SessionMessage:
+    """The item a session reads: typed for the requests ACP defines, plain for the rest.
+
+    On a v2 session, ``session/request_permission`` is a :class:`RequestPermissionV2Message`; the
+    v1-only client methods (``fs/*``, ``terminal/*``) are plain messages there.
+    """
     if type(dispatch) is RequestDispatch:
+        if protocol_version == 2:
+            if dispatch.method == RequestPermissionRequest.METHOD:
+                return RequestPermissionV2Message(dispatch, 2)
+            return SessionMessage(dispatch, 2)
         kind = _REQUEST_MESSAGES.get(dispatch.method)
         if kind is not None:
             return kind(dispatch)
-    return SessionMessage(dispatch)
+    return SessionMessage(dispatch, protocol_version)
 
 
 class TurnEnded:
-    """The end of a prompt turn: the agent answered ``session/prompt``.
+    """The end of a prompt turn, read after every update the agent sent during it.
 
-    It is read after every update the agent sent during the turn.
+    On ACP v1 the agent answered ``session/prompt``: :attr:`response` is that answer. On v2 the
+    answer only accepted the prompt (:attr:`accepted`, with the user message's id); the turn ended
+    with an idle ``state_update``, whose stop reason :attr:`stop_reason` gives.
     """
 
-    __slots__ = ("response",)
+    __slots__ = ("_stop_reason", "accepted", "response")
 
-    def __init__(self, response: PromptResponse) -> None:
+    def __init__(
+        self,
+        response: PromptResponse | None,
+        *,
+        stop_reason: StopReason | str | None = None,
+        accepted: v2.PromptResponse | None = None,
+    ) -> None:
+        #: The v1 answer to ``session/prompt``; ``None`` on v2.
         self.response = response
+        #: The v2 answer to ``session/prompt`` (it names the user message); ``None`` on v1.
+        self.accepted = accepted
+        self._stop_reason = stop_reason
 
     def __repr__(self) -> str:
         return f"TurnEnded(stop_reason={self.stop_reason!r})"
 
     @property
-    def stop_reason(self) -> StopReason | str:
-        """Why the turn ended (``end_turn``, ``cancelled``...; an unknown value is kept as a string)."""
-        return self.response.stop_reason
+    def stop_reason(self) -> StopReason | str | None:
+        """Why the turn ended (``end_turn``, ``cancelled``...; an unknown value is kept as a string).
+
+        ``None`` only on v2, when the idle ``state_update`` gave no stop reason.
+        """
+        return self.response.stop_reason if self.response is not None else self._stop_reason
 
 
-QueueItem: TypeAlias = "SessionMessage | TurnEnded | BaseException"
+class PromptAccepted:
+    """In a v2 session's queue: the agent accepted a prompt (the turn goes on until an idle state)."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: v2.PromptResponse) -> None:
+        self.response = response
+
+
+QueueItem: TypeAlias = "SessionMessage | TurnEnded | PromptAccepted | BaseException"
 
 
 def content_blocks(prompt: PromptContent) -> list[ContentBlock]:

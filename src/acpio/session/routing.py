@@ -6,6 +6,7 @@ import asyncio
 from collections import deque
 from typing import Literal, cast
 
+from acpio.acp_connection import AcpConnection
 from acpio.errors import InternalError
 from acpio.jsonrpc import (
     UNSET,
@@ -103,12 +104,19 @@ class SessionRouter:
             return None
         assert self.inbox is not None
         assert isinstance(message, RequestDispatch | NotificationDispatch)
+        version = protocol_version(cx)
         history = self.history
         if history is not None and type(message) is NotificationDispatch:
-            history.append(SessionMessage(message))
+            history.append(SessionMessage(message, version))
         else:
-            self.inbox.put(session_message(message))
+            self.inbox.put(session_message(message, version))
         return None
+
+
+def protocol_version(cx: Connection) -> int:
+    """The ACP version ``cx`` speaks with the agent: what it answered ``initialize`` with; 1 before that."""
+    version = cx.protocol_version if isinstance(cx, AcpConnection) else None
+    return version if version is not None else 1
 
 
 class Routing:

@@ -1,0 +1,452 @@
+"""One view of a turn whatever the ACP version: messages, tool calls, terminals, plans, state.
+
+ACP v1 and v2 say the same things differently: v1 streams chunks and ends a turn with the answer
+to ``session/prompt``; v2 keys messages by ``messageId``, upserts tool calls and agent-owned
+terminals, and ends a turn with an idle ``state_update``. :class:`TurnView` reads the messages of
+either version (:meth:`TurnView.apply`) into the same views and tells what changed as one
+:data:`TurnEvent`:
+
+* :class:`TextAdded`: text of a :class:`MessageView` (the user's, the agent's or its thoughts),
+  grouped by message id;
+* :class:`ToolCallChanged`: a :class:`ToolCallView`, every update merged into it;
+* :class:`TerminalChanged`: an agent-owned :class:`TerminalView` (v2), its output as bytes;
+* :class:`PlanChanged`: the entries of a plan;
+* :class:`StateChanged`: ``running``, ``requires_action`` or ``idle`` with its stop reason (on v1
+  made from the prompt being sent and answered).
+
+:class:`~acpio.session.ActiveSession` keeps one per session (:attr:`ActiveSession.view
+<acpio.session.ActiveSession.view>`), applied to each message it reads, and gives the event as
+:attr:`SessionMessage.event <acpio.session.SessionMessage.event>`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from acpio.session.messages import SessionMessage
+
+__all__ = [
+    "DiffView",
+    "FileChange",
+    "MessageRole",
+    "MessageView",
+    "PlanChanged",
+    "PlanEntryView",
+    "StateChanged",
+    "TerminalChanged",
+    "TerminalRef",
+    "TerminalView",
+    "TextAdded",
+    "ToolCallChanged",
+    "ToolCallView",
+    "ToolContent",
+    "TurnEvent",
+    "TurnView",
+]
+
+#: Whose message: the user's, the agent's answer, or the agent's thoughts.
+MessageRole: TypeAlias = Literal["user", "agent", "thought"]
+
+
+@dataclass(slots=True)
+class MessageView:
+    """One message of the conversation: its id (``None`` for v1 chunks without one), whose, its text."""
+
+    message_id: str | None
+    role: MessageRole
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file a diff changes: ``add``, ``delete``, ``modify``, ``move``, ``copy`` (or a custom value).
+
+    v1 diffs carry the texts (``old_text`` is ``None`` for a new file); v2 diffs name the paths and
+    leave the text to the diff's ``patch``.
+    """
+
+    operation: str
+    path: str
+    old_path: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffView:
+    """A tool call's edit: the files it changes and, when the agent gave one, a git patch (v2)."""
+
+    changes: tuple[FileChange, ...]
+    patch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalRef:
+    """A terminal shown in a tool call's content (its output is in :attr:`TurnView.terminals` on v2)."""
+
+    terminal_id: str
+
+
+#: One item of a tool call's content: text (a short mark for images and the like), a diff, a terminal.
+ToolContent: TypeAlias = str | DiffView | TerminalRef
+
+
+@dataclass(slots=True)
+class ToolCallView:
+    """A tool call as its updates left it: each field the latest value the agent sent."""
+
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[ToolContent] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TerminalView:
+    """An agent-owned terminal (v2): its command, directory, output so far (bytes) and exit."""
+
+    terminal_id: str
+    command: str | None = None
+    cwd: str | None = None
+    output: bytearray = field(default_factory=bytearray)
+    exit_code: int | None = None
+    signal: str | None = None
+    exited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntryView:
+    """One entry of a plan."""
+
+    content: str
+    priority: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextAdded:
+    """``text`` was added to ``message`` (``replaced``: a v2 whole-message update set it to ``text``)."""
+
+    message: MessageView
+    text: str
+    replaced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChanged:
+    """A tool call was created or updated; ``call`` is its merged view."""
+
+    call: ToolCallView
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalChanged:
+    """An agent-owned terminal was created or updated; ``appended`` is the output it added."""
+
+    terminal: TerminalView
+    appended: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanChanged:
+    """A plan's entries, whole (``plan_id`` ``None`` on v1, which has one plan per session)."""
+
+    plan_id: str | None
+    entries: tuple[PlanEntryView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """The session's foreground state: ``running``, ``requires_action``, ``idle`` (or a custom value).
+
+    ``stop_reason`` is set on ``idle`` when a turn ended (``end_turn``, ``cancelled``...).
+    """
+
+    state: str
+    stop_reason: str | None = None
+
+
+#: What a message changed in the view.
+TurnEvent: TypeAlias = TextAdded | ToolCallChanged | TerminalChanged | PlanChanged | StateChanged
+
+
+class TurnView:
+    """The session as its messages left it, the same for ACP v1 and v2 (see the module docstring)."""
+
+    __slots__ = (
+        "_by_id",
+        "_new_turn",
+        "_turn_start",
+        "messages",
+        "plans",
+        "state",
+        "stop_reason",
+        "terminals",
+        "tool_calls",
+    )
+
+    def __init__(self) -> None:
+        #: Every message, in the order each was first seen.
+        self.messages: list[MessageView] = []
+        #: The tool calls by id.
+        self.tool_calls: dict[str, ToolCallView] = {}
+        #: The agent-owned terminals (v2) by id.
+        self.terminals: dict[str, TerminalView] = {}
+        #: The plans by id (``None``: v1's single plan).
+        self.plans: dict[str | None, tuple[PlanEntryView, ...]] = {}
+        #: ``running``, ``requires_action``, ``idle``...; ``idle`` before the first prompt.
+        self.state = "idle"
+        #: Why the last turn ended; ``None`` before that.
+        self.stop_reason: str | None = None
+        self._by_id: dict[str, MessageView] = {}
+        #: Where the current turn's messages start in :attr:`messages`.
+        self._turn_start = 0
+        #: A turn ended: the next new message starts the next one.
+        self._new_turn = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<TurnView {self.state} messages={len(self.messages)} tool_calls={len(self.tool_calls)} "
+            f"terminals={len(self.terminals)}>"
+        )
+
+    @property
+    def text(self) -> str:
+        """The agent's text in the current (or last) turn: its messages of the turn, joined.
+
+        A turn's messages are those first seen after its prompt was sent or the previous turn
+        ended.
+        """
+        return "".join(m.text for m in self.messages[self._turn_start :] if m.role == "agent")
+
+    def start_turn(self) -> StateChanged:
+        """A prompt was sent: the next new message starts its turn, and the state is ``running``."""
+        self._new_turn = True
+        return self._set_state("running", None)
+
+    def end_turn(self, stop_reason: str) -> StateChanged:
+        """The turn ended (v1: the agent answered ``session/prompt``)."""
+        return self._set_state("idle", stop_reason)
+
+    def apply(self, message: SessionMessage) -> TurnEvent | None:
+        """Read one ``session/update`` into the view; the change it made, ``None`` if none shown here.
+
+        Updates this view has no place for (commands, config options, usage...) and requests give
+        ``None``. Raises :class:`~acpio.InvalidParams` for an update that does not match the schema.
+        """
+        if message.protocol_version == 2:
+            update_v2 = message.update_v2
+            return None if update_v2 is None else self._apply_v2(update_v2)
+        update = message.update
+        return None if update is None else self._apply_v1(update)
+
+    # --- v1 ------------------------------------------------------------------------------------------
+
+    def _apply_v1(self, update: Any) -> TurnEvent | None:
+        from acpio.schema import (
+            AgentMessageChunk,
+            AgentThoughtChunk,
+            Plan,
+            ToolCall,
+            ToolCallUpdate,
+            UserMessageChunk,
+        )
+
+        if isinstance(update, AgentMessageChunk | AgentThoughtChunk | UserMessageChunk):
+            return self._chunk(
+                _CHUNK_ROLES[update.session_update], update.message_id, block_text(update.content)
+            )
+        if isinstance(update, ToolCall | ToolCallUpdate):
+            call = self._call(update.tool_call_id)
+            if isinstance(update, ToolCall):
+                call.content = []
+            for name in ("title", "kind", "status"):
+                value = getattr(update, name)
+                if value is not None:
+                    setattr(call, name, str(value))
+            if update.content is not None:
+                call.content = [_tool_content(item) for item in update.content]
+            return ToolCallChanged(call)
+        if isinstance(update, Plan):
+            return self._plan(None, update.entries)
+        return None
+
+    # --- v2 ------------------------------------------------------------------------------------------
+
+    def _apply_v2(self, update: Any) -> TurnEvent | None:
+        from acpio.schema import v2
+
+        if isinstance(update, v2.AgentMessageChunk | v2.AgentThoughtChunk | v2.UserMessageChunk):
+            return self._chunk(
+                _CHUNK_ROLES[update.session_update], update.message_id, block_text(update.content)
+            )
+        if isinstance(update, v2.AgentMessage | v2.AgentThought | v2.UserMessage):
+            return self._whole_message(update)
+        if isinstance(update, v2.RunningStateUpdate | v2.RequiresActionStateUpdate | v2.OtherStateUpdate):
+            return self._set_state(str(update.state), None)
+        if isinstance(update, v2.IdleStateUpdate):
+            return self._set_state("idle", update.stop_reason)
+        if isinstance(update, v2.ToolCallUpdate):
+            call = self._call(update.tool_call_id)
+            given = update.model_fields_set
+            for name in ("title", "kind", "status"):
+                if name in given:
+                    value = getattr(update, name)
+                    setattr(call, name, None if value is None else str(value))
+            content = update.content
+            if "content" in given:  # a list, or null: cleared
+                call.content = [_tool_content(item) for item in content] if isinstance(content, list) else []
+            return ToolCallChanged(call)
+        if isinstance(update, v2.ToolCallContentChunk):
+            call = self._call(update.tool_call_id)
+            call.content.append(_tool_content(update.content))
+            return ToolCallChanged(call)
+        if isinstance(update, v2.TerminalUpdate):
+            return self._terminal(update)
+        if isinstance(update, v2.TerminalOutputChunk):
+            terminal = self.terminals.setdefault(update.terminal_id, TerminalView(update.terminal_id))
+            data = _decoded(update.data)
+            terminal.output += data
+            return TerminalChanged(terminal, data)
+        if isinstance(update, v2.PlanUpdate) and isinstance(update.plan, v2.PlanItems):
+            return self._plan(update.plan.plan_id, update.plan.entries)
+        return None
+
+    def _whole_message(self, update: Any) -> TextAdded | None:
+        role = _MESSAGE_ROLES[update.session_update]
+        message = self._message(role, update.message_id)
+        if "content" not in update.model_fields_set:
+            return None  # only its _meta changed
+        message.text = "".join(block_text(block) for block in update.content or ())
+        return TextAdded(message, message.text, replaced=True)
+
+    def _terminal(self, update: Any) -> TerminalChanged:
+        terminal = self.terminals.setdefault(update.terminal_id, TerminalView(update.terminal_id))
+        given = update.model_fields_set
+        if "command" in given:
+            terminal.command = update.command
+        if "cwd" in given:
+            terminal.cwd = update.cwd
+        appended = b""
+        if "output" in given:  # a snapshot: it replaces what was there
+            terminal.output = bytearray(_decoded(update.output.data) if update.output is not None else b"")
+            appended = bytes(terminal.output)
+        if "exit_status" in given:
+            status = update.exit_status
+            terminal.exited = status is not None
+            terminal.exit_code = status.exit_code if status is not None else None
+            terminal.signal = status.signal if status is not None else None
+        return TerminalChanged(terminal, appended)
+
+    # --- shared --------------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, stop_reason: str | None) -> StateChanged:
+        self.state = state
+        if state == "idle" and stop_reason is not None:
+            self.stop_reason = stop_reason
+            self._new_turn = True
+        return StateChanged(state, stop_reason)
+
+    def _message(self, role: MessageRole, message_id: str | None) -> MessageView:
+        if self._new_turn and (message_id is None or message_id not in self._by_id):
+            self._new_turn = False
+            self._turn_start = len(self.messages)
+        if message_id is not None:
+            known = self._by_id.get(message_id)
+            if known is None:
+                known = self._by_id[message_id] = MessageView(message_id, role)
+                self.messages.append(known)
+            return known
+        # v1 chunks without an id continue the last message of the turn if it is the same role's
+        current = self.messages[self._turn_start :]
+        if current and current[-1].role == role and current[-1].message_id is None:
+            return current[-1]
+        message = MessageView(None, role)
+        self.messages.append(message)
+        return message
+
+    def _chunk(self, role: MessageRole, message_id: str | None, text: str) -> TextAdded:
+        message = self._message(role, message_id)
+        message.text += text
+        return TextAdded(message, text)
+
+    def _call(self, tool_call_id: str) -> ToolCallView:
+        call = self.tool_calls.get(tool_call_id)
+        if call is None:
+            call = self.tool_calls[tool_call_id] = ToolCallView(tool_call_id)
+        return call
+
+    def _plan(self, plan_id: str | None, entries: Any) -> PlanChanged:
+        views = tuple(PlanEntryView(e.content, str(e.priority), str(e.status)) for e in entries)
+        self.plans[plan_id] = views
+        return PlanChanged(plan_id, views)
+
+
+_CHUNK_ROLES: dict[str, MessageRole] = {
+    "agent_message_chunk": "agent",
+    "agent_thought_chunk": "thought",
+    "user_message_chunk": "user",
+}
+_MESSAGE_ROLES: dict[str, MessageRole] = {
+    "agent_message": "agent",
+    "agent_thought": "thought",
+    "user_message": "user",
+}
+
+
+def block_text(block: object) -> str:
+    """The text of a text content block of either version; ``""`` for any other block."""
+    text = getattr(block, "text", None) if getattr(block, "type", None) == "text" else None
+    return text if isinstance(text, str) else ""
+
+
+def block_mark(block: object) -> str:
+    """The text of a content block; a short mark for images, audio and resources."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return block_text(block)
+    if kind in ("image", "audio"):
+        return f"[{kind} {getattr(block, 'mime_type', '')}]"
+    if kind == "resource_link":
+        return f"[link {getattr(block, 'uri', '')}]"
+    if kind == "resource":
+        return f"[resource {getattr(getattr(block, 'resource', None), 'uri', '')}]"
+    return f"[{kind or 'content'}]"
+
+
+def _tool_content(item: Any) -> ToolContent:
+    """A tool call's content item of either version, as a :data:`ToolContent`."""
+    kind = getattr(item, "type", None)
+    if kind == "content":
+        return block_mark(item.content)
+    if kind == "terminal":
+        return TerminalRef(item.terminal_id)
+    if kind != "diff":
+        return f"[{kind or 'content'}]"
+    if hasattr(item, "changes"):  # v2: the paths, and the text as a git patch
+        changes = tuple(_change(change.to_wire()) for change in item.changes)
+        return DiffView(changes, item.patch.text if item.patch is not None else None)
+    operation = "add" if item.old_text is None else "modify"
+    return DiffView((FileChange(operation, item.path, old_text=item.old_text, new_text=item.new_text),))
+
+
+def _change(wire: dict[str, Any]) -> FileChange:
+    old_path = wire.get("oldPath")
+    return FileChange(
+        str(wire.get("operation", "")),
+        str(wire.get("path", "")),
+        old_path if isinstance(old_path, str) else None,
+    )
+
+
+def _decoded(data: str) -> bytes:
+    """Base64 ``data`` as bytes; what does not decode is kept as its UTF-8 text (shown, not lost)."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return data.encode()
