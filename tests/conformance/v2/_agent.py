@@ -78,6 +78,8 @@ class AgentCommand:
     background: str | None = None
     #: Extra command-line arguments for an agent that offers auth (``None``: it does not).
     auth_argv: tuple[str, ...] | None = None
+    #: Requirements the agent is known to miss (id -> the reason): strict expected failures.
+    known_failures: dict[str, str] = field(default_factory=dict)
 
 
 class NoAnswer(AssertionError):
@@ -125,6 +127,10 @@ class AgentProcess:
                 record.problem = f"not JSON: {error}"
                 continue
             message = record.message
+            if isinstance(message, list):  # a batch answer: v2 has none (ACP2-JSONRPC-004 judges it)
+                record.problem = "a JSON array: v2 has no batches"
+                await self._unread.put({"batch": message})
+                continue
             if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
                 record.problem = "not a JSON-RPC 2.0 message object"
                 continue

@@ -32,6 +32,7 @@ _CLIENT = {"name": "acpio-v2-conformance", "version": "1.0"}
 class Verdicts:
     """Per requirement id: ``None`` (passed), a failure text, or ``("n/a", reason)``."""
 
+    agent: AgentCommand
     results: dict[str, str | tuple[str, str] | None] = field(default_factory=dict)
 
     def check(self, requirement: str, ok: bool, detail: str) -> None:
@@ -49,7 +50,7 @@ class Verdicts:
 
 async def run_exchange(agent: AgentCommand, schema: V2Schema, work: Path) -> Verdicts:
     """Drive ``agent`` through the whole script in ``work``; the verdicts."""
-    verdicts = Verdicts()
+    verdicts = Verdicts(agent)
     process = await AgentProcess.start(agent.argv, work)
     try:
         await _handshake(process, verdicts)
@@ -312,10 +313,12 @@ async def _feature_checks(agent: AgentProcess, command: AgentCommand, verdicts: 
     firsts: dict[Any, dict[str, Any]] = {}
     for call in calls:
         firsts.setdefault(call.get("toolCallId"), call)
+    if not calls:
+        for requirement in ("ACP2-TOOL-001", "ACP2-TOOL-002"):
+            verdicts.not_applicable(requirement, f"{command.name} reported no tool call in any turn")
+        return
     verdicts.check(
-        "ACP2-TOOL-001",
-        bool(calls) and all(isinstance(c.get("toolCallId"), str) for c in calls),
-        f"tool call updates: {calls[:3]}" if calls else "no tool call in any turn",
+        "ACP2-TOOL-001", all(isinstance(c.get("toolCallId"), str) for c in calls), f"tool calls: {calls[:3]}"
     )
     verdicts.check(
         "ACP2-TOOL-002", all("title" in c for c in firsts.values()), f"first reports: {list(firsts.values())}"

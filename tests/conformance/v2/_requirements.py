@@ -4,9 +4,9 @@ The official kit's v2 suite (106 requirements, pinned to an older draft) is not 
 these are our own, read from ``shared/spec/v2`` (the schema's descriptions) and
 ``shared/reference/spec-v2.md``. Tiers as the kit's: ``MANDATORY`` (every v2 agent),
 ``CAPABILITY`` (an agent that advertises or offers the feature: otherwise the test is skipped,
-saying so), ``ADVISORY`` (a SHOULD), ``INFORMATIONAL`` (optional behaviour, checked for its
-shape when the agent shows it). There are no batch requirements: v2 removed batches (an array is
-refused like any invalid request).
+saying so), ``ADVISORY`` (a SHOULD, about a feature: skipped too when the agent does not offer it),
+``INFORMATIONAL`` (optional behaviour, checked for its shape when the agent shows it). There are
+no batch requirements: v2 removed batches (an array is refused like any invalid request).
 """
 
 from __future__ import annotations
@@ -92,13 +92,13 @@ REQUIREMENTS: Final[tuple[Requirement, ...]] = (
     ),
     Requirement(
         "ACP2-CANCEL-002",
-        _M,
+        _C,
         "a permission request pending at cancel is answered cancelled by the client; the agent does not "
         "take it as approval and idles cancelled",
     ),
     Requirement(
         "ACP2-TOOL-001",
-        _M,
+        _C,
         "tool calls are tool_call_update upserts: the first for an unseen toolCallId creates the call",
     ),
     Requirement("ACP2-TOOL-002", _A, "title SHOULD be sent on a tool call's first report"),

@@ -20,6 +20,7 @@ from tests.conformance.v2._requirements import BY_ID, REQUIREMENTS, Requirement,
 from tests.conformance.v2._schema import v2_schema
 
 PY = sys.executable
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 TESTY_PROMPTS = {
     "simple": "echo hello there",
@@ -38,6 +39,21 @@ AGENTS = (
         "testy_v2", (PY, "-m", "acpio", "testy", "--protocol", "2"), auth_argv=("--auth",), **TESTY_PROMPTS
     ),
     AgentCommand("testy_both", (PY, "-m", "acpio", "testy", "--protocol", "both"), **TESTY_PROMPTS),
+    # AgentApp(protocols=(1, 2)): its one prompt counts words and asks permission before it answers.
+    AgentCommand(
+        "both_versions_agent",
+        (PY, str(EXAMPLES / "both_versions_agent.py")),
+        simple="count these words",
+        busy="count these words",
+        permission="count these words",
+        plan="count these words",
+        known_failures={
+            "ACP2-RESUME-002": "AgentApp replays a stored user message under a new messageId, not the one "
+            "session/prompt answered (the spec: a replayed message keeps its identifier)",
+        },
+    ),
+    # (examples/v2_echo_agent.py is a minimal builder without the router and the session baseline:
+    # tests/router runs it.)
 )
 
 
@@ -52,10 +68,13 @@ def verdicts(
 
 
 @pytest.mark.parametrize("requirement", REQUIREMENTS, ids=lambda requirement: requirement.id)
-def test_requirement(requirement: Requirement, verdicts: Verdicts) -> None:
+def test_requirement(requirement: Requirement, verdicts: Verdicts, request: pytest.FixtureRequest) -> None:
+    known = verdicts.agent.known_failures.get(requirement.id)
+    if known is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=known))
     result = verdicts.results.get(requirement.id, "the exchange never judged it")
     if isinstance(result, tuple):
-        assert requirement.tier in (Tier.CAPABILITY, Tier.INFORMATIONAL), (
+        assert requirement.tier is not Tier.MANDATORY, (
             f"{requirement.id} is {requirement.tier}: it applies to every v2 agent, yet: {result[1]}"
         )
         pytest.skip(f"{requirement.id} ({requirement.tier}, {requirement.text}): {result[1]}")
