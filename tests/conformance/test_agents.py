@@ -37,6 +37,13 @@ AGENTS = (
     ),
     AgentCommand("acpio_testy", (PY, "-m", "acpio", "testy"), busy_prompt="sleep 60"),
 )
+#: Agents that also serve v2 (``AgentApp(protocols=(1, 2))``): a client asking for a version above
+#: 1 gets v2, which the v1 requirements do not judge; they are checked with the v1 clients.
+BOTH_VERSIONS = (
+    AgentCommand(
+        "both_versions_agent", (PY, str(EXAMPLES / "both_versions_agent.py")), work_prompt="count these words"
+    ),
+)
 #: Example agents that speak ACP v2 only (a v1 client gets -32022): the kit's v1 requirements do
 #: not apply; tests/router and tests/interop/test_router.py run them.
 V2_ONLY = {"v2_echo_agent.py"}
@@ -52,6 +59,16 @@ async def test_agent_meets_the_acp_test_kit_requirements(
     assert not verdicts.unjudged(), sorted(verdicts.unjudged())
 
 
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p.protocol_version == 1], ids=lambda p: p.name)
+@pytest.mark.parametrize("agent", BOTH_VERSIONS, ids=lambda a: a.name)
+async def test_an_agent_of_both_versions_meets_the_v1_requirements_with_v1_clients(
+    agent: AgentCommand, profile: ClientProfile, spec_dir: Path, tmp_path: Path
+) -> None:
+    verdicts = await check_agent(agent, profile, agent_schema(spec_dir / "v1" / "schema.json"), tmp_path)
+    assert not verdicts.failures, f"{agent.name} with a {profile.name} client:\n{verdicts.report()}"
+    assert not verdicts.unjudged(), sorted(verdicts.unjudged())
+
+
 def test_every_example_agent_on_stdio_is_checked() -> None:
     agents = {
         path.name
@@ -59,7 +76,8 @@ def test_every_example_agent_on_stdio_is_checked() -> None:
         if re.search(r"AgentApp\(|Agent\.builder\(|AgentSideConnection\(", text := path.read_text())
         and re.search(r"Stdio\(\)|app\.run\(\)", text)
     }
-    checked = {Path(command.argv[1]).name for command in (getattr(a, "values", [a])[0] for a in AGENTS)}
+    commands = [getattr(a, "values", [a])[0] for a in (*AGENTS, *BOTH_VERSIONS)]
+    checked = {Path(command.argv[1]).name for command in commands}
     assert agents - V2_ONLY == checked - {"-m"}
 
 

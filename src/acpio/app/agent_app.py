@@ -9,8 +9,8 @@ any way a builder is served or to add handlers of one's own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from acpio import running
 from acpio.acp_connection import AcpConnection
@@ -24,6 +24,7 @@ from acpio.app.app_session import (
     StopReasonName,
 )
 from acpio.app.protocol import AppDefinition, AppProtocol
+from acpio.app.protocol_v2 import AppProtocolV2, AuthFunction
 from acpio.jsonrpc import Builder
 from acpio.roles import Agent
 from acpio.schema import (
@@ -36,6 +37,9 @@ from acpio.store import SessionStore, open_store
 from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
 from acpio.transports.stdio import Stdio
+
+if TYPE_CHECKING:
+    from acpio.version_router import VersionRouter
 
 __all__ = [
     "AgentApp",
@@ -82,6 +86,13 @@ class AgentApp:
     ``unstable=True`` turns on the methods the schema marks unstable: handlers of them may be
     added (:meth:`on_request`), and a store also serves ``session/fork``, ``archive``,
     ``unarchive``, ``status`` and ``set_title``.
+
+    ``protocols`` says which ACP versions the app serves: ``(1,)`` (the default), ``(1, 2)`` (each
+    client gets the version it asks for, chosen at ``initialize`` by a
+    :class:`~acpio.VersionRouter`) or ``(2,)``. The same prompt function serves them all: a
+    :class:`~acpio.app.Turn` writes what the client's version has (see ``docs/v2.md``). v2's
+    baseline includes ``session/list``, ``resume`` and ``close``: an app serving v2 without a
+    ``store`` keeps its sessions in an in-memory one (``"memory:"``), for both versions.
     """
 
     def __init__(
@@ -95,7 +106,16 @@ class AgentApp:
         store: SessionStore | str | None = None,
         mcp: bool = False,
         unstable: bool = False,
+        protocols: Sequence[Literal[1, 2]] = (1,),
     ) -> None:
+        if not protocols or any(p not in (1, 2) for p in protocols):
+            raise ValueError(
+                f"protocols is one or both of the ACP versions 1 and 2, not {tuple(protocols)!r}"
+            )
+        #: The ACP versions the app serves.
+        self.protocols: tuple[Literal[1, 2], ...] = tuple(sorted(set(protocols)))
+        if 2 in self.protocols and store is None:
+            store = "memory:"
         info = (
             Implementation(name=name, version=version)
             if title is None
@@ -106,6 +126,10 @@ class AgentApp:
         )
         self._menu = self._app.menu
         self._protocol = AppProtocol(self._app, open_store(store) if isinstance(store, str) else store)
+        stored = self._protocol.stored
+        self._v2 = (
+            AppProtocolV2(self._protocol, stored) if stored is not None and 2 in self.protocols else None
+        )
 
     @property
     def info(self) -> Implementation:
@@ -170,6 +194,30 @@ class AgentApp:
         """
         self._app.on_change.append(fn)
         return fn
+
+    def on_login(
+        self, method_id: str, name: str, *, description: str | None = None
+    ) -> Callable[[AuthFunction], AuthFunction]:
+        """Register the login of an auth method (a decorator on ``async def login(method_id: str)``).
+
+        On v2 the ``initialize`` answer lists it (``methodId``, ``type: "agent"``) and the app serves
+        ``auth/login`` (the function runs; a :class:`~acpio.RequestError` it raises refuses) and
+        ``auth/logout``. On v1 list it and serve ``authenticate`` yourself (:meth:`on_initialize`,
+        :meth:`on_request`), as before.
+        """
+        v2 = self._v2
+        if v2 is None:
+            raise ValueError(f"{self!r} does not serve ACP v2: on_login is v2's auth/login")
+
+        def register(fn: AuthFunction) -> AuthFunction:
+            method: dict[str, Any] = {"methodId": method_id, "name": name, "type": "agent"}
+            if description is not None:
+                method["description"] = description
+            v2.auth_methods.append(method)
+            v2.login = fn
+            return fn
+
+        return register
 
     def on_request(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Serve one more request type with a typed handler, as ``Builder.on_request`` takes it (a decorator).
@@ -238,19 +286,43 @@ class AgentApp:
 
     # --- serving ----------------------------------------------------------------------------------
 
-    def builder(self) -> Builder[AcpConnection]:
-        """A new ``Agent`` builder that serves this app (add handlers to it, or serve it yourself).
+    def builder(self, protocol: Literal[1, 2] | None = None) -> Builder[AcpConnection]:
+        """A new ``Agent`` builder that serves this app on one ACP version (default: the app's lowest).
 
-        Raises ``RuntimeError`` when no prompt function is registered: the app could answer no prompt.
+        Add handlers to it, or serve it yourself; :meth:`component` serves every version of the
+        app on one endpoint. Raises ``RuntimeError`` when no prompt function is registered (the app
+        could answer no prompt), ``ValueError`` for a version the app does not serve.
         """
         if self._app.prompt is None:
             raise RuntimeError(
                 f"{self!r} has no prompt function: decorate one with @app.prompt before serving the app"
             )
+        version = self.protocols[0] if protocol is None else protocol
+        if version not in self.protocols:
+            raise ValueError(
+                f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)"
+            )
         # mcp/message (MCP over ACP) is an unstable method
         app = Agent.builder(name=self.info.name, unstable=self._app.mcp or self._app.unstable)
-        self._protocol.register(app)
+        if version == 1:
+            self._protocol.register(app)
+            return app
+        # both made by __init__ when the app serves v2
+        assert self._v2 is not None
+        assert self._protocol.stored is not None
+        self._menu.check_v2()
+        app.with_handler(self._v2)
+        app.on_close(self._protocol.stored.connection_closed)
+        app.with_spawned(self._protocol.stored.watch)
         return app
+
+    def component(self) -> Builder[AcpConnection] | VersionRouter:
+        """What serves the app: its builder, or with two versions a :class:`~acpio.VersionRouter` of both."""
+        if len(self.protocols) == 1:
+            return self.builder()
+        from acpio.version_router import VersionRouter
+
+        return VersionRouter({version: self.builder(version) for version in self.protocols})
 
     async def serve(self, target: Transport | Listener | Component) -> None:
         """Serve one client on ``target`` until it closes the connection; or every client of a listener.
@@ -258,11 +330,11 @@ class AgentApp:
         ``target`` is a transport or component (one client), or a
         :class:`~acpio.transports.listener.Listener` (each client it accepts, until it closes).
         """
-        await self.builder().serve(target)
+        await self.component().serve(target)
 
     async def open(self) -> Transport:
         """Serve the app in-process; the transport talks to it (a client builder can connect to the app)."""
-        return await self.builder().open()
+        return await self.component().open()
 
     def run(self) -> None:
         """Serve one client on this process's stdin and stdout (how editors start an agent).

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acpio.app.v2_shapes import MODE_CONFIG_ID
 from acpio.capabilities import ClientFeatures
 from acpio.errors import InvalidParams
 from acpio.schema import (
@@ -131,6 +132,14 @@ class Menu:
 
     # --- per session ------------------------------------------------------------------------------
 
+    def check_v2(self) -> None:
+        """Raise ``ValueError`` when the modes cannot be v2's ``mode`` option (an option has that id)."""
+        if self.modes and any(o.id == MODE_CONFIG_ID for o in self.options):
+            raise ValueError(
+                f"The app has modes and a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are the "
+                f"option {MODE_CONFIG_ID!r}; give the option another id to serve v2"
+            )
+
     def settings(self, client: ClientFeatures) -> SessionSettings:
         """A new session's settings: the first mode, every option at its default."""
         return SessionSettings(
@@ -175,13 +184,30 @@ class Menu:
             fields["config_options"] = self.options_state(settings)
         return fields
 
-    def options_state(self, settings: SessionSettings) -> list[SessionConfigOption]:
-        """Every option the client may see, with its current value."""
-        return [
+    def options_state(self, settings: SessionSettings, with_mode: bool = False) -> list[SessionConfigOption]:
+        """Every option the client may see, with its current value.
+
+        ``with_mode`` (v2, which has no modes): the session's modes first, as the select option
+        ``mode`` with ``category: "mode"``.
+        """
+        states = [
             o.state(settings.options[o.id], settings.choices.get(o.id))
             for o in self.options
             if o.choices is not None or settings.booleans
         ]
+        modes = self.modes_of(settings)
+        if with_mode and modes and settings.mode is not None:
+            choices = [SessionConfigSelectOption(value=m.id, name=m.name) for m in modes]
+            mode = SessionConfigOption(
+                id=MODE_CONFIG_ID,
+                name="Mode",
+                type="select",
+                category="mode",
+                current_value=settings.mode,
+                options=choices,
+            )
+            states.insert(0, mode)
+        return states
 
     def commands_update(self) -> AvailableCommandsUpdate:
         """The ``available_commands_update`` that lists the declared commands."""

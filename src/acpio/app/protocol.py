@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
@@ -31,6 +32,7 @@ from acpio.app.app_session import (
 from acpio.app.history import read_history
 from acpio.app.menu import Menu
 from acpio.app.turn import Turn
+from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     ConnectionClosed,
@@ -94,11 +96,15 @@ class AppProtocol:
 
     def __init__(self, definition: AppDefinition, store: SessionStore | None) -> None:
         self._app = definition
+        #: What the app declared.
+        self.definition = definition
         self._menu = definition.menu
         #: The open sessions, by id (ids are unique across connections).
         self.sessions: dict[str, AppSession] = {}
         #: The sessions whose turn's task has begun (a task cancelled before that runs none of its code).
-        self._begun: set[str] = set()
+        self.begun: set[str] = set()
+        #: The connections that speak v2, with what their client advertised (in v1's terms).
+        self.v2_clients: WeakKeyDictionary[Connection, ClientFeatures] = WeakKeyDictionary()
         #: The session methods served from the store, when there is one.
         self.stored = (
             StoredSessions(store, on_open=self._opened, on_close=self._closed, unstable=definition.unstable)
@@ -123,11 +129,22 @@ class AppProtocol:
         for handler in self._app.handlers:
             app.on_request(handler)
 
-    @staticmethod
-    def _client_features(cx: Connection) -> ClientFeatures:
+    def client_features(self, cx: Connection) -> ClientFeatures:
         """What the client advertised at ``initialize``, as its connection recorded it (nothing before)."""
+        v2 = self.v2_clients.get(cx)
+        if v2 is not None:
+            return v2
         recorded = cx.client_features if isinstance(cx, AcpConnection) else None
         return recorded or ClientFeatures({})
+
+    def record(self, session_id: str, params: dict[str, Any]) -> None:
+        """Keep a v2 turn's neutral ``session/update`` params in the session's stored history.
+
+        The history is v1's shape whatever the version: a v1 ``session/load`` replays it as it is,
+        a v2 ``session/resume`` converts it.
+        """
+        if self.stored is not None and self.stored.is_open(session_id):
+            self.stored.store.append_soon(session_id, encode_value(params))
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
         capabilities = AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
@@ -151,7 +168,7 @@ class AppProtocol:
         if not cwd.is_absolute():
             raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
         session_id = f"sess_{uuid.uuid4().hex}"
-        client = self._client_features(cx)
+        client = self.client_features(cx)
         session = AppSession(
             cx,
             session_id,
@@ -167,17 +184,22 @@ class AppProtocol:
         self.sessions[session_id] = session
         setup = self._menu.setup(session.settings)
         responder.respond(NewSessionResponse(session_id=session_id, **setup))
-        self._offer_commands(cx, session_id)  # after the answer: the client knows the session by then
+        self.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
-    def _offer_commands(self, cx: Connection, session_id: str) -> None:
+    def offer_commands(self, cx: Connection, session_id: str) -> None:
+        """Send the app's commands to a session (``available_commands_update``, in the client's version)."""
         if self._menu.commands and not cx.closed:
-            update = SessionNotification(session_id=session_id, update=self._menu.commands_update())
+            update = self._menu.commands_update()
             with contextlib.suppress(ConnectionClosed):  # the client left right after the answer
-                cx.send_notification(update)
+                if cx in self.v2_clients:
+                    shaped = V2Shapes().convert(update.to_wire())
+                    cx.send_notification("session/update", {"sessionId": session_id, "update": shaped})
+                else:
+                    cx.send_notification(SessionNotification(session_id=session_id, update=update))
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
-        client = self._client_features(cx)
+        client = self.client_features(cx)
         settings = self._menu.restored(client, record.mode, record.config)
         session = AppSession(
             cx,
@@ -210,9 +232,9 @@ class AppProtocol:
             # the spec: a load replays, then answers, and nothing of the session follows unasked; the
             # list goes out (and into the history) only when the replay did not end with it
             if replayed != self._menu.commands_update():
-                self._offer_commands(cx, record.session_id)
+                self.offer_commands(cx, record.session_id)
         else:  # the answer is sent when this returns; the commands go out right after it
-            asyncio.get_running_loop().call_soon(self._offer_commands, cx, record.session_id)
+            asyncio.get_running_loop().call_soon(self.offer_commands, cx, record.session_id)
         return SessionSetup(**self._menu.setup(settings))
 
     async def _closed(self, session_id: str) -> None:
@@ -222,7 +244,7 @@ class AppProtocol:
             return
         if session.turn is not None:
             task = session.turn
-            self._cancel_turn(session)
+            self.cancel_turn(session)
             await asyncio.gather(task, return_exceptions=True)
         for hook in self._app.on_close:
             await hook(session)
@@ -232,25 +254,28 @@ class AppProtocol:
         for session in [s for s in self.sessions.values() if s.cx is cx]:
             await self._closed(session.id)
 
-    def _session(self, cx: Connection, session_id: str) -> AppSession:
+    def open_session(self, cx: Connection, session_id: str) -> AppSession:
+        """The session ``session_id`` open on ``cx``; ``-32002`` when there is none."""
         session = self.sessions.get(session_id)
         if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
 
     async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
-        session = self._session(cx, request.session_id)
-        await self._change(session, None, request.mode_id, asked=True)
+        session = self.open_session(cx, request.session_id)
+        await self.change_setting(session, None, request.mode_id, asked=True)
         return SetSessionModeResponse()
 
     async def _set_option(
         self, request: SetSessionConfigOptionRequest, cx: Connection
     ) -> SetSessionConfigOptionResponse:
-        session = self._session(cx, request.session_id)
-        await self._change(session, request.config_id, request.value, asked=True)
+        session = self.open_session(cx, request.session_id)
+        await self.change_setting(session, request.config_id, request.value, asked=True)
         return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
 
-    async def _change(self, session: AppSession, config_id: str | None, value: Any, *, asked: bool) -> None:
+    async def change_setting(
+        self, session: AppSession, config_id: str | None, value: Any, *, asked: bool
+    ) -> None:
         """Set the session's mode (``config_id`` ``None``) or a config option, and keep it in the store.
 
         The one way a session's settings change: the client's ``session/set_mode`` and
@@ -277,7 +302,7 @@ class AppProtocol:
     async def _start_turn(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
-        session = self._session(cx, request.session_id)
+        session = self.open_session(cx, request.session_id)
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": request.session_id},
@@ -289,12 +314,12 @@ class AppProtocol:
             request.session_id,
             session.cwd,
             list(request.prompt),
-            self._client_features(cx),
+            self.client_features(cx),
             session.settings,
             self._menu,
             session.history,
             session.mcp_servers,
-            change=functools.partial(self._change, session, asked=False),
+            change=functools.partial(self.change_setting, session, asked=False),
         )
         if self.stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:
@@ -309,7 +334,7 @@ class AppProtocol:
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
         try:
-            self._begun.add(session.id)
+            self.begun.add(session.id)
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
                 raise asyncio.CancelledError
             stop = await fn(turn)
@@ -323,13 +348,14 @@ class AppProtocol:
             _log.exception("The prompt function of %r failed", self._app.info.name)
             responder.respond_with_error(InternalError.for_exception(error, details=self._app.error_details))
         else:
-            responder.respond_with_result(self._stop_reason(stop, turn))
+            responder.respond_with_result(self.stop_reason(stop, turn))
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
-            self._begun.discard(session.id)
+            self.begun.discard(session.id)
 
-    def _stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
+    def stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
+        """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""
         if turn.cancel_requested:
             return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
         try:
@@ -348,11 +374,11 @@ class AppProtocol:
         session = self.sessions.get(notification.session_id)
         if session is None or session.cx is not cx or session.turn is None or session.current is None:
             return
-        self._cancel_turn(session)
+        self.cancel_turn(session)
 
-    def _cancel_turn(self, session: AppSession) -> None:
+    def cancel_turn(self, session: AppSession) -> None:
         """End the session's turn as cancelled: a task that has not begun sees the flag when it does."""
         if session.current is not None:
             session.current.cancel_requested = True
-        if session.turn is not None and session.id in self._begun:
+        if session.turn is not None and session.id in self.begun:
             session.turn.cancel()

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
-from acpio.errors import AcpError, ConnectionClosed
+from acpio.errors import AcpError, ConnectionClosed, NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.schema import (
     Content,
@@ -31,8 +31,10 @@ _log = logging.getLogger("acpio.app")
 ToolKindName: TypeAlias = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
-#: The statuses of a tool call (``ToolCallStatus``), as strings.
-ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+#: The statuses of a tool call (``ToolCallStatus``), as strings (``paused`` and ``cancelled``: v2 only).
+ToolStatusName: TypeAlias = Literal["pending", "in_progress", "completed", "failed", "paused", "cancelled"]
+_V2_STATUSES = ("paused", "cancelled")
+_FINAL_STATUSES = ("completed", "failed", "cancelled")
 
 #: What an exception in a :meth:`~acpio.app.Turn.tool_call` block does: ``"raise"`` it, or
 #: ``"report"`` it in the call and go on.
@@ -45,7 +47,13 @@ def given(**fields: Any) -> dict[str, Any]:
 
 
 class SessionUpdates:
-    """The ``session/update`` notifications a turn sends for its session, and the record of them."""
+    """The ``session/update`` notifications a turn sends for its session, and the record of them.
+
+    This one writes them as v1 has them; :class:`~acpio.app.updates_v2.V2Updates` as v2 does.
+    """
+
+    #: The ACP version it writes.
+    version = 1
 
     def __init__(self, cx: Connection, session_id: str, cwd: Path) -> None:
         self.cx = cx
@@ -141,9 +149,15 @@ class ActiveToolCall:
     ) -> None:
         """Report progress: a new ``status``, ``title``, ``text`` shown as the call's content, a ``diff``.
 
-        ``diff`` is ``(path, old_text, new_text)`` (``old_text`` ``None`` for a new file). A final
-        status (``completed``, ``failed``) is kept when the ``async with`` block ends.
+        ``diff`` is ``(path, old_text, new_text)`` (``old_text`` ``None`` for a new file; on v2 it
+        goes out as ``changes`` with a git patch). A final status (``completed``, ``failed``,
+        ``cancelled``) is kept when the ``async with`` block ends. ``paused`` and ``cancelled`` exist
+        on v2 only: on v1 they raise :class:`~acpio.errors.NotInProtocolVersion`.
         """
+        if status in _V2_STATUSES and self._updates.version == 1:
+            raise NotInProtocolVersion(
+                f"the tool call status {status!r}", 1, "report 'failed' (or 'in_progress') on v1"
+            )
         content: list[ToolCallContent] = []
         if text is not None:
             content.append(Content(content=TextContent(text=text)))
@@ -152,12 +166,15 @@ class ActiveToolCall:
             content.append(Diff(path=str(self._updates.absolute(path)), old_text=old, new_text=new))
         if title is not None:
             self.title = title
-        self._final = self._final or status in ("completed", "failed")
+        self._final = self._final or status in _FINAL_STATUSES
         changed = given(status=status, title=title, content=content or None, raw_output=raw_output)
         await self._updates.send(ToolCallUpdate(tool_call_id=self.id, **changed))
 
     async def show_terminal(self, terminal_id: str) -> None:
-        """Show the client's terminal ``terminal_id`` as this call's content (its output, live)."""
+        """Show the terminal ``terminal_id`` as this call's content (its output, live).
+
+        On v1 a terminal of the client's; on v2 one the agent runs (:meth:`~acpio.app.Turn.run_command`).
+        """
         await self._updates.send(
             ToolCallUpdate(tool_call_id=self.id, content=[Terminal(terminal_id=terminal_id)])
         )

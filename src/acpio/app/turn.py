@@ -7,22 +7,20 @@ what it sends for its session goes out in the order it was sent.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
+from acpio.app.agent_terminals import AgentTerminals, run_agent_terminal
 from acpio.app.client_requests import (
     CommandResult,
     ask_permission,
+    ask_permission_v2,
     connect_mcp,
-    elicit_form,
-    elicit_url,
     run_in_terminal,
 )
-from acpio.app.forms import Elicited
 from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.app.tool_calls import (
@@ -34,30 +32,23 @@ from acpio.app.tool_calls import (
     ToolStatusName,
     given,
 )
-from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
+from acpio.app.turn_beside import TurnBeside
+from acpio.app.updates_v2 import V2Updates
+from acpio.capabilities import ClientFeatures
+from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.schema import (
-    AgentMessageChunk,
     AgentThoughtChunk,
-    CompactionSummaryChunk,
-    CompactionUpdate,
-    CompleteElicitationNotification,
     ConfigOptionUpdate,
     ContentBlock,
-    Cost,
     CreateTerminalRequest,
     CurrentModeUpdate,
     EnvVariable,
-    Notice,
     Plan,
     PlanEntry,
     ReadTextFileRequest,
     ReadTextFileResponse,
-    SessionInfoUpdate,
-    SessionNotification,
-    SessionUpdate,
     TextContent,
-    UsageUpdate,
     WriteTextFileRequest,
 )
 
@@ -82,7 +73,7 @@ T = TypeVar("T")
 SettingChange: TypeAlias = Callable[[str | None, OptionValue], Awaitable[None]]
 
 
-class Turn:
+class Turn(TurnBeside):
     """One ``session/prompt`` being answered: the prompt, and the ways to answer it.
 
     Stream with :meth:`say` and :meth:`think`, show a :meth:`plan`, report work with
@@ -91,6 +82,11 @@ class Turn:
     ask :attr:`client` first (``if turn.client.write_text_file:``) and offer the user only what
     the client can do. When the client cancels the turn (``session/cancel``), the prompt function
     is cancelled where it waits and the turn ends with ``cancelled``.
+
+    The same prompt function serves ACP v1 and v2 clients (:attr:`protocol_version` says which):
+    each verb writes what its version has. What one version lacks raises
+    :class:`~acpio.errors.NotInProtocolVersion` (the client's files on v2, a ``cancelled`` tool
+    call on v1...), never silently nothing.
     """
 
     def __init__(
@@ -106,6 +102,8 @@ class Turn:
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         *,
         change: SettingChange,
+        updates: SessionUpdates | None = None,
+        terminals: AgentTerminals | None = None,
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -126,7 +124,8 @@ class Turn:
         #: The session's earlier turns, oldest first (kept while the agent runs).
         self.history: tuple[Exchange, ...] = tuple(history)
         self._said: list[str] = []
-        self._updates = SessionUpdates(cx, session_id, cwd)
+        self._updates = updates if updates is not None else SessionUpdates(cx, session_id, cwd)
+        self._terminals = terminals if terminals is not None else AgentTerminals()
         #: The MCP servers the client declared for the session (their JSON objects): reach one
         #: with :meth:`mcp`.
         self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
@@ -157,13 +156,21 @@ class Turn:
     async def set_mode(self, mode_id: str) -> None:
         """Switch the session to another offered mode, and tell the client (``current_mode_update``).
 
+        On v2, which has no modes, the app's modes are the config option ``mode`` (``category:
+        "mode"``): the client hears of the change as a ``config_option_update``.
+
         The change is the session's, as if the client had set it (a stored session keeps it for
         ``session/load``), but the app's :meth:`~acpio.app.AgentApp.on_change` hooks do not run: the
         turn sets what goes with the mode itself. Raises :class:`~acpio.InvalidParams` for a mode
         the session is not offered.
         """
         await self._change(None, mode_id)
-        await self.update(CurrentModeUpdate(current_mode_id=mode_id))
+        if self._updates.version == 1:
+            await self.update(CurrentModeUpdate(current_mode_id=mode_id))
+        else:
+            await self.update(
+                ConfigOptionUpdate(config_options=self._menu.options_state(self._settings, True))
+            )
 
     async def set_option(self, option_id: str, value: OptionValue) -> None:
         """Change a config option, and tell the client (``config_option_update`` with every option).
@@ -172,18 +179,10 @@ class Turn:
         :class:`~acpio.InvalidParams` for an unknown option or a value it cannot take.
         """
         await self._change(option_id, value)
-        await self.update(ConfigOptionUpdate(config_options=self._menu.options_state(self._settings)))
+        options = self._menu.options_state(self._settings, self._updates.version == 2)
+        await self.update(ConfigOptionUpdate(config_options=options))
 
     # --- streaming --------------------------------------------------------------------------------
-
-    async def update(self, update: SessionUpdate) -> None:
-        """Send one ``session/update`` for this session, then wait while the client is behind."""
-        await self._updates.send(update)
-
-    async def say(self, text: str) -> None:
-        """Stream ``text`` to the user (an ``agent_message_chunk``)."""
-        self._said.append(text)
-        await self.update(AgentMessageChunk(content=TextContent(text=text)))
 
     def exchange(self) -> Exchange:
         """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
@@ -263,15 +262,30 @@ class Turn:
     # --- asking the client ------------------------------------------------------------------------
 
     async def ask_permission(
-        self, call: ActiveToolCall, *, allow: str = "Allow", deny: str = "Deny", always: bool = False
+        self,
+        call: ActiveToolCall,
+        *,
+        allow: str = "Allow",
+        deny: str = "Deny",
+        always: bool = False,
+        description: str | None = None,
     ) -> bool:
         """Ask the user whether ``call`` may go on; ``True`` if they chose ``allow``.
 
         ``allow`` and ``deny`` label the two options; with ``always`` they are offered as
         ``allow_always`` and ``reject_always`` (the client may remember the choice). A cancelled
-        answer (the client cancelled the turn) is ``False``.
+        answer (the client cancelled the turn), or on v2 an outcome it does not know, is ``False``.
+        On v2 the request's ``title`` is the call's, its ``subject`` the call, and the session is
+        ``requires_action`` until the answer; ``description`` (why it is asked) exists on v2 only.
         """
-        return await ask_permission(self.cx, self.session_id, call, allow, deny, always)
+        if self._updates.version == 1:
+            if description is not None:
+                raise NotInProtocolVersion(
+                    "a permission request's description", 1, "say why before asking (turn.say)"
+                )
+            return await ask_permission(self.cx, self.session_id, call, allow, deny, always)
+        async with self.waiting_for_user():
+            return await ask_permission_v2(self.cx, self.session_id, call, allow, deny, always, description)
 
     async def read_file(self, path: str | Path, *, line: int | None = None, limit: int | None = None) -> str:
         """The text of ``path`` (relative to :attr:`cwd`) as the client has it, unsaved edits included.
@@ -279,7 +293,9 @@ class Turn:
         ``line`` (1-based) and ``limit`` read a part. Raises
         :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client does not offer
         ``fs/read_text_file``, and the client's error (a :class:`~acpio.RequestError`) when it refuses.
+        v2 has no client files: raises :class:`~acpio.errors.NotInProtocolVersion` there.
         """
+        self._v1_only("the client's files (turn.read_file, fs/read_text_file)")
         self.client.require(ReadTextFileRequest.METHOD)
         part = given(line=line, limit=limit)  # an explicit None would be sent as null
         request = ReadTextFileRequest(
@@ -292,8 +308,10 @@ class Turn:
         """Write ``content`` to ``path`` (relative to :attr:`cwd`) through the client.
 
         Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client does not offer
-        ``fs/write_text_file``, and the client's error when it refuses.
+        ``fs/write_text_file``, and the client's error when it refuses. v2 has no client files:
+        raises :class:`~acpio.errors.NotInProtocolVersion` there.
         """
+        self._v1_only("the client's files (turn.write_file, fs/write_text_file)")
         self.client.require(WriteTextFileRequest.METHOD)
         request = WriteTextFileRequest(
             session_id=self.session_id, path=str(self._updates.absolute(path)), content=content
@@ -318,7 +336,16 @@ class Turn:
         ``timed_out``. The terminal is released at the end, also when the turn is cancelled (which
         kills the command). Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers
         no terminals.
+
+        On v2 (no client terminals) the agent runs the command itself and the client displays it as
+        an agent-owned terminal (``terminal_update``, ``terminal_output_chunk``; ``terminal/cancel``
+        kills it); the result is the same.
         """
+        if isinstance(self._updates, V2Updates):
+            where = self._updates.absolute(cwd) if cwd is not None else self.cwd
+            return await run_agent_terminal(
+                self._updates, self._terminals, [command, *args], where, env, output_limit, call, kill_after
+            )
         self.client.require(CreateTerminalRequest.METHOD)
         optional = given(
             args=list(args) or None,
@@ -340,80 +367,11 @@ class Turn:
         """
         return connect_mcp(self.cx, self.mcp_servers, name)
 
-    # --- elicitation, notices, and what the client shows beside the conversation ------------------
-
-    async def elicit(self, message: str, form: type[T], *, call: ActiveToolCall | None = None) -> Elicited[T]:
-        """Ask the user to fill ``form`` (a dataclass, see :mod:`acpio.app.forms`); their answer.
-
-        ``answer.value`` is the filled form when they accepted, ``None`` when they declined or
-        cancelled. With ``call``, the question is tied to that tool call. Raises
-        :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no form
-        elicitation (do without, or fail the work), and :class:`~acpio.app.forms.FormError` when an
-        accepted answer does not fit the form.
-        """
-        return await elicit_form(self.cx, self.client, self.session_id, message, form, call)
-
-    async def elicit_url(
-        self, message: str, url: str, *, elicitation_id: str | None = None, call: ActiveToolCall | None = None
-    ) -> Elicited[None]:
-        """Ask the user to open ``url`` (a login, a payment: what a form must not ask); their answer.
-
-        ``accept`` means they agreed to open it, not that they finished there: once the work at the
-        URL is done, call :meth:`complete_elicitation` with ``answer.elicitation_id``. Raises
-        :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no URL elicitation.
-        """
-        return await elicit_url(self.cx, self.client, self.session_id, message, url, elicitation_id, call)
-
-    async def complete_elicitation(self, elicitation_id: str) -> None:
-        """Tell the client the work behind an accepted URL elicitation is done (``elicitation/complete``)."""
-        self.cx.send_notification(CompleteElicitationNotification(elicitation_id=elicitation_id))
-        await self.cx.drain()
-
-    async def notice(
-        self,
-        title: str,
-        *,
-        severity: Literal["info", "warning", "error"] = "info",
-        description: str | None = None,
-    ) -> None:
-        """Tell the user something that is not part of the conversation (a ``notice`` update).
-
-        Only clients that advertise ``session.notices`` take notices; to others the same words are
-        said as a message (``say``), so the user still reads them.
-        """
-        if self.client.has("session.notices"):
-            await self.update(Notice(severity=severity, title=title, **given(description=description)))
-            return
-        detail = f": {description}" if description else ""
-        await self.say(f"{severity}: {title}{detail}\n")
-
-    async def report_usage(
-        self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
-    ) -> None:
-        """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
-        extra = {"cost": Cost(amount=cost, currency=currency)} if cost is not None else {}
-        await self.update(UsageUpdate(used=used, size=size, **extra))
-
-    async def set_title(self, title: str | None) -> None:
-        """Give the session a title (``session_info_update``; ``None`` clears it)."""
-        await self.update(SessionInfoUpdate(title=title))
-
-    async def compact(self, summary: str | Sequence[str], *, compaction_id: str | None = None) -> str:
-        """Report a context compaction: ``in_progress``, its summary chunk by chunk, then ``completed``.
-
-        ``summary`` is the text the conversation was compacted to (one chunk), or its chunks. Returns the
-        compaction's id. Raises :class:`~acpio.capabilities.CapabilityNotAdvertised` unless the client
-        advertised ``session.compaction``.
-        """
-        if not self.client.has("session.compaction"):
-            raise CapabilityNotAdvertised(
-                SessionNotification.METHOD, "C.session.compaction", what="a compaction update"
+    def _v1_only(self, feature: str) -> None:
+        if self._updates.version != 1:
+            raise NotInProtocolVersion(
+                feature,
+                self._updates.version,
+                "on v2 the agent reads and writes files itself; client-side tools come as MCP servers "
+                "in the session's mcpServers (turn.mcp)",
             )
-        compaction_id = compaction_id or f"compaction_{uuid.uuid4().hex[:16]}"
-        await self.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
-        for chunk in [summary] if isinstance(summary, str) else summary:
-            await self.update(
-                CompactionSummaryChunk(compaction_id=compaction_id, content=TextContent(text=chunk))
-            )
-        await self.update(CompactionUpdate(compaction_id=compaction_id, status="completed"))
-        return compaction_id

@@ -153,7 +153,7 @@ class StoredSessions:
             builder.on_request(handler)
         builder.on_send_notification(self.record)
         builder.on_close(self.connection_closed)
-        builder.with_spawned(self._watch)
+        builder.with_spawned(self.watch)
 
     def _handlers(self) -> list[Callable[..., Awaitable[Any]]]:
         handlers: list[Callable[..., Awaitable[Any]]] = [
@@ -223,12 +223,14 @@ class StoredSessions:
             additional_directories=req.additional_directories or (),
             mcp_servers=_wire(req.mcp_servers),
         )
-        setup = await self._opened(record, "session/new", cx)
+        setup = await self.opened(record, "session/new", cx)
         return NewSessionResponse(session_id=record.session_id, **setup.fields())
 
     async def load(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""
-        record = await self._reopen("session/load", req.session_id, req.cwd, req.mcp_servers, req)
+        record = await self.reopen(
+            "session/load", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
+        )
         session_id = record.session_id
         self._replaying.add(session_id)
         own = b'"sessionId":' + orjson.dumps(session_id)
@@ -247,13 +249,15 @@ class StoredSessions:
                     await cx.drain()
         finally:
             self._replaying.discard(session_id)
-        setup = await self._opened(record, "session/load", cx)
+        setup = await self.opened(record, "session/load", cx)
         return LoadSessionResponse(**setup.fields())
 
     async def resume(self, req: ResumeSessionRequest, cx: Connection) -> ResumeSessionResponse:
         """``session/resume``: open the session again without replaying anything."""
-        record = await self._reopen("session/resume", req.session_id, req.cwd, req.mcp_servers, req)
-        setup = await self._opened(record, "session/resume", cx)
+        record = await self.reopen(
+            "session/resume", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
+        )
+        setup = await self.opened(record, "session/resume", cx)
         return ResumeSessionResponse(**setup.fields())
 
     async def fork(self, req: ForkSessionRequest, cx: Connection) -> ForkSessionResponse:
@@ -266,12 +270,23 @@ class StoredSessions:
             additional_directories=req.additional_directories or (),
             mcp_servers=None if req.mcp_servers is None else _wire(req.mcp_servers),
         )
-        setup = await self._opened(record, "session/fork", cx)
+        setup = await self.opened(record, "session/fork", cx)
         return ForkSessionResponse(session_id=record.session_id, **setup.fields())
 
-    async def _reopen(
-        self, method: str, session_id: str, cwd: str, mcp_servers: Sequence[Any] | None, req: Any
+    async def reopen(
+        self,
+        method: str,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[Any] | None,
+        additional_directories: Sequence[str] | None,
     ) -> SessionRecord:
+        """Make ``session_id`` ready to open again on a new connection (``method``: load, resume...).
+
+        Refuses a relative ``cwd`` or one other than the session's (``-32602``), an unknown id
+        (``-32002``); closes the session where it is open; takes the new MCP servers and additional
+        directories. :meth:`opened` then opens it.
+        """
         _check_cwd(method, cwd)
         record = await self.store.require(session_id)
         if cwd != record.cwd:
@@ -280,15 +295,16 @@ class StoredSessions:
                 message=f"{method}: session {session_id!r} was set up in {record.cwd!r}, not {cwd!r}; "
                 "send its own cwd",
             )
-        await self._shut(session_id)
+        await self.shut(session_id)
         await self.store.flush()
         return await self.store.update(
             session_id,
             mcp_servers=_wire(mcp_servers or ()),
-            additional_directories=req.additional_directories or (),
+            additional_directories=additional_directories or (),
         )
 
-    async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
+    async def opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
+        """``record`` is open on ``cx`` now (its updates are recorded): the agent's ``on_open`` hook."""
         await self.store.open(record.session_id)
         self._live[record.session_id] = cx
         setup = await self._on_open(record, method, cx) if self._on_open is not None else None
@@ -320,19 +336,19 @@ class StoredSessions:
     async def close(self, req: CloseSessionRequest) -> CloseSessionResponse:
         """``session/close``: stop the session's work and give it up; it stays stored (unknown: -32002)."""
         await self.store.require(req.session_id)
-        await self._shut(req.session_id)
+        await self.shut(req.session_id)
         return CloseSessionResponse()
 
     async def delete(self, req: DeleteSessionRequest) -> DeleteSessionResponse:
         """``session/delete``: stop the session's work and forget it (an unknown id succeeds)."""
-        await self._shut(req.session_id)
+        await self.shut(req.session_id)
         await self.store.delete(req.session_id)
         return DeleteSessionResponse()
 
     async def archive(self, req: ArchiveSessionRequest) -> ArchiveSessionResponse:
         """``session/archive`` (unstable): close the session if open, hide it from default listings."""
         await self.store.require(req.session_id)
-        await self._shut(req.session_id)
+        await self.shut(req.session_id)
         await self.store.archive(req.session_id)
         return ArchiveSessionResponse()
 
@@ -364,7 +380,7 @@ class StoredSessions:
             owner.send_notification(SessionNotification(session_id=req.session_id, update=info))
         return SetSessionTitleResponse(title=title)
 
-    async def _shut(self, session_id: str) -> None:
+    async def shut(self, session_id: str) -> None:
         """End the session's life on its connection, if it is open: the agent's hook, then the store."""
         if self._live.pop(session_id, None) is None:
             return
@@ -375,10 +391,10 @@ class StoredSessions:
     async def connection_closed(self, cx: Connection) -> None:
         """The end of a connection closes the sessions open on it."""
         for session_id in [sid for sid, owner in self._live.items() if owner is cx]:
-            await self._shut(session_id)
+            await self.shut(session_id)
         await self.store.flush()
 
-    async def _watch(self, cx: Connection) -> None:
+    async def watch(self, cx: Connection) -> None:
         """Close the sessions of a connection that failed (``on_close`` runs on a clean end only)."""
         try:
             await cx.wait_closed()
