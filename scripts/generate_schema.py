@@ -206,7 +206,7 @@ V2 = Profile(
     patch_wording=V2_PATCH_WORDING,
     rename_clashing_catch_alls=True,
     variant_names={},
-    composites=V1_COMPOSITES | {"IdleStateUpdate"},
+    composites=V1_COMPOSITES | {"IdleStateUpdate", "DiffChange"},
     envelopes=V1_ENVELOPES,
     capabilities={
         **{
@@ -695,8 +695,12 @@ class Generator:
             f"A JSON-RPC {kind} envelope ({name}). Its payload stays raw JSON: acpio decodes params by "
             "method and results by the pending request, never by shape."
         )
-        if kind in ("request", "response"):
+        if kind == "request" or (kind == "response" and "None" in self.aliases["RequestId"]):
             spec.fields.append(FieldSpec("id", "id", "RequestId", required=True))
+        elif kind == "response":
+            # a request id is never null, but an error response has a null id when the request's
+            # id could not be read (a parse error)
+            spec.fields.append(FieldSpec("id", "id", "RequestId | None", required=True))
         if kind in ("request", "notification"):
             spec.fields.append(FieldSpec("method", "method", "str", required=True))
             spec.fields.append(FieldSpec("params", "params", "Any", required=False, default="None"))

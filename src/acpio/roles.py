@@ -365,12 +365,12 @@ class Client(_AcpRole):
     NAME = "client"
 
     def __init__(self, *, unstable: bool = False, protocol: ProtocolChoice = "negotiate") -> None:
-        from acpio.session.negotiation import check_protocol_choice  # with the session package, not here
-
         super().__init__(unstable=unstable)
+        if protocol not in (1, 2, "negotiate") or type(protocol) not in (int, str):
+            raise ValueError(f'protocol= takes 1, 2 or "negotiate" (offer v2, accept v1); got {protocol!r}')
         #: The ACP version :meth:`SessionConnection.initialize <acpio.session.SessionConnection.initialize>`
         #: asks for: ``1``, ``2``, or ``"negotiate"`` (offer v2, accept a v1 answer).
-        self.protocol: ProtocolChoice = check_protocol_choice(protocol)
+        self.protocol: ProtocolChoice = protocol
 
     def __repr__(self) -> str:
         options = [f"protocol={self.protocol!r}"] if self.protocol != "negotiate" else []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.schema import v2
 from acpio.testing import serving
 
-from ._wire_v2 import initialize_v2, kinds, open_session_v2, prompt_v2, run_turn
+from ._wire_v2 import initialize_v2, is_idle, kinds, open_session_v2, prompt_v2, run_turn
 
 TIMEOUT = 10.0
 
@@ -414,3 +415,125 @@ async def test_session_list_close_and_delete(tmp_path: Path) -> None:
     assert prompt_after_close["error"]["code"] == -32002
     assert deleted["result"] == {}
     assert after["result"]["sessions"] == []
+
+
+@dataclass
+class Target:
+    version: str
+
+
+async def test_a_form_is_elicited_while_the_session_requires_action(tmp_path: Path) -> None:
+    app = v2_app()
+    values: list[Any] = []
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        assert turn.client.elicitation_form  # as the v2 client advertised it
+        values.append((await turn.elicit("Which version?", Target)).value)
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path, {"elicitation": {"form": {}}})
+        prompt_v2(peer, session_id, "release")
+        seen: list[Any] = []
+        asked = await peer.message_for("elicitation/create", seen)
+        peer.respond(asked, {"action": "accept", "content": {"version": "1.2.3"}})
+        await peer.until(is_idle, seen)
+    assert asked["params"]["mode"] == "form"
+    assert asked["params"]["sessionId"] == session_id
+    v2.CreateElicitationRequest.model_validate(asked["params"])
+    updates = [f["params"]["update"] for f in seen if f.get("method") == "session/update"]
+    assert kinds(updates) == [
+        "user_message",
+        "state_update:running",
+        "state_update:requires_action",
+        "state_update:running",  # the answer came: the turn goes on
+    ]
+    assert values == [Target(version="1.2.3")]
+
+
+async def test_compaction_needs_no_capability_on_v2(tmp_path: Path) -> None:
+    app = v2_app()
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        await turn.compact("we talked about releases")
+        await turn.set_title("Releases")
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        _, updates = await run_turn(peer, session_id, "compact")
+    assert kinds(updates)[2:-1] == [
+        "compaction_update",
+        "compaction_summary_chunk",
+        "compaction_update",
+        "session_info_update",
+    ]
+
+
+async def test_bad_prompts_and_a_second_turn_are_refused(tmp_path: Path) -> None:
+    app = v2_app()
+    release = asyncio.Event()
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        await release.wait()
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        empty = await peer.response_to(
+            peer.request("session/prompt", {"sessionId": session_id, "prompt": "hi"})
+        )
+        first = await peer.response_to(prompt_v2(peer, session_id, "one"))
+        second = await peer.response_to(prompt_v2(peer, session_id, "two"))
+        unknown = await peer.response_to(
+            peer.request(
+                "session/set_config_option", {"sessionId": session_id, "configId": "nope", "value": "x"}
+            )
+        )
+        release.set()
+        await peer.until(is_idle)
+    assert empty["error"]["code"] == -32602
+    assert "messageId" in first["result"]
+    assert second["error"]["code"] == -32600
+    assert "already running" in second["error"]["message"]
+    assert unknown["error"]["code"] == -32602
+
+
+async def test_commands_and_refreshed_options_go_out_in_v2_shape(tmp_path: Path) -> None:
+    app = v2_app()
+    app.command("review", "Review the diff", hint="what to review")
+    app.select_option("model", "Model", {"small": "Small"}, default="small")
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        commands = await peer.message_for("session/update")
+        (session,) = app.sessions
+        session.offer_choices("model", {"small": "Small", "huge": "Huge"})
+        await app.refresh_options(session)
+        options = await peer.message_for("session/update")
+    assert commands["params"]["sessionId"] == session_id
+    assert commands["params"]["update"] == {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [
+            {
+                "type": "command",
+                "name": "review",
+                "description": "Review the diff",
+                "input": {"type": "text", "hint": "what to review"},
+            }
+        ],
+    }
+    update = options["params"]["update"]
+    assert kinds([commands["params"]["update"], update]) == [
+        "available_commands_update",
+        "config_option_update",
+    ]
+    assert update["configOptions"][0]["configId"] == "model"
+    assert [o["value"] for o in update["configOptions"][0]["options"]] == ["small", "huge"]

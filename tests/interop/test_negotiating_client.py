@@ -4,7 +4,8 @@
   runs it: the offer carries the v1 fields, so the agent sees the client's capabilities;
 * its ``/experimental/v2`` agent (``peers/ts/agent_v2.mjs``): a v2 turn read to its idle state, with the
   permission's subject, a structured diff, an agent-owned terminal and a plan;
-* its ``AgentProtocolRouter`` configured v1-only, v2-only and both (``agent_v2.mjs --router``).
+* its ``AgentProtocolRouter`` configured v1-only, v2-only and both (``agent_v2.mjs --router``);
+* ``acpio prompt`` (negotiating by default) showing the v2 turn live, and ``--protocol 2`` refusing v1.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from acpio.session import DiffView, PlanEntryView, SessionConnection, TerminalRe
 from acpio.transports import AcpAgent
 
 from ._recording_client import RecordingClient
-from ._support import PEER_PROMPT, PEER_WAIT, PEERS, TS_AGENT, check_peer_agent_turn, context
+from ._support import PEER_PROMPT, PEER_WAIT, PEERS, TS_AGENT, check_peer_agent_turn, context, run_program
+from .test_prompt_cli import acpio_prompt
 
 TS_AGENT_V2 = PEERS / "ts" / "agent_v2.mjs"
 TIMEOUT = 30
@@ -116,3 +118,45 @@ async def test_a_v2_only_client_refuses_the_typescript_v1_agent(node: str, workd
 
     with pytest.raises(UnsupportedProtocolVersion, match="protocol version 1"):
         await Client.builder(protocol=2).connect_with(AcpAgent([node, str(TS_AGENT)]), main)
+
+
+def test_acpio_prompt_renders_the_typescript_v2_agents_turn_live(node: str, workdir: Path) -> None:
+    done = run_program(acpio_prompt([node, str(TS_AGENT_V2)], workdir, "--allow", "--no-color", "hi there"))
+
+    why = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 0, why
+    notes = str(workdir / "notes.txt")
+    assert done.stdout.splitlines() == [
+        "[working]",
+        "(thinking) thinking",
+        "hi there",
+        "Plan:",
+        "  [>] edit the file (high priority)",
+        "  [ ] run the command",
+        "[pending] Edit notes.txt (edit)",
+        "[waiting for you]",
+        "[permission] Edit notes.txt?: Allow once (allow-once)",
+        "[working]",
+        "[completed] Edit notes.txt (edit)",
+        f"    diff --git a{notes} b{notes}",
+        f"    --- a{notes}",
+        f"    +++ b{notes}",
+        "    @@ -1 +1 @@",
+        "    -old",
+        "    +new",
+        f"    $ echo hello world  (in {workdir})",
+        "[in progress] echo hello world (execute)",
+        "    hello world",
+        "    [exit status 0]",
+        "[completed] echo hello world (execute)",
+        " done",
+        "[stop reason: end_turn]",
+    ], why
+
+
+def test_acpio_prompt_protocol_2_refuses_a_v1_agent(node: str, workdir: Path) -> None:
+    done = run_program(acpio_prompt([node, str(TS_AGENT)], workdir, "--protocol", "2", "--deny", "hi"))
+
+    why = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 4, why
+    assert "speaks ACP protocol version 1, but this client speaks only 2" in done.stderr, why

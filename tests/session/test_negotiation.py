@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from router.router_agent import router
 
 from acpio.capabilities import UnsupportedProtocolVersion
 from acpio.jsonrpc import Builder
@@ -185,3 +186,23 @@ def test_protocol_must_be_1_2_or_negotiate() -> None:
     with pytest.raises(ValueError, match='1, 2 or "negotiate"'):
         Client.builder(protocol="3")  # type: ignore[arg-type]
     assert repr(Client(protocol=2)) == "Client(protocol=2)"
+
+
+@pytest.mark.parametrize(
+    ("only", "expected"), [(None, 2), (1, 1), (2, 2)], ids=["both", "v1-only", "v2-only"]
+)
+async def test_negotiating_with_acpios_version_router(
+    tmp_path: Path, only: int | None, expected: int
+) -> None:
+    """acpio's router in front of the echo examples: a turn in the version it picks, the same client code."""
+
+    async def main(cx: SessionConnection) -> tuple[int | None, str]:
+        async with asyncio.timeout(TIMEOUT):
+            await cx.initialize(V1_REQUEST)
+            async with build_session(cx, tmp_path).start_session() as session:
+                session.send_prompt("echo me")
+                return cx.protocol_version, await session.read_to_string()
+
+    version, text = await Client.builder().connect_with(router(only), main)
+    assert version == expected
+    assert text.strip() == "echo me"

@@ -28,10 +28,8 @@ from acpio.app.protocol_v2 import AppProtocolV2, AuthFunction
 from acpio.jsonrpc import Builder
 from acpio.roles import Agent
 from acpio.schema import (
-    ConfigOptionUpdate,
     Implementation,
     PromptCapabilities,
-    SessionNotification,
 )
 from acpio.store import SessionStore, open_store
 from acpio.transports.base import Component, Transport
@@ -239,12 +237,9 @@ class AgentApp:
         After changing what sessions are offered (:meth:`AppSession.offer_choices`) outside a turn.
         """
         for target in [session] if session is not None else self.sessions:
-            if target.cx.closed:
-                continue
-            options = self._menu.options_state(target.settings)
-            update = ConfigOptionUpdate(config_options=options)
-            target.cx.send_notification(SessionNotification(session_id=target.id, update=update))
-            await target.cx.drain()
+            if not target.cx.closed:
+                self._protocol.send_options(target)
+                await target.cx.drain()
 
     # --- what the user can choose -----------------------------------------------------------------
 

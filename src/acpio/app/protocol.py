@@ -47,6 +47,7 @@ from acpio.jsonrpc.messages import encode_value
 from acpio.schema import (
     AgentCapabilities,
     CancelNotification,
+    ConfigOptionUpdate,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -185,6 +186,17 @@ class AppProtocol:
         setup = self._menu.setup(session.settings)
         responder.respond(NewSessionResponse(session_id=session_id, **setup))
         self.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
+
+    def send_options(self, session: AppSession) -> None:
+        """Send ``config_option_update`` with every option to ``session``, in its client's version."""
+        cx = session.cx
+        v2 = cx in self.v2_clients
+        update = ConfigOptionUpdate(config_options=self._menu.options_state(session.settings, v2))
+        if v2:
+            shaped = V2Shapes().convert(update.to_wire())
+            cx.send_notification("session/update", {"sessionId": session.id, "update": shaped})
+        else:
+            cx.send_notification(SessionNotification(session_id=session.id, update=update))
 
     def offer_commands(self, cx: Connection, session_id: str) -> None:
         """Send the app's commands to a session (``available_commands_update``, in the client's version)."""

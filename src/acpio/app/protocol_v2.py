@@ -36,6 +36,7 @@ from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, new_message_id, replayed
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
+from acpio.jsonrpc.typed import parse_params
 from acpio.schema import PromptRequest, PromptResponse, SessionNotification, UserMessageChunk
 from acpio.store import StoredSessions
 from acpio.versions import requested_version, select_version
@@ -121,6 +122,11 @@ class AppProtocolV2:
             result = await handler(params, cx)
         except RequestError as error:
             message.responder.respond_with_error(error)
+        except Exception as error:
+            _log.exception("%s failed in %r", message.method, self._app.info.name)
+            message.responder.respond_with_error(
+                InternalError.for_exception(error, details=self._app.error_details)
+            )
         else:
             message.responder.respond(result)
         return None
@@ -254,7 +260,8 @@ class AppProtocolV2:
     # --- turns ------------------------------------------------------------------------------------------
 
     async def _prompt(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
-        request = PromptRequest.model_validate(params)  # the content blocks, in the turn's (v1) types
+        # the content blocks, in the turn's (v1) types; -32602 for what does not fit
+        request = parse_params(PromptRequest, "session/prompt", params)
         session = self._core.open_session(cx, request.session_id)
         if session.turn is not None:
             raise InvalidRequest(

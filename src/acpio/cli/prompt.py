@@ -21,6 +21,7 @@ from acpio.cli import prompt_controls
 
 if TYPE_CHECKING:
     from acpio.cli import Subcommands
+    from acpio.session import ProtocolChoice
 
 __all__ = ["register"]
 
@@ -31,6 +32,8 @@ plans as checklists, diffs, then the stop reason. The agent's file reads and wri
 inside --cwd only, its terminal commands run as real processes, and its permission requests are
 answered by --allow, --deny or --ask. Ctrl-C cancels the turn; a second Ctrl-C stops at once.
 SIGTERM, SIGHUP or the exit of the parent process end the agent and its commands, then acpio.
+ACP v2 is negotiated (--protocol): a v2 agent's turn shows its state, agent-owned terminals and
+structured diffs.
 With -i, a conversation: after each turn acpio asks for the next prompt (:help lists its own
 commands, such as :mode and :option; :quit or Ctrl-D leaves).
 
@@ -154,6 +157,13 @@ def register(subparsers: Subcommands) -> None:
         "through a conductor; shell words, JSON or a URL as for --agent",
     )
     parser.add_argument(
+        "--protocol",
+        choices=("1", "2", "negotiate"),
+        default="negotiate",
+        help="the ACP version to speak: negotiate (offer v2, fall back to v1 on the same connection), "
+        "1 or 2 (an agent answering another version is an error); default: negotiate",
+    )
+    parser.add_argument(
         "--trace",
         metavar="FILE",
         help="write a trace of every message between acpio, the proxies and the agent to FILE "
@@ -260,8 +270,14 @@ def run(args: argparse.Namespace) -> int:
         add_dirs=added,
         interactive=args.interactive,
         mcp_servers=tuple(mcp_servers),
+        protocol=_protocol(args.protocol),
     )
     return prompt_controls.run(options)
+
+
+def _protocol(text: str) -> ProtocolChoice:
+    """``--protocol``'s value (argparse checked it is one of the choices)."""
+    return "negotiate" if text == "negotiate" else 2 if text == "2" else 1
 
 
 def _component(option: str, text: str) -> Any:

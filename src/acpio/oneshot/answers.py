@@ -9,11 +9,12 @@ cancelled, a question pending or asked later is answered ``cancelled``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shlex
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import Outcome, PermissionPolicy, allows
@@ -37,6 +38,8 @@ from acpio.schema import (
     WaitForTerminalExitRequest,
     WriteTextFileRequest,
 )
+from acpio.session import RequestPermissionV2Message, SessionMessage
+from acpio.session.messages import v2_permission_answer
 
 __all__ = ["PolicyName", "RequestAnswers"]
 
@@ -92,8 +95,16 @@ class RequestAnswers:
             ReleaseTerminalRequest.METHOD: self._release_terminal,
         }
 
-    async def answer(self, dispatch: RequestDispatch, connection: Connection) -> None:
-        """Answer one request of the turn: inline, in order, or in a task of ``connection``'s."""
+    async def answer(self, message: SessionMessage, connection: Connection) -> None:
+        """Answer one request of the turn: inline, in order, or in a task of ``connection``'s.
+
+        On ACP v2 only permission questions (with their title, description and subject) and
+        elicitations come: v2 has no client file-system or terminal methods.
+        """
+        dispatch = cast(RequestDispatch, message.dispatch)
+        if isinstance(message, RequestPermissionV2Message):
+            await self._serve(dispatch, functools.partial(self._permission_v2, message))
+            return
         serve = self._inline.get(dispatch.method)
         if serve is not None:
             await self._serve(dispatch, serve)
@@ -170,6 +181,24 @@ class RequestAnswers:
         self._grants.record(request, outcome)
         self._renderer.permission(request, outcome)
         return RequestPermissionResponse(outcome=outcome)
+
+    async def _permission_v2(self, message: RequestPermissionV2Message, dispatch: RequestDispatch) -> Any:
+        """A v2 permission question, decided as a v1 one whose title says what is asked.
+
+        The title, then the description and the command (with its directory) of a command subject.
+        """
+        request = message.request
+        asked = message.as_v1()
+        title = request.title
+        if request.description:
+            title += f" ({request.description})"
+        command = getattr(request.subject, "command", None)
+        if isinstance(command, str):
+            title += f": $ {command} in {getattr(request.subject, 'cwd', '')}"
+        asked.tool_call.title = title
+        outcome = await self._decide(asked)
+        self._renderer.permission(asked, outcome)
+        return v2_permission_answer(outcome)
 
     async def _elicit(self, dispatch: RequestDispatch) -> Any:
         """``elicitation/create``: the elicitor's answer; ``cancel`` once the turn is cancelled."""

@@ -35,11 +35,12 @@ import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Protocol, TextIO, TypeAlias
+from typing import Any, ClassVar, Final, Protocol, TextIO, TypeAlias
 
 import orjson
 
 from acpio.client.permissions import Outcome, describe_request
+from acpio.oneshot.render_events import MAX_CONTENT_LINES, EventLines, Line, Segment, clip, patch_style
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalSnapshot
 from acpio.schema import (
@@ -70,6 +71,7 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
+from acpio.session.turn_view import TextAdded, TurnEvent
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction
 
@@ -88,15 +90,9 @@ __all__ = [
 
 #: How ``--json`` writes a frame's direction: ``"send"`` (to the agent) or ``"recv"`` (from it).
 _JSON_DIRECTION: Final = {Direction.OUTGOING: "send", Direction.INCOMING: "recv"}
-#: A piece of text and the name of its style (``"diff.add"``, ``"tool.failed"``...).
-Segment: TypeAlias = tuple[str, str]
-#: One line of output: its segments, without the line ending.
-Line: TypeAlias = list[Segment]
 #: How a renderer finds what a terminal showed: the client's :meth:`Terminals.snapshot`.
 TerminalLookup: TypeAlias = Callable[[str], TerminalSnapshot | None]
 
-#: At most this many lines of a tool call's text content, a diff or a command's output are shown.
-MAX_CONTENT_LINES: Final = 40
 _FINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 _SHOW_CONTENT: Final = frozenset({"completed", "failed"})
 
@@ -138,6 +134,10 @@ class Renderer(Protocol):
 
     def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
         """What the agent said of the tool call ``tool_call_id`` (title, kind, content), if anything."""
+        ...
+
+    def event(self, event: TurnEvent) -> None:
+        """Show what an ACP v2 ``session/update`` changed (:mod:`acpio.session.turn_view`)."""
         ...
 
     def terminal_output(self, terminal_id: str) -> None:
@@ -203,6 +203,7 @@ class TextRenderer(ABC):
         #: With ``STREAMS_OUTPUT``: the terminals whose output is being printed, and how many of its
         #: lines were printed so far.
         self._streamed: dict[str, int] = {}
+        self._events = EventLines(self.LABELS)
 
     # --- what subclasses write -------------------------------------------------------------------
 
@@ -270,6 +271,17 @@ class TextRenderer(ABC):
                 # a notice stands out by its severity; the other updates are side information
                 style = f"notice.{update.severity}" if isinstance(update, Notice) else "info"
                 self._lines([[(f"[{text}]", self._style(style, history))]])
+
+    def event(self, event: TurnEvent) -> None:
+        """Show a v2 event: message text streamed, the rest as lines (:class:`EventLines`)."""
+        if isinstance(event, TextAdded):
+            if event.message.role != "user":  # a v2 agent echoes each prompt: it is on the screen already
+                self._stream(event.message.role, self._events.text(event), False)
+            return
+        shown = self._events.lines(event)
+        if shown is not None:
+            self._end_stream()
+            self._lines(*shown)
 
     def begin_history(self, session_id: str) -> None:
         """Mark the start of the replayed history."""
@@ -420,7 +432,7 @@ class TextRenderer(ABC):
     def _content_lines(self, item: Any, history: bool) -> list[Line]:
         if isinstance(item, Content):
             style = self._style("content", history)
-            return [[(text, style)] for text in _clip(_block_text(item.content).rstrip("\n").split("\n"))]
+            return [[(text, style)] for text in clip(_block_text(item.content).rstrip("\n").split("\n"))]
         if isinstance(item, Diff):
             return [[(text, self._style(style, history))] for text, style in diff_lines(item)]
         if isinstance(item, Terminal):
@@ -447,7 +459,7 @@ class TextRenderer(ABC):
         if printed is not None:  # its command line and first lines are above: the rest, then the status
             rest = output.split("\n")[printed:] if output else []
             style = self._style("content", history)
-            lines.extend([(text, style)] for text in _clip(rest, keep="end"))
+            lines.extend([(text, style)] for text in clip(rest, keep="end"))
             output = ""
         else:
             lines.append([(f"$ {snapshot.command_line}", self._style("command", history))])
@@ -455,7 +467,7 @@ class TextRenderer(ABC):
             if snapshot.truncated:
                 lines.append([("[… earlier output dropped]", self._style("info", history))])
             style = self._style("content", history)
-            lines.extend([(text, style)] for text in _clip(output.split("\n"), keep="end"))
+            lines.extend([(text, style)] for text in clip(output.split("\n"), keep="end"))
         status = snapshot.exit_status
         if status is None:
             lines.append([("[still running]", self._style("info", history))])
@@ -565,6 +577,9 @@ class JsonLinesRenderer:
         """Nothing is kept: ``None``."""
         return None
 
+    def event(self, event: TurnEvent) -> None:
+        """Nothing: the ``session/update`` message itself was recorded."""
+
     def terminal_output(self, terminal_id: str) -> None:
         """Nothing: the terminal requests and answers say it all."""
 
@@ -624,29 +639,7 @@ def diff_lines(diff: Diff) -> list[Segment]:
     lines = list(difflib.unified_diff(old, new, fromfile=before, tofile=diff.path, lineterm=""))
     if not lines:
         return [(f"(no change to {diff.path})", "info")]
-    styled: list[Segment] = []
-    for line in _clip(lines):
-        if line.startswith(("---", "+++")):
-            style = "diff.header"
-        elif line.startswith("@@"):
-            style = "diff.hunk"
-        elif line.startswith("+"):
-            style = "diff.add"
-        elif line.startswith("-"):
-            style = "diff.remove"
-        else:
-            style = "content"
-        styled.append((line, style))
-    return styled
-
-
-def _clip(lines: list[str], *, keep: Literal["start", "end"] = "start") -> list[str]:
-    if len(lines) <= MAX_CONTENT_LINES:
-        return lines
-    hidden = len(lines) - MAX_CONTENT_LINES
-    if keep == "end":
-        return [f"[… {hidden} earlier lines]", *lines[-MAX_CONTENT_LINES:]]
-    return [*lines[:MAX_CONTENT_LINES], f"[… {hidden} more lines]"]
+    return [(line, patch_style(line)) for line in clip(lines)]
 
 
 def _block_text(block: Any) -> str:

@@ -41,7 +41,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, Literal, TextIO, TypeAlias, cast
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, TextIO, TypeAlias, cast
 
 import orjson
 
@@ -93,12 +93,16 @@ from acpio.schema import (
 from acpio.session import (
     ActiveSession,
     McpServerList,
+    ProtocolChoice,
     SessionBuilder,
     SessionConnection,
     SessionMessage,
     TurnEnded,
 )
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, OversizedFrame, Tap
+
+if TYPE_CHECKING:
+    from acpio.schema import v2
 
 __all__ = [
     "DEFAULT_INIT_TIMEOUT",
@@ -207,6 +211,8 @@ class PromptOptions:
     elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
     #: The mode and config options to set, and the auth method to log in with, before the prompt.
     controls: Controls = field(default_factory=Controls)
+    #: The ACP version to speak (``--protocol``): ``"negotiate"`` offers v2 and accepts v1.
+    protocol: ProtocolChoice = "negotiate"
 
 
 async def run_prompt(
@@ -381,7 +387,7 @@ class _PromptRun:
         try:
             # mcp/message, the method of MCP servers served over ACP, is unstable
             hosting = any(hasattr(server, "attach") for server in self._options.mcp_servers)
-            builder = Client.builder(name="acpio prompt", unstable=hosting)
+            builder = Client.builder(name="acpio prompt", unstable=hosting, protocol=self._options.protocol)
             # Behind a conductor the agent's lines are not the watch's to see: the engine warns of them.
             direct = self._process is not None
             with self._watch.holding_back_warnings() if direct else contextlib.nullcontext():
@@ -520,7 +526,7 @@ class _PromptRun:
                 if isinstance(item, TurnEnded):
                     break
                 if item.is_request:
-                    await self._answers.answer(cast(RequestDispatch, item.dispatch), session.connection)
+                    await self._answers.answer(item, session.connection)
                 else:
                     self._show(item)
         except RequestError as exc:
@@ -529,7 +535,8 @@ class _PromptRun:
             ) from exc
         finally:
             self._turn_running = False
-        stop_reason = str(item.stop_reason)
+        # A v2 idle state with no stop reason ended the foreground work without saying why.
+        stop_reason = str(item.stop_reason) if item.stop_reason is not None else "end_turn"
         self._renderer.turn_ended(stop_reason)
         if self._answers.cancelled.is_set():
             # The user interrupted: a wrapper script must not see success, whatever the agent says
@@ -542,6 +549,10 @@ class _PromptRun:
         return ExitCode.STOPPED
 
     def _show(self, message: SessionMessage) -> None:
+        if message.protocol_version == 2:
+            if message.event is not None:  # the session read it into its view (or warned it is malformed)
+                self._renderer.event(message.event)
+            return
         try:
             update = message.update
         except InvalidParams as exc:
@@ -628,6 +639,16 @@ async def _open_session(
 ) -> ActiveSession:
     """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
     initialized = await _initialize(cx, options.init_timeout, process, watch, _capabilities(options), note)
+    if not isinstance(initialized, InitializeResponse):
+        controls = options.controls
+        if controls.auth_method is not None or controls.mode is not None or controls.options:
+            raise PromptFailed(
+                "The agent speaks ACP v2, where acpio prompt cannot log in (--auth), set a mode (--mode) "
+                "or config options (--option) yet; run it with --protocol 1 to speak v1 with an agent "
+                "that also does",
+                ExitCode.USAGE,
+            )
+        return await _new_session(cx, root, None, options)
     if options.controls.auth_method is not None:
         try:
             await authenticate(cx, initialized, options.controls.auth_method)
@@ -651,8 +672,8 @@ async def _initialize(
     watch: StdoutWatch,
     capabilities: ClientCapabilities,
     note: Callable[[str], None],
-) -> InitializeResponse:
-    """``initialize``, advertising what this client serves (``capabilities``).
+) -> InitializeResponse | v2.InitializeResponse:
+    """``initialize``, advertising what this client serves (``capabilities``), as ``--protocol`` says.
 
     After :data:`STILL_WAITING_AFTER` seconds without an answer, ``note`` says why that may be.
     """
@@ -671,7 +692,7 @@ async def _initialize(
         )
     try:
         async with asyncio.timeout(limit):
-            response: InitializeResponse = await cx.send_request(request)
+            response = await cx.initialize(request)
     except TimeoutError as exc:
         assert limit is not None
         message = _no_initialize_answer(process, limit, watch.first_non_json)
@@ -717,7 +738,7 @@ def _echoes(process: AgentProcess | None) -> str:
 
 
 async def _new_session(
-    cx: SessionConnection, root: Path, initialized: InitializeResponse, options: PromptOptions
+    cx: SessionConnection, root: Path, initialized: InitializeResponse | None, options: PromptOptions
 ) -> ActiveSession:
     request = NewSessionRequest(cwd=str(root), mcp_servers=[])
     if options.add_dirs:
@@ -727,7 +748,8 @@ async def _new_session(
     except CapabilityNotAdvertised as exc:
         raise _not_taken(exc) from exc
     except AuthRequired as exc:
-        methods = ", ".join(str(getattr(m, "id", m)) for m in initialized.auth_methods or ()) or "none"
+        offered = initialized.auth_methods if initialized is not None else None
+        methods = ", ".join(str(getattr(m, "id", m)) for m in offered or ()) or "none"
         raise PromptFailed(
             f"The agent requires authentication before session/new ({exc.message}); log in with "
             f"--auth METHOD (its methods: {methods})",

@@ -27,11 +27,9 @@ if TYPE_CHECKING:
     from acpio.session.connection import SessionConnection
 
 __all__ = [
-    "PROTOCOL_CHOICES",
     "AnyInitializeRequest",
     "AnyInitializeResponse",
     "ProtocolChoice",
-    "check_protocol_choice",
     "negotiate",
     "offered_params",
     "v1_params",
@@ -39,8 +37,6 @@ __all__ = [
 
 #: Which ACP version a client's connection speaks: ``1``, ``2``, or ``"negotiate"`` (offer v2, accept v1).
 ProtocolChoice: TypeAlias = Literal[1, 2, "negotiate"]
-#: The values of :data:`ProtocolChoice`.
-PROTOCOL_CHOICES: Final[tuple[ProtocolChoice, ...]] = (1, 2, "negotiate")
 #: What :meth:`SessionConnection.initialize` takes: the request of either version.
 AnyInitializeRequest: TypeAlias = "InitializeRequest | v2.InitializeRequest"
 #: What it gives: the answer, typed by the version the agent answered with.
@@ -48,13 +44,6 @@ AnyInitializeResponse: TypeAlias = "InitializeResponse | v2.InitializeResponse"
 
 #: ``-32022``: the agent speaks no version at or below the one asked for (ACP v2).
 UNSUPPORTED_VERSION_CODE: Final = -32022
-
-
-def check_protocol_choice(protocol: object) -> ProtocolChoice:
-    """``protocol`` if it is 1, 2 or ``"negotiate"``; else ``ValueError`` saying so."""
-    if protocol in PROTOCOL_CHOICES and type(protocol) in (int, str):
-        return protocol
-    raise ValueError(f'protocol= takes 1, 2 or "negotiate" (offer v2, accept v1); got {protocol!r}')
 
 
 def offered_params(request: AnyInitializeRequest, protocol: ProtocolChoice) -> dict[str, Any]:

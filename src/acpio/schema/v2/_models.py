@@ -1163,6 +1163,16 @@ def _define_DiffChange() -> Any:
 
         See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
         """
+        operation: str | None = Field(default=None, exclude_if=_is_none)
+        path: AbsolutePath | None = Field(default=None, exclude_if=_is_none)
+        """Absolute path for the operation."""
+        old_path: AbsolutePath | None = Field(default=None, exclude_if=_is_none)
+        """Absolute path before the operation."""
+
+        @model_validator(mode='after')
+        def _check_variant(self) -> 'DiffChange':
+            check_variants(self, ((('operation', 'add', ('path:str',)), ('operation', 'delete', ('path:str',)), ('operation', 'modify', ('path:str',)), ('operation', 'move', ('old_path:str', 'path:str')), ('operation', 'copy', ('old_path:str', 'path:str')),),))
+            return self
     return DiffChange
 
 def _define_DiffPatch() -> Any:
@@ -2171,7 +2181,7 @@ def _define_Error() -> Any:
 def _define_AgentResponse() -> Any:
     class AgentResponse(AcpModel):
         """A JSON-RPC response envelope (AgentResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-        id: RequestId
+        id: RequestId | None
         result: Any = None
         error: Error | None = Field(default=None, exclude_if=_is_none)
     return AgentResponse
@@ -6332,7 +6342,7 @@ def _define_PromptRequest() -> Any:
 def _define_ClientResponse() -> Any:
     class ClientResponse(AcpModel):
         """A JSON-RPC response envelope (ClientResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-        id: RequestId
+        id: RequestId | None
         result: Any = None
         error: Error | None = Field(default=None, exclude_if=_is_none)
     return ClientResponse
@@ -6647,7 +6657,7 @@ def _define_ProxySuccessorRequest() -> Any:
 def _define_ProxyResponse() -> Any:
     class ProxyResponse(AcpModel):
         """A JSON-RPC response envelope (ProxyResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-        id: RequestId
+        id: RequestId | None
         result: Any = None
         error: Error | None = Field(default=None, exclude_if=_is_none)
     return ProxyResponse

@@ -1146,6 +1146,16 @@ class DiffChange(AcpModel):
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
     """
+    operation: str | None = Field(default=None, exclude_if=_is_none)
+    path: AbsolutePath | None = Field(default=None, exclude_if=_is_none)
+    """Absolute path for the operation."""
+    old_path: AbsolutePath | None = Field(default=None, exclude_if=_is_none)
+    """Absolute path before the operation."""
+
+    @model_validator(mode='after')
+    def _check_variant(self) -> 'DiffChange':
+        check_variants(self, ((('operation', 'add', ('path:str',)), ('operation', 'delete', ('path:str',)), ('operation', 'modify', ('path:str',)), ('operation', 'move', ('old_path:str', 'path:str')), ('operation', 'copy', ('old_path:str', 'path:str')),),))
+        return self
 
 
 class DiffPatch(AcpModel):
@@ -2108,7 +2118,7 @@ class Error(AcpModel):
 
 class AgentResponse(AcpModel):
     """A JSON-RPC response envelope (AgentResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-    id: RequestId
+    id: RequestId | None
     result: Any = None
     error: Error | None = Field(default=None, exclude_if=_is_none)
 
@@ -6099,7 +6109,7 @@ class PromptRequest(AcpRequest["PromptResponse"]):
 
 class ClientResponse(AcpModel):
     """A JSON-RPC response envelope (ClientResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-    id: RequestId
+    id: RequestId | None
     result: Any = None
     error: Error | None = Field(default=None, exclude_if=_is_none)
 
@@ -6396,7 +6406,7 @@ class ProxySuccessorRequest(AcpRequest["ProxySuccessorResponse"]):
 
 class ProxyResponse(AcpModel):
     """A JSON-RPC response envelope (ProxyResponse). Its payload stays raw JSON: acpio decodes params by method and results by the pending request, never by shape."""
-    id: RequestId
+    id: RequestId | None
     result: Any = None
     error: Error | None = Field(default=None, exclude_if=_is_none)
 
