@@ -84,7 +84,7 @@ class VersionRouter:
     ::
 
         router = VersionRouter({1: v1_agent, 2: v2_agent})
-        acpio.run(router.serve(Stdio()))            # or RemoteServer(router), or Chain([..., router])
+        acpio.run(router.serve(Stdio()))   # or RemoteServer(router), Chain.agent(name, [..., router])
 
     ``components`` maps each version served (1, 2) to what serves it: a builder, an
     :class:`~acpio.AgentApp`, anything with ``serve(transport)``. The router is served like a
@@ -176,7 +176,7 @@ class VersionRouter:
             transport.send(encode_error(message.id, error))
             return None
 
-    def _initialize(self, request: Request, frame: bytes) -> tuple[int, bytes] | None:
+    def _initialize(self, request: Request, frame: bytes) -> tuple[int, bytes]:
         """Select the version for ``request`` (an ``initialize``); raise the error to answer otherwise."""
         if request.method != "initialize":
             raise InvalidRequest(
