@@ -3,7 +3,8 @@
 Real processes and sockets: HAProxy with the documented configuration (``examples/deploy/haproxy.cfg``,
 see ``_balancer.py``), three ``acpio serve -- acpio testy --store postgresql://...`` on loopback
 ports, a throwaway PostgreSQL cluster (``tests/store/_postgres.py``), and acpio's remote clients.
-Skipped, with the reason, without HAProxy or PostgreSQL.
+Skipped, with the reason, without HAProxy or PostgreSQL. Each test starts its own three servers and
+HAProxy (a test may kill or drain one), so each takes several seconds: they are marked slow.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class Kept:
         raise AssertionError("the client did not reconnect within 15 s")
 
 
+@pytest.mark.slow
 async def test_http_and_websocket_clients_reach_the_agent_through_the_balancer(lb: Balancer) -> None:
     landed: list[str] = []
     for _ in range(3):  # new HTTP clients, round robin over the ready backends
@@ -126,6 +128,7 @@ async def test_http_and_websocket_clients_reach_the_agent_through_the_balancer(l
     assert await one_turn(RemoteAgent(lb.tcp_url), "echo over tcp") == "over tcp\n"
 
 
+@pytest.mark.slow
 async def test_streamable_http_needs_the_affinity_cookie_a_websocket_does_not(
     tmp_path: Path, store: str
 ) -> None:
@@ -142,6 +145,7 @@ async def test_streamable_http_needs_the_affinity_cookie_a_websocket_does_not(
         assert await one_turn(RemoteAgent(lb.ws_url), "echo kept") == "kept\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_a_backend_killed_mid_turn_the_next_prompt_continues_on_another_from_the_store(
     lb: Balancer, store: str, scheme: str
@@ -179,6 +183,7 @@ async def test_a_backend_killed_mid_turn_the_next_prompt_continues_on_another_fr
     assert told.endswith("after\n")
 
 
+@pytest.mark.slow
 async def test_a_drained_backend_finishes_its_running_turn_and_new_clients_go_elsewhere(
     tmp_path: Path, store: str
 ) -> None:
@@ -265,6 +270,7 @@ def count_leases(store: str) -> int:
     return int(row[0])
 
 
+@pytest.mark.slow
 async def test_the_deployment_example_runs_as_written(store: str) -> None:
     """``python examples/deploy/run.py STORE`` (docs/deploy.md): the launcher and haproxy.cfg as shipped."""
     port, tcp_port = free_port(), free_port()
@@ -298,3 +304,9 @@ async def wait_ready(url: str) -> None:
                     return
             await asyncio.sleep(0.05)
     raise AssertionError(f"{url} was not ready within 10 s")
+
+
+def test_docs_deploy_shows_the_configuration_the_example_runs() -> None:
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    shown = page.split("```haproxy\n", 1)[1].split("```", 1)[0]
+    assert shown == (ROOT / "examples" / "deploy" / "haproxy.cfg").read_text()

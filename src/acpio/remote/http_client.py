@@ -257,7 +257,10 @@ class HttpTransport(QueuedSender):
             if owner == session:
                 del self._pending[key]
                 error = {"code": -32603, "message": reason}
-                self._inbox.put_nowait(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
+                # an inbox already ended (the connection's stream ended first) takes no answer: the
+                # end of the connection fails the request
+                with contextlib.suppress(ConnectionClosed):
+                    self._inbox.put_nowait(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
 
     async def _read_events(self, response: httpx.Response, session: str | None) -> None:
         buffer = bytearray()

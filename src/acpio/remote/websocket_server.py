@@ -126,11 +126,11 @@ class _WebSocketConnection(Connection):
                 if data is None:
                     data = (event.get("text") or "").encode()
                 self.touch()
-                if b"session/prompt" in data:
-                    self._note_prompt(data)
                 if len(data) > self.max_line:
                     self.inbox.put_nowait(OversizedFrame(len(data), head_of(data)))
                 else:
+                    if b"session/prompt" in data:
+                        self._note_prompt(data)
                     await self.inbox.put(data)
         except ConnectionClosed:
             pass  # the engine closed the connection: stop reading
