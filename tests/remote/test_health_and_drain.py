@@ -7,6 +7,9 @@ clients. The same behind HAProxy, with ``acpio serve`` processes: ``test_balance
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -126,3 +129,45 @@ async def test_a_drain_cuts_the_turns_still_running_at_its_timeout() -> None:
         assert loop.time() - began < 5
     with pytest.raises(ConnectionClosed, match="before a response to 'session/prompt' arrived"):
         await asyncio.wait_for(turn, 5)
+
+
+async def test_acpio_serve_is_not_ready_while_its_store_cannot_be_reached(tmp_path: Path) -> None:
+    """``--check-store``: a real PostgreSQL store on a port where no server listens, then a SQLite file."""
+    pytest.importorskip("psycopg")
+    acpio = [sys.executable, "-m", "acpio"]
+    answers = []
+    for store in (
+        "postgresql://acpio@127.0.0.1:1/sessions?connect_timeout=1",
+        f"sqlite:///{tmp_path / 's.db'}",
+    ):
+        process = await asyncio.create_subprocess_exec(
+            *acpio, "serve", "--port", "0", "--check-store", store, "--", *acpio, "testy",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        url = line.split()[2].decode()
+        async with httpx.AsyncClient() as http:
+            readyz, healthz = await http.get(f"{url}/readyz"), await http.get(f"{url}/healthz")
+        answers.append((readyz.status_code, readyz.text, healthz.status_code))
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0
+        if store.startswith("postgresql"):
+            assert "Not ready: the session store fails: The PostgreSQL session database cannot be used" in (
+                err.decode()
+            )
+    assert answers == [(503, "not ready: the session store fails\n", 200), (200, "ready\n", 200)]
+
+
+def test_acpio_serve_refuses_a_negative_drain_timeout() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "serve", "--drain-timeout", "-1", "--", "acpio", "testy"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--drain-timeout is a number of seconds, 0 or more" in done.stderr
