@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINT_DIRS := $(wildcard src tests scripts examples benchmarks peers)
 
-.PHONY: demo test lint typecheck unit docs browser postgres tmux schema bench clean
+.PHONY: demo test lint typecheck unit docs browser postgres haproxy tmux schema bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ typecheck: $(STAMP)
 
 # The suite runs on every core (pytest-xdist); PYTEST_WORKERS=0 runs it in one process, for a debugger.
 PYTEST_WORKERS ?= auto
-unit: $(STAMP) browser postgres tmux
+unit: $(STAMP) browser postgres haproxy tmux
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 ## docs: the documentation site (docs/ and the API reference from the docstrings) into site/, about 20 s
@@ -52,6 +52,10 @@ browser:
 # Debian's PostgreSQL server for the PostgreSQL session store's tests (skipped without it).
 postgres:
 	sh scripts/install_postgres.sh
+
+# Debian's HAProxy for the tests of acpio serve behind a load balancer (skipped without it).
+haproxy:
+	sh scripts/install_haproxy.sh
 
 # Debian's tmux for the tests of acpio prompt in a real terminal (skipped without it).
 tmux:

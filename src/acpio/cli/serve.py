@@ -17,7 +17,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from acpio.cli import Subcommands
+    from acpio.remote import RemoteServer
+    from acpio.store import SessionStore
 
 __all__ = ["register", "run"]
 
@@ -30,6 +34,12 @@ The server binds loopback (127.0.0.1) unless --host says otherwise. Another addr
 (--token or ACPIO_TOKEN: clients send it as Authorization: Bearer TOKEN) or --insecure. Browser pages
 may connect only from the origins given with --allow-origin. For TLS, give --ssl-certfile and
 --ssl-keyfile, or put a reverse proxy in front.
+
+For load balancers: GET /healthz answers 200 while the server runs; GET /readyz answers 200 when it
+takes new connections, 503 while it drains or the store of --check-store does not answer. SIGTERM
+(or SIGHUP) drains: new connections are refused, each open one ends once its running turns are
+answered, for up to --drain-timeout seconds, then the server exits. A second SIGTERM, or Ctrl-C,
+stops at once. See docs/deploy.md.
 """
 
 
@@ -63,6 +73,18 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--ssl-certfile", help="serve https:// and wss:// with this certificate (PEM)")
     parser.add_argument("--ssl-keyfile", help="the certificate's private key (PEM)")
     parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running turns may take to finish before they are cut (default: 30)",
+    )
+    parser.add_argument(
+        "--check-store",
+        metavar="URL",
+        help="the session store the agents use (postgresql://...): /readyz fails while it does not answer",
+    )
+    parser.add_argument(
         "command", nargs=argparse.REMAINDER, help="-- then the agent command and its arguments"
     )
     parser.set_defaults(run=run)
@@ -86,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         importlib.import_module("uvicorn")  # acpio.remote imports it only once a server starts
 
-        from acpio.remote import Gateway, RemoteServer, is_loopback
+        from acpio.remote import Gateway, ReadinessCheck, RemoteServer, is_loopback
     except ImportError as exc:
         raise CliError(f"acpio serve needs the remote extra: pip install 'acpio[remote]' ({exc})") from exc
     uvicorn: dict[str, Any] = {}
@@ -100,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
             "$ACPIO_TOKEN (clients send it as Authorization: Bearer TOKEN), or --insecure on a trusted "
             "network"
         )
+    if args.drain_timeout < 0:
+        raise CliError("--drain-timeout is a number of seconds, 0 or more")
     logging.basicConfig(level=logging.INFO, format="acpio serve: %(message)s", stream=sys.stderr)
+    store = _open_store(args.check_store) if args.check_store else None
+    ready_checks = [] if store is None else [ReadinessCheck("the session store", lambda: store.list(limit=1))]
     try:
         gateway = Gateway(command)
         server = RemoteServer(
@@ -110,28 +136,63 @@ def run(args: argparse.Namespace) -> int:
             token=args.token,
             insecure=args.insecure,
             allowed_origins=args.allow_origin,
+            ready_checks=ready_checks,
             uvicorn=uvicorn,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from exc
 
     async def main() -> None:
-        stop = asyncio.Event()
+        signals = asyncio.Queue[int]()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, signals.put_nowait, sig)
         async with contextlib.AsyncExitStack() as stack:
+            if store is not None:
+                stack.push_async_callback(store.aclose)
             try:
                 await stack.enter_async_context(server)
             except OSError as exc:  # the bind
                 raise CliError(f"{exc}: choose another --port (0 picks a free one)", code=1) from exc
             scheme = "wss" if uvicorn else "ws"
             print(f"listening on {server.url} ({scheme}:// too)", flush=True)
-            waiting = asyncio.ensure_future(stop.wait())
+            signalled = asyncio.ensure_future(signals.get())
             closed = asyncio.ensure_future(server.wait_closed())
-            await asyncio.wait((waiting, closed), return_when=asyncio.FIRST_COMPLETED)
-            waiting.cancel()
+            await asyncio.wait((signalled, closed), return_when=asyncio.FIRST_COMPLETED)
             closed.cancel()
+            if not signalled.done():
+                signalled.cancel()
+                return
+            await _drain(server, args.drain_timeout, signals)
 
     run_main(main())
     return 0
+
+
+async def _drain(server: RemoteServer, seconds: float, signals: asyncio.Queue[int]) -> None:
+    """Close ``server`` after its running turns (for up to ``seconds``, or until another signal)."""
+    import asyncio
+    import logging
+
+    log = logging.getLogger("acpio.serve")
+    count = server.listener.connection_count
+    log.info("Draining: no new connection; %d open end after their turns (%g s at most)", count, seconds)
+    draining = asyncio.ensure_future(server.close(drain_timeout=seconds))
+    again = asyncio.ensure_future(signals.get())
+    await asyncio.wait((draining, again), return_when=asyncio.FIRST_COMPLETED)
+    if not draining.done():
+        log.info("Stopping now: signalled again while draining")
+        await server.listener.close_connections()
+    if not await draining:
+        log.warning("Drain timeout: the turns still running after %g s were cut", seconds)
+    again.cancel()
+
+
+def _open_store(url: str) -> SessionStore:
+    from acpio.cli import CliError
+    from acpio.store import StoreError, open_store
+
+    try:
+        return open_store(url)
+    except (ValueError, StoreError) as exc:
+        raise CliError(f"--check-store: {exc}") from None

@@ -8,6 +8,8 @@ Serving (see ``docs/remote.md``):
 * :class:`RemoteListener` is the ASGI application behind it, for any ASGI server, and the
   :class:`~acpio.transports.Listener` of its connections (``builder.serve(listener)``);
 * :class:`Limits` bounds what clients may hold and how long the server waits for them;
+* :class:`ReadinessCheck` is something ``GET /readyz`` checks for a load balancer (the session
+  store answers, say); ``GET /healthz`` tells that the process is alive;
 * :class:`Gateway` serves any stdio agent: one agent process per remote connection.
 
 Connecting: :class:`RemoteAgent` (a component, like :class:`~acpio.transports.AcpAgent`) picks
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from acpio.remote.client import RemoteAgent, is_remote_url
     from acpio.remote.connections import Limits
     from acpio.remote.gateway import Gateway
+    from acpio.remote.health import ReadinessCheck
     from acpio.remote.http_client import HttpTransport
     from acpio.remote.reconnecting import ReconnectingTransport
     from acpio.remote.routing import RemoteListener
@@ -35,6 +38,7 @@ __all__ = [
     "Gateway",
     "HttpTransport",
     "Limits",
+    "ReadinessCheck",
     "ReconnectingTransport",
     "RemoteAgent",
     "RemoteListener",

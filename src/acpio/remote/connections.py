@@ -1,8 +1,9 @@
 """The server's ACP connections: the :class:`Limits` they keep, what both kinds share, their registry.
 
 :class:`Connection` is what a Streamable HTTP and a WebSocket connection have in common (the
-inbox, the time of the last message, ``drain()`` and closing); :class:`Connections` holds those
-open, hands each to the listener's ``accept()`` and closes the idle and the abandoned ones.
+inbox, the time of the last message, the turns running on it, ``drain()`` and closing);
+:class:`Connections` holds those open, hands each to the listener's ``accept()``, closes the idle
+and the abandoned ones, and drains them when the server is about to stop.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from acpio.errors import ConnectionClosed, TransportError
-from acpio.remote._frames import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_MESSAGE, Inbox
+from acpio.remote._frames import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_MESSAGE, Inbox, id_key
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.listener import AcceptQueue
 
 __all__ = ["Connection", "Connections", "Limits", "Message", "Receive", "Scope", "Send"]
 
 _log = logging.getLogger("acpio.remote")
+
+_DRAINED = "the server is draining (shutting down): connect again to continue the session elsewhere"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,11 +75,32 @@ class Connection:
         self.last_active = asyncio.get_running_loop().time()
         #: Since when the connection has had no event stream to write to (HTTP only).
         self.detached_since: float | None = None
+        #: The ids (:func:`~acpio.remote._frames.id_key`) of the client's ``session/prompt``
+        #: requests not answered yet: the turns a draining server lets finish.
+        self.turns: set[str] = set()
         self._drainers: list[asyncio.Future[None]] = []
 
     def touch(self) -> None:
         """Note a message either way: the connection is not idle."""
         self.last_active = asyncio.get_running_loop().time()
+
+    def prompted(self, request_id: object) -> None:
+        """Note a ``session/prompt`` request of the client: a turn runs until it is answered."""
+        key = id_key(request_id)
+        if key is not None:
+            self.turns.add(key)
+
+    def answered(self, request_id: object) -> None:
+        """Note an answer of the agent; the last turn's answer ends the connection of a draining server.
+
+        Called once the answer is queued: the client gets it, then the end of the connection.
+        """
+        key = id_key(request_id)
+        if key is None or key not in self.turns:
+            return
+        self.turns.discard(key)
+        if not self.turns and self.owner.draining:
+            self.expire(_DRAINED, vanished=False)
 
     async def receive(self) -> bytes | OversizedFrame | None:
         """The client's next message; ``None`` once the connection ended."""
@@ -142,6 +166,10 @@ class Connections:
         self._open: dict[str, Connection] = {}
         self._queue = AcceptQueue()
         self._sweeper: asyncio.Task[None] | None = None
+        #: Set by :meth:`drain`: new connections are refused, the open ones end after their turns.
+        self.draining = False
+        self._emptied = asyncio.Event()
+        self._emptied.set()
 
     def __len__(self) -> int:
         return len(self._open)
@@ -170,9 +198,29 @@ class Connections:
         """Whether a new connection is refused: the listener is closed, or ``max_connections`` are open."""
         return self._queue.closed or len(self._open) >= self.limits.max_connections
 
+    def refusal(self) -> str | None:
+        """Why a new connection is refused now (draining, closed or full); ``None`` when it is taken."""
+        if self.draining:
+            return "The server is draining (shutting down): connect again, to another server"
+        if self.full():
+            return "The server takes no more connections now"
+        return None
+
+    def drain(self) -> None:
+        """Refuse new connections; end each open one as soon as no turn runs on it (:meth:`wait_empty`)."""
+        self.draining = True
+        for connection in list(self._open.values()):
+            if not connection.turns and not connection.closed:
+                connection.expire(_DRAINED, vanished=False)
+
+    async def wait_empty(self) -> None:
+        """Wait until no connection is open."""
+        await self._emptied.wait()
+
     def offer(self, connection: Connection) -> None:
         """Register a new connection and hand it to ``accept()``."""
         self._open[connection.connection_id] = connection
+        self._emptied.clear()
         self._queue.put(connection)  # type: ignore[arg-type]  # both kinds implement Transport
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.ensure_future(self._sweep())
@@ -181,6 +229,8 @@ class Connections:
         """Drop a closed connection from the registry."""
         if self._open.get(connection.connection_id) is connection:
             del self._open[connection.connection_id]
+            if not self._open:
+                self._emptied.set()
 
     async def _sweep(self) -> None:
         limits = self.limits

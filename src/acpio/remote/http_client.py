@@ -38,6 +38,8 @@ _log = logging.getLogger("acpio.remote")
 
 #: POST answers after which the connection is gone (the TypeScript SDK's list).
 _FATAL_STATUSES = frozenset({401, 403, 404, 410})
+#: Seconds the session streams may take to end after the connection's stream ended.
+_SESSIONS_END_WITHIN = 5.0
 
 
 class HttpTransport(QueuedSender):
@@ -222,12 +224,19 @@ class HttpTransport(QueuedSender):
                     ready.set_result(None)
                 await self._read_events(response, session)
             if session is None:
+                # The server ends the session streams too, once they carried what was queued (the
+                # answer of the turn a draining server let finish): take that before the end.
+                sessions = [task for key, task in self._streams.items() if key is not None]
+                if sessions:
+                    await asyncio.wait(sessions, timeout=_SESSIONS_END_WITHIN)
                 self._inbox.end()
             else:
                 ended = TransportError(f"The event stream of session {session} ended")
         except httpx.HTTPError as exc:
             ended = TransportError(f"An event stream from the ACP server broke: {exc}")
-            if session is None and not self._sending.closed:
+            # A session's stream that breaks (not one that ends) breaks the connection: its server
+            # is gone, and a reconnecting client must learn it now, not after posting more to it.
+            if not self._sending.closed:
                 self._fail(ended)
         except ConnectionClosed:
             pass  # this end closed
@@ -248,7 +257,10 @@ class HttpTransport(QueuedSender):
             if owner == session:
                 del self._pending[key]
                 error = {"code": -32603, "message": reason}
-                self._inbox.put_nowait(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
+                # an inbox already ended (the connection's stream ended first) takes no answer: the
+                # end of the connection fails the request
+                with contextlib.suppress(ConnectionClosed):
+                    self._inbox.put_nowait(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
 
     async def _read_events(self, response: httpx.Response, session: str | None) -> None:
         buffer = bytearray()

@@ -138,8 +138,9 @@ async def _initialize(connections: Connections, body: bytes, message: dict[str, 
     if key is None:
         await _json(send, 400, _error(None, -32600, "Initialize needs a string or number id"))
         return
-    if connections.full():
-        await _text(send, 503, "The server takes no more connections now")
+    refusal = connections.refusal()
+    if refusal is not None:
+        await _text(send, 503, refusal)
         return
     connection = _HttpConnection(connections, str(uuid.uuid4()), key)
     assert connection.initial is not None
@@ -246,6 +247,8 @@ class _HttpConnection(Connection):
         if outbox is None:
             outbox = self._streams[route] = _Outbox()
         outbox.push(frame)
+        if self.turns and message is not None and "method" not in message:
+            self.answered(message.get("id"))
 
     def backlog(self) -> int:
         unread = 0
@@ -293,6 +296,8 @@ class _HttpConnection(Connection):
                 # session/load's replayed history and answer go to the connection stream: the
                 # client opens the session's stream only once it knows the session is there.
                 self._routes[key] = None if message["method"] == "session/load" else session
+                if message["method"] == "session/prompt":
+                    self.prompted(message["id"])
         await self.inbox.put(body)
 
     async def stream(self, session: str | None, receive: Receive, send: Send) -> None:

@@ -7,7 +7,8 @@ One endpoint speaks both transports of the Streamable HTTP & WebSocket RFD:
 * **Streamable HTTP**: ``POST`` carries each client message, ``GET`` opens an event stream,
   ``DELETE`` ends the connection (:mod:`acpio.remote.http_server`).
 
-Here every request is checked (its origin, its bearer token, its path) and handed to its side.
+Here every request is checked (its origin, its bearer token, its path) and handed to its side;
+``/healthz`` and ``/readyz``, for load balancers, are answered by :mod:`acpio.remote.health`.
 Each ACP connection becomes one :class:`~acpio.transports.Transport` that :meth:`RemoteListener.accept`
 returns, so ``builder.serve(listener)`` or ``app.serve(listener)`` serves them all.
 """
@@ -18,6 +19,7 @@ import hmac
 from collections.abc import Iterable, Mapping
 
 from acpio.remote.connections import Connections, Limits, Receive, Scope, Send
+from acpio.remote.health import HEALTH_PATHS, Readiness, ReadinessCheck, serve_health
 from acpio.remote.http_server import serve_http
 from acpio.remote.websocket_server import serve_websocket
 from acpio.transports.base import Transport
@@ -38,6 +40,11 @@ class RemoteListener:
       with any other ``Origin`` header is refused (``403``): a web page must not drive an agent
       through its user's browser. Programs send no ``Origin`` and are not affected.
     * ``limits``: sizes and timeouts (:class:`Limits`).
+    * ``ready_checks``: what ``GET /readyz`` checks besides draining and ``max_connections``
+      (:class:`ReadinessCheck`: the session store answers, say). ``GET /healthz`` answers ``200``
+      while the server runs. Both are for load balancers: they need no token.
+
+    :meth:`drain` prepares a stop that cuts no turn.
     """
 
     def __init__(
@@ -46,11 +53,13 @@ class RemoteListener:
         token: str | None = None,
         allowed_origins: Iterable[str] = (),
         limits: Limits | None = None,
+        ready_checks: Iterable[ReadinessCheck] = (),
     ) -> None:
         self.limits = limits if limits is not None else Limits()
         self._token = token.encode() if token is not None else None
         self._origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self._connections = Connections(self.limits)
+        self._readiness = Readiness(tuple(ready_checks))
 
     @property
     def connection_count(self) -> int:
@@ -71,6 +80,26 @@ class RemoteListener:
         """End every open connection (a server shutting down)."""
         self._connections.expire_all("the server is shutting down")
 
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` was called."""
+        return self._connections.draining
+
+    def drain(self) -> None:
+        """Prepare to stop without cutting a turn: no new connection, the open ones end after their turns.
+
+        ``/readyz`` answers ``503`` from now on (a load balancer sends new clients elsewhere), a
+        new connection is refused with ``503``, an open connection without a ``session/prompt``
+        in flight ends now and one with turns running ends once the last is answered (the client
+        gets the answer, then the end of the connection: a reconnecting client continues its
+        sessions on another server). :meth:`wait_drained` waits for the last.
+        """
+        self._connections.drain()
+
+    async def wait_drained(self) -> None:
+        """Wait until no connection is open (after :meth:`drain`: until every running turn ended)."""
+        await self._connections.wait_empty()
+
     # -- ASGI ----------------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -79,8 +108,12 @@ class RemoteListener:
         if kind == "lifespan":
             await self._lifespan(receive, send)
             return
+        path = _relative_path(scope)
+        if kind == "http" and path in HEALTH_PATHS:
+            await serve_health(path, scope["method"], self._connections, self._readiness, send)
+            return
         headers = _headers(scope)
-        refusal = self._refusal(headers) or _unknown_path(scope)
+        refusal = self._refusal(headers) or _unknown_path(scope, path)
         if kind == "websocket":
             await serve_websocket(self._connections, scope, receive, send, refusal)
         elif kind == "http":
@@ -110,13 +143,20 @@ class RemoteListener:
         return None
 
 
-def _unknown_path(scope: Scope) -> tuple[int, str] | None:
-    """``404`` for any path but the endpoint, ``/`` under the root path the listener is mounted at."""
-    path, root = scope["path"], scope.get("root_path", "")
+def _relative_path(scope: Scope) -> str:
+    """The request's path under the root path the listener is mounted at."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
     if root and path.startswith(root):  # uvicorn and Starlette's Mount keep the root in the path
         path = path[len(root) :]
+    return path
+
+
+def _unknown_path(scope: Scope, path: str) -> tuple[int, str] | None:
+    """``404`` for any path but the endpoint, ``/`` under the root path the listener is mounted at."""
     if path in ("", "/"):
         return None
+    root = scope.get("root_path", "")
     return 404, f"Not found: {scope['path']}. The ACP endpoint is {root}/ (Streamable HTTP and WebSocket)"
 
 

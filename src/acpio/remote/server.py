@@ -13,12 +13,13 @@ from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from acpio.remote.connections import Limits
+from acpio.remote.health import ReadinessCheck
 from acpio.remote.routing import RemoteListener
 
 if TYPE_CHECKING:
     from acpio.transports.listener import Listener
 
-__all__ = ["Limits", "RemoteListener", "RemoteServer", "is_loopback", "serve_remote"]
+__all__ = ["Limits", "ReadinessCheck", "RemoteListener", "RemoteServer", "is_loopback", "serve_remote"]
 
 
 def is_loopback(host: str) -> bool:
@@ -51,7 +52,8 @@ class RemoteServer:
     ``host`` defaults to loopback. Binding another address needs a ``token`` (clients send it as a
     bearer token) or ``insecure=True``, which says that the network is trusted. ``port=0`` picks a
     free port (see :attr:`port`). ``uvicorn`` passes options to ``uvicorn.Config``, such as
-    ``ssl_certfile`` and ``ssl_keyfile`` for TLS.
+    ``ssl_certfile`` and ``ssl_keyfile`` for TLS. ``ready_checks`` are what ``GET /readyz``
+    checks (:class:`RemoteListener`); ``close(drain_timeout=...)`` stops without cutting turns.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class RemoteServer:
         insecure: bool = False,
         allowed_origins: Iterable[str] = (),
         limits: Limits | None = None,
+        ready_checks: Iterable[ReadinessCheck] = (),
         uvicorn: Mapping[str, Any] | None = None,
     ) -> None:
         if not is_loopback(host) and token is None and not insecure:
@@ -71,7 +74,9 @@ class RemoteServer:
                 f"Binding {host} exposes the agent to the network: give a token (clients send it as "
                 "Authorization: Bearer <token>), or insecure=True if the network is trusted"
             )
-        self.listener = RemoteListener(token=token, allowed_origins=allowed_origins, limits=limits)
+        self.listener = RemoteListener(
+            token=token, allowed_origins=allowed_origins, limits=limits, ready_checks=ready_checks
+        )
         self._agent = agent
         self._host = host
         self._port = port
@@ -130,8 +135,20 @@ class RemoteServer:
         """Wait until the server stops (its agent's serving ended, or :meth:`close` was called)."""
         await self._done.wait()
 
-    async def close(self) -> None:
-        """Stop: end every connection, stop accepting, shut uvicorn down."""
+    async def close(self, *, drain_timeout: float = 0.0) -> bool:
+        """Stop: end every connection, stop accepting, shut uvicorn down.
+
+        With ``drain_timeout``, drain first (:meth:`RemoteListener.drain`): no new connection, and
+        each open one ends once its running turns are answered, for up to ``drain_timeout`` seconds;
+        the connections still open then are ended. Returns whether none was left to end so.
+        """
+        drained = True
+        if drain_timeout > 0:
+            self.listener.drain()
+            try:
+                await asyncio.wait_for(self.listener.wait_drained(), drain_timeout)
+            except TimeoutError:
+                drained = False
         await self.listener.close_connections()
         await self.listener.aclose()
         server = self._server
@@ -146,6 +163,7 @@ class RemoteServer:
         if server is not None:
             await server.shutdown()
             self._server = None
+        return drained
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

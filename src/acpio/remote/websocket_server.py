@@ -8,7 +8,7 @@ import uuid
 from collections import deque
 
 from acpio.errors import ConnectionClosed
-from acpio.remote._frames import head_of
+from acpio.remote._frames import head_of, parse
 from acpio.remote.connections import Connection, Connections, Receive, Scope, Send
 from acpio.transports.base import OversizedFrame
 
@@ -24,6 +24,9 @@ async def serve_websocket(
     event = await receive()
     if event["type"] != "websocket.connect":
         return
+    busy = connections.refusal()
+    if refusal is None and busy is not None:
+        refusal = (503, busy)
     if refusal is not None:
         _log.info("Refused a WebSocket connection: %s", refusal[1])
         if "websocket.http.response" in scope.get("extensions", {}):
@@ -35,11 +38,8 @@ async def serve_websocket(
                 headers.append((b"www-authenticate", b"Bearer"))
             await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
             await send({"type": "websocket.http.response.body", "body": text.encode()})
-        else:
-            await send({"type": "websocket.close", "code": 1008})
-        return
-    if connections.full():
-        await send({"type": "websocket.close", "code": 1013})
+        else:  # 1013: try again later; 1008: refused by policy
+            await send({"type": "websocket.close", "code": 1013 if refusal[0] == 503 else 1008})
         return
     connection_id = str(uuid.uuid4())
     await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", connection_id.encode())]})
@@ -72,6 +72,15 @@ class _WebSocketConnection(Connection):
         self._outgoing.append(frame)
         self._queued += len(frame)
         self._wake_writer()
+        if self.turns and b'"method"' not in frame:  # an answer, maybe to a prompt (updates are skipped)
+            message = parse(frame)
+            if message is not None and "method" not in message:
+                self.answered(message.get("id"))
+
+    def _note_prompt(self, data: bytes) -> None:
+        message = parse(data)
+        if message is not None and message.get("method") == "session/prompt" and "id" in message:
+            self.prompted(message["id"])
 
     def _wake_writer(self) -> None:
         waiter = self._writer_wake
@@ -120,6 +129,8 @@ class _WebSocketConnection(Connection):
                 if len(data) > self.max_line:
                     self.inbox.put_nowait(OversizedFrame(len(data), head_of(data)))
                 else:
+                    if b"session/prompt" in data:
+                        self._note_prompt(data)
                     await self.inbox.put(data)
         except ConnectionClosed:
             pass  # the engine closed the connection: stop reading
