@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.agents.coder.wire._http import Json, Recorded, ScriptedServer, Sse
+from tests.agents.coder.wire._http import Default, Json, Recorded, ScriptedServer, Sse
 
 RESPONSES = "POST /v1/responses"
 
@@ -175,10 +175,14 @@ def response_stream(
 
 
 class ResponsesWire(ScriptedServer):
-    """The Responses endpoint; ``base_url`` is what ``AsyncOpenAI(base_url=...)`` takes."""
+    """The Responses endpoint; ``base_url`` is what ``AsyncOpenAI(base_url=...)`` takes.
 
-    def __init__(self) -> None:
-        super().__init__({RESPONSES: None})
+    Requests are answered the replies :meth:`respond` queued, then ``default`` (a reply, or a
+    function of the request that makes one).
+    """
+
+    def __init__(self, default: Default | None = None) -> None:
+        super().__init__({RESPONSES: default})
 
     @property
     def base_url(self) -> str:
