@@ -95,6 +95,7 @@ class AgentRun:
         self._calls: dict[str, tuple[str, ActiveToolCall]] = {}  # the model's call id -> (tool, shown)
         self._refused = False
         self._rejected: set[str] = set()  # the calls the user rejected: their output is the refusal
+        self._finished: set[str] = set()  # the hosted tools' calls already ended
 
     async def answer(self, run_input: list[TResponseInputItem]) -> StopReasonName:
         """Run the agent on ``run_input`` to the end, asking for approvals; why the turn stopped."""
@@ -145,6 +146,10 @@ class AgentRun:
             elif data.type == "response.refusal.delta":
                 self._refused = True
                 await self.turn.say(data.delta)
+            elif data.type == "response.output_item.added" and runs_remotely(data.item):
+                await self._open(data.item, open_calls)  # a hosted tool: shown while it runs
+            elif data.type == "response.output_item.done" and runs_remotely(data.item):
+                await self._finish_remote(data.item, open_calls)
             elif data.type == "response.completed" and data.response.usage is not None:
                 usage = data.response.usage
                 await self.turn.report_usage(usage.input_tokens + usage.output_tokens, self.context_window)
@@ -153,7 +158,10 @@ class AgentRun:
             if name in self.modes and name != self.turn.mode:
                 await self.turn.set_mode(name)
         elif isinstance(event.item, ToolCallItem):
-            await self._open(event.item.raw_item, open_calls)
+            if runs_remotely(event.item.raw_item):
+                await self._finish_remote(event.item.raw_item, open_calls)
+            else:
+                await self._open(event.item.raw_item, open_calls)
         elif isinstance(event.item, ToolCallOutputItem):
             await self._finish(event.item)
 
@@ -171,10 +179,17 @@ class AgentRun:
         )
         self._calls[call_id] = (name, shown)
         self._hooks.gate(call_id).set()
-        if runs_remotely(raw):
-            failed = _field(raw, "status") in ("failed", "incomplete")
-            await self.projections.show_output(shown, name, _remote_output(raw), failed=failed)
         return shown
+
+    async def _finish_remote(self, raw: Any, open_calls: AsyncExitStack) -> None:
+        """End a hosted tool's call with what its item says (once: the stream and the run item both tell)."""
+        shown = await self._open(raw, open_calls)
+        call_id = str(_field(raw, "call_id") or _field(raw, "id"))
+        if call_id in self._finished:
+            return
+        self._finished.add(call_id)
+        failed = _field(raw, "status") in ("failed", "incomplete")
+        await self.projections.show_output(shown, self._calls[call_id][0], _remote_output(raw), failed=failed)
 
     async def _finish(self, item: ToolCallOutputItem) -> None:
         found = self._calls.get(str(item.call_id))
