@@ -24,8 +24,6 @@ AGENT = f"{sys.executable} {EXAMPLE}"
 #: The agent imports the Agents SDK, which takes seconds on a loaded machine.
 WAIT = 90
 
-pytestmark = pytest.mark.slow
-
 
 def environment(wire: ResponsesWire) -> dict[str, str]:
     return {
@@ -54,6 +52,7 @@ async def read_until(stream: asyncio.StreamReader, marker: str) -> str:
     return got.decode()
 
 
+@pytest.mark.slow  # two agent processes, each importing the Agents SDK
 async def test_a_diff_an_approval_a_new_process_loading_the_session_and_ctrl_c(
     wire: ResponsesWire, tmp_path: Path
 ) -> None:
@@ -109,3 +108,9 @@ async def test_a_diff_an_approval_a_new_process_loading_the_session_and_ctrl_c(
         "user",
     ]
     assert model_saw[3] == {"type": "function_call_output", "call_id": "call_w", "output": "Wrote notes.md"}
+
+
+def test_the_docs_show_the_example_as_it_is() -> None:
+    page = EXAMPLE.parents[1] / "docs" / "frameworks" / "openai-agents.md"
+    shown = page.read_text().split("```python\n", 1)[1].split("```\n", 1)[0]
+    assert shown == EXAMPLE.read_text().split('"""', 2)[2].lstrip("\n")
