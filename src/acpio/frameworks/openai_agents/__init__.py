@@ -8,7 +8,8 @@ In full::
     serve_openai_agent(Agent(name="helper", instructions="Answer briefly."), store="sqlite:///sessions.db")
 
 :func:`openai_agent_app` gives the :class:`~acpio.app.AgentApp` to serve in another way or to drive
-in-process. See ``docs/frameworks/openai-agents.md`` for what maps to what.
+in-process. :func:`acp_agent_tool` goes the other way: any ACP agent as a tool of an Agents SDK
+agent. See ``docs/frameworks/openai-agents.md`` for what maps to what.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING
 from acpio._exports import lazy_exports
 
 if TYPE_CHECKING:
+    from acpio.frameworks.openai_agents.agent_tool import acp_agent_tool
     from acpio.frameworks.openai_agents.app import openai_agent_app, serve_openai_agent
 
-__all__ = ["openai_agent_app", "serve_openai_agent"]
+__all__ = ["acp_agent_tool", "openai_agent_app", "serve_openai_agent"]
 
 __getattr__, __dir__ = lazy_exports(globals())
