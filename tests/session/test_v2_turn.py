@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from acpio.roles import Client
-from acpio.schema import SelectedPermissionOutcome
+from acpio.schema import McpServerStdio, SelectedPermissionOutcome
 from acpio.session import (
     ActiveSession,
     DiffView,
     FileChange,
+    McpServerList,
     PlanEntryView,
     RequestPermissionV2Message,
     SessionConnection,
@@ -278,3 +279,27 @@ async def test_a_v2_permission_request_is_typed_with_its_subject(tmp_path: Path)
         item.respond_outcome(SelectedPermissionOutcome(option_id="ok"))
         answer = await peer.response_to("p")
         assert answer["result"] == {"outcome": {"outcome": "selected", "optionId": "ok"}}
+
+
+async def test_mcp_stdio_servers_declare_their_type_on_v2_and_not_on_v1(tmp_path: Path) -> None:
+    server = McpServerStdio(name="notes", command="/usr/bin/notes", args=[], env=[])
+    for version in (2, 1):
+        async with wire_connection(Client.builder()) as (cx, peer):
+            assert isinstance(cx, SessionConnection)
+            answering = asyncio.ensure_future(cx.initialize())
+            answer: dict[str, Any] = {"protocolVersion": version}
+            if version == 2:
+                answer.update(info={"name": "raw", "version": "1"}, capabilities={"session": {}})
+            peer.respond(await peer.expect("initialize"), answer)
+            async with asyncio.timeout(TIMEOUT):
+                await answering
+            builder = build_session(cx, tmp_path).with_mcp_server(McpServerList([server]))
+            starting = asyncio.ensure_future(builder.start_session())
+            new = await peer.expect("session/new")
+            peer.respond(new, {"sessionId": SESSION})
+            async with asyncio.timeout(TIMEOUT):
+                (await starting).close()
+            expected = {"name": "notes", "command": "/usr/bin/notes", "args": [], "env": []}
+            if version == 2:
+                expected = {"type": "stdio", **expected}
+            assert new["params"]["mcpServers"] == [expected]
