@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from acpio.jsonrpc import Connection
 from acpio.roles import Client
 from acpio.schema import McpServerStdio, SelectedPermissionOutcome
 from acpio.session import (
@@ -28,7 +29,7 @@ from acpio.session import (
     build_session,
 )
 
-from ._support import TIMEOUT, WirePeer, wire_connection
+from ._support import TIMEOUT, EchoAgent, WirePeer, initialized, wire_connection
 
 SESSION = "v2-session"
 
@@ -303,3 +304,19 @@ async def test_mcp_stdio_servers_declare_their_type_on_v2_and_not_on_v1(tmp_path
             if version == 2:
                 expected = {"type": "stdio", **expected}
             assert new["params"]["mcpServers"] == [expected]
+
+
+async def test_on_v1_the_view_is_kept_from_its_first_use(tmp_path: Path) -> None:
+    """Reading a v1 turn without the view parses nothing more than before; asked for, it is kept."""
+
+    async def main(cx: Connection) -> None:
+        async with asyncio.timeout(TIMEOUT), build_session(cx, tmp_path).start_session() as session:
+            session.send_prompt("one two")
+            assert [message.event async for message in session] == [None, None]
+            view = session.view
+            session.send_prompt("three")
+            events = [message.event async for message in session]
+            assert events == [TextAdded(view.messages[0], "three ")]
+            assert (view.text, view.state, view.stop_reason) == ("three ", "idle", "end_turn")
+
+    await Client.builder().connect_with(EchoAgent().builder(), initialized(main))
