@@ -4,7 +4,7 @@
 (raw frames, each on a process of its own) run the same turn: v1 gets ``tool_call``, ``plan`` and an
 ``end_turn`` answer; v2 gets the prompt acknowledged with a ``messageId``, ``tool_call_update``
 upserts, ``plan_update`` and ``state_update`` running then idle. The real ``acpio prompt`` completes
-the turn too.
+the turn on each version too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from acpio import AcpAgent
 from acpio.testing import WirePeer
@@ -104,19 +106,12 @@ async def test_a_v2_client_gets_v2_updates_around_the_same_turn(tmp_path: Path) 
     assert updates[-1]["stopReason"] == "end_turn"
 
 
-def test_acpio_prompt_completes_the_turn(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_acpio_prompt_completes_the_turn_on_each_version(tmp_path: Path, protocol: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("ACPIO_AGENT", "NO_COLOR")}
+    argv = ["prompt", "--protocol", protocol, "--allow", "--agent", shlex.join(AGENT), "count these words"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acpio",
-            "prompt",
-            "--allow",
-            "--agent",
-            shlex.join(AGENT),
-            "count these words",
-        ],
+        [sys.executable, "-m", "acpio", *argv],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -127,3 +122,5 @@ def test_acpio_prompt_completes_the_turn(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Your prompt has 3 words." in done.stdout
     assert "[stop reason: end_turn]" in done.stdout
+    # v2's requires_action while the permission is asked; v1 has no such state
+    assert ("[waiting for you]" in done.stdout) == (protocol == "2")
