@@ -1,7 +1,8 @@
 """acpio's negotiating client (``cx.initialize()``: offer v2, accept v1) against the TypeScript SDK 2.4.0.
 
-* its v1 agent (``peers/ts/agent.mjs``): the full v1 turn, fs and terminal included, exactly as a v1 client
-  runs it: the offer carries the v1 fields, so the agent sees the client's capabilities;
+* its v1 agent (``peers/ts/agent.mjs``), and the official Python SDK's: the full v1 turn, fs and
+  terminal included, as a v1 client runs it: the offer carries the v1 fields, so the agent sees
+  the client's capabilities;
 * its ``/experimental/v2`` agent (``peers/ts/agent_v2.mjs``): a v2 turn read to its idle state, with the
   permission's subject, a structured diff, an agent-owned terminal and a plan;
 * its ``AgentProtocolRouter`` configured v1-only, v2-only and both (``agent_v2.mjs --router``);
@@ -26,6 +27,7 @@ from ._support import (
     PEER_PROMPT,
     PEER_WAIT,
     PEERS,
+    PY_AGENT,
     TS_AGENT,
     acpio_testy_command,
     check_peer_agent_turn,
@@ -46,6 +48,16 @@ async def test_the_negotiating_client_runs_the_typescript_v1_agents_full_turn(
     )
 
     check_peer_agent_turn(summary, workdir, "ts-peer-agent")
+    assert summary["initialize"]["protocolVersion"] == 1, context(summary)
+
+
+async def test_the_negotiating_client_runs_the_official_python_v1_agents_full_turn(
+    official_python: str, workdir: Path
+) -> None:
+    agent = [official_python, str(PY_AGENT)]
+    summary = await RecordingClient(workdir, negotiate=True).run(agent, [PEER_PROMPT], PEER_WAIT)
+
+    check_peer_agent_turn(summary, workdir, "official-python-peer-agent")
     assert summary["initialize"]["protocolVersion"] == 1, context(summary)
 
 
