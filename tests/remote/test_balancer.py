@@ -23,7 +23,7 @@ import pytest
 from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.errors import AcpError, RequestError
-from acpio.remote import RemoteAgent
+from acpio.remote import ReconnectingTransport, RemoteAgent
 
 from ._balancer import MISSING, ROOT, Balancer, balancer, free_port, haproxy_path, load_postgres
 
@@ -90,6 +90,28 @@ async def history(url: str, session_id: str) -> str:
             return "".join(said)
 
     return await asyncio.wait_for(Client.builder().connect_with(RemoteAgent(url), main), 60)
+
+
+class Kept:
+    """A reconnecting :class:`RemoteAgent` whose transport the test keeps, to see it reconnect."""
+
+    def __init__(self, agent: RemoteAgent) -> None:
+        self.agent = agent
+        self.transport: ReconnectingTransport | None = None
+
+    async def open(self) -> ReconnectingTransport:
+        transport = await self.agent.open()
+        assert isinstance(transport, ReconnectingTransport)
+        self.transport = transport
+        return transport
+
+    async def reconnected(self) -> None:
+        assert self.transport is not None
+        for _ in range(300):
+            if self.transport.reconnects:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the client did not reconnect within 15 s")
 
 
 @pytest.mark.slow
@@ -168,6 +190,7 @@ async def test_a_drained_backend_finishes_its_running_turn_and_new_clients_go_el
     # a drain timeout no loaded test machine reaches: the turn must end by itself
     async with balancer(tmp_path, store, server_options=("--drain-timeout", "120")) as lb:
         agent = RemoteAgent(lb.url, reconnect=True)
+        kept = Kept(agent)
         seen: dict[str, Any] = {}
 
         async def main(cx: SessionConnection) -> None:
@@ -184,13 +207,13 @@ async def test_a_drained_backend_finishes_its_running_turn_and_new_clients_go_el
                 assert said == ["elsewhere\n"] * 3
                 seen["others"] = {other.cookies["acpio-server"] for other in others}
                 seen["turn"] = await session.read_to_string(permissions="allow")
-                # then the drained backend ends the connection: the client reconnects elsewhere, and
-                # a prompt it posted meanwhile (refused unseen: 404) goes to the new connection
+                # then the drained backend ends the connection: the client reconnects elsewhere
+                await kept.reconnected()
                 session.send_prompt("echo next")
                 seen["next"] = await session.read_to_string()
                 seen["now"] = agent.cookies["acpio-server"]
 
-        await asyncio.wait_for(Client.builder().connect_with(agent, main), 150)
+        await asyncio.wait_for(Client.builder().connect_with(kept, main), 150)
         drained = seen["drained"]
         assert await asyncio.wait_for(drained.process.wait(), 30) == 0
     assert seen["turn"].endswith("end\n")  # the running turn finished on the drained backend
