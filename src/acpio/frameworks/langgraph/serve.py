@@ -1,0 +1,84 @@
+"""A compiled LangGraph graph served as an ACP agent: :func:`graph_app`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.pregel import Pregel
+from langgraph.types import Command, StreamMode
+
+from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.app.projections import Projections
+from acpio.frameworks.langgraph.interrupts import answer_interrupt
+from acpio.frameworks.langgraph.stream import GraphStream
+from acpio.schema import ToolCallUpdate
+from acpio.store import SessionStore
+
+__all__ = ["graph_app"]
+
+_MODES: list[StreamMode] = ["messages", "updates", "custom"]
+
+
+def graph_app(
+    graph: Pregel[Any, Any, Any, Any],
+    *,
+    name: str = "langgraph",
+    version: str = "0.1.0",
+    store: SessionStore | str | None = None,
+    projections: Projections | None = None,
+    input_key: str = "messages",
+    config: Mapping[str, Any] | None = None,
+) -> AgentApp:
+    """An :class:`~acpio.app.AgentApp` whose turns run ``graph`` (compiled with a checkpointer).
+
+    Each prompt's text goes in as a human message under ``input_key``; the run is streamed (see
+    :mod:`acpio.frameworks.langgraph.stream`: text, reasoning, tool calls shown by ``projections``,
+    the plan), each ``interrupt()`` is asked of the user and the run resumed with the answer (see
+    :mod:`acpio.frameworks.langgraph.interrupts`), and ``session/cancel`` cancels the run's task:
+    the graph stops where it waits and the turn ends ``cancelled``. The session's id is the
+    checkpointer's ``thread_id``, so the graph keeps each session's state; with a ``store`` (a
+    :class:`~acpio.store.SessionStore` or its URL) sessions can be listed, loaded (their history
+    replayed) and resumed, also by a new process whose graph has the same checkpointer.
+    ``config`` is merged into each run's config (``recursion_limit``, more ``configurable`` keys).
+
+    Raises ``ValueError`` for a graph compiled without a checkpointer: it could neither keep a
+    session's conversation nor resume after an interrupt.
+    """
+    if graph.checkpointer is None:
+        raise ValueError(
+            f"{graph.name!r} has no checkpointer: compile it with one (graph.compile(checkpointer="
+            "InMemorySaver()), or a SqliteSaver to keep sessions across restarts)"
+        )
+    app = AgentApp(name, version=version, store=store)
+    shown = projections if projections is not None else Projections()
+    extra = dict(config or {})
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        run_config: RunnableConfig = {
+            **extra,  # type: ignore[typeddict-item]
+            "configurable": {**extra.get("configurable", {}), "thread_id": turn.session_id},
+        }
+        stream = GraphStream(turn, shown)
+        run_input: Any = {input_key: [HumanMessage(content=turn.text)]}
+        try:
+            while True:
+                async for namespace, mode, chunk in graph.astream(
+                    run_input, run_config, stream_mode=_MODES, subgraphs=True
+                ):
+                    await stream.feed(namespace, mode, chunk)
+                waiting = (await graph.aget_state(run_config, subgraphs=True)).interrupts
+                if not waiting:
+                    return "end_turn"
+                answers = {i.id: await answer_interrupt(turn, stream, i) for i in waiting}
+                run_input = Command(resume=answers)
+        except asyncio.CancelledError:
+            for state in stream.open_calls():  # the run stopped before their results: say so
+                await turn.update(ToolCallUpdate(tool_call_id=state.id, status="failed"))
+            raise
+
+    return app
