@@ -116,8 +116,10 @@ async def test_a_streamed_tool_call_is_shown_with_its_kind_and_diff_then_its_res
             "newText": "- milk\n- acpio\n",
         }
     ]
-    assert calls[2]["status"] == "completed"
-    assert calls[2]["rawOutput"] == "Wrote 15 characters"
+    assert calls[2] == {  # an edit's output is not shown: the diff is
+        "sessionUpdate": "tool_call_update", "toolCallId": "call_1", "status": "completed",
+        "rawOutput": "Wrote 15 characters",
+    }  # fmt: skip
     assert said(frames) == "Done."
     assert (tmp_path / "notes.txt").read_text() == "- milk\n- acpio\n"
 
@@ -237,6 +239,24 @@ async def test_subgraphs_stream_and_todos_become_the_plan(served: Any) -> None:
         }
     ]
     assert said(frames) == "from the subgraph"
+
+
+async def test_an_interrupt_to_a_client_without_forms_fails_the_turn_saying_why(tmp_path: Path) -> None:
+    def ask(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(str(interrupt("Your name?")))]}
+
+    graph = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask")
+    async with serving(graph_app(graph.compile(checkpointer=InMemorySaver())).builder()) as peer:
+        await peer.response_to(peer.request("initialize", {"protocolVersion": 1}))
+        new = await peer.response_to(peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        answer = await peer.response_to(prompt(peer, new["result"]["sessionId"], "hi"))
+    assert answer["error"]["message"].startswith(
+        "The graph asks 'Your name?' (an interrupt), and this client"
+    )
+    assert answer["error"]["data"] == {
+        "interrupt": "Your name?",
+        "needs": "clientCapabilities.elicitation.form",
+    }
 
 
 def test_a_graph_without_a_checkpointer_is_refused_with_the_fix() -> None:

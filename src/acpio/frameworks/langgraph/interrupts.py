@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.types import Interrupt, interrupt
+from pydantic import ValidationError
 
 from acpio.app import Turn
-from acpio.capabilities import CapabilityNotAdvertised
+from acpio.errors import InternalError
 from acpio.frameworks.langgraph.stream import GraphStream
 from acpio.schema import (
     CreateElicitationRequest,
@@ -96,11 +97,14 @@ async def _approve(turn: Turn, stream: GraphStream, action: Any) -> dict[str, st
 
 
 async def _form(turn: Turn, interrupt: Interrupt[Any]) -> Any:
-    if not turn.client.elicitation_form:
-        raise CapabilityNotAdvertised(
-            CreateElicitationRequest.METHOD, "C.elicitation.form", what="the graph's interrupt as a form"
-        )
     value = interrupt.value
+    if not turn.client.elicitation_form:
+        raise InternalError(
+            {"interrupt": _message(value), "needs": "clientCapabilities.elicitation.form"},
+            message=f"The graph asks {_message(value)!r} (an interrupt), and this client cannot show forms "
+            "(it does not advertise elicitation.form): use a client that does, or answer the graph another "
+            "way (an approval is asked as a permission)",
+        )
     schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
     message = _message(value)
     if schema is None:
@@ -109,11 +113,15 @@ async def _form(turn: Turn, interrupt: Interrupt[Any]) -> Any:
             "properties": {_ANSWER: {"type": "string", "title": message}},
             "required": [_ANSWER],
         }
+    try:
+        requested = ElicitationSchema.model_validate(schema)
+    except ValidationError as exc:
+        raise ValueError(
+            f"The graph's interrupt {message!r} has a response_schema ACP cannot ask as a form (an object "
+            f"of strings, numbers, booleans and choices): {exc.errors()[0]['msg']}"
+        ) from None
     request = CreateElicitationRequest(
-        session_id=turn.session_id,
-        mode="form",
-        message=message,
-        requested_schema=ElicitationSchema.model_validate(schema),
+        session_id=turn.session_id, mode="form", message=message, requested_schema=requested
     )
     answer: CreateElicitationResponse = await turn.cx.send_request(request)
     if str(answer.action) != "accept":

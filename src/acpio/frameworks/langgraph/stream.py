@@ -10,6 +10,7 @@ the custom stream writer (text) becomes a thought. Subgraphs stream the same way
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 
 from acpio.app import Turn
 from acpio.app.projections import Projections
+from acpio.app.tool_calls import given
 from acpio.schema import Content, Diff, PlanEntry, TextContent, ToolCall, ToolCallLocation, ToolCallUpdate
 
 __all__ = ["GraphStream", "ToolCallState"]
@@ -80,6 +82,8 @@ class GraphStream:
             await self._text(message)
             for piece in message.tool_call_chunks:
                 await self._call_chunk(message.id or "", piece)
+            if message.chunk_position == "last":  # the streamed arguments are whole: show them now
+                await self._streamed_arguments(message.id or "")
         elif isinstance(message, AIMessage):  # a whole message a node returned without streaming it
             await self._text(message)
             await self._complete(message)
@@ -105,6 +109,16 @@ class GraphStream:
             state = calls[key] = ToolCallState(call_id, name)
             await self._begin(state)
         state.args_text += piece.get("args") or ""
+
+    async def _streamed_arguments(self, message_id: str) -> None:
+        for state in self._streamed.pop(message_id, _MessageCalls()).by_index.values():
+            try:
+                args = json.loads(state.args_text or "{}")
+            except ValueError:
+                continue  # not JSON after all: the node's whole message will tell
+            if state.args is None and isinstance(args, dict):
+                state.args = args
+                await self._show_arguments(state)
 
     async def _complete(self, message: AIMessage) -> None:
         """The message's tool calls have their whole arguments: show what each will do."""
@@ -132,14 +146,16 @@ class GraphStream:
         if view.diff is not None:
             path, old, new = view.diff
             content.append(Diff(path=str(path), old_text=old, new_text=new))
+        extra = given(
+            locations=[ToolCallLocation(path=str(p)) for p in view.locations] or None, content=content or None
+        )
         update = ToolCallUpdate(
             tool_call_id=state.id,
             title=view.title,
             kind=view.kind,
             status="in_progress",
             raw_input=state.args,
-            locations=[ToolCallLocation(path=str(p)) for p in view.locations] or None,
-            content=content or None,
+            **extra,
         )
         await self.turn.update(update)
 
@@ -153,13 +169,10 @@ class GraphStream:
         shown = self.projections.get(state.name).output(output)
         failed = message.status == "error"
         content = [Content(content=TextContent(text=shown))] if shown else None
+        status = "failed" if failed else "completed"
+        extra = given(content=content)
         await self.turn.update(
-            ToolCallUpdate(
-                tool_call_id=state.id,
-                status="failed" if failed else "completed",
-                content=content,
-                raw_output=output,
-            )
+            ToolCallUpdate(tool_call_id=state.id, status=status, raw_output=output, **extra)
         )
 
     # --- updates ----------------------------------------------------------------------------------
