@@ -27,9 +27,10 @@ EVERYDAY = {
     "acpio.traits",
     "acpio.transports",
 }
-#: Where an example may import acpio's names from: one or two modules, and ``acpio.mcp`` (an optional
-#: extra, kept out of the top level so that ``import acpio`` never loads the ``mcp`` package).
-EXAMPLE_MODULES = {"acpio", "acpio.schema", "acpio.mcp"}
+#: Where an example may import acpio's names from: one or two modules, and the optional extras
+#: (``acpio.mcp``, ``acpio.frameworks.langgraph``), kept out of the top level so that ``import acpio``
+#: never loads their packages.
+EXAMPLE_MODULES = {"acpio", "acpio.schema", "acpio.mcp", "acpio.frameworks.langgraph"}
 
 
 def acpio_imports(source: str) -> list[tuple[str, str]]:

@@ -35,8 +35,10 @@ def acpio_prompt(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_the_example_is_under_30_lines() -> None:
+def test_the_example_is_under_30_lines_and_the_docs_show_it_whole() -> None:
     assert len(EXAMPLE.read_text().splitlines()) < 30
+    page = EXAMPLE.parents[1] / "docs" / "frameworks" / "langgraph.md"
+    assert f"```python\n{EXAMPLE.read_text()}```" in page.read_text()
 
 
 @pytest.mark.slow  # two agent processes importing LangGraph, one after the other

@@ -2,9 +2,9 @@
 
 Serve a compiled graph (with a checkpointer) to any ACP editor::
 
-    from acpio.frameworks.langgraph import graph_app
+    from acpio.frameworks.langgraph import run_graph
 
-    graph_app(builder.compile(checkpointer=InMemorySaver()), name="my-graph").run()
+    run_graph(builder, "sessions.db", name="my-graph")      # or graph_app(compiled_graph) for more control
 
 Use an ACP agent as a LangChain chat model, or as a node of a graph::
 
@@ -26,11 +26,11 @@ for _package in ("langgraph", "langchain_core"):
         raise ImportError(f"acpio.frameworks.langgraph needs {_package}: pip install 'acpio[langgraph]'")
 
 if TYPE_CHECKING:
-    from acpio.frameworks.langgraph.chat_model import AcpChatModel, acp_node
+    from acpio.frameworks.langgraph.chat_model import AcpChatModel, AcpNode, acp_node
     from acpio.frameworks.langgraph.interrupts import approve
-    from acpio.frameworks.langgraph.serve import graph_app
+    from acpio.frameworks.langgraph.serve import graph_app, run_graph
 
-__all__ = ["AcpChatModel", "acp_node", "approve", "graph_app"]
+__all__ = ["AcpChatModel", "AcpNode", "acp_node", "approve", "graph_app", "run_graph"]
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
     __getattr__, __dir__ = lazy_exports(globals())

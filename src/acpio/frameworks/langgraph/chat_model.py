@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,7 +16,7 @@ from pydantic import Field, PrivateAttr
 
 from acpio.frameworks.langgraph.agent_link import AgentLink, Conversation, TurnResult
 
-__all__ = ["AcpChatModel", "acp_node"]
+__all__ = ["AcpChatModel", "AcpNode", "acp_node"]
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -172,18 +172,28 @@ def _result(result: TurnResult) -> ChatResult:
     return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def acp_node(
-    model: AcpChatModel, *, key: str = "messages"
-) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]:
+class AcpNode:
+    """A LangGraph node: the state's messages answered by an :class:`AcpChatModel` (see :func:`acp_node`)."""
+
+    def __init__(self, model: AcpChatModel, key: str) -> None:
+        self.model = model
+        self.key = key
+        self.__name__ = "acp_agent"  # the node's name when the graph is given none
+
+    def __repr__(self) -> str:
+        return f"<AcpNode {self.model.command!r}>"
+
+    async def __call__(self, state: Any) -> dict[str, Any]:
+        """The agent's answer to ``state[key]``, to be added to the messages."""
+        return {self.key: [await self.model.ainvoke(state[self.key])]}
+
+
+def acp_node(model: AcpChatModel, *, key: str = "messages") -> AcpNode:
     """A LangGraph node that answers the state's ``key`` messages with ``model`` (an ACP agent).
 
     ``builder.add_node("coder", acp_node(AcpChatModel(command="acpio agent --offline")))``: the
     node adds the agent's answer to the messages; each graph thread's conversation is one session
-    of the agent.
+    of the agent. The state may be of any type (a ``MessagesState``, a ``TypedDict`` of one's own)
+    whose ``state[key]`` holds the messages.
     """
-
-    async def node(state: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: [await model.ainvoke(state[key])]}
-
-    node.__name__ = "acp_agent"
-    return node
+    return AcpNode(model, key)

@@ -22,6 +22,7 @@ from langgraph.types import Interrupt, interrupt
 from pydantic import ValidationError
 
 from acpio.app import Turn
+from acpio.app.tool_calls import given
 from acpio.errors import InternalError
 from acpio.frameworks.langgraph.stream import GraphStream
 from acpio.schema import (
@@ -85,7 +86,7 @@ async def _approve(turn: Turn, stream: GraphStream, action: Any) -> dict[str, st
     request = RequestPermissionRequest(
         session_id=turn.session_id,
         tool_call=ToolCallUpdate(
-            tool_call_id=call.id, title=description if isinstance(description, str) else None
+            tool_call_id=call.id, **given(title=description if isinstance(description, str) else None)
         ),
         options=options,
     )

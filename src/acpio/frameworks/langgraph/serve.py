@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
 
+from acpio import running
 from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.app.projections import Projections
 from acpio.frameworks.langgraph.interrupts import answer_interrupt
 from acpio.frameworks.langgraph.stream import GraphStream
 from acpio.schema import ToolCallUpdate
 from acpio.store import SessionStore
+from acpio.transports.stdio import Stdio
 
-__all__ = ["graph_app"]
+__all__ = ["graph_app", "run_graph"]
 
 _MODES: list[StreamMode] = ["messages", "updates", "custom"]
 
@@ -82,3 +88,44 @@ def graph_app(
             raise
 
     return app
+
+
+def run_graph(
+    graph: StateGraph[Any, Any, Any, Any],
+    database: str | os.PathLike[str] | None = None,
+    *,
+    name: str = "langgraph",
+    version: str = "0.1.0",
+    projections: Projections | None = None,
+) -> None:
+    """Serve ``graph`` (a ``StateGraph`` not yet compiled) on this process's stdio, as editors start agents.
+
+    With a ``database`` (an SQLite file: ``langgraph.db``), the graph is compiled with LangGraph's
+    SQLite checkpointer on that file, and the sessions are kept beside it (``langgraph.sessions.db``):
+    an editor can list, load and resume them after a restart. Two files, because two writers on one
+    SQLite file lock each other out. Without a ``database``, both live in memory for the life of the
+    process. See :func:`graph_app` for how the graph is served.
+    """
+    if database is None:
+        app = graph_app(
+            graph.compile(checkpointer=InMemorySaver()), name=name, version=version, projections=projections
+        )
+        app.run()
+        return
+    path = Path(database).absolute()
+    sessions = path.with_name(f"{path.stem}.sessions{path.suffix}")
+
+    async def serve() -> None:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+            app = graph_app(
+                graph.compile(checkpointer=saver),
+                name=name,
+                version=version,
+                store=f"sqlite:///{sessions}",
+                projections=projections,
+            )
+            await app.serve(Stdio())
+
+    running.run(serve())
