@@ -57,10 +57,11 @@ def test_every_example_agent_on_stdio_is_checked() -> None:
     agents = {
         path.name
         for path in EXAMPLES.glob("*.py")
-        if re.search(
-            r"AgentApp\(|Agent\.builder\(|AgentSideConnection\(|graph_app\(", text := path.read_text()
+        if (
+            re.search(r"AgentApp\(|Agent\.builder\(|AgentSideConnection\(", text := path.read_text())
+            and re.search(r"Stdio\(\)|app\.run\(\)", text)
         )
-        and re.search(r"Stdio\(\)|app\.run\(\)", text)
+        or "run_graph(" in text  # a LangGraph graph served on stdio
     }
     checked = {Path(command.argv[1]).name for command in (getattr(a, "values", [a])[0] for a in AGENTS)}
     assert agents == checked - {"-m"}

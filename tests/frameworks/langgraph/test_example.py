@@ -17,7 +17,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite", reason="the langgraph extra i
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_agent.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "langgraph_agent.py"
 AGENT = shlex.join([sys.executable, str(EXAMPLE)])
 TIMEOUT = 60
 
