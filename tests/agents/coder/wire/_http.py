@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,17 +65,20 @@ class Sse:
 
 
 Reply = Json | Sse
+#: A route's default: one reply for every request, or a function of the request that makes its reply.
+Default = Reply | Callable[[Recorded], Reply]
 
 
 class ScriptedServer:
     """An HTTP server whose routes answer scripted replies in order; an async context manager.
 
-    ``routes`` maps ``"METHOD /path"`` to a default reply, given when the route's queue is empty (``None``:
-    no default, and an unscripted request is answered 500 with a body that says so, which fails the test
-    with the reason). :meth:`reply` queues replies for a route; :attr:`requests` lists every request got.
+    ``routes`` maps ``"METHOD /path"`` to a default reply, given when the route's queue is empty (or a
+    function of the request that makes each reply; ``None``: no default, and an unscripted request is
+    answered 500 with a body that says so, which fails the test with the reason). :meth:`reply` queues
+    replies for a route; :attr:`requests` lists every request got.
     """
 
-    def __init__(self, routes: Mapping[str, Reply | None]) -> None:
+    def __init__(self, routes: Mapping[str, Default | None]) -> None:
         self._defaults = dict(routes)
         self._queues: dict[str, deque[Reply]] = {route: deque() for route in routes}
         self.requests: list[Recorded] = []
@@ -151,6 +154,8 @@ class ScriptedServer:
         if queue:
             return queue.popleft()
         default = self._defaults.get(route)
+        if callable(default):
+            return default(self.requests[-1])
         if default is not None:
             return default
         said = "no scripted reply left" if queue is not None else "no such route"
