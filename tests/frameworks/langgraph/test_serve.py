@@ -263,3 +263,35 @@ def test_a_graph_without_a_checkpointer_is_refused_with_the_fix() -> None:
     graph = StateGraph(MessagesState).add_node("n", lambda s: {}).add_edge(START, "n").compile()
     with pytest.raises(ValueError, match=r"compile it with one \(graph.compile\(checkpointer="):
         graph_app(graph)
+
+
+async def test_an_interrupt_inside_a_subgraph_is_asked_and_resumes_it(served: Any) -> None:
+    def ask(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"Hello, {interrupt('Your name?')}.")]}
+
+    sub = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask").compile()
+    graph = StateGraph(MessagesState).add_node("sub", sub).add_edge(START, "sub")
+    peer, sid = await served(graph.compile(checkpointer=InMemorySaver()))
+    request_id = prompt(peer, sid, "hi")
+    form = await peer.message_for("elicitation/create")
+    assert form["params"]["message"] == "Your name?"
+    peer.respond(form, {"action": "accept", "content": {"answer": "Ada"}})
+    frames: list[Any] = []
+    assert (await peer.response_to(request_id, frames))["result"] == {"stopReason": "end_turn"}
+    assert said(frames) == "Hello, Ada."
+
+
+async def test_a_declined_form_resumes_the_graph_with_none(served: Any) -> None:
+    def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt({"message": "Deploy to which region?"})
+        return {"messages": [AIMessage("Not deploying." if answer is None else f"Deploying to {answer}.")]}
+
+    graph = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask")
+    peer, sid = await served(graph.compile(checkpointer=InMemorySaver()))
+    request_id = prompt(peer, sid, "deploy")
+    form = await peer.message_for("elicitation/create")
+    assert form["params"]["message"] == "Deploy to which region?"
+    peer.respond(form, {"action": "decline"})
+    frames: list[Any] = []
+    assert (await peer.response_to(request_id, frames))["result"] == {"stopReason": "end_turn"}
+    assert said(frames) == "Not deploying."
