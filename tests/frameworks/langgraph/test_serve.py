@@ -295,3 +295,19 @@ async def test_a_declined_form_resumes_the_graph_with_none(served: Any) -> None:
     frames: list[Any] = []
     assert (await peer.response_to(request_id, frames))["result"] == {"stopReason": "end_turn"}
     assert said(frames) == "Not deploying."
+
+
+async def test_a_tool_call_id_the_model_repeats_is_made_unique_in_the_session(served: Any) -> None:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "text"
+
+    call = calling("read_file", {"path": "a.txt"}, "call_same")
+    peer, sid = await served(agent_graph([call, "One.", call, "Two."], [read_file]))
+    ids = []
+    for text in ("first", "second"):
+        frames: list[Any] = []
+        await peer.response_to(prompt(peer, sid, text), frames)
+        ids += [u["toolCallId"] for u in updates(frames) if u["sessionUpdate"] == "tool_call"]
+    assert ids[0] == "call_same"
+    assert ids[1].startswith("call_same_")

@@ -86,7 +86,7 @@ async def _approve(turn: Turn, stream: GraphStream, action: Any) -> dict[str, st
     request = RequestPermissionRequest(
         session_id=turn.session_id,
         tool_call=ToolCallUpdate(
-            tool_call_id=call.id, **given(title=description if isinstance(description, str) else None)
+            tool_call_id=call.acp_id, **given(title=description if isinstance(description, str) else None)
         ),
         options=options,
     )

@@ -16,11 +16,11 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
 
 from acpio import running
-from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.app import AgentApp, AppSession, StopReasonName, Turn
 from acpio.app.projections import Projections
 from acpio.frameworks.langgraph.interrupts import answer_interrupt
 from acpio.frameworks.langgraph.stream import GraphStream
-from acpio.schema import ToolCallUpdate
+from acpio.schema import ToolCall, ToolCallUpdate
 from acpio.store import SessionStore
 from acpio.transports.stdio import Stdio
 
@@ -62,6 +62,11 @@ def graph_app(
     app = AgentApp(name, version=version, store=store)
     shown = projections if projections is not None else Projections()
     extra = dict(config or {})
+    tool_ids: dict[str, set[str]] = {}  # by session: the tool call ids it used, in this process
+
+    @app.on_close
+    async def forget(session: AppSession) -> None:
+        tool_ids.pop(session.id, None)
 
     @app.prompt
     async def prompt(turn: Turn) -> StopReasonName:
@@ -69,7 +74,7 @@ def graph_app(
             **extra,  # type: ignore[typeddict-item]
             "configurable": {**extra.get("configurable", {}), "thread_id": turn.session_id},
         }
-        stream = GraphStream(turn, shown)
+        stream = GraphStream(turn, shown, tool_ids.setdefault(turn.session_id, _used_ids(turn)))
         run_input: Any = {input_key: [HumanMessage(content=turn.text)]}
         try:
             while True:
@@ -84,10 +89,20 @@ def graph_app(
                 run_input = Command(resume=answers)
         except asyncio.CancelledError:
             for state in stream.open_calls():  # the run stopped before their results: say so
-                await turn.update(ToolCallUpdate(tool_call_id=state.id, status="failed"))
+                await turn.update(ToolCallUpdate(tool_call_id=state.acp_id, status="failed"))
             raise
 
     return app
+
+
+def _used_ids(turn: Turn) -> set[str]:
+    """The tool call ids of the session's earlier turns (a loaded session's too)."""
+    return {
+        update.tool_call_id
+        for exchange in turn.history
+        for update in exchange.updates
+        if isinstance(update, ToolCall)
+    }
 
 
 def run_graph(

@@ -33,10 +33,12 @@ _PRIORITIES = ("high", "medium", "low")
 class ToolCallState:
     """One tool call of the run, as far as it has been streamed."""
 
-    #: The model's id for the call, also its ACP ``toolCallId``.
+    #: The model's id for the call.
     id: str
     #: The tool's name.
     name: str
+    #: Its ACP ``toolCallId``: the model's id, made unique in the session when a model repeats one.
+    acp_id: str = ""
     #: The arguments' JSON text as streamed so far.
     args_text: str = ""
     #: The complete arguments, once known.
@@ -55,9 +57,11 @@ class _MessageCalls:
 class GraphStream:
     """The stream of one run of a graph, sent to the client through ``turn``."""
 
-    def __init__(self, turn: Turn, projections: Projections) -> None:
+    def __init__(self, turn: Turn, projections: Projections, used_ids: set[str] | None = None) -> None:
         self.turn = turn
         self.projections = projections
+        #: The ACP tool call ids the session has used (ACP wants them unique in a session).
+        self.used_ids = used_ids if used_ids is not None else set()
         #: The run's tool calls by id, in the order they began.
         self.calls: dict[str, ToolCallState] = {}
         self._streamed: dict[str, _MessageCalls] = {}
@@ -134,9 +138,13 @@ class GraphStream:
 
     async def _begin(self, state: ToolCallState) -> None:
         self.calls[state.id] = state
+        state.acp_id = state.id
+        while state.acp_id in self.used_ids:
+            state.acp_id = f"{state.id}_{uuid.uuid4().hex[:8]}"
+        self.used_ids.add(state.acp_id)
         view = self.projections.view(state.name, {}, self.turn.cwd)
         await self.turn.update(
-            ToolCall(tool_call_id=state.id, title=view.title, kind=view.kind, status="pending")
+            ToolCall(tool_call_id=state.acp_id, title=view.title, kind=view.kind, status="pending")
         )
 
     async def _show_arguments(self, state: ToolCallState) -> None:
@@ -150,7 +158,7 @@ class GraphStream:
             locations=[ToolCallLocation(path=str(p)) for p in view.locations] or None, content=content or None
         )
         update = ToolCallUpdate(
-            tool_call_id=state.id,
+            tool_call_id=state.acp_id,
             title=view.title,
             kind=view.kind,
             status="in_progress",
@@ -172,7 +180,7 @@ class GraphStream:
         status = "failed" if failed else "completed"
         extra = given(content=content)
         await self.turn.update(
-            ToolCallUpdate(tool_call_id=state.id, status=status, raw_output=output, **extra)
+            ToolCallUpdate(tool_call_id=state.acp_id, status=status, raw_output=output, **extra)
         )
 
     # --- updates ----------------------------------------------------------------------------------
