@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from acpio.client import PermissionChoice
 from acpio.roles import Client
-from acpio.schema import InitializeRequest
+from acpio.schema import ClientCapabilities, FileSystemCapabilities, InitializeRequest
 from acpio.session import ActiveSession, SessionConnection
 from acpio.session.answers import TurnAnswers
 from acpio.transports.subprocess import AcpAgent
@@ -119,9 +119,7 @@ class AgentLink:
                 self._ready.set_exception(exc)
             raise
 
-    def _advertised(self) -> Any:
-        from acpio.schema import ClientCapabilities, FileSystemCapabilities
-
+    def _advertised(self) -> ClientCapabilities:
         if not self._files:
             return ClientCapabilities()
         return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -65,7 +66,9 @@ class AcpChatModel(BaseChatModel):
             self._link.close()
             self._link = None
 
-    def _turn(self, messages: Sequence[BaseMessage], out: Callable[[str], None]) -> Any:
+    def _turn(
+        self, messages: Sequence[BaseMessage], out: Callable[[str], None]
+    ) -> concurrent.futures.Future[tuple[TurnResult, Conversation]]:
         """Prompt the agent with what ``messages`` add to their conversation; the future of the turn.
 
         ``out`` gets each chunk of text (in the link's thread); cancelling the future cancels the
@@ -99,7 +102,7 @@ class AcpChatModel(BaseChatModel):
                 if run_manager is not None:
                     await run_manager.on_llm_new_token(text, chunk=chunk)
                 yield chunk
-            result: TurnResult = (await asyncio.wrap_future(future))[0]
+            result = (await asyncio.wrap_future(future))[0]
         finally:
             future.cancel()  # a no-op once done; else the agent's turn is cancelled
         yield _last_chunk(result)
@@ -113,7 +116,7 @@ class AcpChatModel(BaseChatModel):
     ) -> ChatResult:
         future = self._turn(messages, lambda text: None)
         try:
-            result: TurnResult = (await asyncio.wrap_future(future))[0]
+            result = (await asyncio.wrap_future(future))[0]
         finally:
             future.cancel()
         return _result(result)
@@ -136,7 +139,7 @@ class AcpChatModel(BaseChatModel):
                 if run_manager is not None:
                     run_manager.on_llm_new_token(text, chunk=chunk)
                 yield chunk
-            result: TurnResult = future.result()[0]
+            result = future.result()[0]
         finally:
             future.cancel()
         yield _last_chunk(result)

@@ -150,7 +150,7 @@ class GraphStream:
     async def _show_arguments(self, state: ToolCallState) -> None:
         assert state.args is not None
         view = self.projections.view(state.name, state.args, self.turn.cwd)
-        content: list[Any] = []
+        content: list[Diff] = []
         if view.diff is not None:
             path, old, new = view.diff
             content.append(Diff(path=str(path), old_text=old, new_text=new))
