@@ -1,29 +1,30 @@
 """The LangGraph adapter's cost per update, over a hand-written AgentApp and LangGraph's own streaming.
 
-    python benchmarks/langgraph_overhead.py             # 2,000 tokens a turn, 7 repetitions
+    python benchmarks/langgraph_overhead.py             # 2,000 words a turn, 7 repetitions
     python benchmarks/langgraph_overhead.py --quick     # small sizes, to check the script runs
 
-A turn streams N text chunks, three ways, each in this process (the agent served in-process to an
+A turn streams N text chunks, four ways, each in this process (the agent served in-process to an
 acpio client that reads every update), each the least CPU time of --repeat runs (both ends run in
 this process, so CPU time is the work, which other load on a shared machine inflates less than wall
 time):
 
 * ``graph alone``: LangGraph streams a graph whose node calls langchain-core's
-  ``GenericFakeChatModel`` (``stream_mode=["messages", "updates", "custom"]``, subgraphs), nobody
+  ``FakeListChatModel`` (``stream_mode=["messages", "updates", "custom"]``, subgraphs), nobody
   listening over ACP: LangGraph's own cost per chunk;
 * ``AgentApp``: a hand-written ``AgentApp`` whose prompt function says the same N chunks: the cost
   of an update through acpio, client included;
+* ``GraphStream``: an ``AgentApp`` whose prompt function maps the graph's recorded stream with the
+  adapter's :class:`~acpio.frameworks.langgraph.stream.GraphStream`;
 * ``graph_app``: the same graph served by :func:`acpio.frameworks.langgraph.graph_app`.
 
-The adapter's overhead per update is ``graph_app - graph alone - AgentApp``: what the mapping from
-LangGraph's stream to the turn's updates adds. Needs the langgraph extra.
+The adapter's own overhead per update is ``GraphStream - AgentApp``; ``graph_app - graph alone -
+AgentApp`` is the same seen end to end. Needs the langgraph extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import os
 import platform
 import sys
@@ -32,8 +33,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
@@ -46,8 +47,9 @@ from acpio.schema import InitializeRequest
 
 
 def graph(tokens: int) -> Any:
-    text = " ".join(["w"] * tokens)  # the fake model streams each word and each space: 2N - 1 chunks
-    model = GenericFakeChatModel(messages=itertools.cycle([AIMessage(text)]))
+    # streams character by character (2N - 1 chunks) from its own _astream, as a real model's client does:
+    # GenericFakeChatModel streams from a thread (one executor hop per chunk), which would be measured too
+    model = FakeListChatModel(responses=[" ".join(["w"] * tokens)])
 
     async def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}
