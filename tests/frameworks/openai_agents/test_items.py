@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from acpio.app.projections import Projections
 from acpio.frameworks.openai_agents import openai_agent_app
@@ -62,3 +67,13 @@ async def test_too_many_model_calls_end_the_turn_max_turn_requests(
         answer: dict[str, Any] = await peer.response_to(send_prompt(peer, session, "write"))
     assert answer["result"] == {"stopReason": "max_turn_requests"}
     assert len(wire.requests_made) == 1
+
+
+def test_without_the_sdk_the_adapter_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "agents" else found(name, *a)
+    )
+    monkeypatch.delitem(sys.modules, "acpio.frameworks.openai_agents")
+    with pytest.raises(ImportError, match=r"pip install 'acpio\[openai-agents\]'"):
+        importlib.import_module("acpio.frameworks.openai_agents")

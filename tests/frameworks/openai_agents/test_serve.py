@@ -185,3 +185,23 @@ async def test_a_cancel_during_the_model_stream_hangs_up_the_call(
         peer.notify("session/cancel", {"sessionId": session})
         assert (await peer.response_to(turn))["result"] == {"stopReason": "cancelled"}
         await asyncio.wait_for(stream.closed.wait(), TIMEOUT)
+
+
+async def test_a_cancel_while_the_user_is_asked_ends_cancelled_and_the_tool_never_runs(
+    wire: ResponsesWire, tmp_path: Path
+) -> None:
+    doomed = tmp_path / "doomed.txt"
+    doomed.write_text("x")
+    wire.respond(
+        response_stream(calls=[FunctionCall("call_1", "delete_file", json.dumps({"path": str(doomed)}))])
+    )
+    app = openai_agent_app(coder(wire, delete_file), run_config=NO_TRACES)
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session = (await open_session(peer, tmp_path))["sessionId"]
+        turn = send_prompt(peer, session, "clean up")
+        ask = await peer.message_for("session/request_permission")
+        peer.notify("session/cancel", {"sessionId": session})
+        peer.respond(ask, {"outcome": {"outcome": "cancelled"}})  # as ACP asks of a client that cancels
+        assert (await peer.response_to(turn))["result"] == {"stopReason": "cancelled"}
+    assert doomed.exists()
+    assert len(wire.requests_made) == 1

@@ -14,9 +14,16 @@ agent. See ``docs/frameworks/openai-agents.md`` for what maps to what.
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
 from acpio._exports import lazy_exports
+
+if find_spec("agents") is None:
+    raise ImportError(
+        "acpio.frameworks.openai_agents needs the OpenAI Agents SDK (the package 'agents' is missing): "
+        "pip install 'acpio[openai-agents]'"
+    )
 
 if TYPE_CHECKING:
     from acpio.frameworks.openai_agents.agent_tool import acp_agent_tool

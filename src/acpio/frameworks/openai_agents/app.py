@@ -5,14 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from agents import Agent, RunConfig
-    from agents.handoffs import Handoff
-except ImportError as exc:  # pragma: no cover - the message is the point
-    raise ImportError(
-        f"acpio.frameworks.openai_agents needs the OpenAI Agents SDK ({exc}): "
-        "pip install 'acpio[openai-agents]'"
-    ) from exc
+from agents import Agent, RunConfig
+from agents.handoffs import Handoff
 
 from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.app.projections import Projection, Projections
