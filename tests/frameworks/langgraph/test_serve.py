@@ -311,3 +311,28 @@ async def test_a_tool_call_id_the_model_repeats_is_made_unique_in_the_session(se
         ids += [u["toolCallId"] for u in updates(frames) if u["sessionUpdate"] == "tool_call"]
     assert ids[0] == "call_same"
     assert ids[1].startswith("call_same_")
+
+
+async def test_after_a_turn_cancelled_at_its_question_the_next_prompt_runs_the_graph_again(
+    served: Any, tmp_path: Path
+) -> None:
+    def write_file(path: str, content: str) -> str:
+        """Write a file if the user allows it."""
+        if not approve("write_file", {"path": path, "content": content}):
+            return "Refused"
+        (tmp_path / path).write_text(content)
+        return "Wrote it"
+
+    call = calling("write_file", {"path": "n.txt", "content": "hi"}, "call_w")
+    peer, sid = await served(agent_graph([call, call, "Over."], [write_file]))
+    first = prompt(peer, sid, "write")
+    await peer.message_for("session/request_permission")
+    peer.notify("session/cancel", {"sessionId": sid})
+    assert (await peer.response_to(first))["result"] == {"stopReason": "cancelled"}
+    second = prompt(peer, sid, "write, now")
+    asked = await peer.message_for("session/request_permission")
+    peer.respond(asked, {"outcome": {"outcome": "selected", "optionId": "allow"}})
+    frames: list[Any] = []
+    assert (await peer.response_to(second, frames))["result"] == {"stopReason": "end_turn"}
+    assert (tmp_path / "n.txt").read_text() == "hi"
+    assert said(frames) == "Over."
