@@ -69,6 +69,7 @@ async def test_a_diff_a_permission_then_the_session_reloaded_in_a_new_process(tm
     assert humans == ["take a note", "again"]
 
 
+@pytest.mark.slow  # an agent process importing LangGraph, then the cancel
 async def test_ctrl_c_while_the_permission_is_asked_ends_the_turn_cancelled(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "acpio", "prompt", "--ask", "--agent", AGENT, "take a note",
