@@ -36,6 +36,10 @@ AGENTS = (
         marks=pytest.mark.slow,  # a model, tools, a database: seconds per connection on a busy machine
     ),
     AgentCommand("acpio_testy", (PY, "-m", "acpio", "testy"), busy_prompt="sleep 60"),
+    pytest.param(  # a LangGraph graph: busy while the user is asked to allow its write
+        AgentCommand("langgraph_agent", (PY, str(EXAMPLES / "langgraph_agent.py")), busy_prompt="note"),
+        marks=pytest.mark.slow,  # LangGraph takes seconds to import on a busy machine
+    ),
 )
 #: Agents that also serve v2 (``AgentApp(protocols=(1, 2))``): a client asking for a version above
 #: 1 gets v2, which the v1 requirements do not judge; they are checked with the v1 clients.
@@ -73,8 +77,11 @@ def test_every_example_agent_on_stdio_is_checked() -> None:
     agents = {
         path.name
         for path in EXAMPLES.glob("*.py")
-        if re.search(r"AgentApp\(|Agent\.builder\(|AgentSideConnection\(", text := path.read_text())
-        and re.search(r"Stdio\(\)|app\.run\(\)", text)
+        if (
+            re.search(r"AgentApp\(|Agent\.builder\(|AgentSideConnection\(", text := path.read_text())
+            and re.search(r"Stdio\(\)|app\.run\(\)", text)
+        )
+        or "run_graph(" in text  # a LangGraph graph served on stdio
     }
     commands = [getattr(a, "values", [a])[0] for a in (*AGENTS, *BOTH_VERSIONS)]
     checked = {Path(command.argv[1]).name for command in commands}
