@@ -15,6 +15,7 @@ thread: each is one short statement or transaction, and histories are read a chu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -55,6 +56,10 @@ _SIDE_FILES: Final = ("-wal", "-shm", "-journal")
 #: The session id and the body of a pending ``(session_id, update)``.
 _SESSION: Final = itemgetter(0)
 _BODY: Final = itemgetter(1)
+#: How long a statement waits for another connection's write lock before it fails, in milliseconds.
+_BUSY_TIMEOUT_MS: Final = 10_000
+#: Seconds before committing again the updates a failed commit kept in memory (the last repeats).
+_RETRY_DELAYS: Final = (0.1, 0.5, 2.0, 5.0)
 
 _log = logging.getLogger("acpio.store")
 
@@ -161,6 +166,7 @@ class SqliteStore(SessionStore):
         self._touched: dict[str, int] = {}
         self._pending: list[tuple[str, bytes]] = []
         self._commit_scheduled = False
+        self._failed_commits = 0
 
     def __repr__(self) -> str:
         return f"<SqliteStore {str(self.path)!r}>"
@@ -183,7 +189,7 @@ class SqliteStore(SessionStore):
         except (OSError, sqlite3.Error) as exc:
             raise self._fail(exc) from exc
         try:
-            db.execute("PRAGMA busy_timeout = 10000")
+            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             self._migrate(db)
@@ -298,9 +304,12 @@ class SqliteStore(SessionStore):
         if _SEPARATOR in update:
             raise ValueError("A session update is JSON text, which never holds a NUL byte")
         self._pending.append((session_id, update))
-        if len(self._pending) >= _BURST:
-            self._commit_pending()
-        elif not self._commit_scheduled:
+        if self._commit_scheduled:
+            if len(self._pending) >= _BURST and not self._failed_commits:
+                # A failure keeps the updates pending: the scheduled commit tries again and says so.
+                with contextlib.suppress(StoreError):
+                    self._commit_pending()
+        else:
             self._commit_scheduled = True
             asyncio.get_running_loop().call_soon(self._commit_soon)
 
@@ -309,7 +318,20 @@ class SqliteStore(SessionStore):
         try:
             self._commit_pending()
         except StoreError as exc:
-            _log.error("Session updates were not recorded: %s", exc)
+            # Another writer held the file past the busy timeout (a checkpointer sharing it, a
+            # long backup): the updates stay in memory and are committed on the next try.
+            delay = _RETRY_DELAYS[min(self._failed_commits, len(_RETRY_DELAYS) - 1)]
+            self._failed_commits += 1
+            _log.warning(
+                "%d session updates are not recorded yet, kept in memory; trying again in %s s: %s",
+                len(self._pending),
+                delay,
+                exc,
+            )
+            self._commit_scheduled = True
+            asyncio.get_running_loop().call_later(delay, self._commit_soon)
+        else:
+            self._failed_commits = 0
 
     def _commit_pending(self) -> None:
         """Write the updates given to :meth:`append_soon` so far, in one transaction."""
@@ -342,7 +364,11 @@ class SqliteStore(SessionStore):
                 raise
             db.execute("COMMIT")
 
-        self._run(run)
+        try:
+            self._run(run)
+        except StoreError:
+            self._pending[:0] = pending
+            raise
 
     async def flush(self) -> None:
         """Commit the updates given to :meth:`append_soon` that are not yet."""
