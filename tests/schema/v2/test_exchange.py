@@ -130,10 +130,17 @@ def test_updates_built_in_python_carry_their_tags(v2_def_validator: V2DefValidat
     }
 
 
-def test_a_state_outside_a_session_update_has_no_session_update_tag() -> None:
-    status = v2.SessionStatusResponse.model_validate({"status": "active", "state": {"state": "running"}})
+def test_a_state_outside_a_session_update_has_no_session_update_tag(v2_def_validator: V2DefValidator) -> None:
+    data = {"status": "open", "state": {"state": "running"}}
+    v2_def_validator("SessionStatusResponse").validate(data)
+    status = v2.SessionStatusResponse.model_validate(data)
     assert isinstance(status.state, v2.RunningStateUpdate)
-    assert status.to_wire()["state"] == {"state": "running"}
+    assert status.status is v2.SessionStatus.OPEN
+    assert status.to_wire() == data
+    built = v2.SessionStatusResponse(
+        status=v2.SessionStatus.OPEN, state=v2.IdleStateUpdate(stop_reason="end_turn")
+    )
+    assert built.to_wire()["state"] == {"state": "idle", "stopReason": "end_turn"}
 
 
 def test_request_classes_know_method_and_response() -> None:
