@@ -5,19 +5,17 @@ protocol version by :func:`acpio.versions.select_version`, and hands the connect
 component serving that version, which reads the ``initialize`` and everything after it in order.
 Before that it answers on its own, and never closes the connection for a bad first message:
 
-==================================  ===================================================
-first frames                        answer
-==================================  ===================================================
-a notification or a response        none (ignored)
-another request                     ``-32600`` "The first ACP request must be initialize"
-a JSON array (a batch)              one ``-32600`` with ``id: null``
-not JSON / not JSON-RPC             ``-32700`` / ``-32600`` with ``id: null``
-``initialize`` with a missing or    ``-32602``
-bad ``protocolVersion``
-``initialize`` no version fits      ``-32022``, data ``{"requested", "supported"}``
-==================================  ===================================================
+* a notification or a response: ignored;
+* another request: ``-32600`` "The first ACP request must be initialize";
+* a JSON array (a batch): one ``-32600`` with ``id: null``;
+* text that is not JSON, or not JSON-RPC: ``-32700`` or ``-32600`` with ``id: null``;
+* ``initialize`` with a missing or bad ``protocolVersion``, or params the chosen version cannot
+  read: ``-32602``;
+* ``initialize`` for a version no component fits: ``-32022``, data ``{"requested", "supported"}``.
 
-A failed ``initialize`` leaves the connection unrouted: the client may send another. Once one
+The router validates the ``initialize`` it routes against the chosen version's model, so that a
+malformed one (a v2 request without ``info``...) is answered ``-32602`` by the router too. A
+failed ``initialize`` leaves the connection unrouted: the client may send another. Once one
 succeeds, the connection belongs to its component for good; a repeated ``initialize`` is that
 component's to answer (as in the TypeScript SDK's ``AgentProtocolRouter``).
 
@@ -49,6 +47,7 @@ from acpio.jsonrpc.messages import (
     encode_request,
     head_request_id,
 )
+from acpio.jsonrpc.typed import parse_params
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
@@ -84,7 +83,7 @@ class VersionRouter:
     ::
 
         router = VersionRouter({1: v1_agent, 2: v2_agent})
-        acpio.run(router.serve(Stdio()))            # or RemoteServer(router), or Chain([..., router])
+        acpio.run(router.serve(Stdio()))   # or RemoteServer(router), Chain.agent(name, [..., router])
 
     ``components`` maps each version served (1, 2) to what serves it: a builder, an
     :class:`~acpio.AgentApp`, anything with ``serve(transport)``. The router is served like a
@@ -176,7 +175,7 @@ class VersionRouter:
             transport.send(encode_error(message.id, error))
             return None
 
-    def _initialize(self, request: Request, frame: bytes) -> tuple[int, bytes] | None:
+    def _initialize(self, request: Request, frame: bytes) -> tuple[int, bytes]:
         """Select the version for ``request`` (an ``initialize``); raise the error to answer otherwise."""
         if request.method != "initialize":
             raise InvalidRequest(
@@ -186,10 +185,11 @@ class VersionRouter:
         version = select_version(requested, self.supported)
         if version >= 2 and request.id is None:
             raise InvalidRequest(message="ACP v2 request ids must be strings or integers, not null")
-        if version == requested:
-            return version, frame  # as it came: nothing to convert
         params = request.params
         assert isinstance(params, dict)  # requested_version read it
+        if version == requested:
+            _check_params(version, params)  # a malformed one leaves the connection unrouted
+            return version, frame  # as it came: nothing to convert
         if version == 1:
             params = (
                 v1_initialize_params(params) if is_v2_shaped(params) else {**params, "protocolVersion": 1}
@@ -198,7 +198,20 @@ class VersionRouter:
             params = {**params, "protocolVersion": version}
             if not is_implementation(params.get("info")):
                 params["info"] = _UNKNOWN_INFO
+        _check_params(version, params)
         return version, encode_request(request.id, "initialize", params)
+
+
+def _check_params(version: int, params: dict[str, JsonValue]) -> None:
+    """Raise ``-32602`` when ``params`` are no ``initialize`` of ``version`` (1 or 2; others unchecked)."""
+    model: type[object]
+    if version == 1:
+        from acpio.schema import InitializeRequest as model
+    elif version == 2:
+        from acpio.schema.v2 import InitializeRequest as model
+    else:
+        return
+    parse_params(model, "initialize", params)
 
 
 #: The ``info`` of a v2 ``initialize`` whose ``info`` is missing or malformed.

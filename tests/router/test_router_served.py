@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from acpio import AcpAgent, Client, SessionConnection
+from acpio import AcpAgent, Client, SessionConnection, VersionRouter
 from acpio import schema as acp
 from acpio.conductor import Chain
 from acpio.testing import WirePeer
 
-from .router_agent import router
+from .router_agent import example, router
 
 ROUTER_AGENT = [sys.executable, str(Path(__file__).with_name("router_agent.py"))]
 V2_INITIALIZE = {"protocolVersion": 2, "info": {"name": "wire", "version": "1"}, "capabilities": {}}
@@ -127,3 +127,26 @@ async def test_a_conductor_chain_ends_in_a_router(tmp_path: Path) -> None:
 
     text = await Client.builder().connect_with(Chain.agent("chain", [router()]), main)
     assert text == "through the conductor"
+
+
+async def test_an_agent_app_behind_a_v1_only_router_serves_a_v2_client_as_a_v1_one(tmp_path: Path) -> None:
+    """The wordcount example offers to write only to a client with fs: a v2 client, converted, has none."""
+    app = example("wordcount_agent").app
+    peer = WirePeer(await VersionRouter({1: app}).open())
+    try:
+        peer.request("initialize", V2_INITIALIZE, request_id=1)
+        peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []}, request_id=2)
+        assert (await peer.response_to(1))["result"]["agentInfo"]["name"] == "wordcount"
+        session = (await peer.response_to(2))["result"]["sessionId"]
+        prompt = [{"type": "text", "text": "count these words"}]
+        peer.request("session/prompt", {"sessionId": session, "prompt": prompt}, request_id=3)
+        seen: list[dict[str, Any]] = []
+        answer = await peer.response_to(3, seen)
+    finally:
+        await peer.close()
+    assert answer["result"]["stopReason"] == "end_turn"
+    kinds = [m["params"]["update"]["sessionUpdate"] for m in seen if m.get("method") == "session/update"]
+    texts = [m["params"]["update"]["content"]["text"] for m in seen if m.get("method") == "session/update"]
+    assert texts == ["Your prompt has 3 words."]
+    assert "tool_call" not in kinds  # no write offered: a v2 client has no fs/write_text_file
+    assert not [m for m in seen if m.get("method", "").startswith("fs/")]

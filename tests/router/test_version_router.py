@@ -242,3 +242,14 @@ async def test_a_v1_shaped_initialize_asking_for_a_newer_version_keeps_its_v1_ca
         peer.request("initialize", params, request_id=1)
         await peer.recv()
         assert recorders[1].seen == [("initialize", {**params, "protocolVersion": 1})]
+
+
+async def test_an_initialize_the_chosen_version_cannot_read_is_32602_and_leaves_it_unrouted() -> None:
+    async with routed(1, 2) as (peer, recorders):
+        peer.request("initialize", {"protocolVersion": 2, "capabilities": {}}, request_id=1)  # no info
+        answer = await peer.recv()
+        assert (answer["id"], answer["error"]["code"]) == (1, -32602)
+        assert answer["error"]["data"]["method"] == "initialize"
+        peer.request("initialize", {"protocolVersion": 1}, request_id=2)
+        assert (await peer.recv())["result"]["servedBy"] == 1
+        assert recorders[2].connections == 0
