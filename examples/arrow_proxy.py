@@ -4,7 +4,11 @@ Like the Rust SDK's arrow proxy it rewrites only the agent's text chunks and for
 else untouched; it marks the start of each line rather than each chunk, so a reply streamed word
 by word still reads as one quoted paragraph. Chained, the quotes add up: ``> > Hello``.
 
+It speaks both ACP versions: the v1 handlers take v1 chains, the v2 ones (on ``acpio.schema.v2``
+models) v2 chains; on a chain of one version the handlers of the other stand aside.
+
 Run it under a conductor: ``acpio conductor agent "python examples/arrow_proxy.py" "acpio testy"``
+(or ``"acpio testy --protocol 2"``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from acpio import Agent, Client, Connection, Forward, Proxy, Stdio
 from acpio import schema as acp
+from acpio.schema import v2
 
 app = Proxy.builder(name="arrow")
 at_line_start: dict[str, bool] = {}  # per session: does the agent's next text start a line?
@@ -41,6 +46,21 @@ async def arrow(notification: acp.SessionNotification, cx: Connection) -> Forwar
         text, at_line_start[session] = quote(update.content.text, at_line_start.get(session, True))
         update.content.text = text
     return Forward(notification)  # on to the client, changed or not
+
+
+@app.on_request(peer=Client)
+async def new_turn_v2(prompt: v2.PromptRequest, responder: Any, cx: Connection) -> Forward:
+    at_line_start[prompt.session_id] = True
+    return Forward(prompt)
+
+
+@app.on_notification(peer=Agent)
+async def arrow_v2(notification: v2.UpdateSessionNotification, cx: Connection) -> Forward:
+    update, session = notification.update, notification.session_id
+    if isinstance(update, v2.AgentMessageChunk) and isinstance(update.content, v2.TextContent):
+        text, at_line_start[session] = quote(update.content.text, at_line_start.get(session, True))
+        update.content.text = text
+    return Forward(notification)
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ __all__ = [
     "SuccessorEnvelope",
     "UnstableMethodNotEnabled",
     "UntypedRole",
+    "note_protocol_version",
     "proxy_methods_of",
     "unstable_methods",
 ]
@@ -743,8 +744,7 @@ class _ForwardUnclaimed:
                 )
                 return None
             if message.method == PROXY_INITIALIZE_METHOD:
-                sent = cx.send_request_to(_AGENT, UntypedMessage(_INITIALIZE, message.params))
-                sent.forward_response_to(message.responder)
+                _forward_proxy_initialize(message, cx)
                 return None
             if message.method == _SESSION_NEW:
                 _forward_session_new(message, cx)
@@ -752,6 +752,38 @@ class _ForwardUnclaimed:
         cx.send_proxied_message_to(_AGENT, message)
         await cx.drain()
         return None
+
+
+def _forward_proxy_initialize(message: RequestDispatch, cx: Connection) -> None:
+    """Forward ``proxy/initialize`` as ``initialize``; the answer's version is this proxy's too.
+
+    Recorded before the answer goes back (:func:`note_protocol_version`), so that typed handlers of
+    another version pass the chain's messages on whole (see :class:`~acpio.jsonrpc.RequestHandler`).
+    """
+    responder = message.responder
+    sent = cx.send_request_to(_AGENT, UntypedMessage(_INITIALIZE, message.params))
+    sent.forward_cancellation_from(responder)
+
+    async def answered(result: Any) -> None:
+        if isinstance(result, AcpError):
+            responder.respond_with_error(result)
+            return
+        note_protocol_version(cx, result)
+        responder.respond(result)
+
+    sent.on_receiving_result(answered)
+
+
+def note_protocol_version(cx: Connection, answer: object) -> None:
+    """Record on a proxy's connection the version of the ``initialize`` ``answer`` passing through it.
+
+    A proxy that answers ``proxy/initialize`` itself (with what its successor answered ``initialize``)
+    calls it, as the default forwarding does: the connection's ``protocol_version`` is then the
+    chain's, and its typed handlers of the other version stand aside.
+    """
+    version = answer.get("protocolVersion") if type(answer) is dict else None
+    if type(version) is int and isinstance(cx, AcpConnection):
+        cx.peer_state.record_answer(version)
 
 
 def _forward_session_new(message: RequestDispatch, cx: Connection) -> None:

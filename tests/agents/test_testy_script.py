@@ -7,6 +7,8 @@ import pytest
 from acpio.agents.testy.script import (
     COMMAND_WORDS,
     COMMANDS,
+    V2_COMMANDS,
+    Background,
     Commands,
     Compact,
     Echo,
@@ -24,6 +26,7 @@ from acpio.agents.testy.script import (
     Plan,
     Progress,
     Read,
+    Replace,
     Run,
     Script,
     ScriptError,
@@ -35,7 +38,9 @@ from acpio.agents.testy.script import (
     Title,
     Tool,
     Usage,
+    Work,
     Write,
+    command_table,
     is_script,
     parse_line,
     parse_prompt,
@@ -288,3 +293,59 @@ def test_the_newer_commands_say_what_is_wrong(line: str, says: str) -> None:
     error = parse_line(1, line)
     assert isinstance(error, ScriptError)
     assert says in error.message
+
+
+# --- the v2 language --------------------------------------------------------------------------------
+
+
+def test_v2_has_work_background_and_replace_and_parses_them() -> None:
+    script = parse_prompt("work 2.5 compile it\nbackground 0 later on\nreplace all new\nrun make", version=2)
+    assert script is not None
+    assert script.ok, script
+    assert [line.command for line in script.lines] == [
+        Work(2.5, "compile it"),
+        Background(0.0, "later on"),
+        Replace("all new"),
+        Run("make"),
+    ]
+
+
+def test_v2_only_commands_are_not_commands_on_v1() -> None:
+    # On v1 a prompt starting with a v2 word stays an echo, as before v2 existed.
+    assert parse_prompt("work 1 a thing") is None
+    [error] = parse_prompt("echo hi\nreplace x").errors  # type: ignore[union-attr]
+    assert error.message == "'replace' is a command of ACP v2 only, not of v1"
+
+
+def test_v1_only_commands_are_refused_on_v2_with_the_reason() -> None:
+    script = parse_prompt("echo hi\nmode plan\nelicit\nmcp srv tool", version=2)
+    assert script is not None
+    assert [error.message for error in script.errors] == [
+        f"{word!r} is a command of ACP v1 only, not of v2" for word in ("mode", "elicit", "mcp")
+    ]
+    assert parse_prompt("mode plan", version=2) is None  # not a command word on v2: an echo
+
+
+def test_v2_commands_check_their_arguments() -> None:
+    script = parse_prompt("echo x\nwork soon it\nwork 3\nbackground -1 x\nreplace", version=2)
+    assert script is not None
+    assert [str(error) for error in script.errors] == [
+        "line 2: `work soon it`: work SECONDS must be a number, 0 or more, not 'soon' "
+        "(usage: work SECONDS TITLE)",
+        "line 3: `work 3`: work needs a TITLE after the SECONDS (usage: work SECONDS TITLE)",
+        "line 4: `background -1 x`: background SECONDS must be a number, 0 or more, not '-1' "
+        "(usage: background SECONDS TEXT)",
+        "line 5: `replace`: replace needs the TEXT the message is replaced with (usage: replace TEXT)",
+    ]
+
+
+def test_each_version_has_its_own_help_table() -> None:
+    v1_words = {spec.name for spec in COMMANDS}
+    v2_words = {spec.name for spec in V2_COMMANDS}
+    assert v1_words - v2_words == {"mode", "mcp", "notice", "compact", "elicit", "elicit-url"}
+    assert v2_words - v1_words == {"work", "background", "replace"}
+    assert "fs/read_text_file" in command_table()
+    v2_table = command_table(version=2)
+    assert "read a file (testy reads it) in a tool call" in v2_table
+    assert "fs/read_text_file" not in v2_table
+    assert "tool_call/cancel" in v2_table

@@ -223,3 +223,113 @@ def test_a_deep_message_of_a_prompt_json_log_is_served_to_the_viewer(tmp_path: P
     event = json.loads(served)
     assert (event["type"], event["method"], event["from"]) == ("notification", "x/deep", "Agent")
     assert event["params"] == {"d": deep}
+
+
+def v2_update(ts: float, update: dict[str, object]) -> str:
+    """A conductor trace line: a v2 ``session/update`` from the agent to the client."""
+    params = {"sessionId": "testy-1", "update": update}
+    event = {"type": "notification", "ts": ts, "from": "Agent", "to": "Client", "method": "session/update"}
+    return json.dumps(event | {"params": params, "session": "testy-1"})
+
+
+def test_v2_messages_are_labelled_by_their_ids_states_and_terminals(tmp_path: Path) -> None:
+    lines = [
+        '{"type":"request","ts":0,"from":"Client","to":"Agent","id":1,"method":"initialize",'
+        '"params":{"protocolVersion":2,"info":{"name":"acpio","version":"1"}}}',
+        '{"type":"response","ts":0.1,"from":"Agent","to":"Client","id":1,"method":"initialize","is_error":false,'
+        '"payload":{"protocolVersion":2,"info":{"name":"acpio-testy","version":"0.1.0"}}}',
+        '{"type":"response","ts":0.2,"from":"Agent","to":"Client","id":2,"method":"session/prompt",'
+        '"is_error":false,"payload":{"messageId":"user-0"}}',
+        v2_update(0.3, {"sessionUpdate": "state_update", "state": "running"}),
+        v2_update(
+            0.4,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": "agent-1",
+                "content": {"type": "text", "text": "a "},
+            },
+        ),
+        v2_update(
+            0.5,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": "agent-1",
+                "content": {"type": "text", "text": "b"},
+            },
+        ),
+        v2_update(
+            0.6,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": "agent-2",
+                "content": {"type": "text", "text": "c"},
+            },
+        ),
+        v2_update(
+            0.7,
+            {
+                "sessionUpdate": "agent_message",
+                "messageId": "agent-1",
+                "content": [{"type": "text", "text": "new"}],
+            },
+        ),
+        v2_update(0.8, {"sessionUpdate": "agent_message", "messageId": "agent-2", "content": []}),
+        v2_update(
+            0.9,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "tool-1",
+                "title": "slow thing",
+                "status": "in_progress",
+            },
+        ),
+        '{"type":"request","ts":1.0,"from":"Client","to":"Agent","id":3,"method":"tool_call/cancel",'
+        '"params":{"sessionId":"testy-1","toolCallId":"tool-1"}}',
+        v2_update(1.1, {"sessionUpdate": "tool_call_update", "toolCallId": "tool-1", "status": "cancelled"}),
+        v2_update(
+            1.2, {"sessionUpdate": "terminal_update", "terminalId": "terminal-1", "command": "make all"}
+        ),
+        v2_update(
+            1.3, {"sessionUpdate": "terminal_output_chunk", "terminalId": "terminal-1", "data": "b2sK"}
+        ),
+        v2_update(
+            1.4,
+            {"sessionUpdate": "terminal_update", "terminalId": "terminal-1", "exitStatus": {"exitCode": 2}},
+        ),
+        v2_update(
+            1.5,
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {
+                    "type": "items",
+                    "planId": "plan",
+                    "entries": [
+                        {"content": "a", "priority": "medium", "status": "completed"},
+                        {"content": "b", "priority": "medium", "status": "pending"},
+                    ],
+                },
+            },
+        ),
+        v2_update(1.6, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}),
+    ]
+    trace = tmp_path / "v2.jsons"
+    trace.write_text("\n".join(lines) + "\n")
+    labels = [row.label for row in build_rows(read_trace(trace))]
+    assert labels == [
+        "protocol v2 acpio",
+        "protocol v2 acpio-testy 0.1.0",  # the negotiated version, and who answered
+        "accepted user-0",  # session/prompt acknowledges the user message
+        "state_update running",
+        'agent_message_chunk agent-1 ×2 "a b"',  # noqa: RUF001 - a run: chunks of one message
+        'agent_message_chunk "c"',  # another message's chunk is its own row
+        'agent_message agent-1 "new"',
+        "agent_message agent-2 cleared",
+        "tool_call_update slow thing in_progress",
+        "tool-1 slow thing",
+        "tool_call_update slow thing cancelled",
+        "terminal_update terminal-1 $ make all",
+        'terminal_output_chunk terminal-1 $ make all "ok\\n"',
+        "terminal_update terminal-1 $ make all exit 2",
+        "plan_update plan 1/2 done",
+        "state_update idle cancelled",
+    ]

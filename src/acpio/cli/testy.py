@@ -38,10 +38,11 @@ _CAPABILITY_FLAGS: tuple[tuple[str, str, str], ...] = (
 )
 
 _DESCRIPTION = """\
-A deterministic ACP v1 agent for testing clients, proxies and conductors. It speaks ACP on stdin and
-stdout (nothing else is ever written to stdout; logs go to stderr) and does exactly what its prompts
-say, written in the small command language below. Sessions live in memory for the life of the
-process, or with --store in a session store that outlives it."""
+A deterministic ACP agent (v1; v2 or both with --protocol) for testing clients, proxies and
+conductors. It speaks ACP on stdin and stdout (nothing else is ever written to stdout; logs go to
+stderr) and does exactly what its prompts say, written in the small command language below.
+Sessions live in memory for the life of the process, or with --store in a session store that
+outlives it."""
 
 
 def _language() -> str:
@@ -86,6 +87,21 @@ sessions:
   session/set_config_option work on the sessions of the store (--store; in memory by default).
   An unknown session id gets -32602 (session/delete of an unknown id succeeds, as the spec asks).
 
+ACP v2 (--protocol 2, or both):
+  session/prompt answers {{messageId}} at once; the turn then sends user_message, state_update running,
+  its updates (every chunk with its messageId, tool calls as tool_call_update upserts) and
+  state_update idle with the stop reason (cancelled after session/cancel, after everything else).
+  read, write and run do the work in testy's process (v2 has no client fs or terminals): write shows
+  a diff as changes plus a git patch, run an agent terminal (terminal_update, terminal_output_chunk;
+  terminal/cancel kills it); permission asks with a title and a tool_call subject, the turn
+  requires_action meanwhile; plan sends plan_update. v2 only: work SECONDS TITLE (tool_call/cancel
+  cancels it), background SECONDS TEXT (a message while idle), replace TEXT (an agent_message
+  upsert). v1 only: mode, mcp, notice, compact, elicit, elicit-url. A script with fail is refused
+  before it is accepted. session/resume with replayFrom {{"type": "start"}} replays the history.
+  The v2 commands:
+
+{command_table(version=2)}
+
 a script (one prompt):
   # comments and blank lines are skipped
   plan read the notes; rewrite them
@@ -100,7 +116,8 @@ usage examples:
   acpio testy
   acpio testy --auth --no-load-session
   acpio testy --terminal-auth /tmp/testy-login.json   # then: acpio prompt --auth testy-terminal-login
-  acpio testy --store sqlite:////tmp/testy.db  # then: acpio prompt --session testy-1 ..."""
+  acpio testy --store sqlite:////tmp/testy.db  # then: acpio prompt --session testy-1 ...
+  acpio testy --protocol both    # v1 and v2 clients on one endpoint, sharing the sessions"""
 
 
 def register(subparsers: Subcommands) -> None:
@@ -143,6 +160,13 @@ def register(subparsers: Subcommands) -> None:
         "name, write it to FILE, exit 0 (an empty name exits 1)",
     )
     parser.add_argument(
+        "--protocol",
+        choices=("1", "2", "both"),
+        default="1",
+        help="the ACP version(s) testy speaks: 1 (the default), 2, or both (chosen by each client's "
+        "initialize); a v2-only testy answers a v1 initialize with -32022",
+    )
+    parser.add_argument(
         "--store",
         metavar="URL",
         default="memory:",
@@ -159,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve testy on stdin/stdout until the client closes its end."""
     import logging
 
-    from acpio.agents.testy import TestyOptions, testy_agent
+    from acpio.agents.testy import TestyOptions
+    from acpio.agents.testy.serve import testy_component
     from acpio.errors import AcpError
     from acpio.store import SessionStore, StoreError, open_store
     from acpio.transports import Stdio
@@ -179,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="acpio testy: %(levelname)s: %(message)s"
     )
+    protocols = (1, 2) if args.protocol == "both" else (int(args.protocol),)
     note_if_terminal("acpio testy")
     try:
         store = open_store(args.store)
@@ -187,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def serve(store: SessionStore) -> None:
         async with store:
-            await testy_agent(options, store).serve(Stdio())
+            await testy_component(options, store, protocols).serve(Stdio())
 
     try:
         run_main(serve(store))

@@ -3,7 +3,10 @@
 :class:`RequestHandler` and :class:`NotificationHandler` take the messages of one method (and,
 with ``peer=``, from one peer only), validate the params into the function's message class and
 call it; a bad params object answers ``-32602`` with the validation errors. Both define
-``accepts``, so the chain skips them without a call for other methods. The untyped
+``accepts``, so the chain skips them without a call for other methods. A message class that names
+its protocol version (``PROTOCOL_VERSION``, as acpio's ACP models do) is only for connections that
+negotiated that version (a connection's ``protocol_version``, ``None`` until known): on another,
+the handler passes the message on unparsed, so that a v1 proxy forwards v2 messages whole. The untyped
 :class:`~acpio.jsonrpc.DispatchHandler` and the :class:`~acpio.jsonrpc.Handler` protocol are in
 :mod:`acpio.jsonrpc.dispatch`.
 """
@@ -28,7 +31,7 @@ from acpio.jsonrpc.dispatch import (
     positional_count,
     require_async,
 )
-from acpio.jsonrpc.typed import fast_validator, message_method, validation_errors
+from acpio.jsonrpc.typed import fast_validator, message_method, message_protocol_version, validation_errors
 
 if TYPE_CHECKING:
     from acpio.jsonrpc.role import Role
@@ -39,6 +42,7 @@ __all__ = [
     "NotificationHandler",
     "RequestHandler",
     "message_type_from",
+    "speaks",
 ]
 
 
@@ -105,6 +109,12 @@ def _second_is_connection(fn: Callable[..., Any]) -> bool:
     return isinstance(second, type) and issubclass(second, Connection)
 
 
+def speaks(cx: Connection, version: int) -> bool:
+    """Whether ``cx`` may carry messages of protocol ``version``: it negotiated it, or nothing yet."""
+    negotiated = getattr(cx, "protocol_version", None)
+    return negotiated is None or negotiated == version
+
+
 class RequestHandler:
     """Takes requests of one typed message class, validating params into it.
 
@@ -116,12 +126,14 @@ class RequestHandler:
     :class:`Unhandled`. With ``peer`` (a role instance), only requests from that peer are taken.
     """
 
-    __slots__ = ("_arity", "_validate", "cls", "fn", "method", "peer")
+    __slots__ = ("_arity", "_validate", "cls", "fn", "method", "peer", "version")
 
     def __init__(self, cls: type, fn: Callable[..., Awaitable[object]], peer: Role | None = None) -> None:
         require_async(fn, REQUEST_SHAPES)
         self.cls = cls
         self.method = message_method(cls)
+        #: The protocol version of the message class (``None``: any), see the module docstring.
+        self.version = message_protocol_version(cls)
         self.fn = fn
         self.peer = peer
         self._validate: Callable[[Any], Any] | None = None
@@ -148,6 +160,8 @@ class RequestHandler:
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Validate the params, call the function, answer with what it returns."""
         assert isinstance(message, RequestDispatch)
+        if self.version is not None and not speaks(cx, self.version):
+            return Unhandled(message)
         responder = message.responder
         validate = self._validate
         if validate is None:
@@ -182,12 +196,14 @@ class NotificationHandler:
     With ``peer`` (a role instance), only notifications from that peer are taken.
     """
 
-    __slots__ = ("_validate", "_with_cx", "cls", "fn", "method", "peer")
+    __slots__ = ("_validate", "_with_cx", "cls", "fn", "method", "peer", "version")
 
     def __init__(self, cls: type, fn: Callable[..., Awaitable[object]], peer: Role | None = None) -> None:
         require_async(fn, NOTIFICATION_SHAPES)
         self.cls = cls
         self.method = message_method(cls)
+        #: The protocol version of the message class (``None``: any), see the module docstring.
+        self.version = message_protocol_version(cls)
         self.fn = fn
         self.peer = peer
         self._with_cx = positional_count(fn) >= 2
@@ -207,6 +223,8 @@ class NotificationHandler:
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Validate the params and call the function (bad params are logged by the connection)."""
+        if self.version is not None and not speaks(cx, self.version):
+            return Unhandled(message)
         validate = self._validate
         if validate is None:
             validate = self._validate = fast_validator(self.cls)

@@ -31,6 +31,7 @@ __all__ = [
     "fast_validator",
     "identity",
     "message_method",
+    "message_protocol_version",
     "outgoing",
     "parse_params",
     "result_parser",
@@ -95,6 +96,12 @@ def message_method(cls: object) -> str:
             "(and RESPONSE = <result type> for a request)"
         )
     return method
+
+
+def message_protocol_version(cls: object) -> int | None:
+    """The protocol version a typed message class belongs to (its ``PROTOCOL_VERSION``); ``None``: any."""
+    version = getattr(cls, "PROTOCOL_VERSION", None)
+    return version if type(version) is int else None
 
 
 def to_params(message: object) -> JsonValue:

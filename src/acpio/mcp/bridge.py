@@ -4,7 +4,8 @@ Placed immediately before such an agent (``acpio conductor agent ... "python -m 
 "the-agent"``), :func:`mcp_http_bridge`:
 
 * forwards ``initialize`` and, when the agent advertises ``mcpCapabilities.http`` but not ``acp``,
-  advertises ``acp`` upstream: the chain can now take ``acp`` declarations;
+  advertises ``acp`` upstream: the chain can now take ``acp`` declarations (on ACP v2, where every
+  capability is an object: ``capabilities.session.mcp.http`` ``{}`` gets ``acp: {}`` beside it);
 * rewrites each ``{"type": "acp"}`` declaration of ``session/new``, ``/load``, ``/resume`` and
   ``/fork`` into an ``http`` one pointing at a loopback Streamable HTTP endpoint it serves, one per
   ``serverId``, with a bearer token of that server's own in the ``Authorization`` header (never in
@@ -51,7 +52,7 @@ from acpio.mcp.wire import (
     RESOURCE_LIMIT,
     parse_envelope,
 )
-from acpio.roles import Agent, Client, Proxy
+from acpio.roles import Agent, Client, Proxy, note_protocol_version
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import Builder, Connection, SentRequest
@@ -124,12 +125,34 @@ async def _initialize(
 ) -> None:
     """Initialize the agent; advertise ``acp`` upstream when the agent takes HTTP servers only."""
     answer = await cx.send_request_to(Agent, "initialize", message.params)
+    mcp = _mcp_capabilities(answer)
+    if mcp is not None:
+        on: bool | dict[str, Any] = (
+            True if mcp is _v1_mcp(answer) else {}
+        )  # v1 markers are booleans, v2 ones objects
+        if mcp.get("http") in (True, {}) and mcp.get("acp") in (None, False):
+            endpoint(cx).bridging = True
+            mcp["acp"] = on
+    note_protocol_version(cx, answer)
+    message.responder.respond(answer)
+
+
+def _v1_mcp(answer: object) -> dict[str, Any] | None:
+    """v1's ``agentCapabilities.mcpCapabilities`` of an ``initialize`` answer, if it has one."""
     capabilities = answer.get("agentCapabilities") if isinstance(answer, dict) else None
     mcp = capabilities.get("mcpCapabilities") if isinstance(capabilities, dict) else None
-    if isinstance(mcp, dict) and mcp.get("http") is True and mcp.get("acp") is not True:
-        endpoint(cx).bridging = True
-        mcp["acp"] = True
-    message.responder.respond(answer)
+    return mcp if isinstance(mcp, dict) else None
+
+
+def _mcp_capabilities(answer: object) -> dict[str, Any] | None:
+    """The MCP capabilities of an ``initialize`` answer: v1's, or v2's ``capabilities.session.mcp``."""
+    v1 = _v1_mcp(answer)
+    if v1 is not None:
+        return v1
+    capabilities = answer.get("capabilities") if isinstance(answer, dict) else None
+    session = capabilities.get("session") if isinstance(capabilities, dict) else None
+    mcp = session.get("mcp") if isinstance(session, dict) else None
+    return mcp if isinstance(mcp, dict) else None
 
 
 def _is_acp(server: object) -> TypeGuard[dict[str, Any]]:

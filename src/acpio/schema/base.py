@@ -73,6 +73,17 @@ class AcpModel(BaseModel):
     #: marks as set so that ``TextContent(text="hi").to_wire()`` writes its ``type``.
     _acp_tags: ClassVar[tuple[str, ...]] = ()
 
+    #: The ACP version the model belongs to: 1 for :mod:`acpio.schema`, 2 for :mod:`acpio.schema.v2`,
+    #: ``None`` for models of your own (an extension's messages, which every version carries). A typed
+    #: handler of a message of one version passes on the messages of a connection that negotiated
+    #: another (see :class:`~acpio.jsonrpc.RequestHandler`).
+    PROTOCOL_VERSION: ClassVar[int | None] = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.PROTOCOL_VERSION = _module_version(cls.__module__)
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON object to send: wire names, unset fields omitted, unknown fields kept."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -95,6 +106,13 @@ def tagging_init(self: AcpModel, /, **data: Any) -> None:
     """
     self.__pydantic_validator__.validate_python(data, self_instance=self)
     self.__pydantic_fields_set__.update(self._acp_tags)
+
+
+def _module_version(module: str) -> int | None:
+    """The ACP version of the generated models in ``module`` (``None``: not acpio's models)."""
+    if module.startswith("acpio.schema.v2."):
+        return 2
+    return 1 if module.startswith("acpio.schema.") else None
 
 
 class AcpJson(RootModel[Any]):

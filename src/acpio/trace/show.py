@@ -19,6 +19,8 @@ with what a reader looks for:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -140,27 +142,17 @@ def _first_text(blocks: Any) -> str:
 
 
 def label_of(method: str, params: object, tool_titles: dict[str, str] | None = None) -> str:
-    """What a request or notification is about, in a few words (``""``: nothing to add)."""
+    """What a request or notification is about, in a few words (``""``: nothing to add).
+
+    Both protocol versions: v2's upserts are labelled by their id (``agent_message m-2 "..."``,
+    ``terminal_update term-1 $ make exit 0``), its state updates by the state (``state_update idle
+    end_turn``), and its tool calls by the title their first ``tool_call_update`` gave.
+    """
     titles = tool_titles if tool_titles is not None else {}
     if not isinstance(params, dict):
         return ""
     if method == "session/update" and isinstance(params.get("update"), dict):
-        update = params["update"]
-        kind = update.get("sessionUpdate") or ""
-        content = update.get("content")
-        detail = ""
-        if isinstance(content, dict) and isinstance(content.get("text"), str):
-            detail = _quoted(content["text"], 70)
-        elif kind in ("tool_call", "tool_call_update"):
-            title = update.get("title") or titles.get(str(update.get("toolCallId")), "")
-            detail = _text(title, 60)
-        elif kind == "plan" and isinstance(update.get("entries"), list):
-            entries = update["entries"]
-            done = sum(1 for e in entries if isinstance(e, dict) and e.get("status") == "completed")
-            detail = f"{done}/{len(entries)} done"
-        if isinstance(update.get("status"), str):
-            detail = f"{detail} {update['status']}".strip()
-        return f"{kind} {detail}".strip()
+        return _update_label(params["update"], titles)
     if method == "session/prompt":
         return _quoted(_first_text(params.get("prompt")), 70)
     if method == "terminal/create" and isinstance(params.get("command"), str):
@@ -171,21 +163,114 @@ def label_of(method: str, params: object, tool_titles: dict[str, str] | None = N
         return "$ " + _text(" ".join(words), 80)
     if method.startswith("terminal/") and isinstance(params.get("terminalId"), str):
         return str(params["terminalId"])
+    if method == "tool_call/cancel" and isinstance(params.get("toolCallId"), str):
+        call = params["toolCallId"]
+        return f"{call} {_text(titles.get(call, ''), 60)}".strip()
     if isinstance(params.get("path"), str):
         return _text(params["path"], 80)
     tool_call = params.get("toolCall")
     if isinstance(tool_call, dict):
         title = tool_call.get("title") or titles.get(str(tool_call.get("toolCallId")), "")
         return _text(title, 60)
+    if method == "session/request_permission" and isinstance(params.get("title"), str):
+        return _text(params["title"], 60)  # v2: the prompt's own title
     if isinstance(params.get("cwd"), str):
         return _text(params["cwd"], 70)
     if isinstance(params.get("modeId"), str):
         return str(params["modeId"])
     if "protocolVersion" in params:
-        info = params.get("clientInfo")
-        name = f" {info['name']}" if isinstance(info, dict) and isinstance(info.get("name"), str) else ""
-        return f"protocol v{params['protocolVersion']}{name}"
+        return f"protocol v{params['protocolVersion']}{_info_name(params, 'clientInfo')}"
     return ""
+
+
+def _info_name(payload: dict[str, Any], v1_field: str) -> str:
+    """`` name`` of the peer's implementation (v1 ``clientInfo``/``agentInfo``, v2 ``info``), or ``""``."""
+    for key in (v1_field, "info"):
+        info = payload.get(key)
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            return f" {info['name']}"
+    return ""
+
+
+def _update_label(update: dict[str, Any], titles: dict[str, str]) -> str:
+    """The label of one ``session/update`` (v1 or v2)."""
+    kind = update.get("sessionUpdate") or ""
+    content = update.get("content")
+    detail = ""
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        detail = _quoted(content["text"], 70)
+    elif kind in _MESSAGE_UPSERTS:
+        detail = f"{update.get('messageId', '')} {_upsert_content(update)}".strip()
+    elif kind in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
+        detail = _text(update.get("title") or titles.get(str(update.get("toolCallId")), ""), 60)
+    elif kind == "plan" and isinstance(update.get("entries"), list):
+        detail = _plan_done(update["entries"])
+    elif kind == "plan_update" and isinstance(update.get("plan"), dict):
+        plan = update["plan"]
+        entries = plan.get("entries")
+        done = _plan_done(entries) if isinstance(entries, list) else str(plan.get("type", ""))
+        detail = f"{plan.get('planId', '')} {done}".strip()
+    elif kind == "state_update":
+        detail = " ".join(str(update[k]) for k in ("state", "stopReason") if isinstance(update.get(k), str))
+    elif kind in ("terminal_update", "terminal_output_chunk"):
+        detail = _terminal_detail(update, titles)
+    if isinstance(update.get("status"), str):
+        detail = f"{detail} {update['status']}".strip()
+    return f"{kind} {detail}".strip()
+
+
+#: v2's whole-message upserts (``content`` is a list that replaces the message's content).
+_MESSAGE_UPSERTS = frozenset({"agent_message", "user_message", "agent_thought"})
+
+
+def _upsert_content(update: dict[str, Any]) -> str:
+    """What an upsert does to its message: ``"text"`` (replaced), ``cleared``, or nothing (unchanged)."""
+    if "content" not in update:
+        return ""
+    content = update["content"]
+    if not content:
+        return "cleared"
+    return _quoted(_first_text(content), 70)
+
+
+def _plan_done(entries: list[Any]) -> str:
+    done = sum(1 for e in entries if isinstance(e, dict) and e.get("status") == "completed")
+    return f"{done}/{len(entries)} done"
+
+
+def _terminal_detail(update: dict[str, Any], titles: dict[str, str]) -> str:
+    """An agent-owned terminal (v2): its id, its command (remembered by id), its output, its exit."""
+    terminal = str(update.get("terminalId", ""))
+    words = [terminal]
+    command = update.get("command")
+    if isinstance(command, str):
+        titles[_TERMINAL_KEY + terminal] = command
+    known = titles.get(_TERMINAL_KEY + terminal)
+    if known:
+        words.append("$ " + _text(known, 60))
+    data = update.get("data")
+    output = update.get("output")
+    if isinstance(output, dict):
+        data = output.get("data")
+    if isinstance(data, str):
+        words.append(_quoted(_decoded(data), 50))
+    status = update.get("exitStatus")
+    if isinstance(status, dict):
+        code = status.get("exitCode")
+        words.append(f"exit {code}" if code is not None else f"signal {status.get('signal')}")
+    return " ".join(words)
+
+
+#: Terminal commands share the title map with tool calls, under keys no tool call id can clash with.
+_TERMINAL_KEY = "\0terminal:"
+
+
+def _decoded(data: str) -> str:
+    """Base64 terminal bytes as text (invalid bytes replaced); the data itself when it is not base64."""
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8", "replace")
+    except (ValueError, binascii.Error):
+        return data
 
 
 def _answer_label(method: str, event: ResponseEvent) -> str:
@@ -213,16 +298,22 @@ def _answer_label(method: str, event: ResponseEvent) -> str:
         return f"exit {code}" if code is not None else f"signal {payload.get('signal')}"
     if isinstance(payload.get("content"), str):
         return _quoted(payload["content"], 60)
-    info = payload.get("agentInfo")
-    if isinstance(info, dict) and isinstance(info.get("name"), str):
-        return f"{info['name']} {info.get('version') or ''}".strip()
-    if "protocolVersion" in payload:
-        return f"protocol v{payload['protocolVersion']}"
+    if "protocolVersion" in payload:  # the negotiated version, and who answered
+        info: dict[str, Any] = next(
+            (payload[k] for k in ("agentInfo", "info") if isinstance(payload.get(k), dict)), {}
+        )
+        name = " ".join(str(info[k]) for k in ("name", "version") if isinstance(info.get(k), str))
+        return f"protocol v{payload['protocolVersion']} {name}".strip()
+    if isinstance(payload.get("messageId"), str):
+        return f"accepted {payload['messageId']}"  # v2: session/prompt acknowledges its user message
     return ""
 
 
 def _chunk(event: TraceEvent) -> tuple[str, str] | None:
-    """``(kind, text)`` of a streamed chunk notification, else ``None``."""
+    """``(kind, text)`` of a streamed chunk notification, else ``None``.
+
+    A v2 chunk's kind carries its ``messageId``: chunks of two messages are two runs.
+    """
     if not isinstance(event, NotificationEvent) or event.method != "session/update":
         return None
     params = event.params
@@ -231,7 +322,10 @@ def _chunk(event: TraceEvent) -> tuple[str, str] | None:
         return None
     content = update.get("content")
     text = content.get("text") if isinstance(content, dict) else None
-    return str(update["sessionUpdate"]), text if isinstance(text, str) else ""
+    kind = str(update["sessionUpdate"])
+    if isinstance(update.get("messageId"), str):
+        kind = f"{kind} {update['messageId']}"
+    return kind, text if isinstance(text, str) else ""
 
 
 def build_rows(

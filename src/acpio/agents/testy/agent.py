@@ -107,6 +107,7 @@ __all__ = [
     "TestyOptions",
     "prompt_text",
     "testy_agent",
+    "testy_builder",
 ]
 
 _log = logging.getLogger("acpio.testy")
@@ -524,11 +525,16 @@ def testy_agent(
     options: TestyOptions | None = None,  # noqa: PT028 - not a test
     store: SessionStore | None = None,  # noqa: PT028
 ) -> Builder:
-    """A new testy agent as an Agent builder (see the module docstring); ``options`` default to all on.
+    """A new testy agent (ACP v1) as an Agent builder (see the module docstring); ``options``: all on.
 
-    Its sessions are kept in ``store`` (default: a new :class:`~acpio.store.MemoryStore`).
+    Its sessions are kept in ``store`` (default: a new :class:`~acpio.store.MemoryStore`). For v2, or
+    both versions on one endpoint, see :func:`~acpio.agents.testy.serve.testy_component`.
     """
-    testy = TestyAgent(options if options is not None else TestyOptions(), store)
+    return testy_builder(TestyAgent(options if options is not None else TestyOptions(), store))
+
+
+def testy_builder(testy: TestyAgent) -> Builder:
+    """The v1 Agent builder of ``testy``'s handlers."""
     opts = testy.options
     # mcp/message is unstable: the mcp command sends it only when acp servers are advertised
     app = Agent.builder(name="testy", unstable=opts.mcp_acp)

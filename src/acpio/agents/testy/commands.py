@@ -245,6 +245,8 @@ async def run_command(turn: TestyTurn, command: Command) -> Outcome:
             return usage(turn, command)
         case Help():
             return help_(turn, command)
+        case _:
+            raise ValueError(f"{command!r} is not a command of ACP v1")  # the parser refuses these
 
 
 # --- messages -------------------------------------------------------------------------------------

@@ -61,8 +61,13 @@ __all__ = [
     "Title",
     "Tool",
     "Usage",
+    "V2_COMMANDS",
+    "Background",
+    "Replace",
+    "Work",
     "Write",
     "command_table",
+    "commands_of",
     "is_script",
     "parse_line",
     "parse_prompt",
@@ -262,6 +267,29 @@ class ElicitUrl:
 
 
 @dataclass(frozen=True, slots=True)
+class Work:
+    """``work SECONDS TITLE`` (v2): a cancellable tool call that takes SECONDS (``tool_call/cancel``)."""
+
+    seconds: float
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Background:
+    """``background SECONDS TEXT`` (v2): after SECONDS, TEXT as an agent message, the turn long over."""
+
+    seconds: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    """``replace TEXT`` (v2): an ``agent_message`` upsert that replaces the current message's content."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Commands:
     """``commands``: advertise testy's commands as available (slash) commands."""
 
@@ -301,6 +329,9 @@ Command: TypeAlias = (
     | Option
     | Elicit
     | ElicitUrl
+    | Work
+    | Background
+    | Replace
     | Commands
     | Usage
     | Help
@@ -562,17 +593,41 @@ def _parse_title(args: str) -> Command:
     return Title(_required(args, "the TEXT of the title"))
 
 
+def _parse_work(args: str) -> Command:
+    seconds, title = _first_word(_required(args, "a number of SECONDS and a TITLE"))
+    return Work(_seconds(seconds), _required(title, "a TITLE after the SECONDS"))
+
+
+def _parse_background(args: str) -> Command:
+    seconds, text = _first_word(_required(args, "a number of SECONDS and the TEXT to say"))
+    return Background(_seconds(seconds), _required(text, "the TEXT to say after the SECONDS"))
+
+
+def _parse_replace(args: str) -> Command:
+    return Replace(_required(args, "the TEXT the message is replaced with"))
+
+
 # --- the command table ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    """One command word: its arguments as written in help, a one-line summary, and its parser."""
+    """One command word: its arguments as written in help, a one-line summary, and its parser.
+
+    ``versions`` are the ACP versions the command exists in; ``v2_summary`` says what it does on v2
+    where that differs (the client's file system and terminals are gone there: testy does the work).
+    """
 
     name: str
     args: str
     summary: str
     parse: Callable[[str], Command]
+    versions: tuple[int, ...] = (1, 2)
+    v2_summary: str | None = None
+
+    def summary_in(self, version: int) -> str:
+        """The summary for ACP ``version``."""
+        return self.v2_summary if version == 2 and self.v2_summary is not None else self.summary
 
     @property
     def usage(self) -> str:
@@ -580,8 +635,8 @@ class CommandSpec:
         return f"{self.name} {self.args}".rstrip()
 
 
-#: Every command, in the order help lists them.
-COMMANDS: tuple[CommandSpec, ...] = (
+#: Every command of either version, in the order help lists them.
+_ALL_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "echo", "TEXT", "TEXT as message chunks, one per word (spaces kept), then a newline", _parse_echo
     ),
@@ -597,10 +652,18 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("tool", "TITLE", "a tool call: pending, in progress, then completed with text", _parse_tool),
     CommandSpec(
-        "read", "PATH", "read a file through the client (fs/read_text_file) in a tool call", _parse_read
+        "read",
+        "PATH",
+        "read a file through the client (fs/read_text_file) in a tool call",
+        _parse_read,
+        v2_summary="read a file (testy reads it) in a tool call",
     ),
     CommandSpec(
-        "write", "PATH TEXT", "write TEXT (\\n: newline) through the client, shown as a diff", _parse_write
+        "write",
+        "PATH TEXT",
+        "write TEXT (\\n: newline) through the client, shown as a diff",
+        _parse_write,
+        v2_summary="write TEXT (\\n: newline; testy writes it), shown as changes and a git patch",
     ),
     CommandSpec(
         "permission",
@@ -609,13 +672,39 @@ COMMANDS: tuple[CommandSpec, ...] = (
         _parse_permission,
     ),
     CommandSpec(
-        "run", "COMMAND [ARGS...]", "run a command in a client terminal and report its output", _parse_run
+        "run",
+        "COMMAND [ARGS...]",
+        "run a command in a client terminal and report its output",
+        _parse_run,
+        v2_summary="run a command in an agent terminal (terminal/cancel stops it) and report its output",
     ),
     CommandSpec(
         "timeout",
         "SECONDS COMMAND [ARGS...]",
         "like run, but kill the command (terminal/kill) once SECONDS have passed",
         _parse_timeout,
+        v2_summary="like run, but kill the command once SECONDS have passed",
+    ),
+    CommandSpec(
+        "work",
+        "SECONDS TITLE",
+        "a tool call that takes SECONDS; tool_call/cancel cancels it",
+        _parse_work,
+        versions=(2,),
+    ),
+    CommandSpec(
+        "background",
+        "SECONDS TEXT",
+        "after SECONDS, TEXT as a new agent message, while the session is idle",
+        _parse_background,
+        versions=(2,),
+    ),
+    CommandSpec(
+        "replace",
+        "TEXT",
+        "replace the content of the current agent message with TEXT (an agent_message upsert)",
+        _parse_replace,
+        versions=(2,),
     ),
     CommandSpec(
         "notify", "METHOD [JSON]", "send extension notification METHOD (starts with _)", _parse_notify
@@ -625,11 +714,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "SERVER TOOL [JSON]",
         "list the tools of MCP server SERVER (acp or http, by name) and call TOOL in a tool call",
         _parse_mcp,
+        versions=(1,),
     ),
     CommandSpec("sleep", "SECONDS", "wait; session/cancel ends the turn at once", _parse_sleep),
     CommandSpec("fail", "CODE [MESSAGE]", "answer the prompt with JSON-RPC error CODE", _parse_fail),
     CommandSpec("stop", "REASON", f"end the turn with REASON ({', '.join(STOP_REASONS)})", _parse_stop),
-    CommandSpec("mode", "ID", f"switch the session mode ({', '.join(MODES)})", _parse_mode),
+    CommandSpec("mode", "ID", f"switch the session mode ({', '.join(MODES)})", _parse_mode, versions=(1,)),
     CommandSpec("title", "TEXT", "set the session title", _parse_title),
     CommandSpec("option", "ID VALUE", "change a config option (verbosity, shout) and say so", _parse_option),
     CommandSpec(
@@ -637,33 +727,56 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "SEVERITY TITLE [-- DESCRIPTION]",
         f"a notice for the user ({', '.join(NOTICE_SEVERITIES)})",
         _parse_notice,
+        versions=(1,),
     ),
-    CommandSpec("compact", "TEXT", "a context compaction whose summary is TEXT", _parse_compact),
     CommandSpec(
-        "elicit", "[MESSAGE]", "ask the user to fill a form with a field of every kind", _parse_elicit
+        "compact", "TEXT", "a context compaction whose summary is TEXT", _parse_compact, versions=(1,)
+    ),
+    CommandSpec(
+        "elicit",
+        "[MESSAGE]",
+        "ask the user to fill a form with a field of every kind",
+        _parse_elicit,
+        versions=(1,),
     ),
     CommandSpec(
         "elicit-url",
         "URL [MESSAGE]",
         "ask the user to open URL; elicitation/complete once they accept",
         _parse_elicit_url,
+        versions=(1,),
     ),
     CommandSpec("commands", "", "advertise these commands as slash commands", _no_arguments(Commands())),
     CommandSpec("usage", "", "report the session's context usage", _no_arguments(Usage())),
     CommandSpec("help", "", "this list", _no_arguments(Help())),
 )
 
-_BY_NAME: dict[str, CommandSpec] = {spec.name: spec for spec in COMMANDS}
+#: The commands on ACP v1, in the order help lists them.
+COMMANDS: tuple[CommandSpec, ...] = tuple(spec for spec in _ALL_COMMANDS if 1 in spec.versions)
+#: The commands on ACP v2 (``acpio testy --protocol 2``): no modes, MCP calls, notices, compactions
+#: or elicitations; ``work``, ``background`` and ``replace`` besides.
+V2_COMMANDS: tuple[CommandSpec, ...] = tuple(spec for spec in _ALL_COMMANDS if 2 in spec.versions)
+
+_BY_NAME: dict[int, dict[str, CommandSpec]] = {
+    1: {spec.name: spec for spec in COMMANDS},
+    2: {spec.name: spec for spec in V2_COMMANDS},
+}
 
 
-def command_table(indent: str = "  ") -> str:
-    """Every command's usage and summary, one per line, aligned (for ``help`` and ``--help``)."""
-    width = max(len(spec.usage) for spec in COMMANDS)
-    return "\n".join(f"{indent}{spec.usage.ljust(width)}  {spec.summary}" for spec in COMMANDS)
+def commands_of(version: int) -> tuple[CommandSpec, ...]:
+    """The commands on ACP ``version`` (1 or 2)."""
+    return V2_COMMANDS if version == 2 else COMMANDS
 
 
-#: The command words.
-COMMAND_WORDS: frozenset[str] = frozenset(_BY_NAME)
+def command_table(indent: str = "  ", version: int = 1) -> str:
+    """Every command's usage and summary on ACP ``version``, one per line, aligned (``help``, ``--help``)."""
+    specs = commands_of(version)
+    width = max(len(spec.usage) for spec in specs)
+    return "\n".join(f"{indent}{spec.usage.ljust(width)}  {spec.summary_in(version)}" for spec in specs)
+
+
+#: The command words (on ACP v1).
+COMMAND_WORDS: frozenset[str] = frozenset(_BY_NAME[1])
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -685,32 +798,36 @@ def _word(line: str) -> tuple[str, str]:
     return word.removeprefix("/"), args
 
 
-def is_script(text: str) -> bool:
-    """Whether ``text`` is a script: its first command line starts with a command word."""
+def is_script(text: str, version: int = 1) -> bool:
+    """Whether ``text`` is a script on ACP ``version``: its first command line starts with a command word."""
     lines = _command_lines(text)
-    return bool(lines) and _word(lines[0][1])[0] in COMMAND_WORDS
+    return bool(lines) and _word(lines[0][1])[0] in _BY_NAME[version]
 
 
-def parse_line(number: int, line: str) -> Line | ScriptError:
+def parse_line(number: int, line: str, version: int = 1) -> Line | ScriptError:
     """One script line as a :class:`Line`, or a :class:`ScriptError` saying what is wrong with it."""
     word, args = _word(line)
-    spec = _BY_NAME.get(word)
+    names = _BY_NAME[version]
+    spec = names.get(word)
     if spec is None:
-        return ScriptError(number, line, f"unknown command {word!r}; the commands are: {', '.join(_BY_NAME)}")
+        other = 1 if version == 2 else 2
+        if word in _BY_NAME[other]:
+            return ScriptError(number, line, f"{word!r} is a command of ACP v{other} only, not of v{version}")
+        return ScriptError(number, line, f"unknown command {word!r}; the commands are: {', '.join(names)}")
     try:
         return Line(number, line, spec.parse(args))
     except _BadArguments as exc:
         return ScriptError(number, line, f"{spec.name} {exc} (usage: {spec.usage})")
 
 
-def parse_prompt(text: str) -> Script | None:
-    """Parse a prompt's text: a :class:`Script`, or ``None`` when the prompt is to be echoed."""
-    if not is_script(text):
+def parse_prompt(text: str, version: int = 1) -> Script | None:
+    """Parse a prompt's text (ACP ``version``'s commands): a :class:`Script`, or ``None`` to echo it."""
+    if not is_script(text, version):
         return None
     lines: list[Line] = []
     errors: list[ScriptError] = []
     for number, line in _command_lines(text):
-        parsed = parse_line(number, line)
+        parsed = parse_line(number, line, version)
         if isinstance(parsed, ScriptError):
             errors.append(parsed)
         else:

@@ -37,7 +37,7 @@ from acpio.schema import (
 )
 
 if TYPE_CHECKING:
-    from acpio.agents.testy.turn import TestyTurn
+    from acpio.agents.testy.turn import CancellableTurn
     from acpio.store import SessionRecord, SessionStore
 
 __all__ = [
@@ -67,13 +67,26 @@ _MODE_NAMES: Final = {
 }
 
 
+#: The ``_meta`` of a stored chunk that replaces its message's text (``replace`` on v2).
+_REPLACES: Final = {"acpio": {"replaces": True}}
+
+
+def _with_id(message_id: str | None) -> dict[str, str]:
+    """``message_id=`` for a v1 chunk model when there is one (v1 entries are stored without it)."""
+    return {} if message_id is None else {"message_id": message_id}
+
+
 class AgentText:
-    """Agent message text in a session's history: the chunks of one stretch of agent messages."""
+    """Agent message text in a session's history: the chunks of one stretch of agent messages.
 
-    __slots__ = ("parts",)
+    On v2 a stretch is one message, with the ``message_id`` its chunks carried (``None`` on v1).
+    """
 
-    def __init__(self, text: str) -> None:
+    __slots__ = ("message_id", "parts")
+
+    def __init__(self, text: str, message_id: str | None = None) -> None:
         self.parts = [text]
+        self.message_id = message_id
 
     @property
     def text(self) -> str:
@@ -106,9 +119,11 @@ class TestySession:
         #: The steps of the last ``plan`` command, for ``progress``.
         self.plan: tuple[str, ...] = ()
         self.history: list[HistoryEntry] = []
+        #: The v2 message id of each history entry (``None``: a v1 entry), in step with ``history``.
+        self.message_ids: list[str | None] = []
         self.active = True
         #: The prompt turn in progress, if any.
-        self.turn: TestyTurn | None = None
+        self.turn: CancellableTurn | None = None
         self._tool_calls = itertools.count(1)
         self._ids: dict[str, itertools.count[int]] = {}
 
@@ -130,9 +145,12 @@ class TestySession:
         for entry in entries:
             update = SessionNotification.model_validate_json(entry).update
             if isinstance(update, UserMessageChunk):
-                session.remember_user([update.content])
+                session.remember_user([update.content], update.message_id)
             elif isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-                session.remember_agent(update.content.text)
+                if update.meta == _REPLACES and update.message_id is not None:
+                    session.replace_agent(update.content.text, update.message_id)
+                else:
+                    session.remember_agent(update.content.text, update.message_id)
         session.store = store
         return session
 
@@ -177,20 +195,45 @@ class TestySession:
 
     # --- history ----------------------------------------------------------------------------------
 
-    def remember_user(self, blocks: list[ContentBlock]) -> None:
-        """Add the blocks of a prompt to the history."""
-        self.history.extend(blocks)
-        for block in blocks:
-            self._record(UserMessageChunk(content=block))
+    def new_message_id(self, kind: str) -> str:
+        """A v2 message id for the next history entry: ``user-N``/``agent-N``, N the history's length.
 
-    def remember_agent(self, text: str) -> None:
-        """Add agent message text to the history, joined to the agent text right before it."""
+        The history only grows, and each message starts at its own position, so ids never repeat,
+        even in a session restored from the store.
+        """
+        return f"{kind}-{len(self.history)}"
+
+    def remember_user(self, blocks: list[ContentBlock], message_id: str | None = None) -> None:
+        """Add the blocks of a prompt to the history (with its v2 message id)."""
+        self.history.extend(blocks)
+        self.message_ids.extend([message_id] * len(blocks))
+        ids = _with_id(message_id)
+        for block in blocks:
+            self._record(UserMessageChunk(content=block, **ids))
+
+    def remember_agent(self, text: str, message_id: str | None = None) -> None:
+        """Add agent message text to the history, joined to the same message's text right before it."""
         last = self.history[-1] if self.history else None
-        if isinstance(last, AgentText):
+        if isinstance(last, AgentText) and last.message_id == message_id:
             last.parts.append(text)
         else:
-            self.history.append(AgentText(text))
-        self._record(AgentMessageChunk(content=TextContent(text=text)))
+            self.history.append(AgentText(text, message_id))
+            self.message_ids.append(message_id)
+        self._record(AgentMessageChunk(content=TextContent(text=text), **_with_id(message_id)))
+
+    def replace_agent(self, text: str, message_id: str) -> None:
+        """Replace the text of agent message ``message_id`` when it is the history's last entry (v2).
+
+        Stored as a chunk marked ``_meta.acpio.replaces``, which :meth:`restore` applies the same way.
+        """
+        last = self.history[-1] if self.history else None
+        if isinstance(last, AgentText) and last.message_id == message_id:
+            last.parts[:] = [text]
+        else:
+            self.history.append(AgentText(text, message_id))
+            self.message_ids.append(message_id)
+        chunk = AgentMessageChunk(content=TextContent(text=text), message_id=message_id, meta=_REPLACES)
+        self._record(chunk)
 
     def replay(self) -> Iterator[SessionNotification]:
         """The history as ``session/update`` notifications, in order.

@@ -40,7 +40,7 @@ from acpio.schema import (
     ToolKind,
 )
 
-__all__ = ["TestyTurn", "TurnCancelled"]
+__all__ = ["CancellableTurn", "TestyTurn", "TurnCancelled"]
 
 T = TypeVar("T")
 
@@ -49,20 +49,22 @@ class TurnCancelled(Exception):
     """The client cancelled the turn (``session/cancel``, ``$/cancel_request``, ``session/close``...)."""
 
 
-class TestyTurn:
-    """A prompt turn in one session: its connection, what the client can do, and its cancel flag."""
+class CancellableTurn:
+    """A prompt turn in one session, whatever the protocol version: its connection and its cancel flag.
 
-    def __init__(self, session: TestySession, cx: Connection, client: ClientFeatures) -> None:
+    :class:`TestyTurn` (v1) and :class:`acpio.agents.testy.v2.turn.TurnV2` add how each version
+    talks to the client.
+    """
+
+    def __init__(self, session: TestySession, cx: Connection) -> None:
         self.session = session
         self.cx = cx
-        #: What the client advertised at ``initialize`` (testy calls only what it advertised).
-        self.client = client
         self._cancel_requested = asyncio.Event()
         self._finished = asyncio.Event()
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else "finished" if self._finished.is_set() else "running"
-        return f"<TestyTurn {self.session.session_id!r} {state}>"
+        return f"<{type(self).__name__} {self.session.session_id!r} {state}>"
 
     # --- cancellation -----------------------------------------------------------------------------
 
@@ -82,6 +84,10 @@ class TestyTurn:
     async def wait_finished(self) -> None:
         """Wait until the prompt has been answered."""
         await self._finished.wait()
+
+    async def wait_cancel_requested(self) -> None:
+        """Wait until the turn is asked to stop."""
+        await self._cancel_requested.wait()
 
     def checkpoint(self) -> None:
         """Raise :class:`TurnCancelled` if the turn was asked to stop."""
@@ -131,6 +137,15 @@ class TestyTurn:
                 work.cancel()  # a SentRequest whose waiter is cancelled sends $/cancel_request
         self.checkpoint()
         return work.result()
+
+
+class TestyTurn(CancellableTurn):
+    """A v1 prompt turn: what the client can do, and the v1 updates the commands send."""
+
+    def __init__(self, session: TestySession, cx: Connection, client: ClientFeatures) -> None:
+        super().__init__(session, cx)
+        #: What the client advertised at ``initialize`` (testy calls only what it advertised).
+        self.client = client
 
     # --- sending updates --------------------------------------------------------------------------
 
