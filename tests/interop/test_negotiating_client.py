@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,16 @@ from acpio.session import DiffView, PlanEntryView, SessionConnection, TerminalRe
 from acpio.transports import AcpAgent
 
 from ._recording_client import RecordingClient
-from ._support import PEER_PROMPT, PEER_WAIT, PEERS, TS_AGENT, check_peer_agent_turn, context, run_program
+from ._support import (
+    PEER_PROMPT,
+    PEER_WAIT,
+    PEERS,
+    TS_AGENT,
+    acpio_testy_command,
+    check_peer_agent_turn,
+    context,
+    run_program,
+)
 from .test_prompt_cli import acpio_prompt
 
 TS_AGENT_V2 = PEERS / "ts" / "agent_v2.mjs"
@@ -160,3 +170,38 @@ def test_acpio_prompt_protocol_2_refuses_a_v1_agent(node: str, workdir: Path) ->
     why = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.returncode == 4, why
     assert "speaks ACP protocol version 1, but this client speaks only 2" in done.stderr, why
+
+
+async def test_acpio_prompt_ctrl_c_cancels_a_running_v2_tool_call_then_the_turn_goes_on(
+    workdir: Path,
+) -> None:
+    """On v2 the first Ctrl-C sends ``tool_call/cancel`` for the running tool call (testy's ``work``)."""
+    script = "work 30 Long job\nrun echo after the tool call"
+    argv = acpio_prompt([*acpio_testy_command(), "--protocol", "2"], workdir, "--allow", "--no-color", script)
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        while "[in progress] Long job" not in lines:
+            line = await asyncio.wait_for(process.stdout.readline(), TIMEOUT)
+            assert line, f"acpio prompt ended before the tool call ran: {lines}"
+            lines.append(line.decode().rstrip("\n"))
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(TIMEOUT):
+            rest, errors = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    out = [*lines, *rest.decode().splitlines()]
+    why = f"exit {process.returncode}\nstdout:\n" + "\n".join(out) + f"\nstderr:\n{errors.decode()}"
+    assert process.returncode == 0, why  # the turn went on to its end
+    assert "cancelling Long job (tool_call/cancel; Ctrl-C again cancels the turn)" in errors.decode(), why
+    assert "[cancelled] Long job" in out, why
+    assert "    after the tool call" in out, why  # the agent's terminal, after the cancelled call
+    assert out[-1] == "[stop reason: end_turn]", why

@@ -9,12 +9,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from acpio.jsonrpc import Connection
 from acpio.roles import Client
-from acpio.schema import SelectedPermissionOutcome
+from acpio.schema import McpServerStdio, SelectedPermissionOutcome
 from acpio.session import (
     ActiveSession,
     DiffView,
     FileChange,
+    McpServerList,
     PlanEntryView,
     RequestPermissionV2Message,
     SessionConnection,
@@ -27,7 +29,7 @@ from acpio.session import (
     build_session,
 )
 
-from ._support import TIMEOUT, WirePeer, wire_connection
+from ._support import TIMEOUT, EchoAgent, WirePeer, initialized, wire_connection
 
 SESSION = "v2-session"
 
@@ -278,3 +280,43 @@ async def test_a_v2_permission_request_is_typed_with_its_subject(tmp_path: Path)
         item.respond_outcome(SelectedPermissionOutcome(option_id="ok"))
         answer = await peer.response_to("p")
         assert answer["result"] == {"outcome": {"outcome": "selected", "optionId": "ok"}}
+
+
+async def test_mcp_stdio_servers_declare_their_type_on_v2_and_not_on_v1(tmp_path: Path) -> None:
+    server = McpServerStdio(name="notes", command="/usr/bin/notes", args=[], env=[])
+    for version in (2, 1):
+        async with wire_connection(Client.builder()) as (cx, peer):
+            assert isinstance(cx, SessionConnection)
+            answering = asyncio.ensure_future(cx.initialize())
+            answer: dict[str, Any] = {"protocolVersion": version}
+            if version == 2:
+                answer.update(info={"name": "raw", "version": "1"}, capabilities={"session": {}})
+            peer.respond(await peer.expect("initialize"), answer)
+            async with asyncio.timeout(TIMEOUT):
+                await answering
+            builder = build_session(cx, tmp_path).with_mcp_server(McpServerList([server]))
+            starting = asyncio.ensure_future(builder.start_session())
+            new = await peer.expect("session/new")
+            peer.respond(new, {"sessionId": SESSION})
+            async with asyncio.timeout(TIMEOUT):
+                (await starting).close()
+            expected = {"name": "notes", "command": "/usr/bin/notes", "args": [], "env": []}
+            if version == 2:
+                expected = {"type": "stdio", **expected}
+            assert new["params"]["mcpServers"] == [expected]
+
+
+async def test_on_v1_the_view_is_kept_from_its_first_use(tmp_path: Path) -> None:
+    """Reading a v1 turn without the view parses nothing more than before; asked for, it is kept."""
+
+    async def main(cx: Connection) -> None:
+        async with asyncio.timeout(TIMEOUT), build_session(cx, tmp_path).start_session() as session:
+            session.send_prompt("one two")
+            assert [message.event async for message in session] == [None, None]
+            view = session.view
+            session.send_prompt("three")
+            events = [message.event async for message in session]
+            assert events == [TextAdded(view.messages[0], "three ")]
+            assert (view.text, view.state, view.stop_reason) == ("three ", "idle", "end_turn")
+
+    await Client.builder().connect_with(EchoAgent().builder(), initialized(main))

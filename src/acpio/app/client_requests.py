@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from acpio.app.forms import Elicited, form_schema, form_value
 from acpio.app.tool_calls import ActiveToolCall, given
-from acpio.app.updates_v2 import V2ClientFeatures
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
 from acpio.schema import (
@@ -29,6 +28,7 @@ from acpio.schema import (
     ToolCallUpdate,
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
+    v2,
 )
 
 if TYPE_CHECKING:
@@ -90,25 +90,22 @@ async def ask_permission_v2(
     Whether the allow option was selected: any other outcome (cancelled, unknown) is a refusal, as v2 asks.
     """
     options = [
-        {"optionId": _ALLOW, "name": allow, "kind": "allow_always" if always else "allow_once"},
-        {"optionId": _DENY, "name": deny, "kind": "reject_always" if always else "reject_once"},
+        v2.PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
+        v2.PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
     ]
-    subject = {"type": "tool_call", "toolCall": {"toolCallId": call.id, "title": call.title}}
-    params: dict[str, Any] = {
-        "sessionId": session_id,
-        "title": call.title,
-        "subject": subject,
-        "options": options,
-    }
-    if description is not None:
-        params["description"] = description
-    answer = await cx.send_request(RequestPermissionRequest.METHOD, params)
-    outcome = answer.get("outcome") if isinstance(answer, dict) else None
-    return (
-        isinstance(outcome, dict)
-        and outcome.get("outcome") == "selected"
-        and outcome.get("optionId") == _ALLOW
+    subject = v2.ToolCallPermissionSubject(
+        tool_call=v2.ToolCallUpdate(tool_call_id=call.id, title=call.title)
     )
+    request = v2.RequestPermissionRequest(
+        session_id=session_id,
+        title=call.title,
+        subject=subject,
+        options=options,
+        **given(description=description),
+    )
+    answer = await cx.send_request(request)
+    outcome = answer.outcome
+    return isinstance(outcome, v2.SelectedPermissionOutcome) and outcome.option_id == _ALLOW
 
 
 async def elicit_form(
@@ -129,7 +126,7 @@ async def elicit_form(
         requested_schema=form_schema(form),
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer = await _elicit(cx, client, request)
+    answer: CreateElicitationResponse = await cx.send_request(request)
     action = str(answer.action)
     value = form_value(form, answer.content) if action == "accept" else None
     return Elicited(action, value)
@@ -156,19 +153,8 @@ async def elicit_url(
         elicitation_id=elicitation_id,
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer = await _elicit(cx, client, request)
-    return Elicited(str(answer.action), None, elicitation_id)
-
-
-async def _elicit(
-    cx: Connection, client: ClientFeatures, request: CreateElicitationRequest
-) -> CreateElicitationResponse:
-    """Send ``request``; on v2 (whose client capabilities the turn checked already) as plain JSON."""
-    if isinstance(client, V2ClientFeatures):
-        raw = await cx.send_request(request.METHOD, request.to_wire())
-        return CreateElicitationResponse.model_validate(raw)
     answer: CreateElicitationResponse = await cx.send_request(request)
-    return answer
+    return Elicited(str(answer.action), None, elicitation_id)
 
 
 async def run_in_terminal(

@@ -42,7 +42,7 @@ _STATES: Final = {"running": "[working]", "requires_action": "[waiting for you]"
 class EventLines:
     """What to show of each v2 event; remembers what was shown (statuses, text, partial output lines)."""
 
-    __slots__ = ("_content_shown", "_labels", "_partial", "_status_shown", "_text_shown")
+    __slots__ = ("_content_shown", "_exits_shown", "_labels", "_partial", "_status_shown", "_text_shown")
 
     def __init__(self, labels: dict[str, str]) -> None:
         #: The status marks (``[completed]``, plan entries' ``[x]``...).
@@ -51,6 +51,7 @@ class EventLines:
         self._content_shown: set[str] = set()
         self._text_shown: dict[int, str] = {}
         self._partial: dict[str, bytes] = {}
+        self._exits_shown: set[str] = set()
 
     def text(self, event: TextAdded) -> str:
         """The text to stream: the chunk, or what a whole-message update adds to what was shown."""
@@ -118,7 +119,8 @@ class EventLines:
             rest = b""
         self._partial[key] = rest
         lines.extend([("    ", "content"), (part.decode("utf-8", "replace"), "content")] for part in complete)
-        if terminal.exited and event.appended == b"":
+        if terminal.exited and key not in self._exits_shown:
+            self._exits_shown.add(key)
             if terminal.signal is not None:
                 lines.append([("    ", "content"), (f"[killed by {terminal.signal}]", "tool.failed")])
             else:

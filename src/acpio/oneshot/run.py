@@ -364,6 +364,8 @@ class _PromptRun:
         self._turn_running = False
         #: ``-i``: whether the agent answered a turn with an error (the conversation then exits with 4).
         self._a_turn_failed = False
+        #: v2: a Ctrl-C of this turn sent ``tool_call/cancel`` (the next one cancels the turn).
+        self._tool_call_cancel_sent = False
         self._aborted = False
         #: Why the ``--json`` output could not be written, once it could not.
         self._output_failure: OSError | None = None
@@ -517,6 +519,7 @@ class _PromptRun:
     async def _turn(self, session: ActiveSession, text: str) -> int:
         self._session = session
         self._answers.cancelled.clear()
+        self._tool_call_cancel_sent = False
         session.send_prompt(text)
         self._turn_running = True
         self._renderer.status("waiting for the agent")
@@ -572,6 +575,8 @@ class _PromptRun:
         if session is not None and not self._turn_running and self.lines is not None:
             self._note("(leave with Ctrl-D or :quit)", fresh_line=True)
             return
+        if session is not None and self._turn_running and self._cancel_tool_call(session):
+            return
         if session is not None and self._turn_running and not self._answers.cancelled.is_set():
             self._answers.cancelled.set()
             with contextlib.suppress(AcpError):
@@ -579,6 +584,37 @@ class _PromptRun:
             self._note("cancelling the turn (press Ctrl-C again to stop at once)", fresh_line=True)
             return
         self._abort()
+
+    def _cancel_tool_call(self, session: ActiveSession) -> bool:
+        """v2: the first Ctrl-C sends ``tool_call/cancel`` for a running tool call that allows it.
+
+        Like a shell's Ctrl-C, it stops the work under way and the turn goes on; the next Ctrl-C
+        cancels the turn. ``False``: no such tool call (or v1), cancel the turn.
+        """
+        from acpio.schema import v2
+
+        running = [
+            call
+            for call in session.view.tool_calls.values()
+            if call.cancellable and call.status not in ("completed", "failed", "cancelled")
+        ]
+        if session.protocol_version != 2 or not running or self._tool_call_cancel_sent:
+            return False
+        call = running[-1]
+        self._tool_call_cancel_sent = True
+        request = v2.CancelToolCallRequest(session_id=session.session_id, tool_call_id=call.tool_call_id)
+
+        async def refused(result: v2.CancelToolCallResponse | AcpError) -> None:
+            if isinstance(result, AcpError):
+                self._note(f"the agent refused tool_call/cancel: {result}")
+
+        with contextlib.suppress(AcpError):
+            session.connection.send_request(request).on_receiving_result(refused)
+        self._note(
+            f"cancelling {call.title or call.tool_call_id} (tool_call/cancel; Ctrl-C again cancels the turn)",
+            fresh_line=True,
+        )
+        return True
 
     def on_ending_signal(self, number: int) -> None:
         """SIGTERM or SIGHUP: end the agent and its commands in order (a second one: at once)."""

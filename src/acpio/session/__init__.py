@@ -69,7 +69,10 @@ messages reach it), :mod:`~acpio.session.active` (:class:`ActiveSession`),
 :mod:`~acpio.session.answers` (how ``read_to_string`` answers the agent),
 :mod:`~acpio.session.builder` (:class:`SessionBuilder`), :mod:`~acpio.session.methods` (the
 entry points), :mod:`~acpio.session.connection` (:class:`SessionConnection`),
-:mod:`~acpio.session.peers` and :mod:`~acpio.session.mcp`.
+:mod:`~acpio.session.peers` and :mod:`~acpio.session.mcp`; for ACP v2 beside v1,
+:mod:`~acpio.session.negotiation` (what ``cx.initialize()`` offers and accepts),
+:mod:`~acpio.session.turn_view` (:class:`TurnView`, one view of a turn for both versions),
+:mod:`~acpio.session.turn_reading` (when a turn ends) and :mod:`~acpio.session.prompting`.
 """
 
 from acpio.session.active import ActiveSession, SessionSetupRequest, SessionSetupResponse

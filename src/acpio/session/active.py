@@ -30,7 +30,6 @@ from acpio.schema import (
 )
 from acpio.session.answers import TurnAnswers
 from acpio.session.messages import (
-    PromptAccepted,
     PromptContent,
     QueueItem,
     SessionMessage,
@@ -40,7 +39,7 @@ from acpio.session.messages import (
 from acpio.session.peers import agent_peer, client_peer
 from acpio.session.prompting import send_prompt_request
 from acpio.session.routing import Routing, protocol_version, refuse_queued
-from acpio.session.turn_end import TurnEnd
+from acpio.session.turn_reading import TurnReader
 from acpio.session.turn_view import TurnView
 
 if TYPE_CHECKING:
@@ -111,11 +110,7 @@ class ActiveSession:
         self._scoped = _scoped
         #: The ACP version of the session (that of its connection when it was set up).
         self.protocol_version = protocol_version(cx)
-        #: The session as the messages read so far left it, the same for ACP v1 and v2: messages
-        #: by id, tool calls and terminals merged from their updates, plans, the state. Each
-        #: message read changes it; :attr:`SessionMessage.event` says how.
-        self.view = TurnView()
-        self._end = TurnEnd()
+        self._reader = TurnReader(self.protocol_version)
         #: Why the last turn read to its end stopped; ``None`` before that.
         self.stop_reason: StopReason | str | None = None
         #: The agent's answer to the last ``session/prompt`` read to its end; ``None`` before that.
@@ -178,7 +173,7 @@ class ActiveSession:
         """
         self._check_active("send_prompt")
         blocks = content_blocks(prompt)
-        self._end.start(self.view)
+        self._reader.start()
         send_prompt_request(self._cx, self.session_id, blocks, meta, self.protocol_version, self._deliver)
 
     def _deliver(self, item: QueueItem) -> None:
@@ -209,29 +204,23 @@ class ActiveSession:
         was read. Waits without limit: bound it with ``asyncio.timeout`` if needed.
         """
         self._check_active("read_update")
-        while True:
-            ended = self._end.take_end()
-            if ended is not None:
-                return self._ended(ended)
-            item = await self._next_item()
-            if isinstance(item, BaseException):
-                self._end.failed()
-                raise item
-            if isinstance(item, PromptAccepted):
-                self._end.accepted(item.response)
-                continue
-            if isinstance(item, TurnEnded):
-                return self._ended(item)
-            if not item.is_request:
-                self._end.read(self.view, item)
-            return item
+        read: SessionMessage | TurnEnded | None = self._reader.take_end()
+        while read is None:  # an acceptance reads as None: the v2 turn may have ended with it
+            read = self._reader.read(await self._next_item()) or self._reader.take_end()
+        if isinstance(read, TurnEnded):
+            self.last_response = read.response
+            self.stop_reason = read.stop_reason
+        return read
 
-    def _ended(self, item: TurnEnded) -> TurnEnded:
-        if item.response is not None:  # v1: the answer ends the turn (v2: the idle state did)
-            self.view.end_turn(str(item.response.stop_reason))
-        self.last_response = item.response
-        self.stop_reason = item.stop_reason
-        return item
+    @property
+    def view(self) -> TurnView:
+        """The session as the messages read left it, the same for ACP v1 and v2 (:class:`TurnView`).
+
+        Messages by id, tool calls and terminals merged from their updates, plans, the state; each
+        message read changes it (:attr:`SessionMessage.event` says how). On v1 it is kept from the
+        first time it is asked for: reading a turn without it costs what it always did.
+        """
+        return self._reader.kept_view()
 
     def __aiter__(self) -> AsyncIterator[SessionMessage]:
         """Iterate over the current turn's messages; ends after the stop reason (see :attr:`stop_reason`)."""
@@ -273,10 +262,11 @@ class ActiveSession:
         is raised here.
         """
         answers = TurnAnswers(self._cx, permissions, files)
+        view = self.view
         async for message in self:
             if message.is_request:
                 await answers.answer(message)
-        return self.view.text
+        return view.text
 
     # --- hand-off and end -----------------------------------------------------------------------
 

@@ -23,8 +23,9 @@ from acpio.schema import (
 )
 from acpio.session.active import ActiveSession, SessionSetupRequest, SessionSetupResponse
 from acpio.session.mcp import McpServerRegistry
+from acpio.session.negotiation import typed_mcp_servers
 from acpio.session.peers import agent_peer, client_peer
-from acpio.session.routing import Routing, SessionRouter
+from acpio.session.routing import Routing, SessionRouter, protocol_version
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import Responder, SentRequest
@@ -332,6 +333,8 @@ class SessionBuilder(Generic[RequestT]):
             routing = Routing(
                 cx, request.session_id, history=isinstance(request, LoadSessionRequest), client=client
             )
+        if protocol_version(cx) == 2:
+            request = typed_mcp_servers(request)
         try:
             sent: SentRequest[SessionSetupResponse] = cx.send_request_to(peer, request)
         except BaseException:

@@ -63,7 +63,8 @@ class SessionMessage:
         self.protocol_version = protocol_version
         #: What it changed in the session's :class:`~acpio.session.turn_view.TurnView` (text added, a
         #: tool call updated, the state...), the same for both versions; set when the session reads
-        #: it, ``None`` for requests and for updates the view does not show.
+        #: it (on v1 once ``session.view`` was asked for), ``None`` for requests and for updates the
+        #: view does not show.
         self.event: TurnEvent | None = None
         self._parsed = False
         self._notification: SessionNotification | None = None

@@ -17,13 +17,14 @@ how it reads the answer, by the connection's :data:`ProtocolChoice` (``Client.bu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 from acpio.errors import RequestError
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import JsonValue
     from acpio.schema import InitializeRequest, InitializeResponse, v2
+    from acpio.session.active import SessionSetupRequest
     from acpio.session.connection import SessionConnection
 
 __all__ = [
@@ -41,6 +42,8 @@ ProtocolChoice: TypeAlias = Literal[1, 2, "negotiate"]
 AnyInitializeRequest: TypeAlias = "InitializeRequest | v2.InitializeRequest"
 #: What it gives: the answer, typed by the version the agent answered with.
 AnyInitializeResponse: TypeAlias = "InitializeResponse | v2.InitializeResponse"
+
+_SetupT = TypeVar("_SetupT", bound="SessionSetupRequest")
 
 #: ``-32022``: the agent speaks no version at or below the one asked for (ACP v2).
 UNSUPPORTED_VERSION_CODE: Final = -32022
@@ -65,6 +68,20 @@ def offered_params(request: AnyInitializeRequest, protocol: ProtocolChoice) -> d
         )
     wire["protocolVersion"] = 2
     return wire if protocol == 2 else {**_v1_shape(wire), **wire}
+
+
+def typed_mcp_servers(request: _SetupT) -> _SetupT:
+    """``request`` (a session-setup request) with ``"type": "stdio"`` on each MCP server lacking a type.
+
+    v1 declares a stdio server by leaving ``type`` out; v2 requires it. The v1 models keep the
+    field, so the request stays the same class.
+    """
+    servers = request.mcp_servers
+    if not servers or all("type" in server.to_wire() for server in servers):
+        return request
+    wire = request.to_wire()
+    wire["mcpServers"] = [{"type": "stdio", **server} for server in wire["mcpServers"]]
+    return cast(_SetupT, type(request).model_validate(wire))  # the class of request
 
 
 def v1_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -97,13 +97,18 @@ ToolContent: TypeAlias = str | DiffView | TerminalRef
 
 @dataclass(slots=True)
 class ToolCallView:
-    """A tool call as its updates left it: each field the latest value the agent sent."""
+    """A tool call as its updates left it: each field the latest value the agent sent.
+
+    ``cancellable``: the agent advertised ``capabilities.cancel`` for it (v2): the client may send
+    ``tool_call/cancel`` while it runs.
+    """
 
     tool_call_id: str
     title: str | None = None
     kind: str | None = None
     status: str | None = None
     content: list[ToolContent] = field(default_factory=list)
+    cancellable: bool = False
 
 
 @dataclass(slots=True)
@@ -146,7 +151,11 @@ class ToolCallChanged:
 
 @dataclass(frozen=True, slots=True)
 class TerminalChanged:
-    """An agent-owned terminal was created or updated; ``appended`` is the output it added."""
+    """An agent-owned terminal was created or updated; ``appended`` is the output it added.
+
+    A snapshot (``terminal_update`` with ``output``) that goes on from the output so far appends
+    what is new; one that rewrites it gives the whole new output.
+    """
 
     terminal: TerminalView
     appended: bytes = b""
@@ -298,6 +307,9 @@ class TurnView:
                 if name in given:
                     value = getattr(update, name)
                     setattr(call, name, None if value is None else str(value))
+            if "capabilities" in given:
+                capabilities = update.capabilities
+                call.cancellable = getattr(capabilities, "cancel", None) is not None
             content = update.content
             if "content" in given:  # a list, or null: cleared
                 call.content = [_tool_content(item) for item in content] if isinstance(content, list) else []
@@ -334,8 +346,10 @@ class TurnView:
             terminal.cwd = update.cwd
         appended = b""
         if "output" in given:  # a snapshot: it replaces what was there
-            terminal.output = bytearray(_decoded(update.output.data) if update.output is not None else b"")
-            appended = bytes(terminal.output)
+            old = bytes(terminal.output)
+            new = _decoded(update.output.data) if update.output is not None else b""
+            terminal.output = bytearray(new)
+            appended = new[len(old) :] if new.startswith(old) else new  # what was not there yet
         if "exit_status" in given:
             status = update.exit_status
             terminal.exited = status is not None
