@@ -1,8 +1,8 @@
 """What exists in one ACP version only: a typed refusal (NotInProtocolVersion) on the other, never a no-op.
 
 v2 only: the tool call statuses ``cancelled`` and ``paused``, a permission's ``description``;
-v1 only: the client's files (see test_agent_app_v2). Each refusal names the feature, the version and
-what to use instead, and nothing goes out for it.
+v1 only: the client's files (see test_agent_app_v2), ``current_mode_update``. Each refusal names
+the feature, the version and what to use instead, and nothing goes out for it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 
 from acpio.app import AgentApp, StopReasonName, ToolStatusName, Turn
 from acpio.errors import NotInProtocolVersion
+from acpio.schema import CurrentModeUpdate
 from acpio.testing import serving
 
 from ._wire import open_session, send_prompt
@@ -116,3 +117,24 @@ def test_an_option_named_mode_beside_modes_cannot_serve_v2() -> None:
     app.builder(1)  # v1 has both
     with pytest.raises(ValueError, match="on ACP v2 the modes are the option 'mode'"):
         app.builder(2)
+
+
+async def test_a_v1_only_update_is_refused_on_v2(tmp_path: Path) -> None:
+    app = AgentApp("modes", protocols=(2,))
+    raised: list[NotInProtocolVersion] = []
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        try:
+            await turn.update(CurrentModeUpdate(current_mode_id="ask"))
+        except NotInProtocolVersion as error:
+            raised.append(error)
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        _, updates = await run_turn(peer, session_id, "go")
+    assert raised[0].version == 2
+    assert raised[0].feature == "the current_mode_update update"
+    assert "turn.set_mode()" in raised[0].instead
+    assert [u["sessionUpdate"] for u in updates] == ["user_message", "state_update", "state_update"]

@@ -161,7 +161,8 @@ class AgentApp:
 
         The answer it gets already has the negotiated version, ``agentInfo`` and the capabilities
         the app serves; the hook adds what only the agent knows (``authMethods``, prompt
-        capabilities computed at run time, more MCP transports...).
+        capabilities computed at run time, more MCP transports...). v1 only: a v2 client's
+        ``initialize`` is answered without it (auth methods on v2: :meth:`on_login`).
         """
         self._app.on_initialize.append(fn)
         return fn
@@ -221,7 +222,8 @@ class AgentApp:
         """Serve one more request type with a typed handler, as ``Builder.on_request`` takes it (a decorator).
 
         The message type comes from the first parameter's annotation: ``async def authenticate(req:
-        AuthenticateRequest, cx: Connection) -> AuthenticateResponse``.
+        AuthenticateRequest, cx: Connection) -> AuthenticateResponse``. Served to v1 clients (the
+        types are v1's).
         """
         self._app.handlers.append(fn)
         return fn

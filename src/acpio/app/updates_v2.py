@@ -16,12 +16,17 @@ from typing import Any, Final, Literal, TypeAlias
 from acpio.app.tool_calls import SessionUpdates
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
+from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.schema import SessionNotification, SessionUpdate
 
 __all__ = ["Recorder", "SessionState", "V2ClientFeatures", "V2Updates", "state_update"]
 
 _UPDATE: Final = "session/update"
+#: What to send on v2 instead of an update it does not have, by the v1 model's name.
+_INSTEAD: Final = {
+    "CurrentModeUpdate": "v2 has no modes: turn.set_mode() sends the 'mode' option's config_option_update",
+}
 
 #: The foreground states of a v2 session (``state_update``).
 SessionState: TypeAlias = Literal["running", "idle", "requires_action"]
@@ -69,13 +74,18 @@ class V2Updates(SessionUpdates):
         self._record = record
 
     def _post(self, update: SessionUpdate) -> None:
-        self.sent.append(update)
         neutral = SessionNotification(session_id=self.session_id, update=update).to_wire()
+        shaped = self._shapes.convert(neutral["update"])
+        if shaped is None:
+            raise NotInProtocolVersion(
+                f"the {neutral['update'].get('sessionUpdate')} update",
+                2,
+                _INSTEAD.get(type(update).__name__, ""),
+            )
+        self.sent.append(update)
         if self._record is not None:
             self._record(self.session_id, neutral)
-        shaped = self._shapes.convert(neutral["update"])
-        if shaped is not None:
-            self.post_v2(shaped)
+        self.post_v2(shaped)
 
     def post_v2(self, update: dict[str, Any]) -> None:
         """Send a v2 update object as it is, without waiting (not kept in the neutral history)."""

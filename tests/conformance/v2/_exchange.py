@@ -195,13 +195,27 @@ async def _cancel_checks(agent: AgentProcess, command: AgentCommand, verdicts: V
     else:
         session = (await agent.call("session/new", {"cwd": str(work)}))[0]["result"]["sessionId"]
 
-        def cancel_once_running(message: dict[str, Any]) -> None:
-            update = (message.get("params") or {}).get("update") or {}
-            if update.get("state") == "running" and session not in agent.cancelled:
+        def cancel() -> None:
+            if session not in agent.cancelled:
                 agent.cancelled.add(session)
                 agent.notify("session/cancel", {"sessionId": session})
 
-        turn = await agent.turn(session, command.busy, cancel_once_running)
+        def cancel_at_permission(message: dict[str, Any]) -> bool:
+            if message.get("method") == "session/request_permission":
+                cancel()  # blocked on the user: cancel now (the request is then answered cancelled)
+            return False
+
+        def cancel_once_running(message: dict[str, Any]) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("state") == "running":
+                # a moment into the foreground work: the turn is under way, not just accepted
+                asyncio.get_running_loop().call_later(0.5, cancel)
+
+        agent.on_request = cancel_at_permission
+        try:
+            turn = await agent.turn(session, command.busy, cancel_once_running)
+        finally:
+            agent.on_request = None
         last = turn.updates[-1] if turn.updates else {}
         verdicts.check(
             "ACP2-CANCEL-001",
