@@ -126,3 +126,28 @@ async def test_resume_without_replay_from_replays_nothing_and_an_unknown_cursor_
     assert unknown["error"]["code"] == -32602
     assert resumed["result"] == {}
     assert [f for f in frames if f.get("method") == "session/update"] == []
+
+
+async def test_a_v2_replay_keeps_each_message_id_the_client_was_told(tmp_path: Path) -> None:
+    app = remembering_app(tmp_path / "sessions.db")
+    async with serving(app.builder(2), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        answer, live = await run_turn(peer, session_id, "hello")
+    said = {u["messageId"] for u in live if u["sessionUpdate"] == "agent_message_chunk"}
+    async with serving(app.builder(2), timeout=TIMEOUT) as peer:
+        await initialize_v2(peer)
+        frames: list[Any] = []
+        await peer.response_to(
+            peer.request(
+                "session/resume",
+                {"sessionId": session_id, "cwd": str(tmp_path), "replayFrom": {"type": "start"}},
+            ),
+            frames,
+        )
+    replay = [f["params"]["update"] for f in frames if f.get("method") == "session/update"]
+    user, agent = replay[0], replay[-1]
+    assert (user["sessionUpdate"], user["messageId"]) == ("user_message", answer["result"]["messageId"])
+    assert len(said) == 1
+    assert (agent["sessionUpdate"], agent["messageId"]) == ("agent_message", said.pop())
+    assert "_meta" not in user  # acpio's note of the id stays in the store
+    assert "_meta" not in agent

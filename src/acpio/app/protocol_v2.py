@@ -33,7 +33,7 @@ from acpio.app.app_session import AppSession, PromptFunction
 from acpio.app.protocol import AppProtocol
 from acpio.app.turn import Turn
 from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
-from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, new_message_id, replayed
+from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_message_id, replayed
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
 from acpio.jsonrpc.typed import parse_params
@@ -289,8 +289,11 @@ class AppProtocolV2:
         message_id = new_message_id()
         prompt = [block.to_wire() for block in request.prompt]
         for block in request.prompt:  # the neutral history: what the user said, for a later replay
-            chunk = SessionNotification(session_id=session.id, update=UserMessageChunk(content=block))
-            self._core.record(session.id, chunk.to_wire())
+            chunk = SessionNotification(
+                session_id=session.id, update=UserMessageChunk(content=block)
+            ).to_wire()
+            keep_message_id(chunk["update"], message_id)  # a replay gives it back under its id
+            self._core.record(session.id, chunk)
         updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": prompt})
         updates.post_v2(state_update("running"))
         session.current = turn

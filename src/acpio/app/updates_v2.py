@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from acpio.app.tool_calls import SessionUpdates
-from acpio.app.v2_shapes import V2Shapes
+from acpio.app.v2_shapes import V2Shapes, keep_message_id
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
@@ -84,6 +84,9 @@ class V2Updates(SessionUpdates):
             )
         self.sent.append(update)
         if self._record is not None:
+            message_id = shaped.get("messageId")
+            if isinstance(message_id, str):
+                keep_message_id(neutral["update"], message_id)
             self._record(self.session_id, neutral)
         self.post_v2(shaped)
 

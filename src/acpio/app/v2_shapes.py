@@ -16,13 +16,24 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-__all__ = ["MODE_CONFIG_ID", "PLAN_ID", "V2Shapes", "git_patch", "new_message_id", "replayed"]
+__all__ = [
+    "MODE_CONFIG_ID",
+    "PLAN_ID",
+    "V2Shapes",
+    "git_patch",
+    "keep_message_id",
+    "new_message_id",
+    "replayed",
+    "stored_message_id",
+]
 
 #: The ``configId`` of the app's modes on v2 (a select option with ``category: "mode"``).
 MODE_CONFIG_ID: Final = "mode"
 #: The ``planId`` of a session's plan on v2: each ``turn.plan`` replaces it, as on v1.
 PLAN_ID: Final = "plan"
 
+#: acpio's key in a stored update's ``_meta``.
+_META_KEY: Final = "acpio"
 _CHUNKS: Final = {
     "agent_message_chunk": "agent_message",
     "agent_thought_chunk": "agent_thought",
@@ -33,6 +44,27 @@ _CHUNKS: Final = {
 def new_message_id() -> str:
     """A fresh ``messageId``."""
     return f"msg_{uuid.uuid4().hex}"
+
+
+def keep_message_id(update: dict[str, Any], message_id: str) -> None:
+    """Note ``message_id`` in a neutral chunk's ``_meta`` (``acpio.messageId``): a replay keeps it.
+
+    v1 has no message ids; what a v2 client was told must come back the same on ``session/resume``.
+    """
+    meta = update.get("_meta")
+    own = meta.get(_META_KEY) if isinstance(meta, dict) else None
+    update["_meta"] = {
+        **(meta if isinstance(meta, dict) else {}),
+        _META_KEY: {**(own if isinstance(own, dict) else {}), "messageId": message_id},
+    }
+
+
+def stored_message_id(update: dict[str, Any]) -> str | None:
+    """The ``messageId`` :func:`keep_message_id` noted in a stored chunk, if any."""
+    meta = update.get("_meta")
+    own = meta.get(_META_KEY) if isinstance(meta, dict) else None
+    found = own.get("messageId") if isinstance(own, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def git_patch(path: str, old: str | None, new: str) -> str:
@@ -130,22 +162,30 @@ def replayed(updates: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """A stored history (neutral updates, oldest first) as the v2 upserts a ``session/resume`` replays.
 
     Each message (a run of chunks of one kind) becomes one whole-message upsert (``user_message``,
-    ``agent_message``, ``agent_thought``) with its content; tool calls and the rest are converted
-    one by one as :class:`V2Shapes` does live.
+    ``agent_message``, ``agent_thought``) with its content, under the ``messageId`` it had on v2
+    when a v2 turn recorded it (:func:`keep_message_id`), else a new one; tool calls and the rest
+    are converted one by one as :class:`V2Shapes` does live.
     """
     shapes = V2Shapes()
     message: dict[str, Any] | None = None
     for update in updates:
         kind = update.get("sessionUpdate")
         whole = _CHUNKS.get(kind) if isinstance(kind, str) else None
-        if whole is not None and message is not None and message["sessionUpdate"] == whole:
+        kept = stored_message_id(update)
+        if (
+            whole is not None
+            and message is not None
+            and message["sessionUpdate"] == whole
+            and kept in (None, message["messageId"])
+        ):
             message["content"].append(update["content"])
             continue
         if message is not None:
             yield message
             message = None
         if whole is not None:
-            message = {"sessionUpdate": whole, "messageId": new_message_id(), "content": [update["content"]]}
+            message_id = kept or new_message_id()
+            message = {"sessionUpdate": whole, "messageId": message_id, "content": [update["content"]]}
             continue
         shaped = shapes.convert(update)
         if shaped is not None:

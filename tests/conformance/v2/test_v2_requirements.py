@@ -47,10 +47,6 @@ AGENTS = (
         busy="count these words",
         permission="count these words",
         plan="count these words",
-        known_failures={
-            "ACP2-RESUME-002": "AgentApp replays a stored user message under a new messageId, not the one "
-            "session/prompt answered (the spec: a replayed message keeps its identifier)",
-        },
     ),
     # (examples/v2_echo_agent.py is a minimal builder without the router and the session baseline:
     # tests/router runs it.)
