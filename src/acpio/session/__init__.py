@@ -73,6 +73,17 @@ entry points), :mod:`~acpio.session.connection` (:class:`SessionConnection`),
 """
 
 from acpio.session.active import ActiveSession, SessionSetupRequest, SessionSetupResponse
+from acpio.session.attach import (
+    AttachedSessionClosed,
+    AttachedTurnEnded,
+    AttachSessionRequest,
+    AttachSessionResponse,
+    DetachSessionRequest,
+    DetachSessionResponse,
+    ObservedSession,
+    SessionEnded,
+    observe_session,
+)
 from acpio.session.builder import SessionBuilder, SessionStart, attach_session
 from acpio.session.connection import SessionConnection
 from acpio.session.mcp import McpServerList, McpServerRegistry
@@ -104,6 +115,14 @@ from acpio.session.peers import SessionPeers
 
 __all__ = [
     "ActiveSession",
+    "AttachSessionRequest",
+    "AttachSessionResponse",
+    "AttachedSessionClosed",
+    "AttachedTurnEnded",
+    "DetachSessionRequest",
+    "DetachSessionResponse",
+    "ObservedSession",
+    "SessionEnded",
     "AgentRequestMessage",
     "CreateElicitationMessage",
     "CreateTerminalMessage",
@@ -133,4 +152,5 @@ __all__ = [
     "build_session_from",
     "build_session_load",
     "build_session_resume",
+    "observe_session",
 ]
