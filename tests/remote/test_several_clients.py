@@ -1,4 +1,4 @@
-"""Several clients on one session (unstable ``_acpio/session/attach``): observers over WebSocket."""
+"""Several clients on one session (unstable ``_acpio/session/attach``): observers, over both transports."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+import websockets
 
 from acpio import Client, InvalidRequest, ResourceNotFound, SessionConnection
 from acpio import schema as acp
 from acpio.app import AgentApp, Turn
-from acpio.remote import RemoteAgent, RemoteServer
+from acpio.remote import Limits, RemoteAgent, RemoteServer
 from acpio.session import AttachedTurnEnded, ObservedSession, SessionEnded, observe_session
 
 pytest.importorskip("uvicorn")
@@ -59,11 +61,12 @@ async def connected(url: str, main: Callable[[SessionConnection], Awaitable[Any]
     return await Client.builder().connect_with(RemoteAgent(url), run)
 
 
+@pytest.mark.parametrize("scheme", ["ws", "http"], ids=["websocket", "streamable-http"])
 @pytest.mark.parametrize("store", [None, "memory:"], ids=["no-store", "store"])
-async def test_an_observer_sees_the_replay_then_every_update_live(store: str | None) -> None:
+async def test_an_observer_sees_the_replay_then_every_update_live(store: str | None, scheme: str) -> None:
     gate = asyncio.Event()
     async with RemoteServer(gated_app(gate, store), port=0) as server:
-        url = server.url.replace("http", "ws", 1)
+        url = server.url.replace("http", scheme, 1)
         attached: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         observer_ready = asyncio.Event()
         observer_left = asyncio.Event()
@@ -180,3 +183,43 @@ async def test_attaching_to_a_session_not_open_here_says_what_to_do() -> None:
                 await observe_session(cx, "sess_nowhere")
 
         await connected(server.url.replace("http", "ws", 1), attach)
+
+
+@pytest.mark.slow
+async def test_an_observer_that_stops_reading_is_cut_off_and_holds_no_turn_back() -> None:
+    app = AgentApp("flood", unstable=True)
+    chunk = "x" * 8192
+
+    @app.prompt
+    async def flood(turn: Turn) -> None:
+        for _ in range(1000):  # 8 MB: more than the sockets' buffers hold
+            await turn.say(chunk)
+
+    limits = Limits(max_buffered=64 * 1024, stall_timeout=0.5)
+    async with (
+        RemoteServer(app, port=0, limits=limits) as server,
+        asyncio.timeout(25),
+        websockets.connect(server.url.replace("http", "ws", 1), max_size=None) as stuck,
+    ):
+
+        async def owner(cx: SessionConnection) -> None:
+            async with cx.build_session(Path.cwd()).start_session() as session:
+                initialize = {"protocolVersion": 1}
+                await stuck.send(
+                    orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize})
+                )
+                await stuck.recv()
+                attach = {"sessionId": session.session_id, "role": "observer"}
+                await stuck.send(
+                    orjson.dumps(
+                        {"jsonrpc": "2.0", "id": 1, "method": "_acpio/session/attach", "params": attach}
+                    )
+                )
+                assert orjson.loads(await stuck.recv())["result"] == {"running": False}
+                # the observer reads nothing more; the turn is not held back by it
+                session.send_prompt("go")
+                assert await session.read_to_string() == chunk * 1000
+
+        await connected(server.url.replace("http", "ws", 1), owner)
+        # the stuck observer's connection was closed too (once the server gave up its close handshake)
+        await server.listener.wait_drained()

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from acpio.app.app_session import AppSession
-from acpio.errors import ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound
+from acpio.errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound
 from acpio.jsonrpc import Builder, Connection
 from acpio.jsonrpc.messages import RawJson
 from acpio.schema import ContentBlock, SessionNotification, SessionUpdate, UserMessageChunk
@@ -43,6 +43,8 @@ class SessionObservers:
         self._sessions = sessions
         #: Session id -> the connections watching it, in the order they attached.
         self._watching: dict[str, list[Connection]] = {}
+        #: The observers being waited for: sent more than they read (see :meth:`_keep_up`).
+        self._behind: set[Connection] = set()
 
     def register(self, builder: Builder[Any]) -> None:
         """Serve attach and detach, forward what is sent, forget the observers that leave."""
@@ -155,6 +157,27 @@ class SessionObservers:
         for observer in self._live(session_id):
             with contextlib.suppress(ConnectionClosed):  # it left meanwhile: forgotten next time
                 observer.send_notification(method, params)
+                self._keep_up(observer)
+
+    def _keep_up(self, observer: Connection) -> None:
+        """Wait for the observer to read, beside the turn (which waits for its own client only).
+
+        ``drain()`` is what bounds an observer's backlog: a remote connection whose client reads
+        nothing for its ``stall_timeout`` is closed there.
+        """
+        if observer in self._behind:
+            return
+        self._behind.add(observer)
+
+        async def drain() -> None:
+            try:
+                await observer.drain()
+            except AcpError:  # the observer stalled or left: its connection ended, the session goes on
+                pass
+            finally:
+                self._behind.discard(observer)
+
+        observer.spawn(drain())
 
     def _drop(self, session_id: str, cx: Connection) -> None:
         observers = self._watching.get(session_id)
