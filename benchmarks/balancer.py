@@ -16,7 +16,7 @@ throwaway PostgreSQL cluster from ``tests/store/_postgres.py``). Needs HAProxy a
   session on another backend (median of rounds; the killed backend is restarted between rounds);
 * **memory**: a backend's proportional set size (the server and its agent processes) idle, with C
   connections of one session, and with one connection of S sessions: the cost of a connection
-  (an agent process) and of a session in it, and so sessions per GB each way.
+  (an agent process) and of a session in it, and so sessions per GiB each way.
 """
 
 from __future__ import annotations
@@ -188,12 +188,12 @@ async def memory(lb: Balancer, connections: int, sessions: int) -> None:
     print(f"memory: a backend idle {idle / 1024:.1f} MiB (PSS, the server process)")
     print(
         f"memory: {connections} connections of one session: {connection_kib / 1024:.1f} MiB each "
-        f"(an agent process): {1024 * 1024 / connection_kib:,.0f} sessions per GB"
+        f"(an agent process): {1024 * 1024 / connection_kib:,.0f} sessions per GiB"
     )
     print(
         f"memory: one connection of {sessions} sessions: {one_connection / 1024:.1f} MiB, "
         f"{session_kib:.0f} KiB per session beyond the first: "
-        f"{1024 * 1024 * sessions / one_connection:,.0f} sessions per GB"
+        f"{1024 * 1024 * sessions / one_connection:,.0f} sessions per GiB"
     )
 
 

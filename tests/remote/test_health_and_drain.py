@@ -7,6 +7,7 @@ clients. The same behind HAProxy, with ``acpio serve`` processes: ``test_balance
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
 import sys
@@ -19,8 +20,8 @@ import websockets
 from acpio import Client, SessionConnection
 from acpio import schema as acp
 from acpio.agents.testy import testy_agent
-from acpio.errors import ConnectionClosed
-from acpio.remote import ReadinessCheck, RemoteAgent, RemoteServer
+from acpio.errors import ConnectionClosed, TransportError
+from acpio.remote import HttpTransport, ReadinessCheck, RemoteAgent, RemoteServer
 
 
 async def test_healthz_and_readyz_answer_without_the_token_the_endpoint_needs() -> None:
@@ -171,3 +172,21 @@ def test_acpio_serve_refuses_a_negative_drain_timeout() -> None:
     )
     assert done.returncode == 2
     assert "--drain-timeout is a number of seconds, 0 or more" in done.stderr
+
+
+async def test_a_request_posted_after_the_drain_closed_its_connection_is_kept_to_send_again() -> None:
+    """The server refuses it unseen (``404``): :attr:`HttpTransport.undelivered` has it for a reconnection."""
+    listing = b'{"jsonrpc":"2.0","id":%d,"method":"session/list","params":{}}'
+    async with RemoteServer(testy_agent(), port=0) as server:
+        client = HttpTransport(server.url)
+        client.send(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}')
+        assert b'"result"' in (await asyncio.wait_for(client.receive(), 10) or b"")
+        client.send(listing % 1)
+        assert b'"sessions"' in (await asyncio.wait_for(client.receive(), 10) or b"")  # the stream is open
+        server.listener.drain()  # no turn runs on it: the connection ends now
+        assert await asyncio.wait_for(client.receive(), 10) is None
+        client.send(listing % 2)
+        with contextlib.suppress(TransportError):
+            await asyncio.wait_for(client.drain(), 10)
+        assert client.undelivered == [listing % 2]
+        await client.aclose()

@@ -76,6 +76,9 @@ class HttpTransport(QueuedSender):
         if client is not None and cookies is not None:
             client.cookies = cookies.jar
         self.connection_id: str | None = None
+        #: Requests the server refused because the connection had ended there (``404``, ``410``):
+        #: it never handled them, so a new connection may send them again (a reconnecting client does).
+        self.undelivered: list[bytes] = []
         self._inbox = Inbox(DEFAULT_MAX_BUFFERED)
         self._streams: dict[str | None, asyncio.Task[None]] = {}
         self._ready: dict[str, asyncio.Future[None]] = {}
@@ -145,12 +148,15 @@ class HttpTransport(QueuedSender):
         response = await self._client.post(self.url, content=frame, headers=headers)
         if response.status_code < 300:
             return
-        await self._refused(response, message)
+        await self._refused(response, frame, message)
 
-    async def _refused(self, response: httpx.Response, message: dict[str, Any] | None) -> None:
+    async def _refused(self, response: httpx.Response, frame: bytes, message: dict[str, Any] | None) -> None:
         status = response.status_code
         what = f"The ACP server answered {status}: {response.text[:500]}"
         if status in _FATAL_STATUSES:
+            if status in (404, 410) and message is not None and "method" in message and "id" in message:
+                self._pending.pop(id_key(message["id"]) or "", None)
+                self.undelivered.append(frame)
             self._fail(TransportError(what))
             return
         if message is None or "method" not in message or "id" not in message:

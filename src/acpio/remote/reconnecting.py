@@ -14,6 +14,7 @@ import orjson
 
 from acpio.errors import ConnectionClosed, TransportError
 from acpio.remote._frames import id_key, parse
+from acpio.remote.http_client import HttpTransport
 from acpio.transports.base import OversizedFrame, Transport
 
 __all__ = ["ReconnectingTransport"]
@@ -31,7 +32,10 @@ class ReconnectingTransport:
     ``give_up_after`` seconds). On the new connection it sends the same ``initialize``, then
     continues each session opened before: ``session/resume`` when the agent advertises it, else
     ``session/load`` (its replayed history is not passed on: the client has seen it). Messages sent
-    meanwhile wait and go out after that. The client code sees none of it but the failed requests.
+    meanwhile wait and go out after that, and so do the requests the server refused unseen because
+    their connection had already ended there (:attr:`HttpTransport.undelivered`: a request posted
+    just as a draining server closed its connection). The client code sees none of it but the
+    failed requests.
     """
 
     def __init__(
@@ -165,17 +169,23 @@ class ReconnectingTransport:
     async def _recover(self, reason: str) -> None:
         self._reconnecting = True
         try:
-            for request_id in self._pending.values():
+            with contextlib.suppress(ConnectionClosed, TransportError, OSError):
+                await self._inner.aclose()
+            # What the server refused unseen (its connection had ended) goes again on the next one.
+            resend = self._inner.undelivered if isinstance(self._inner, HttpTransport) else []
+            again = {key for frame in resend if (key := _request_key(frame)) is not None}
+            for key, request_id in self._pending.items():
+                if key in again:
+                    continue
                 error = {
                     "code": -32603,
                     "message": f"The connection to the agent broke ({reason}): request lost",
                 }
                 self._local.append(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
-            self._pending.clear()
+            self._pending = {key: value for key, value in self._pending.items() if key in again}
+            self._held.extendleft(reversed(resend))
             self._opening.clear()
             self._agent_requests.clear()
-            with contextlib.suppress(ConnectionClosed, TransportError, OSError):
-                await self._inner.aclose()
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self._give_up_after
             delay = self._base_delay
@@ -232,6 +242,11 @@ class ReconnectingTransport:
                     raise _Refused(f"{method.decode()} was refused: {message['error']}")
                 return
             # anything else meanwhile (the replayed history of session/load) the client has already seen
+
+
+def _request_key(frame: bytes) -> str | None:
+    message = parse(frame)
+    return None if message is None else id_key(message.get("id"))
 
 
 class _Refused(Exception):
