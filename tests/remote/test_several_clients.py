@@ -11,11 +11,17 @@ import orjson
 import pytest
 import websockets
 
-from acpio import Client, InvalidRequest, ResourceNotFound, SessionConnection
+from acpio import Client, InvalidParams, InvalidRequest, ResourceNotFound, SessionConnection
 from acpio import schema as acp
 from acpio.app import AgentApp, Turn
 from acpio.remote import Limits, RemoteAgent, RemoteServer
-from acpio.session import AttachedTurnEnded, ObservedSession, SessionEnded, observe_session
+from acpio.session import (
+    AttachedTurnEnded,
+    AttachSessionRequest,
+    ObservedSession,
+    SessionEnded,
+    observe_session,
+)
 
 pytest.importorskip("uvicorn")
 
@@ -181,6 +187,9 @@ async def test_attaching_to_a_session_not_open_here_says_what_to_do() -> None:
         async def attach(cx: SessionConnection) -> None:
             with pytest.raises(ResourceNotFound, match="session/load"):
                 await observe_session(cx, "sess_nowhere")
+            controller = AttachSessionRequest(session_id="sess_nowhere", role="controller")
+            with pytest.raises(InvalidParams, match="attach as one of observer"):
+                await cx.send_request(controller)
 
         await connected(server.url.replace("http", "ws", 1), attach)
 

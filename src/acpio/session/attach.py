@@ -10,8 +10,6 @@ end of each turn with ``_acpio/session/turn_ended`` and the end of the session w
 
 from __future__ import annotations
 
-from typing import Literal
-
 from acpio.errors import AcpError, ConnectionClosed
 from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
 from acpio.jsonrpc import Connection
@@ -48,7 +46,8 @@ class AttachSessionRequest(ExtensionRequest, method="_acpio/session/attach", res
     """``_acpio/session/attach`` (unstable): watch a session open on another connection of the agent."""
 
     session_id: str
-    role: Literal["observer"] = "observer"
+    #: ``"observer"``, the only role served so far (:data:`ATTACH_ROLES`); others are refused.
+    role: str = "observer"
 
 
 class DetachSessionResponse(ExtensionResponse):
