@@ -31,6 +31,7 @@ from acpio.app.app_session import (
 )
 from acpio.app.history import read_history
 from acpio.app.menu import Menu
+from acpio.app.observers import SessionObservers
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
@@ -112,6 +113,8 @@ class AppProtocol:
             if store is not None
             else None
         )
+        #: The clients watching sessions of other connections (unstable: ``_acpio/session/attach``).
+        self.observers = SessionObservers(self.sessions.get) if definition.unstable else None
 
     def register(self, app: Builder[AcpConnection]) -> None:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
@@ -127,6 +130,8 @@ class AppProtocol:
             app.on_request(SetSessionModeRequest, self._set_mode)
         if self._menu.options:
             app.on_request(SetSessionConfigOptionRequest, self._set_option)
+        if self.observers is not None:
+            self.observers.register(app)
         for handler in self._app.handlers:
             app.on_request(handler)
 
@@ -153,6 +158,10 @@ class AppProtocol:
             capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)
         if self.stored is not None:
             capabilities = self.stored.agent_capabilities(capabilities)
+        if self.observers is not None:  # acpio's extension, named like the store's hint
+            meta = dict(capabilities.meta or {})
+            meta["acpio"] = {**meta.get("acpio", {}), "attach": {"roles": ["observer"]}}
+            capabilities.meta = meta
         answer = InitializeResponse(
             protocol_version=select_version(request.protocol_version, (1,)),
             agent_capabilities=capabilities,
@@ -258,6 +267,8 @@ class AppProtocol:
             task = session.turn
             self.cancel_turn(session)
             await asyncio.gather(task, return_exceptions=True)
+        if self.observers is not None:
+            self.observers.closed(session_id)
         for hook in self._app.on_close:
             await hook(session)
 
@@ -269,6 +280,12 @@ class AppProtocol:
     def open_session(self, cx: Connection, session_id: str) -> AppSession:
         """The session ``session_id`` open on ``cx``; ``-32002`` when there is none."""
         session = self.sessions.get(session_id)
+        if self.observers is not None and self.observers.watches(cx, session_id):
+            raise InvalidRequest(
+                {"sessionId": session_id},
+                message="This connection watches the session as an observer: only the client that "
+                "opened it may prompt, cancel or change it",
+            )
         if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
@@ -340,11 +357,14 @@ class AppProtocol:
                 )
                 self.stored.store.append_soon(request.session_id, encode_value(update))
         session.current = turn
+        if self.observers is not None:
+            self.observers.prompted(request.session_id, request.prompt)
         session.turn = cx.spawn(self._run_turn(self._app.prompt, turn, session, responder))
 
     async def _run_turn(
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
+        answer: PromptResponse | RequestError | None = None
         try:
             self.begun.add(session.id)
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
@@ -353,18 +373,31 @@ class AppProtocol:
         except asyncio.CancelledError:
             if not turn.cancel_requested:
                 raise  # the connection is ending, not the turn
-            responder.respond(PromptResponse(stop_reason=StopReason.CANCELLED))
+            answer = PromptResponse(stop_reason=StopReason.CANCELLED)
         except RequestError as error:
-            responder.respond_with_error(error)
+            answer = error
         except Exception as error:
             _log.exception("The prompt function of %r failed", self._app.info.name)
-            responder.respond_with_error(InternalError.for_exception(error, details=self._app.error_details))
+            answer = InternalError.for_exception(error, details=self._app.error_details)
         else:
-            responder.respond_with_result(self.stop_reason(stop, turn))
+            answer = self.stop_reason(stop, turn)
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
             self.begun.discard(session.id)
+            if answer is not None:
+                responder.respond_with_result(answer)
+            if self.observers is not None:
+                self._tell_observers(session.id, answer)
+
+    def _tell_observers(self, session_id: str, answer: PromptResponse | RequestError | None) -> None:
+        assert self.observers is not None
+        if isinstance(answer, PromptResponse):
+            reason = answer.stop_reason
+            self.observers.turn_ended(session_id, reason.value if isinstance(reason, StopReason) else reason)
+        else:
+            error = "the connection ended" if answer is None else answer.message
+            self.observers.turn_ended(session_id, None, error)
 
     def stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
         """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""

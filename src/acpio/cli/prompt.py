@@ -76,6 +76,13 @@ def register(subparsers: Subcommands) -> None:
         "--session", metavar="ID", help="continue this session (session/load, or session/resume)"
     )
     parser.add_argument(
+        "--attach",
+        metavar="ID",
+        help="(unstable) watch session ID, which another client runs on the remote --agent, instead of "
+        "prompting: its history, then each turn live, until it closes. The agent must be an AgentApp "
+        "with unstable=True served by `acpio serve --app` (see docs/remote.md)",
+    )
+    parser.add_argument(
         "--init-timeout",
         metavar="SECONDS",
         type=_seconds,
@@ -217,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
             agent = AgentCommand.from_string(args.agent)
         except ValueError as exc:
             raise CliError(f"--agent: {exc}") from exc
+    if args.attach:
+        return _observe(args, agent)
     cwd = Path(args.cwd).expanduser()
     if not cwd.is_dir():
         raise CliError(f"--cwd {args.cwd}: no such directory")
@@ -278,6 +287,23 @@ def run(args: argparse.Namespace) -> int:
 def _protocol(text: str) -> ProtocolChoice:
     """``--protocol``'s value (argparse checked it is one of the choices)."""
     return "negotiate" if text == "negotiate" else 2 if text == "2" else 1
+def _observe(args: argparse.Namespace, agent: Any) -> int:
+    """``--attach ID``: watch a session of a remote agent (no prompt of this process's)."""
+    from acpio.cli import CliError, run_main
+
+    if args.text or args.session or args.interactive:
+        raise CliError("--attach watches another client's session: give no prompt, --session nor -i with it")
+    if not args.agent.lower().startswith(("ws://", "wss://", "http://", "https://")):
+        raise CliError(
+            "--attach needs the URL of the remote agent running the session (--agent ws://HOST:PORT): "
+            "a command would start an agent of its own, without that session"
+        )
+    from acpio.oneshot.observe import observe
+
+    try:
+        return run_main(observe(agent, args.attach))
+    except KeyboardInterrupt:
+        return 130
 
 
 def _component(option: str, text: str) -> Any:

@@ -4,6 +4,7 @@
 
     acpio serve -- acpio testy
     acpio serve --port 9000 -- npx @zed-industries/claude-code-acp
+    acpio serve --app my_agent:app
     ACPIO_TOKEN=... acpio serve --host 0.0.0.0 -- python my_agent.py
 
 See ``docs/remote.md``.
@@ -28,7 +29,9 @@ __all__ = ["register", "run"]
 _DESCRIPTION = """\
 Serve a stdio ACP agent over the network: Streamable HTTP (POST, event streams) and WebSocket on one
 endpoint, http://HOST:PORT and ws://HOST:PORT. Each remote connection gets its own agent process,
-started from the command after --; its stderr is logged; it ends when the connection ends.
+started from the command after --; its stderr is logged; it ends when the connection ends. With
+--app MODULE:NAME, an AgentApp is served in this process instead, one for every connection: with
+unstable=True a client may attach to another's session (acpio prompt --attach, docs/remote.md).
 
 The server binds loopback (127.0.0.1) unless --host says otherwise. Another address needs a token
 (--token or ACPIO_TOKEN: clients send it as Authorization: Bearer TOKEN) or --insecure. Browser pages
@@ -85,6 +88,12 @@ def register(subparsers: Subcommands) -> None:
         help="the session store the agents use (postgresql://...): /readyz fails while it does not answer",
     )
     parser.add_argument(
+        "--app",
+        metavar="MODULE:NAME",
+        help="serve this AgentApp in this process instead of a command (module importable from here or "
+        "PYTHONPATH): every connection shares its sessions, so clients may attach to one another's",
+    )
+    parser.add_argument(
         "command", nargs=argparse.REMAINDER, help="-- then the agent command and its arguments"
     )
     parser.set_defaults(run=run)
@@ -103,8 +112,13 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
-    if not command:
-        raise CliError("no agent: give its command after --, as in `acpio serve -- acpio testy`")
+    if args.app and command:
+        raise CliError("give the agent's command after -- or --app MODULE:NAME, not both")
+    if not command and not args.app:
+        raise CliError(
+            "no agent: give its command after --, as in `acpio serve -- acpio testy`, or an AgentApp "
+            "with --app MODULE:NAME"
+        )
     try:
         importlib.import_module("uvicorn")  # acpio.remote imports it only once a server starts
 
@@ -128,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
     store = _open_store(args.check_store) if args.check_store else None
     ready_checks = [] if store is None else [ReadinessCheck("the session store", lambda: store.list(limit=1))]
     try:
-        gateway = Gateway(command)
+        served = _imported_app(args.app) if args.app else Gateway(command)
         server = RemoteServer(
-            gateway,
+            served,
             host=args.host,
             port=args.port,
             token=args.token,
@@ -186,6 +200,25 @@ async def _drain(server: RemoteServer, seconds: float, signals: asyncio.Queue[in
     if not await draining:
         log.warning("Drain timeout: the turns still running after %g s were cut", seconds)
     again.cancel()
+
+
+def _imported_app(spec: str) -> Any:
+    """The app ``--app MODULE:NAME`` names: anything with ``serve(listener)``, an AgentApp say."""
+    import importlib
+
+    from acpio.cli import CliError
+
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise CliError(f"--app {spec}: give MODULE:NAME, as in --app my_agent:app")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"--app {spec}: cannot import {module_name} ({exc}); is it on PYTHONPATH?") from exc
+    app = getattr(module, name, None)
+    if not callable(getattr(app, "serve", None)):
+        raise CliError(f"--app {spec}: {module_name} has no {name} with a serve() method (an AgentApp)")
+    return app
 
 
 def _open_store(url: str) -> SessionStore:

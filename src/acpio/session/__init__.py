@@ -76,6 +76,17 @@ entry points), :mod:`~acpio.session.connection` (:class:`SessionConnection`),
 """
 
 from acpio.session.active import ActiveSession, SessionSetupRequest, SessionSetupResponse
+from acpio.session.attach import (
+    AttachedSessionClosed,
+    AttachedTurnEnded,
+    AttachSessionRequest,
+    AttachSessionResponse,
+    DetachSessionRequest,
+    DetachSessionResponse,
+    ObservedSession,
+    SessionEnded,
+    observe_session,
+)
 from acpio.session.builder import SessionBuilder, SessionStart, attach_session
 from acpio.session.connection import SessionConnection
 from acpio.session.mcp import McpServerList, McpServerRegistry
@@ -126,6 +137,14 @@ from acpio.session.turn_view import (
 
 __all__ = [
     "ActiveSession",
+    "AttachSessionRequest",
+    "AttachSessionResponse",
+    "AttachedSessionClosed",
+    "AttachedTurnEnded",
+    "DetachSessionRequest",
+    "DetachSessionResponse",
+    "ObservedSession",
+    "SessionEnded",
     "AgentRequestMessage",
     "CreateElicitationMessage",
     "CreateTerminalMessage",
@@ -172,4 +191,5 @@ __all__ = [
     "build_session_from",
     "build_session_load",
     "build_session_resume",
+    "observe_session",
 ]

@@ -204,7 +204,12 @@ class StoredSessions:
             session_id = session_id_of(orjson.loads(params.json))
         else:
             session_id = getattr(source, "session_id", None)
-        if type(session_id) is not str or session_id not in self._live or session_id in self._replaying:
+        # only what the session's own connection is sent: an observer's copy is no new update
+        if (
+            type(session_id) is not str
+            or self._live.get(session_id) is not cx
+            or session_id in self._replaying
+        ):
             return
         try:
             self.store.append_soon(session_id, params.json)
