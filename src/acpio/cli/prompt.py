@@ -287,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
 def _protocol(text: str) -> ProtocolChoice:
     """``--protocol``'s value (argparse checked it is one of the choices)."""
     return "negotiate" if text == "negotiate" else 2 if text == "2" else 1
+
+
 def _observe(args: argparse.Namespace, agent: Any) -> int:
     """``--attach ID``: watch a session of a remote agent (no prompt of this process's)."""
     from acpio.cli import CliError, run_main

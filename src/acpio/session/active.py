@@ -263,10 +263,12 @@ class ActiveSession:
         """
         answers = TurnAnswers(self._cx, permissions, files)
         view = self.view
+        already = view.text  # what read_update() gave before this call is not read again
         async for message in self:
             if message.is_request:
                 await answers.answer(message)
-        return view.text
+        text = view.text
+        return text[len(already) :] if text.startswith(already) else text
 
     # --- hand-off and end -----------------------------------------------------------------------
 
