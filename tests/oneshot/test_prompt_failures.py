@@ -264,3 +264,14 @@ def test_behind_a_proxy_the_agents_lines_that_are_not_json_are_still_warned_of(t
     done = acpio_prompt(tmp_path, "--agent", "echo Welcome", "--proxy", proxy, "hello")
     assert done.returncode == 3, done.stderr
     assert any("not JSON" in line and "'Welcome'" in line for line in done.stderr.splitlines()), done.stderr
+
+
+def test_protocol_2_against_a_v1_agent_says_which_flag_to_use(tmp_path: Path) -> None:
+    """``--protocol 2`` with a v1-only agent: the error names the flags that work, not an upgrade."""
+    testy = f"{sys.executable} -m acpio testy"
+    done = acpio_prompt(tmp_path, "--protocol", "2", "--agent", testy, "hi")
+    assert done.returncode == 4, done.stderr
+    assert "speaks ACP protocol version 1, but this client speaks only 2" in done.stderr
+    assert "leave --protocol out" in done.stderr
+    assert "--protocol 1." in done.stderr
+    assert "Upgrade acpio" not in done.stderr

@@ -734,7 +734,7 @@ async def _initialize(
         message = _no_initialize_answer(process, limit, watch.first_non_json)
         raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
     except UnsupportedProtocolVersion as exc:
-        raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
+        raise PromptFailed(_unsupported_version(exc, cx.protocol), ExitCode.AGENT_ERROR) from exc
     except RequestError as exc:
         if watch.echoed:  # cat: our initialize came back as a request, our error answer as the reply
             raise PromptFailed(_echoes(process), ExitCode.AGENT_FAILED) from exc
@@ -943,6 +943,16 @@ def _not_an_agent(watch: StdoutWatch) -> str:
     else:
         printed = "without writing anything on its stdout"
     return f", {printed}: check that the command starts an ACP agent (some need a flag such as --acp)"
+
+
+def _unsupported_version(error: UnsupportedProtocolVersion, protocol: ProtocolChoice) -> str:
+    """The error of an agent answering another version than ``--protocol``: which flag works with it."""
+    if protocol == 2 and error.version == 1:
+        return (
+            "The agent speaks ACP protocol version 1, but this client speaks only 2 (--protocol 2): "
+            "leave --protocol out (acpio then negotiates and speaks v1 with it) or pass --protocol 1."
+        )
+    return str(error)
 
 
 def _no_initialize_answer(process: AgentProcess | None, limit: float, first_non_json: str | None) -> str:
