@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from router.router_agent import router
 
 from acpio.capabilities import UnsupportedProtocolVersion
 from acpio.jsonrpc import Builder
@@ -26,6 +25,7 @@ from acpio.schema import (
     v2,
 )
 from acpio.session import SessionConnection, build_session
+from tests.router.router_agent import router
 
 from ._support import TIMEOUT, chunk, prompt_text, wire_connection
 
