@@ -320,3 +320,22 @@ async def test_on_v1_the_view_is_kept_from_its_first_use(tmp_path: Path) -> None
             assert (view.text, view.state, view.stop_reason) == ("three ", "idle", "end_turn")
 
     await Client.builder().connect_with(EchoAgent().builder(), initialized(main))
+
+
+async def test_an_idle_snapshot_read_before_the_prompt_is_taken_up_does_not_end_the_turn(
+    tmp_path: Path,
+) -> None:
+    """An idle ``state_update`` sent before the agent took the prompt up (a background-work snapshot
+    between turns) is not the turn's end: the turn ends at the idle that follows its work."""
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        peer.send(state("idle", background=[]))  # a snapshot sent while the prompt was in flight
+        peer.respond(prompt, {"messageId": "u"})
+        peer.send(state("running"))
+        peer.send(say("a", "the answer"))
+        peer.send(state("idle", stopReason="end_turn"))
+        async with asyncio.timeout(TIMEOUT):
+            text = await session.read_to_string()
+        assert text == "the answer"
+        assert session.view.stop_reason == "end_turn"
