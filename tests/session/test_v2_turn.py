@@ -339,3 +339,20 @@ async def test_an_idle_snapshot_read_before_the_prompt_is_taken_up_does_not_end_
             text = await session.read_to_string()
         assert text == "the answer"
         assert session.view.stop_reason == "end_turn"
+
+
+async def test_a_turn_cancelled_before_it_started_ends_at_the_cancelled_idle_whatever_the_order(
+    tmp_path: Path,
+) -> None:
+    """The agent confirms the cancel with an idle ``cancelled`` before it acknowledged the prompt,
+    and without reporting ``running``: the turn still ends, as cancelled."""
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        session.cancel()
+        await peer.expect("session/cancel")
+        peer.send(state("idle", stopReason="cancelled"))
+        peer.respond(prompt, {"messageId": "u"})
+        async with asyncio.timeout(TIMEOUT):
+            assert await session.read_to_string() == ""
+        assert session.stop_reason == "cancelled"

@@ -6,7 +6,8 @@ may send the idle state before its answer is read), so the turn ends once both w
 state while no prompt is waiting (background work ending between turns) ends nothing, nor does
 one read before the acceptance unless the agent reported foreground work (``running``,
 ``requires_action``) since the prompt was sent: that one is a snapshot the agent sent before it
-took the prompt up (background work reported while idle), not the end of this turn.
+took the prompt up (background work reported while idle), not the end of this turn. After a
+cancel, any idle state counts: it is how the agent confirms the cancel, started or not.
 """
 
 from __future__ import annotations
@@ -32,7 +33,17 @@ class TurnReader:
     ``read_to_string``), so that reading a turn without it costs what it always did (no parse).
     """
 
-    __slots__ = ("_accepted", "_busy", "_ending", "_idle", "_keeping", "_prompting", "_stop_reason", "_view")
+    __slots__ = (
+        "_accepted",
+        "_busy",
+        "_cancelled",
+        "_ending",
+        "_idle",
+        "_keeping",
+        "_prompting",
+        "_stop_reason",
+        "_view",
+    )
 
     def __init__(self, protocol_version: int) -> None:
         self._view = TurnView()
@@ -42,6 +53,8 @@ class TurnReader:
         self._idle = False
         #: Foreground work was reported since the prompt was sent (or was going on then).
         self._busy = False
+        #: The client cancelled the turn.
+        self._cancelled = False
         self._stop_reason: str | None = None
         self._ending: TurnEnded | None = None
 
@@ -53,11 +66,16 @@ class TurnReader:
     def start(self) -> None:
         """A prompt was sent."""
         self._busy = self._view.state != "idle"
+        self._cancelled = False
         self._view.start_turn()
         self._prompting = True
         self._accepted = None
         self._idle = False
         self._stop_reason = None
+
+    def cancel(self) -> None:
+        """The client cancelled the turn: the next idle state ends it."""
+        self._cancelled = True
 
     def take_end(self) -> TurnEnded | None:
         """The end of a v2 turn, once, when both the acceptance and the idle state were read."""
@@ -96,7 +114,7 @@ class TurnReader:
     def _read_state(self, event: StateChanged) -> None:
         if event.state != "idle":
             self._busy = True
-        elif self._busy or self._accepted is not None:
+        elif self._busy or self._cancelled or self._accepted is not None:
             self._idle = True
             self._stop_reason = event.stop_reason
             self._check()
