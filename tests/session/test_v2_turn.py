@@ -9,6 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from acpio.errors import RequestError
 from acpio.jsonrpc import Connection
 from acpio.roles import Client
 from acpio.schema import McpServerStdio, SelectedPermissionOutcome
@@ -356,3 +359,24 @@ async def test_a_turn_cancelled_before_it_started_ends_at_the_cancelled_idle_wha
         async with asyncio.timeout(TIMEOUT):
             assert await session.read_to_string() == ""
         assert session.stop_reason == "cancelled"
+
+
+async def test_after_a_refused_prompt_an_idle_snapshot_still_does_not_end_the_next_turn(
+    tmp_path: Path,
+) -> None:
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("refused")
+        refused = await peer.expect("session/prompt")
+        peer.send({"jsonrpc": "2.0", "id": refused["id"], "error": {"code": -32602, "message": "no"}})
+        with pytest.raises(RequestError, match="no"):
+            async with asyncio.timeout(TIMEOUT):
+                await session.read_update()
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        peer.send(state("idle", background=[]))
+        peer.respond(prompt, {"messageId": "u"})
+        peer.send(state("running"))
+        peer.send(say("a", "the answer"))
+        peer.send(state("idle", stopReason="end_turn"))
+        async with asyncio.timeout(TIMEOUT):
+            assert await session.read_to_string() == "the answer"

@@ -35,6 +35,7 @@ class TurnReader:
 
     __slots__ = (
         "_accepted",
+        "_agent_state",
         "_busy",
         "_cancelled",
         "_ending",
@@ -51,6 +52,8 @@ class TurnReader:
         self._prompting = False
         self._accepted: v2.PromptResponse | None = None
         self._idle = False
+        #: The state the agent last reported (the view's says ``running`` from the prompt on).
+        self._agent_state = "idle"
         #: Foreground work was reported since the prompt was sent (or was going on then).
         self._busy = False
         #: The client cancelled the turn.
@@ -65,7 +68,7 @@ class TurnReader:
 
     def start(self) -> None:
         """A prompt was sent."""
-        self._busy = self._view.state != "idle"
+        self._busy = self._agent_state != "idle"
         self._cancelled = False
         self._view.start_turn()
         self._prompting = True
@@ -107,8 +110,10 @@ class TurnReader:
                 _log.warning("Skipping a malformed session/update (%s): %s", item.dispatch.session_id, exc)
                 return item
             event = item.event
-            if self._prompting and isinstance(event, StateChanged):
-                self._read_state(event)
+            if isinstance(event, StateChanged):
+                self._agent_state = event.state
+                if self._prompting:
+                    self._read_state(event)
         return item
 
     def _read_state(self, event: StateChanged) -> None:
