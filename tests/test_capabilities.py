@@ -11,6 +11,7 @@ from acpio.capabilities import (
     UnsupportedProtocolVersion,
     check_agent_version,
 )
+from acpio.errors import NotInProtocolVersion
 from acpio.schema import METHODS, InitializeRequest, InitializeResponse
 
 
@@ -84,3 +85,22 @@ def test_client_refuses_a_version_it_cannot_speak() -> None:
     with pytest.raises(UnsupportedProtocolVersion, match="version 7") as info:
         check_agent_version(7)
     assert info.value.version == 7
+
+
+@pytest.mark.parametrize(
+    ("features", "method", "instead"),
+    [
+        (AgentFeatures, "session/load", "session/resume"),
+        (AgentFeatures, "authenticate", "auth/login"),
+        (AgentFeatures, "logout", "auth/logout"),
+        (AgentFeatures, "session/set_mode", "session/set_config_option"),
+        (ClientFeatures, "fs/read_text_file", "MCP server"),
+        (ClientFeatures, "terminal/create", "terminal_update"),
+    ],
+)
+def test_a_v1_method_sent_on_v2_names_what_replaced_it(
+    features: type[AgentFeatures | ClientFeatures], method: str, instead: str
+) -> None:
+    with pytest.raises(NotInProtocolVersion, match=f"{method} does not exist in ACP v2") as raised:
+        features({}, protocol_version=2).require(method)
+    assert instead in raised.value.instead

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from acpio.errors import AcpError, NotInProtocolVersion
 from acpio.versions import is_v2_shaped, v1_initialize_params
@@ -228,8 +228,22 @@ def _capability_for(method: str, protocol_version: int = 1) -> tuple[bool, str |
     return True, spec.capability
 
 
+#: What replaced each v1 method of the agent that v2 removed.
+_REPLACED_AGENT_METHODS: Final = {
+    "session/load": 'send session/resume with replayFrom {"type": "start"} to replay the session',
+    "authenticate": "send auth/login",
+    "logout": "send auth/logout",
+    "session/set_mode": (
+        "modes are config options in v2: send session/set_config_option for the agent's mode option"
+    ),
+}
+
+
 def _instead(method: str) -> str:
-    """What a v2 agent does instead of calling a v1 client method that v2 removed."""
+    """What to do instead of calling a v1 method that v2 removed."""
+    replaced = _REPLACED_AGENT_METHODS.get(method)
+    if replaced is not None:
+        return replaced
     if method.startswith("fs/"):
         return (
             "v2 clients expose no file system methods; read and write files in the agent, or use an "

@@ -30,6 +30,7 @@ The component always sees the version it serves in ``protocolVersion``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
@@ -138,18 +139,32 @@ class VersionRouter:
         return ServedChannel(theirs, task)
 
     async def route(self, transport: Transport) -> None:
-        """Answer ``transport``'s frames until a valid ``initialize``, then hand it to its component."""
+        """Answer ``transport``'s frames until a valid ``initialize``, then hand it to its component.
+
+        The transport is closed when its input ends, reading it fails or this call is cancelled
+        before the hand-off; after it, closing it is the component's part.
+        """
+        try:
+            version, first = await self._read_initialize(transport)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await transport.aclose()
+            raise
+        if version is None:
+            await transport.aclose()
+            return
+        _log.debug("%s: a client routed to ACP v%d", self.name, version)
+        await self._components[version].serve(_Handoff(first, transport))
+
+    async def _read_initialize(self, transport: Transport) -> tuple[int | None, bytes]:
+        """The version and the ``initialize`` to hand over; ``(None, b"")`` when the input ended first."""
         while True:
             frame = await transport.receive()
             if frame is None:
-                await transport.aclose()
-                return
+                return None, b""
             routed = self._first_frame(frame, transport)
             if routed is not None:
-                version, first = routed
-                _log.debug("%s: a client routed to ACP v%d", self.name, version)
-                await self._components[version].serve(_Handoff(first, transport))
-                return
+                return routed
 
     def _first_frame(self, frame: bytes | OversizedFrame, transport: Transport) -> tuple[int, bytes] | None:
         """The version and the frame to hand over, or ``None`` after answering (or ignoring) ``frame``."""

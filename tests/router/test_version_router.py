@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,7 +13,9 @@ from typing import Any
 import pytest
 
 from acpio import ChannelListener, VersionRouter
+from acpio.errors import TransportError
 from acpio.testing import WirePeer
+from acpio.transports.streams import ByteStreams
 
 from ._support import Recorder
 
@@ -253,3 +258,42 @@ async def test_an_initialize_the_chosen_version_cannot_read_is_32602_and_leaves_
         peer.request("initialize", {"protocolVersion": 1}, request_id=2)
         assert (await peer.recv())["result"]["servedBy"] == 1
         assert recorders[2].connections == 0
+
+
+@asynccontextmanager
+async def tcp_transport() -> AsyncIterator[tuple[ByteStreams, asyncio.StreamWriter, socket.socket]]:
+    """A real TCP connection: the transport of one end, its writer, and the other end's socket."""
+    accepted: asyncio.Queue[socket.socket] = asyncio.Queue()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accepted.put(socket.socket(fileno=os.dup(writer.get_extra_info("socket").fileno())))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    peer = await asyncio.wait_for(accepted.get(), 5)
+    try:
+        yield ByteStreams(reader, writer, label="tcp client"), writer, peer
+    finally:
+        peer.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_failing_before_initialize_is_closed_by_the_router() -> None:
+    async with tcp_transport() as (transport, writer, peer):
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.close()  # a reset: reading fails
+        with pytest.raises(TransportError, match="Reading from tcp client failed"):
+            await asyncio.wait_for(VersionRouter({1: Recorder(1)}).route(transport), 5)
+        assert writer.is_closing()
+
+
+async def test_routing_cancelled_before_initialize_closes_the_connection() -> None:
+    async with tcp_transport() as (transport, writer, _peer):
+        routing = asyncio.ensure_future(VersionRouter({1: Recorder(1)}).route(transport))
+        await asyncio.sleep(0.05)
+        routing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await routing
+        assert writer.is_closing()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from acpio.capabilities import UnsupportedProtocolVersion
+from acpio.errors import ParseError
 from acpio.jsonrpc import Builder
 from acpio.roles import Agent, Client
 from acpio.schema import (
@@ -206,3 +207,24 @@ async def test_negotiating_with_acpios_version_router(
     version, text = await Client.builder().connect_with(router(only), main)
     assert version == expected
     assert text.strip() == "echo me"
+
+
+@pytest.mark.parametrize(
+    "answer", [{"protocolVersion": 2}, {"protocolVersion": 2, "info": "x", "capabilities": {}}]
+)
+async def test_a_v2_answer_that_is_no_v2_initialize_response_is_a_clear_parse_error(
+    answer: dict[str, Any],
+) -> None:
+    async with wire_connection(Client.builder()) as (cx, peer):
+        assert isinstance(cx, SessionConnection)
+        answering = asyncio.ensure_future(cx.initialize(V1_REQUEST))
+        peer.respond(await peer.expect("initialize"), answer)
+        with pytest.raises(ParseError, match="does not match InitializeResponse") as raised:
+            async with asyncio.timeout(TIMEOUT):
+                await answering
+        note = "\n".join(raised.value.__notes__)
+        assert "ACP v2 InitializeResponse" in note
+        assert "connection is closed" in note
+        assert cx.protocol_version is None
+        async with asyncio.timeout(TIMEOUT):
+            await cx.wait_closed()

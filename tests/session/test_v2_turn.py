@@ -9,6 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from acpio.errors import RequestError
 from acpio.jsonrpc import Connection
 from acpio.roles import Client
 from acpio.schema import McpServerStdio, SelectedPermissionOutcome
@@ -320,3 +323,60 @@ async def test_on_v1_the_view_is_kept_from_its_first_use(tmp_path: Path) -> None
             assert (view.text, view.state, view.stop_reason) == ("three ", "idle", "end_turn")
 
     await Client.builder().connect_with(EchoAgent().builder(), initialized(main))
+
+
+async def test_an_idle_snapshot_read_before_the_prompt_is_taken_up_does_not_end_the_turn(
+    tmp_path: Path,
+) -> None:
+    """An idle ``state_update`` sent before the agent took the prompt up (a background-work snapshot
+    between turns) is not the turn's end: the turn ends at the idle that follows its work."""
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        peer.send(state("idle", background=[]))  # a snapshot sent while the prompt was in flight
+        peer.respond(prompt, {"messageId": "u"})
+        peer.send(state("running"))
+        peer.send(say("a", "the answer"))
+        peer.send(state("idle", stopReason="end_turn"))
+        async with asyncio.timeout(TIMEOUT):
+            text = await session.read_to_string()
+        assert text == "the answer"
+        assert session.view.stop_reason == "end_turn"
+
+
+async def test_a_turn_cancelled_before_it_started_ends_at_the_cancelled_idle_whatever_the_order(
+    tmp_path: Path,
+) -> None:
+    """The agent confirms the cancel with an idle ``cancelled`` before it acknowledged the prompt,
+    and without reporting ``running``: the turn still ends, as cancelled."""
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        session.cancel()
+        await peer.expect("session/cancel")
+        peer.send(state("idle", stopReason="cancelled"))
+        peer.respond(prompt, {"messageId": "u"})
+        async with asyncio.timeout(TIMEOUT):
+            assert await session.read_to_string() == ""
+        assert session.stop_reason == "cancelled"
+
+
+async def test_after_a_refused_prompt_an_idle_snapshot_still_does_not_end_the_next_turn(
+    tmp_path: Path,
+) -> None:
+    async with v2_session(tmp_path) as (session, peer):
+        session.send_prompt("refused")
+        refused = await peer.expect("session/prompt")
+        peer.send({"jsonrpc": "2.0", "id": refused["id"], "error": {"code": -32602, "message": "no"}})
+        with pytest.raises(RequestError, match="no"):
+            async with asyncio.timeout(TIMEOUT):
+                await session.read_update()
+        session.send_prompt("go")
+        prompt = await peer.expect("session/prompt")
+        peer.send(state("idle", background=[]))
+        peer.respond(prompt, {"messageId": "u"})
+        peer.send(state("running"))
+        peer.send(say("a", "the answer"))
+        peer.send(state("idle", stopReason="end_turn"))
+        async with asyncio.timeout(TIMEOUT):
+            assert await session.read_to_string() == "the answer"

@@ -190,6 +190,7 @@ class ActiveSession:
         updates before its stop reason.
         """
         self._cx.send_notification_to(agent_peer(self._cx), CancelNotification(session_id=self.session_id))
+        self._reader.cancel()
         items = self._inbox.items
         if any(_answered_request(item) for item in items):
             kept = [item for item in items if not _answered_request(item)]

@@ -141,6 +141,34 @@ def _v1_shape(v2: dict[str, Any]) -> dict[str, Any]:
     return {"clientInfo": v2["info"], "clientCapabilities": capabilities}
 
 
+def _v2_response(cx: SessionConnection, result: JsonValue) -> v2.InitializeResponse:
+    """``result`` (an answer saying ``protocolVersion: 2``) as a v2 ``InitializeResponse``.
+
+    Raises ``ParseError`` (as any typed request whose result does not match) and closes ``cx``
+    when it is none: the connection has no version both sides agree on.
+    """
+    from pydantic import ValidationError
+
+    from acpio.errors import ParseError
+    from acpio.jsonrpc.typed import validation_errors
+    from acpio.schema import v2
+
+    try:
+        return v2.InitializeResponse.model_validate(result)
+    except ValidationError as exc:
+        cx.close()
+        error = ParseError(
+            {"method": "initialize", "errors": validation_errors(exc), "json": result},
+            message="The result of 'initialize' does not match InitializeResponse",
+        )
+        error.add_note(
+            "The agent answered protocolVersion 2 but not with an ACP v2 InitializeResponse (see the "
+            "errors in .data); the connection is closed. Report it to the agent's authors, or build "
+            "the client with protocol=1 to speak v1 to it."
+        )
+        raise error from exc
+
+
 async def negotiate(cx: SessionConnection, request: AnyInitializeRequest | None) -> AnyInitializeResponse:
     """:meth:`SessionConnection.initialize`: offer, read the answer's version, record it on ``cx``."""
     from acpio import __version__
@@ -172,7 +200,7 @@ async def negotiate(cx: SessionConnection, request: AnyInitializeRequest | None)
         cx.peer_state.record_response(response_v1)
         return response_v1
     if version == 2:
-        response_v2 = schema_v2.InitializeResponse.model_validate(result)
+        response_v2 = _v2_response(cx, result)
         cx.peer_state.record_request(schema_v2.InitializeRequest.model_validate(params))
         cx.peer_state.record_response(response_v2)
         return response_v2

@@ -3,7 +3,11 @@
 On ACP v1 a turn ends at the answer to ``session/prompt``. On v2 that answer only accepts the
 prompt, and the turn ends with an idle ``state_update``; the two may come in either order (an agent
 may send the idle state before its answer is read), so the turn ends once both were read. An idle
-state while no prompt is waiting (background work ending between turns) ends nothing.
+state while no prompt is waiting (background work ending between turns) ends nothing, nor does
+one read before the acceptance unless the agent reported foreground work (``running``,
+``requires_action``) since the prompt was sent: that one is a snapshot the agent sent before it
+took the prompt up (background work reported while idle), not the end of this turn. After a
+cancel, any idle state counts: it is how the agent confirms the cancel, started or not.
 """
 
 from __future__ import annotations
@@ -29,7 +33,18 @@ class TurnReader:
     ``read_to_string``), so that reading a turn without it costs what it always did (no parse).
     """
 
-    __slots__ = ("_accepted", "_ending", "_idle", "_keeping", "_prompting", "_stop_reason", "_view")
+    __slots__ = (
+        "_accepted",
+        "_agent_state",
+        "_busy",
+        "_cancelled",
+        "_ending",
+        "_idle",
+        "_keeping",
+        "_prompting",
+        "_stop_reason",
+        "_view",
+    )
 
     def __init__(self, protocol_version: int) -> None:
         self._view = TurnView()
@@ -37,6 +52,12 @@ class TurnReader:
         self._prompting = False
         self._accepted: v2.PromptResponse | None = None
         self._idle = False
+        #: The state the agent last reported (the view's says ``running`` from the prompt on).
+        self._agent_state = "idle"
+        #: Foreground work was reported since the prompt was sent (or was going on then).
+        self._busy = False
+        #: The client cancelled the turn.
+        self._cancelled = False
         self._stop_reason: str | None = None
         self._ending: TurnEnded | None = None
 
@@ -47,11 +68,17 @@ class TurnReader:
 
     def start(self) -> None:
         """A prompt was sent."""
+        self._busy = self._agent_state != "idle"
+        self._cancelled = False
         self._view.start_turn()
         self._prompting = True
         self._accepted = None
         self._idle = False
         self._stop_reason = None
+
+    def cancel(self) -> None:
+        """The client cancelled the turn: the next idle state ends it."""
+        self._cancelled = True
 
     def take_end(self) -> TurnEnded | None:
         """The end of a v2 turn, once, when both the acceptance and the idle state were read."""
@@ -83,11 +110,19 @@ class TurnReader:
                 _log.warning("Skipping a malformed session/update (%s): %s", item.dispatch.session_id, exc)
                 return item
             event = item.event
-            if self._prompting and isinstance(event, StateChanged) and event.state == "idle":
-                self._idle = True
-                self._stop_reason = event.stop_reason
-                self._check()
+            if isinstance(event, StateChanged):
+                self._agent_state = event.state
+                if self._prompting:
+                    self._read_state(event)
         return item
+
+    def _read_state(self, event: StateChanged) -> None:
+        if event.state != "idle":
+            self._busy = True
+        elif self._busy or self._cancelled or self._accepted is not None:
+            self._idle = True
+            self._stop_reason = event.stop_reason
+            self._check()
 
     def _check(self) -> None:
         if self._prompting and self._idle and self._accepted is not None:
