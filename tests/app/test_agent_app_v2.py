@@ -318,7 +318,7 @@ async def test_run_command_is_an_agent_terminal(tmp_path: Path) -> None:
         session_id, _ = await open_session_v2(peer, tmp_path)
         _, updates = await run_turn(peer, session_id, "run")
     terminal = [u for u in updates if u["sessionUpdate"].startswith("terminal_")]
-    opened, *chunks, ended = terminal
+    opened, running, *chunks, ended = terminal
     terminal_id = opened["terminalId"]
     assert opened == {
         "sessionUpdate": "terminal_update",
@@ -326,11 +326,18 @@ async def test_run_command_is_an_agent_terminal(tmp_path: Path) -> None:
         "command": "sh -c 'echo hello; exit 3'",
         "cwd": str(tmp_path),
     }
+    # once the command runs, terminal/cancel is advertised; the end withdraws it
+    assert running == {
+        "sessionUpdate": "terminal_update",
+        "terminalId": terminal_id,
+        "capabilities": {"cancel": {}},
+    }
     assert b"".join(base64.b64decode(c["data"]) for c in chunks) == b"hello\n"
     assert ended == {
         "sessionUpdate": "terminal_update",
         "terminalId": terminal_id,
         "exitStatus": {"exitCode": 3},
+        "capabilities": None,
     }
     shown = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u.get("content")]
     assert shown[0]["content"] == [{"type": "terminal", "terminalId": terminal_id}]
@@ -350,11 +357,10 @@ async def test_terminal_cancel_kills_the_command(tmp_path: Path) -> None:
     async with serving(app.builder(), timeout=TIMEOUT) as peer:
         session_id, _ = await open_session_v2(peer, tmp_path)
         prompt_v2(peer, session_id, "sleep")
-        opened = await peer.until(
-            lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "terminal_update"
+        running = await peer.until(
+            lambda f: "cancel" in (f.get("params", {}).get("update", {}).get("capabilities") or {})
         )
-        terminal_id = opened["params"]["update"]["terminalId"]
-        await asyncio.sleep(0.2)  # the process is spawned after the first terminal_update
+        terminal_id = running["params"]["update"]["terminalId"]  # cancellable: the command runs
         cancelled = await peer.response_to(
             peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": terminal_id})
         )

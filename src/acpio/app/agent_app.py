@@ -314,8 +314,12 @@ class AgentApp:
         return app
 
     def component(self) -> Builder[AcpConnection] | VersionRouter:
-        """What serves the app: its builder, or with two versions a :class:`~acpio.VersionRouter` of both."""
-        if len(self.protocols) == 1:
+        """What serves the app: on v1 alone its builder, else a :class:`~acpio.VersionRouter` of its versions.
+
+        v2 alone is routed too: the router answers what comes before ``initialize`` (a batch, a
+        request too early) and a v1 ``initialize`` (``-32022``) as v2 requires.
+        """
+        if self.protocols == (1,):
             return self.builder()
         from acpio.version_router import VersionRouter
 

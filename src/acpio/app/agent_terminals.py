@@ -26,6 +26,8 @@ from acpio.app.updates_v2 import V2Updates
 __all__ = ["AgentTerminals", "run_agent_terminal"]
 
 _READ: Final = 64 * 1024
+#: The capabilities of a running agent terminal: ``terminal/cancel`` kills it.
+_CANCEL: Final[dict[str, Any]] = {"cancel": {}}
 #: What a shell answers for a command it cannot find or start.
 _CANNOT_RUN: Final = 127
 
@@ -44,8 +46,7 @@ class AgentTerminals:
         process = self._running.get(terminal_id)
         if process is None or process.returncode is not None:
             return False
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        _kill(process)
         return True
 
     def started(self, terminal_id: str, process: asyncio.subprocess.Process) -> None:
@@ -55,6 +56,12 @@ class AgentTerminals:
     def ended(self, terminal_id: str) -> None:
         """The command of ``terminal_id`` ended."""
         self._running.pop(terminal_id, None)
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    """Kill the command and what it started: its process group (``sh -c`` leaves its children the pipe)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _exit_status(code: int | None) -> dict[str, Any]:
@@ -100,6 +107,7 @@ async def run_agent_terminal(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,  # a group of its own, killed whole (see _kill)
         )
     except OSError as error:
         text = f"{argv[0]}: {error.strerror or error}\n".encode()
@@ -107,6 +115,10 @@ async def run_agent_terminal(
         await _exited(updates, terminal_id, {"exitCode": _CANNOT_RUN})
         return CommandResult(text.decode(), False, _CANNOT_RUN, None)
     terminals.started(terminal_id, process)
+    # terminal/cancel is served from now on: advertised (clients send only what is advertised)
+    await updates.send_v2(
+        {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "capabilities": _CANCEL}
+    )
     output = bytearray()
     timed_out = False
     try:
@@ -115,19 +127,17 @@ async def run_agent_terminal(
                 await _stream(process, updates, terminal_id, output)
         except TimeoutError:
             timed_out = True
-            process.kill()
+            _kill(process)
             await _stream(process, updates, terminal_id, output)
         code = await process.wait()
     except BaseException:
         if process.returncode is None:
-            process.kill()
+            _kill(process)
         if not updates.cx.closed:  # not awaited: a cancelled turn must still report the end
             status = (
                 _exit_status(process.returncode) if process.returncode is not None else {"signal": "SIGKILL"}
             )
-            updates.post_v2(
-                {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status}
-            )
+            updates.post_v2(_exit_update(terminal_id, status))
         raise
     finally:
         terminals.ended(terminal_id)
@@ -159,6 +169,14 @@ async def _chunk(updates: V2Updates, terminal_id: str, data: bytes) -> None:
 
 
 async def _exited(updates: V2Updates, terminal_id: str, status: dict[str, Any]) -> None:
-    await updates.send_v2(
-        {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "exitStatus": status}
-    )
+    await updates.send_v2(_exit_update(terminal_id, status))
+
+
+def _exit_update(terminal_id: str, status: dict[str, Any]) -> dict[str, Any]:
+    """The terminal's end: its exit status, and no more ``cancel`` (``null`` clears the capabilities)."""
+    return {
+        "sessionUpdate": "terminal_update",
+        "terminalId": terminal_id,
+        "exitStatus": status,
+        "capabilities": None,
+    }

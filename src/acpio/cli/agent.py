@@ -22,8 +22,9 @@ __all__ = ["register", "run"]
 
 _DESCRIPTION = """\
 The reference coding agent: serve an editor (or acpio prompt) on stdin/stdout. It reads and edits
-the project's files, runs commands in the editor's terminal, uses the session's MCP servers, and
-keeps its sessions in a store (SQLite in the user's data directory unless --store says otherwise).
+the project's files, runs commands in the editor's terminal (on ACP v2, --protocol 2 or both, it
+runs them itself), uses the session's MCP servers, and keeps its sessions in a store (SQLite in the
+user's data directory unless --store says otherwise).
 
 Models come from the providers whose key is set (OPENAI_API_KEY, ANTHROPIC_API_KEY, or a key given
 to authenticate or --login), from servers named in the settings (a local Ollama or llama.cpp), or
@@ -67,6 +68,13 @@ def register(subparsers: Subcommands) -> None:
         help="turn on ACP's unstable methods: auth/status and its updates, session fork, archive, title",
     )
     parser.add_argument(
+        "--protocol",
+        choices=("1", "2", "both"),
+        default="1",
+        help="the ACP versions served: 1 (the default), 2, or both (each client gets the version it asks "
+        "for); on v2 the agent edits files and runs commands itself",
+    )
+    parser.add_argument(
         "--login", metavar="PROVIDER", help="ask for PROVIDER's API key on the terminal, keep it, and exit"
     )
     parser.set_defaults(run=run)
@@ -89,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         offline=args.offline or bool(args.model and args.model.startswith("offline/")),
         unstable=args.unstable,
+        protocols=(1, 2) if args.protocol == "both" else ((2,) if args.protocol == "2" else (1,)),
     )
     if args.settings is not None and not args.settings.is_file():
         raise CliError(f"the settings file {args.settings} does not exist")

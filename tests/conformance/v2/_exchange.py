@@ -24,6 +24,8 @@ _V1_METHODS = frozenset(
     {"fs/read_text_file", "fs/write_text_file", "authenticate", "logout", "session/load", "session/set_mode"}
 )
 _V1_UPDATES = frozenset({"tool_call", "plan", "current_mode_update"})
+#: Updates that tell a session's state rather than its conversation (a resume may send them).
+_SESSION_STATE = frozenset({"available_commands_update", "config_option_update"})
 _CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
 _CLIENT = {"name": "acpio-v2-conformance", "version": "1.0"}
 
@@ -173,7 +175,12 @@ async def _resume_checks(
 ) -> None:
     plain, before = await agent.call("session/resume", {"sessionId": session, "cwd": str(work)})
     quiet = before + await agent.quiet(0.3)
-    replayed_plain = [m for m in quiet if m.get("method") == "session/update"]
+    replayed_plain = [  # the session's state (its commands, its options) is not conversation history
+        m
+        for m in quiet
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("sessionUpdate") not in _SESSION_STATE
+    ]
     verdicts.check(
         "ACP2-RESUME-001", "result" in plain and not replayed_plain, f"{plain}, then {replayed_plain}"
     )

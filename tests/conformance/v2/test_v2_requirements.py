@@ -48,6 +48,17 @@ AGENTS = (
         permission="count these words",
         plan="count these words",
     ),
+    # The reference coding agent on its scripted offline model (its own files, agent terminals).
+    AgentCommand(
+        "acpio_agent_v2",
+        (PY, "-m", "acpio", "agent", "--offline", "--protocol", "2", "--store", "memory:"),
+        simple="say hello there",
+        busy="wait 60",
+        permission="write permitted.txt: asked first",
+        terminal="run sleep 60",
+        edit="write conformance.txt: made by the coder",
+        plan="plan read; write",
+    ),
     # (examples/v2_echo_agent.py is a minimal builder without the router and the session baseline:
     # tests/router runs it.)
 )

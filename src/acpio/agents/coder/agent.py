@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from acpio.agents.coder.catalogue import Catalogue, build_catalogue
 from acpio.agents.coder.commands import compact, run_command
@@ -95,6 +95,10 @@ class CoderOptions:
     #: Seconds a turn waits for the session's MCP servers to connect; one still connecting then is
     #: reported, and its tools are left out until it is connected.
     mcp_connect_timeout: float = 30.0
+    #: The ACP versions served (``--protocol``): ``(1,)``, ``(2,)`` or ``(1, 2)``. On v2 the agent
+    #: reads and writes the files itself and runs commands as agent-owned terminals; it lists no
+    #: auth methods there (keys come from the environment, the credential file or ``--login``).
+    protocols: tuple[Literal[1, 2], ...] = (1,)
 
 
 def _version() -> str:
@@ -124,13 +128,17 @@ class _Coder:
             store=self.store,
             mcp=True,
             unstable=options.unstable,
+            protocols=options.protocols,
         )
         app.command("help", "What this agent can do, its models and modes")
         app.command("model", "Show the models, or switch to one", hint="provider/model")
         app.command("mode", "Show the modes, or switch to one", hint="mode id")
         app.command("compact", "Summarise the conversation so far and go on from the summary")
         # placeholders: every session is offered its own choices when it opens (see opened)
-        app.select_option("mode", "Mode", {"ask": "Ask"}, default="ask", category="mode")
+        #: v1 clients also get the mode as a config option; on v2 the app's modes are that option.
+        self.mode_option = 2 not in options.protocols
+        if self.mode_option:
+            app.select_option("mode", "Mode", {"ask": "Ask"}, default="ask", category="mode")
         app.select_option("model", "Model", {"none": "none"}, default="none", category="model")
         efforts = {_EFFORT_DEFAULT: "Model default"} | {e: e.capitalize() for e in REASONING_EFFORTS}
         app.select_option(
@@ -295,8 +303,9 @@ class _Coder:
             raise InvalidParams({"mode": mode, "modes": list(state.modes)}, message=f"Unknown mode {mode!r}")
         modes = [SessionMode(id=m.id, name=m.name, description=m.description) for m in settings.modes]
         session.offer_modes(modes, mode)
-        session.offer_choices("mode", {m.id: m.name for m in settings.modes}, session.settings.mode)
-        session.settings.options["mode"] = str(session.settings.mode)
+        if self.mode_option:
+            session.offer_choices("mode", {m.id: m.name for m in settings.modes}, session.settings.mode)
+            session.settings.options["mode"] = str(session.settings.mode)
         choices = model_choices(state)
         session.offer_choices("model", choices)
         if fresh:
@@ -329,7 +338,8 @@ class _Coder:
                 _update(session.id, CurrentModeUpdate(current_mode_id=settings.mode))
             )
         elif config_id is None:
-            settings.options["mode"] = str(settings.mode)
+            if self.mode_option:
+                settings.options["mode"] = str(settings.mode)
         else:
             return
         state = self.states.get(session.id)

@@ -37,7 +37,8 @@ async def run_command(turn: Turn, state: SessionState, name: str, argument: str)
             await turn.say(f"No mode {argument!r}; available: {', '.join(state.modes)}\n")
             return
         await turn.set_mode(argument)
-        await turn.set_option("mode", argument)
+        if "mode" in turn.options:  # the v1 mirror of the mode (on v2 the mode is that option)
+            await turn.set_option("mode", argument)
         mode_model = state.modes[argument].model
         if mode_model and mode_model in model_choices(state):
             await turn.set_option("model", mode_model)

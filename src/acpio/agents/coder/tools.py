@@ -102,7 +102,7 @@ PLAN = ToolSpec(
 
 
 def builtin_specs(mode: ModeSpec, *, terminal: bool) -> list[ToolSpec]:
-    """The built-in tools a mode offers (commands only to a client with terminals)."""
+    """The built-in tools a mode offers (commands only where a terminal can run them)."""
     specs = [READ, PLAN]
     if mode.edit != "deny":
         specs += [WRITE, EDIT]
@@ -241,7 +241,7 @@ class ToolBox:
 
     async def specs(self) -> list[ToolSpec]:
         """What the model is offered in this mode."""
-        specs = builtin_specs(self.mode, terminal=self.turn.client.terminal)
+        specs = builtin_specs(self.mode, terminal=self._terminals)
         return specs + (await self.mcp.specs() if self.mcp is not None else [])
 
     async def run(self, call: ToolCall) -> ToolResultMessage:
@@ -306,7 +306,7 @@ class ToolBox:
                 await self._write(path, new)
                 return f"{'Edited' if name == 'edit_file' else 'Wrote'} {arguments['path']}"
             case "run_command":
-                if self.mode.execute == "deny" or not self.turn.client.terminal:
+                if self.mode.execute == "deny" or not self._terminals:
                     raise _Failed(f"run_command is not available in the mode {self.mode.name!r}")
                 await self._permit(shown, self.mode.execute)
                 result = await self.turn.run_command("sh", "-c", str(arguments["command"]), call=shown)
@@ -341,13 +341,19 @@ class ToolBox:
             raise _Failed(f"{raw} is outside the session's directories ({roots})")
         return path
 
+    @property
+    def _terminals(self) -> bool:
+        """Whether commands can run: in the client's terminals on v1, as agent terminals on v2."""
+        return self.turn.protocol_version == 2 or self.turn.client.terminal
+
     async def _read(self, path: Path) -> str:
-        if self.turn.client.read_text_file:
+        # v2 has no client files: the agent reads and writes them itself (``path`` is confined already)
+        if self.turn.protocol_version == 1 and self.turn.client.read_text_file:
             return await self.turn.read_file(path)
         return await asyncio.to_thread(path.read_text, encoding="utf-8")
 
     async def _write(self, path: Path, text: str) -> None:
-        if self.turn.client.write_text_file:
+        if self.turn.protocol_version == 1 and self.turn.client.write_text_file:
             await self.turn.write_file(path, text)
             return
         path.parent.mkdir(parents=True, exist_ok=True)
