@@ -14,7 +14,8 @@ from acpio.agents.coder.settings import DEFAULT_MODES, CredentialFile, SettingsE
 
 from .keyed_provider import KeyedProvider
 
-TESTS = Path(__file__).resolve().parents[2]
+#: The repository root: the provider's module is ``tests.agents.coder.keyed_provider``.
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_settings_merge_user_project_and_extra_files(tmp_path: Path) -> None:
@@ -86,7 +87,8 @@ def test_the_credential_file_is_private_to_its_owner(tmp_path: Path) -> None:
 
 
 def _acpio(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    path = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)]))
+    env = {**os.environ, "PYTHONPATH": path, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     return subprocess.run(
         [sys.executable, "-m", "acpio", "agent", *args],
         input=stdin,
