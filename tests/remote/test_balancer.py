@@ -76,6 +76,17 @@ async def one_turn(agent: RemoteAgent, prompt: str) -> str:
     return await asyncio.wait_for(Client.builder().connect_with(agent, main), 60)
 
 
+async def until_not_ready(address: str) -> None:
+    """Wait until the backend at ``address`` answers ``/readyz`` 503 (it drains)."""
+    async with httpx.AsyncClient() as http:
+        for _ in range(200):
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get(f"http://{address}/readyz")).status_code == 503:
+                    return
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"the backend at {address} never said it drains")
+
+
 async def history(url: str, session_id: str) -> str:
     """What the agent said in the session, as ``session/load`` replays it from the store."""
 
@@ -201,7 +212,11 @@ async def test_a_drained_backend_finishes_its_running_turn_and_new_clients_go_el
                 await session.read_update()
                 drained = seen["drained"] = lb.backends[agent.cookies["acpio-server"]]
                 drained.process.terminate()  # SIGTERM: a deploy
-                await asyncio.sleep(0.3)
+                # HAProxy learns of the drain at its next health check (every second). A client that
+                # comes in between is retried on another backend (retry-on 503), but under load the
+                # suite saw one refused all the same: docs/deploy.md tells clients to connect again.
+                await until_not_ready(drained.address)
+                await asyncio.sleep(2.5)
                 others = [RemoteAgent(lb.url) for _ in range(3)]
                 said = await asyncio.gather(*(one_turn(other, "echo elsewhere") for other in others))
                 assert said == ["elsewhere\n"] * 3
