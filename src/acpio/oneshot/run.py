@@ -6,7 +6,8 @@
    :class:`~acpio.transports.Tap` for ``--json``;
 2. ``initialize``, advertising ``fs.readTextFile``, ``fs.writeTextFile`` and ``terminal``;
 3. ``session/new`` in ``cwd`` or, with a session id, ``session/load`` (its replayed history is
-   shown dimmed) when the agent advertises ``loadSession``, else ``session/resume``;
+   shown dimmed) when the agent advertises ``loadSession``, else ``session/resume`` (on v2 always
+   ``session/resume``, without replay);
 4. ``session/prompt``, then every message of the turn in order: updates go to the renderer,
    requests are answered for real (:class:`~acpio.client.files.ConfinedFiles`,
    :class:`~acpio.oneshot.terminals.Terminals`, a permission policy), until the stop reason.
