@@ -24,4 +24,4 @@ def write_file(path: str, content: str) -> str:
 
 graph = StateGraph(MessagesState).add_node(agent).add_node(ToolNode([write_file])).set_entry_point("agent")
 graph.add_edge("tools", "agent").add_conditional_edges("agent", tools_condition)
-run_graph(graph, "langgraph.db")  # on stdio; checkpoints in langgraph.db, sessions in langgraph.sessions.db
+run_graph(graph, "langgraph.db", protocols=(1, 2))  # on stdio, to v1 and v2 editors; state in SQLite

@@ -26,4 +26,4 @@ def delete_file(path: str) -> str:
 agent = Agent(name="notes", instructions="Keep the user's notes in files.", tools=[write_file, delete_file])
 
 if __name__ == "__main__":
-    serve_openai_agent(agent, store="sqlite:///sessions.db")
+    serve_openai_agent(agent, store="sqlite:///sessions.db", protocols=(1, 2))  # v1 and v2 editors

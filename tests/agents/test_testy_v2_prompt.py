@@ -41,3 +41,25 @@ def test_acpio_prompt_shows_testy_v2s_state_terminal_tool_call_and_diff(tmp_path
     ):
         assert shown in out, f"{shown!r} not in:\n{out}"
     assert path.read_text() == "done"
+
+
+def test_acpio_prompt_session_on_v2_resumes_that_session_in_a_new_agent_process(tmp_path: Path) -> None:
+    testy = f"{sys.executable} -m acpio testy --protocol 2 --store sqlite:///{tmp_path / 'sessions.db'}"
+
+    def prompt(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "acpio", "prompt", "--protocol", "2", "--agent", testy, *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"},
+            check=False,
+        )  # fmt: skip
+
+    first = prompt("echo one")
+    assert first.returncode == 0, first.stderr
+    session = first.stderr.split("session ", 1)[1].split()[0]
+    second = prompt("--session", session, "echo two")
+    assert second.returncode == 0, second.stderr
+    assert f"session {session}" in second.stderr  # the same session, not a new one
+    assert second.stdout.endswith("two\n[stop reason: end_turn]\n")
+    unknown = prompt("--session", "sess_nowhere", "echo three")
+    assert unknown.returncode == 4, unknown.stdout
+    assert "refused session/resume for session 'sess_nowhere'" in unknown.stderr

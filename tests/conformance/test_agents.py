@@ -36,16 +36,16 @@ AGENTS = (
         marks=pytest.mark.slow,  # a model, tools, a database: seconds per connection on a busy machine
     ),
     AgentCommand("acpio_testy", (PY, "-m", "acpio", "testy"), busy_prompt="sleep 60"),
-    pytest.param(  # a LangGraph graph: busy while the user is asked to allow its write
-        AgentCommand("langgraph_agent", (PY, str(EXAMPLES / "langgraph_agent.py")), busy_prompt="note"),
-        marks=pytest.mark.slow,  # LangGraph takes seconds to import on a busy machine
-    ),
 )
 #: Agents that also serve v2 (``AgentApp(protocols=(1, 2))``): a client asking for a version above
 #: 1 gets v2, which the v1 requirements do not judge; they are checked with the v1 clients.
 BOTH_VERSIONS = (
     AgentCommand(
         "both_versions_agent", (PY, str(EXAMPLES / "both_versions_agent.py")), work_prompt="count these words"
+    ),
+    pytest.param(  # a LangGraph graph: busy while the user is asked to allow its write
+        AgentCommand("langgraph_agent", (PY, str(EXAMPLES / "langgraph_agent.py")), busy_prompt="note"),
+        marks=pytest.mark.slow,  # LangGraph takes seconds to import on a busy machine
     ),
 )
 #: Example agents that speak ACP v2 only (a v1 client gets -32022): the kit's v1 requirements do
@@ -64,7 +64,7 @@ async def test_agent_meets_the_acp_test_kit_requirements(
 
 
 @pytest.mark.parametrize("profile", [p for p in PROFILES if p.protocol_version == 1], ids=lambda p: p.name)
-@pytest.mark.parametrize("agent", BOTH_VERSIONS, ids=lambda a: a.name)
+@pytest.mark.parametrize("agent", BOTH_VERSIONS, ids=lambda a: str(getattr(a, "name", a)))
 async def test_an_agent_of_both_versions_meets_the_v1_requirements_with_v1_clients(
     agent: AgentCommand, profile: ClientProfile, spec_dir: Path, tmp_path: Path
 ) -> None:

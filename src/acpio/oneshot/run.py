@@ -6,7 +6,8 @@
    :class:`~acpio.transports.Tap` for ``--json``;
 2. ``initialize``, advertising ``fs.readTextFile``, ``fs.writeTextFile`` and ``terminal``;
 3. ``session/new`` in ``cwd`` or, with a session id, ``session/load`` (its replayed history is
-   shown dimmed) when the agent advertises ``loadSession``, else ``session/resume``;
+   shown dimmed) when the agent advertises ``loadSession``, else ``session/resume`` (on v2 always
+   ``session/resume``, without replay);
 4. ``session/prompt``, then every message of the turn in order: updates go to the renderer,
    requests are answered for real (:class:`~acpio.client.files.ConfinedFiles`,
    :class:`~acpio.oneshot.terminals.Terminals`, a permission policy), until the stop reason.
@@ -684,6 +685,8 @@ async def _open_session(
                 "that also does",
                 ExitCode.USAGE,
             )
+        if options.session_id is not None:  # session/resume is in v2's baseline; nothing is replayed
+            return await _resume_v2_session(cx, options.session_id, root, options)
         return await _new_session(cx, root, None, options)
     if options.controls.auth_method is not None:
         try:
@@ -824,6 +827,19 @@ async def _continue_session(
         ) from exc
     _show_history(session, renderer)
     return session
+
+
+async def _resume_v2_session(
+    cx: SessionConnection, session_id: str, root: Path, options: PromptOptions
+) -> ActiveSession:
+    """v2's ``session/resume`` of ``session_id``: the session goes on where it was."""
+    builder = cx.build_session_resume(session_id, root)
+    try:
+        return await _with_mcp_servers(builder, options).start_session()
+    except RequestError as exc:
+        raise PromptFailed(
+            f"The agent refused session/resume for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
+        ) from exc
 
 
 def _with_mcp_servers(builder: SessionBuilder[Any], options: PromptOptions) -> SessionBuilder[Any]:

@@ -59,6 +59,15 @@ AGENTS = (
         edit="write conformance.txt: made by the coder",
         plan="plan read; write",
     ),
+    # run_graph(..., protocols=(1, 2)): its scripted model asks to write notes.txt, then answers. The
+    # script is one for the process: after the turn cancelled at its permission (busy) the next
+    # model call answers at once, so no permission prompt is given.
+    AgentCommand(
+        "langgraph_agent",
+        (PY, str(EXAMPLES / "langgraph_agent.py")),
+        simple="take a note",
+        busy="take a note",
+    ),
     # (examples/v2_echo_agent.py is a minimal builder without the router and the session baseline:
     # tests/router runs it.)
 )

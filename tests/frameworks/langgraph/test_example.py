@@ -42,8 +42,11 @@ def test_the_example_is_under_30_lines_and_the_docs_show_it_whole() -> None:
 
 
 @pytest.mark.slow  # two agent processes importing LangGraph, one after the other
-async def test_a_diff_a_permission_then_the_session_reloaded_in_a_new_process(tmp_path: Path) -> None:
-    first = acpio_prompt(tmp_path, "--allow", "take a note")
+@pytest.mark.parametrize("protocol", ["1", "2"])
+async def test_a_diff_a_permission_then_the_session_reloaded_in_a_new_process(
+    tmp_path: Path, protocol: str
+) -> None:
+    first = acpio_prompt(tmp_path, "--protocol", protocol, "--allow", "take a note")
     assert first.returncode == 0, first.stderr
     assert "[permission] Edit notes.txt: Allow (allow)" in first.stdout
     assert f"+++ {tmp_path / 'notes.txt'}\n    @@ -0,0 +1 @@\n    +hi" in first.stdout
@@ -53,12 +56,19 @@ async def test_a_diff_a_permission_then_the_session_reloaded_in_a_new_process(tm
     assert session is not None, first.stderr
     (tmp_path / "notes.txt").unlink()
 
-    second = acpio_prompt(tmp_path, "--deny", "--session", session[1], "again")
+    if protocol == "2":  # the turn's states: asking made the session wait for the user
+        assert "[waiting for you]\n[permission] Edit notes.txt: Allow (allow)\n[working]" in first.stdout
+        assert "    diff --git " in first.stdout  # v2's structured diff, as a git patch
+    second = acpio_prompt(tmp_path, "--protocol", protocol, "--deny", "--session", session[1], "again")
     assert second.returncode == 0, second.stderr
-    history, _, turn = second.stdout.partition("--- end of history ---")
-    assert "you> take a note" in history
-    assert "+hi" in history
-    assert "Noted." in history
+    if protocol == "1":  # session/load replays the history; on v2 acpio prompt resumes it without
+        history, _, turn = second.stdout.partition("--- end of history ---")
+        assert "you> take a note" in history
+        assert "+hi" in history
+        assert "Noted." in history
+    else:
+        turn = second.stdout
+        assert f"session {session[1]}" in second.stderr
     assert "[permission] Edit notes.txt: Reject (reject)" in turn
     assert not (tmp_path / "notes.txt").exists()
     # the graph went on in the same thread of the checkpointer: both prompts are in its state
@@ -70,10 +80,13 @@ async def test_a_diff_a_permission_then_the_session_reloaded_in_a_new_process(tm
 
 
 @pytest.mark.slow  # an agent process importing LangGraph, then the cancel
-async def test_ctrl_c_while_the_permission_is_asked_ends_the_turn_cancelled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["1", "2"])
+async def test_ctrl_c_while_the_permission_is_asked_ends_the_turn_cancelled(
+    tmp_path: Path, protocol: str
+) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "acpio", "prompt", "--ask", "--agent", AGENT, "take a note",
-        cwd=tmp_path, env=environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        sys.executable, "-m", "acpio", "prompt", "--protocol", protocol, "--ask", "--agent", AGENT,
+        "take a note", cwd=tmp_path, env=environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None

@@ -53,8 +53,9 @@ async def read_until(stream: asyncio.StreamReader, marker: str) -> str:
 
 
 @pytest.mark.slow  # two agent processes, each importing the Agents SDK
+@pytest.mark.parametrize("protocol", ["1", "2"])
 async def test_a_diff_an_approval_a_new_process_loading_the_session_and_ctrl_c(
-    wire: ResponsesWire, tmp_path: Path
+    wire: ResponsesWire, tmp_path: Path, protocol: str
 ) -> None:
     (tmp_path / "todo.txt").write_text("old\n")
     note = json.dumps({"path": "notes.md", "content": "- buy milk\n"})
@@ -65,27 +66,35 @@ async def test_a_diff_an_approval_a_new_process_loading_the_session_and_ctrl_c(
         response_stream(text="Noted, and todo.txt is gone."),
         held,
     )
-    first = await spawn(wire, tmp_path, "--allow", "Note: buy milk; delete todo.txt")
+    first = await spawn(wire, tmp_path, "--protocol", protocol, "--allow", "Note: buy milk; delete todo.txt")
     raw_out, raw_err = await asyncio.wait_for(first.communicate(), WAIT)
     out, err = raw_out.decode(), raw_err.decode()
     assert first.returncode == 0, err
-    assert f"[completed] Edit notes.md (edit)\n    --- /dev/null\n    +++ {tmp_path / 'notes.md'}" in out
-    assert "    +- buy milk\n" in out
-    assert "[permission] Delete todo.txt: Allow (allow)\n[completed] Delete todo.txt (delete)" in out
-    assert out.endswith(
-        "Noted, and todo.txt is gone.\n[usage: 39 of 128000 tokens]\n[stop reason: end_turn]\n"
-    )
+    diff = f"    --- /dev/null\n    +++ {tmp_path / 'notes.md'}\n    @@ -0,0 +1 @@\n    +- buy milk\n"
+    if protocol == "1":
+        assert f"[completed] Edit notes.md (edit)\n{diff}" in out
+        assert "[permission] Delete todo.txt: Allow (allow)\n[completed] Delete todo.txt (delete)" in out
+        assert out.endswith(
+            "Noted, and todo.txt is gone.\n[usage: 39 of 128000 tokens]\n[stop reason: end_turn]\n"
+        )
+    else:  # v2: the diff as a git patch, the session's states; acpio prompt does not show v2 usage
+        assert "[completed] Edit notes.md (edit)\n    diff --git " in out
+        assert f"    new file mode 100644\n{diff}" in out
+        assert "[waiting for you]\n[permission] Delete todo.txt: Allow (allow)\n[working]\n" in out
+        assert "[completed] Delete todo.txt (delete)" in out
+        assert out.endswith("Noted, and todo.txt is gone.\n[stop reason: end_turn]\n")
     assert (tmp_path / "notes.md").read_text() == "- buy milk\n"
     assert not (tmp_path / "todo.txt").exists()
     found = re.search(r"session (sess_\w+)", err)
     assert found is not None, err
 
-    second = await spawn(wire, tmp_path, "--session", found[1], "What did I ask?")
+    second = await spawn(wire, tmp_path, "--protocol", protocol, "--session", found[1], "What did I ask?")
     try:
         assert second.stdout is not None
-        replay = await read_until(second.stdout, "--- end of history ---\n")
-        assert "you> Note: buy milk; delete todo.txt\nNoting." in replay
-        assert "[completed] Edit notes.md (edit)" in replay
+        if protocol == "1":  # session/load replays the history; on v2 acpio prompt resumes it without
+            replay = await read_until(second.stdout, "--- end of history ---\n")
+            assert "you> Note: buy milk; delete todo.txt\nNoting." in replay
+            assert "[completed] Edit notes.md (edit)" in replay
         await read_until(second.stdout, "You asked")  # the model's call is under way: Ctrl-C
         second.send_signal(signal.SIGINT)
         rest, raw_err = await asyncio.wait_for(second.communicate(), WAIT)

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from acpio.app import Turn
 from acpio.app.tool_calls import given
 from acpio.errors import InternalError
-from acpio.frameworks.langgraph.stream import GraphStream
+from acpio.frameworks.langgraph.stream import GraphStream, ToolCallState
 from acpio.schema import (
     CreateElicitationRequest,
     CreateElicitationResponse,
@@ -33,6 +33,7 @@ from acpio.schema import (
     RequestPermissionRequest,
     SelectedPermissionOutcome,
     ToolCallUpdate,
+    v2,
 )
 
 __all__ = ["answer_interrupt", "approve", "is_approval"]
@@ -79,22 +80,42 @@ async def _approve(turn: Turn, stream: GraphStream, action: Any) -> dict[str, st
     args = action.get("args") if isinstance(action, Mapping) else None
     call = await stream.call_for(name, args if isinstance(args, Mapping) else {})
     description = action.get("description") if isinstance(action, Mapping) else None
-    options = [
-        PermissionOption(option_id=_ALLOW, name="Allow", kind="allow_once"),
-        PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
-    ]
-    request = RequestPermissionRequest(
-        session_id=turn.session_id,
-        tool_call=ToolCallUpdate(
-            tool_call_id=call.acp_id, **given(title=description if isinstance(description, str) else None)
-        ),
-        options=options,
-    )
-    answer = await turn.cx.send_request(request)
-    outcome = answer.outcome
-    if isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW:
+    title = description if isinstance(description, str) else None
+    if turn.protocol_version == 2:
+        allowed = await _allowed_v2(turn, stream, call, title)
+    else:
+        request = RequestPermissionRequest(
+            session_id=turn.session_id,
+            tool_call=ToolCallUpdate(tool_call_id=call.acp_id, **given(title=title)),
+            options=[
+                PermissionOption(option_id=_ALLOW, name="Allow", kind="allow_once"),
+                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = (await turn.cx.send_request(request)).outcome
+        allowed = isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
+    if allowed:
         return {"type": "approve"}
     return {"type": "reject", "message": f"The user rejected the call of {name}."}
+
+
+async def _allowed_v2(turn: Turn, stream: GraphStream, call: ToolCallState, title: str | None) -> bool:
+    """v2's permission request on ``call`` (a title, the call as subject): whether allow was chosen."""
+    shown = title or stream.projections.view(call.name, call.args or {}, turn.cwd).title
+    request = v2.RequestPermissionRequest(
+        session_id=turn.session_id,
+        title=shown,
+        subject=v2.ToolCallPermissionSubject(
+            tool_call=v2.ToolCallUpdate(tool_call_id=call.acp_id, title=shown)
+        ),
+        options=[
+            v2.PermissionOption(option_id=_ALLOW, name="Allow", kind="allow_once"),
+            v2.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+        ],
+    )
+    async with turn.waiting_for_user():
+        outcome = (await turn.cx.send_request(request)).outcome
+    return isinstance(outcome, v2.SelectedPermissionOutcome) and outcome.option_id == _ALLOW
 
 
 async def _form(turn: Turn, interrupt: Interrupt[Any]) -> Any:
@@ -124,7 +145,8 @@ async def _form(turn: Turn, interrupt: Interrupt[Any]) -> Any:
     request = CreateElicitationRequest(
         session_id=turn.session_id, mode="form", message=message, requested_schema=requested
     )
-    answer: CreateElicitationResponse = await turn.cx.send_request(request)
+    async with turn.waiting_for_user():  # on v2 the session requires_action until the answer
+        answer: CreateElicitationResponse = await turn.cx.send_request(request)
     if str(answer.action) != "accept":
         return None
     content = dict(answer.content or {})

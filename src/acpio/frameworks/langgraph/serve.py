@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -38,6 +38,7 @@ def graph_app(
     projections: Projections | None = None,
     input_key: str = "messages",
     config: Mapping[str, Any] | None = None,
+    protocols: Sequence[Literal[1, 2]] = (1,),
 ) -> AgentApp:
     """An :class:`~acpio.app.AgentApp` whose turns run ``graph`` (compiled with a checkpointer).
 
@@ -50,6 +51,9 @@ def graph_app(
     :class:`~acpio.store.SessionStore` or its URL) sessions can be listed, loaded (their history
     replayed) and resumed, also by a new process whose graph has the same checkpointer.
     ``config`` is merged into each run's config (``recursion_limit``, more ``configurable`` keys).
+    ``protocols`` are the ACP versions served, as :class:`~acpio.app.AgentApp`'s: ``(1, 2)`` serves
+    v1 and v2 editors alike (on v2, an interrupt or permission makes the session
+    ``requires_action`` until answered, and a cancel ends the turn ``idle`` ``cancelled``).
 
     Raises ``ValueError`` for a graph compiled without a checkpointer: it could neither keep a
     session's conversation nor resume after an interrupt.
@@ -59,7 +63,7 @@ def graph_app(
             f"{graph.name!r} has no checkpointer: compile it with one (graph.compile(checkpointer="
             "InMemorySaver()), or a SqliteSaver to keep sessions across restarts)"
         )
-    app = AgentApp(name, version=version, store=store)
+    app = AgentApp(name, version=version, store=store, protocols=protocols)
     shown = projections if projections is not None else Projections()
     extra = dict(config or {})
     tool_ids: dict[str, set[str]] = {}  # by session: the tool call ids it used, in this process
@@ -112,6 +116,7 @@ def run_graph(
     name: str = "langgraph",
     version: str = "0.1.0",
     projections: Projections | None = None,
+    protocols: Sequence[Literal[1, 2]] = (1,),
 ) -> None:
     """Serve ``graph`` (a ``StateGraph`` not yet compiled) on this process's stdio, as editors start agents.
 
@@ -119,11 +124,16 @@ def run_graph(
     SQLite checkpointer on that file, and the sessions are kept beside it (``langgraph.sessions.db``):
     an editor can list, load and resume them after a restart. Two files, because two writers on one
     SQLite file lock each other out. Without a ``database``, both live in memory for the life of the
-    process. See :func:`graph_app` for how the graph is served.
+    process. ``protocols`` are the ACP versions served (``(1, 2)``: v1 and v2 editors). See
+    :func:`graph_app` for how the graph is served.
     """
     if database is None:
         app = graph_app(
-            graph.compile(checkpointer=InMemorySaver()), name=name, version=version, projections=projections
+            graph.compile(checkpointer=InMemorySaver()),
+            name=name,
+            version=version,
+            projections=projections,
+            protocols=protocols,
         )
         app.run()
         return
@@ -140,6 +150,7 @@ def run_graph(
                 version=version,
                 store=f"sqlite:///{sessions}",
                 projections=projections,
+                protocols=protocols,
             )
             await app.serve(Stdio())
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from agents import Agent, RunConfig
 from agents.handoffs import Handoff
@@ -53,6 +53,7 @@ def openai_agent_app(
     run_config: RunConfig | None = None,
     max_turns: int = DEFAULT_MAX_TURNS,
     context_window: int = 128_000,
+    protocols: Sequence[Literal[1, 2]] = (1,),
 ) -> AgentApp:
     """An :class:`~acpio.app.AgentApp` that answers each prompt by running ``agent`` (streamed).
 
@@ -71,6 +72,9 @@ def openai_agent_app(
 
     ``context`` and ``run_config`` are passed to every ``Runner.run_streamed``; ``max_turns``
     bounds the model calls of one prompt (past it the turn ends ``max_turn_requests``).
+    ``protocols`` are the ACP versions served, as :class:`~acpio.app.AgentApp`'s: ``(1, 2)``
+    serves v1 and v2 editors alike (on v2 the modes are the ``mode`` config option, and a
+    cancel ends the turn ``idle`` ``cancelled``).
     """
     registry = projections if isinstance(projections, Projections) else Projections(projections)
     if "apply_patch" not in registry:
@@ -80,6 +84,7 @@ def openai_agent_app(
         version=version,
         store=store,
         prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+        protocols=protocols,
     )
     modes = reachable_agents(agent)
     if len(modes) == 1:
@@ -117,6 +122,7 @@ def serve_openai_agent(
     run_config: RunConfig | None = None,
     max_turns: int = DEFAULT_MAX_TURNS,
     context_window: int = 128_000,
+    protocols: Sequence[Literal[1, 2]] = (1,),
 ) -> None:
     """Serve ``agent`` to the editor on this process's stdin and stdout.
 
@@ -132,5 +138,6 @@ def serve_openai_agent(
         run_config=run_config,
         max_turns=max_turns,
         context_window=context_window,
+        protocols=protocols,
     )
     app.run()
