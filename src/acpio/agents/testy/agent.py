@@ -22,7 +22,6 @@ How the handlers are written (the pattern to copy for an agent of your own):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import weakref
@@ -32,7 +31,7 @@ from typing import Any, Final, TypeVar
 from acpio import __version__
 from acpio.acp_connection import AcpConnection
 from acpio.agents.testy.commands import run_prompt
-from acpio.agents.testy.login import logged_in
+from acpio.agents.testy.login import AUTH_METHOD_ID, check_login_method, forget_terminal_login, logged_in
 from acpio.agents.testy.sessions import TestySession, TestySessions
 from acpio.agents.testy.turn import TestyTurn, TurnCancelled
 from acpio.capabilities import ClientFeatures
@@ -118,8 +117,6 @@ R = TypeVar("R")
 #: ``agentCapabilities._meta["acpio"]["sessionsEndWithProcess"]``.
 SESSIONS_END_WITH_PROCESS: Final = ("acpio", "sessionsEndWithProcess")
 
-#: The id of the one auth method testy advertises with ``--auth``.
-AUTH_METHOD_ID: Final = "testy-login"
 #: The id of the terminal auth method testy advertises with ``--terminal-auth FILE``.
 TERMINAL_AUTH_METHOD_ID: Final = "testy-terminal-login"
 #: What the terminal auth method appends to testy's command line, and the environment it sets.
@@ -277,22 +274,14 @@ class TestyAgent:
 
     async def authenticate(self, req: AuthenticateRequest, cx: Connection) -> AuthenticateResponse:
         """Log in with ``testy-login`` (only when started with ``auth``)."""
-        if not self.options.auth or req.method_id != AUTH_METHOD_ID:
-            offered = f"its one method is {AUTH_METHOD_ID!r}" if self.options.auth else "it offers none"
-            raise InvalidParams(
-                {"methodId": req.method_id},
-                message=f"Unknown auth method {req.method_id!r}: {offered} (see authMethods in the "
-                "initialize answer)",
-            )
+        check_login_method(req.method_id, offered=self.options.auth)
         self._client(cx).authenticated = True
         return AuthenticateResponse()
 
     async def logout(self, req: LogoutRequest, cx: Connection) -> LogoutResponse:
         """Log out: new sessions need a login again (the terminal login's file goes); existing ones go on."""
         self._client(cx).authenticated = False
-        if self.options.terminal_auth is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.options.terminal_auth)
+        forget_terminal_login(self.options.terminal_auth)
         return LogoutResponse()
 
     def _require_auth(self, cx: Connection, method: str) -> None:

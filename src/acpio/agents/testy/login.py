@@ -10,17 +10,39 @@ an environment without the variable, exits non-zero). The agent process reads FI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 import orjson
 
-__all__ = ["logged_in", "terminal_login"]
+from acpio.errors import InvalidParams
 
+__all__ = ["AUTH_METHOD_ID", "check_login_method", "forget_terminal_login", "logged_in", "terminal_login"]
+
+#: The one auth method testy offers when started with ``auth`` (v1 ``authenticate``, v2 ``auth/login``).
+AUTH_METHOD_ID: Final = "testy-login"
 #: The variable the terminal auth method sets; the login refuses to run without it.
 LOGIN_VARIABLE = "ACPIO_TESTY_LOGIN"
+
+
+def check_login_method(method_id: str, *, offered: bool) -> None:
+    """Refuse a login with ``method_id`` unless it is testy's method and testy offers it (``-32602``)."""
+    if not offered or method_id != AUTH_METHOD_ID:
+        what = f"its one method is {AUTH_METHOD_ID!r}" if offered else "it offers none"
+        raise InvalidParams(
+            {"methodId": method_id},
+            message=f"Unknown auth method {method_id!r}: {what} (see authMethods in the initialize answer)",
+        )
+
+
+def forget_terminal_login(path: str | Path | None) -> None:
+    """Log out of the terminal login: remove its file (nothing to do without one)."""
+    if path is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
 
 
 def logged_in(path: str | Path) -> str | None:

@@ -35,7 +35,7 @@ from acpio.agents.testy.agent import (
     TERMINAL_LOGIN_ENV,
     TestyOptions,
 )
-from acpio.agents.testy.login import logged_in
+from acpio.agents.testy.login import check_login_method, forget_terminal_login, logged_in
 from acpio.agents.testy.script import parse_prompt
 from acpio.agents.testy.sessions import TestySession, TestySessions
 from acpio.agents.testy.turn import TurnCancelled
@@ -184,22 +184,14 @@ class TestyAgentV2:
 
     async def login(self, req: LoginAuthRequest, cx: Connection) -> LoginAuthResponse:
         """``auth/login`` with ``testy-login``."""
-        if not self.options.auth or req.method_id != AUTH_METHOD_ID:
-            offered = f"its one method is {AUTH_METHOD_ID!r}" if self.options.auth else "it offers none"
-            raise InvalidParams(
-                {"methodId": req.method_id},
-                message=f"Unknown auth method {req.method_id!r}: {offered} (see authMethods in the "
-                "initialize answer)",
-            )
+        check_login_method(req.method_id, offered=self.options.auth)
         self._client(cx).authenticated = True
         return LoginAuthResponse()
 
     async def logout(self, req: LogoutAuthRequest, cx: Connection) -> LogoutAuthResponse:
         """``auth/logout``: new sessions need a login again; existing ones go on."""
         self._client(cx).authenticated = False
-        if self.options.terminal_auth is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.options.terminal_auth)
+        forget_terminal_login(self.options.terminal_auth)
         return LogoutAuthResponse()
 
     def _require_auth(self, cx: Connection, method: str) -> None:
