@@ -20,7 +20,7 @@ connection answers the pending permission requests ``cancelled`` itself (the spe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from acpio.schema import (
     CancelledPermissionOutcome,
@@ -29,6 +29,9 @@ from acpio.schema import (
     RequestPermissionRequest,
     SelectedPermissionOutcome,
 )
+
+if TYPE_CHECKING:
+    from acpio.session.turn_view import ToolCallView
 
 __all__ = [
     "ALLOW_KINDS",
@@ -40,7 +43,9 @@ __all__ = [
     "PermissionCallback",
     "PermissionChoice",
     "PermissionPolicy",
+    "ToolCallPolicy",
     "allows",
+    "decide_permission",
     "describe_request",
     "permission_policy",
     "pick_option",
@@ -61,6 +66,38 @@ class PermissionPolicy(Protocol):
     async def decide(self, request: RequestPermissionRequest) -> Outcome:
         """The outcome for ``request``."""
         ...
+
+
+@runtime_checkable
+class ToolCallPolicy(Protocol):
+    """A policy that also reads the merged view of the tool call a request is about.
+
+    The request's ``toolCall`` carries only what the agent repeated in it; the client's
+    :class:`~acpio.session.ToolCallView` merges the earlier ``tool_call`` and its updates (the
+    kind, the diff, the locations). :func:`decide_permission` hands that view to a policy with
+    :meth:`decide_tool_call` (:class:`~acpio.client.RulePolicy` is one); other policies keep
+    ``decide(request)``.
+    """
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        """The outcome for ``request`` from the request alone."""
+        ...
+
+    async def decide_tool_call(self, request: RequestPermissionRequest, call: ToolCallView | None) -> Outcome:
+        """The outcome for ``request``, its tool call merged with ``call`` (``None``: no earlier update)."""
+        ...
+
+
+async def decide_permission(
+    policy: PermissionPolicy, request: RequestPermissionRequest, call: ToolCallView | None = None
+) -> Outcome:
+    """Ask ``policy`` about ``request``: with the merged tool-call view ``call`` if it takes one.
+
+    The one way every caller (sessions, ``acpio prompt``, the policy proxy) asks a policy.
+    """
+    if isinstance(policy, ToolCallPolicy):
+        return await policy.decide_tool_call(request, call)
+    return await policy.decide(request)
 
 
 #: An async callback deciding a permission request: the chosen option's id, or an outcome.
