@@ -37,7 +37,7 @@ class Rule:
     """One rule: the conditions a tool call must meet, and the action when it does.
 
     * ``kind``: the tool kind is one of these (``read``, ``edit``, ``execute``...);
-    * ``title``: the title matches one of these globs;
+    * ``title``: the title matches one of these globs, ignoring case;
     * ``paths``: the call names at least one path, and every path it names is inside the session
       root and matches one of these globs (for ``allow`` rules: nothing outside is let through);
     * ``any_path``: some path the call names is inside the root and matches one of these globs
@@ -75,7 +75,8 @@ class Rule:
         """Whether every condition this rule sets holds for ``subject`` in the session ``root``."""
         if self.kind and subject.kind not in self.kind:
             return False
-        if self.title and not _any_glob(subject.title, self.title):
+        title = subject.title.casefold() if subject.title is not None else None
+        if self.title and not _any_glob(title, tuple(glob.casefold() for glob in self.title)):
             return False
         if self.paths or self.any_path or self.outside_root is not None:
             resolved = [resolve_inside(path, root, subject.cwd) for path in subject.paths]
