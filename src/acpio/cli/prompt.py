@@ -119,6 +119,12 @@ def register(subparsers: Subcommands) -> None:
         const="ask",
         help="ask on the terminal (the default when stdin is a terminal; otherwise --deny is)",
     )
+    policy.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="answer permission requests and the agent's commands by the rules of the TOML policy FILE "
+        "(see examples/policy.toml); what it asks goes to the terminal when stdin is one, else is refused",
+    )
     parser.add_argument(
         "--allow-env",
         metavar="NAME",
@@ -258,6 +264,9 @@ def run(args: argparse.Namespace) -> int:
     if not text.strip() and not args.interactive:
         raise CliError("no prompt: give its text after the options, or '-' to read it from stdin")
     permissions: PolicyName = args.permissions or ("ask" if not from_stdin and sys.stdin.isatty() else "deny")
+    policy_file = Path(args.policy).expanduser() if args.policy else None
+    if policy_file is not None and not policy_file.is_file():
+        raise CliError(f"--policy {args.policy}: no such file; write one as examples/policy.toml shows")
     elicitation, controls = prompt_controls.settings(
         args, agent, interactive=not from_stdin and sys.stdin.isatty()
     )
@@ -269,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
         cwd=cwd.resolve(),
         session_id=args.session,
         permissions=permissions,
+        policy=policy_file,
         allow_env=allow_env,
         output=_output_mode(args),
         answers_from_terminal=from_stdin,

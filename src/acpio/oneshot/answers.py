@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from acpio.client.files import ConfinedFiles
-from acpio.client.permissions import Outcome, PermissionPolicy, allows
+from acpio.client.permissions import Outcome, PermissionPolicy, allows, decide_permission
+from acpio.client.policy import RulePolicy
 from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
 from acpio.oneshot.elicitation import Elicitor
@@ -172,7 +173,7 @@ class RequestAnswers:
             asked = request.tool_call
             missing = {
                 name: getattr(known, name)
-                for name in ("title", "kind", "content")
+                for name in ("title", "kind", "content", "locations", "raw_input")
                 if getattr(asked, name) is None and getattr(known, name) is not None
             }
             if missing:
@@ -196,6 +197,8 @@ class RequestAnswers:
         if isinstance(command, str):
             title += f": $ {command} in {getattr(request.subject, 'cwd', '')}"
         asked.tool_call.title = title
+        if isinstance(command, str) and asked.tool_call.raw_input is None:
+            asked.tool_call.raw_input = {"command": command, "cwd": getattr(request.subject, "cwd", None)}
         outcome = await self._decide(asked)
         self._renderer.permission(asked, outcome)
         return v2_permission_answer(outcome)
@@ -226,7 +229,11 @@ class RequestAnswers:
         self._renderer.permission(request, outcome)
         if allows(request, outcome) is not None:
             return
-        if isinstance(outcome, CancelledPermissionOutcome):
+        if isinstance(outcome, CancelledPermissionOutcome) and self.cancelled.is_set():
+            why, refused = "the turn is being cancelled", "cancelled"
+        elif isinstance(self._policy, RulePolicy) and self._policy.decisions:
+            why, refused = f"the policy refused it: {self._policy.decisions[-1].reason}", "policy"
+        elif isinstance(outcome, CancelledPermissionOutcome):
             why, refused = "the turn is being cancelled", "cancelled"
         elif self._permissions == "deny":
             why = (
@@ -261,7 +268,7 @@ class RequestAnswers:
         if self.cancelled.is_set():
             return CancelledPermissionOutcome()
         self._renderer.settle()
-        outcome = await self._unless_cancelled(self._policy.decide(request))
+        outcome = await self._unless_cancelled(decide_permission(self._policy, request))
         return CancelledPermissionOutcome() if outcome is None else outcome
 
     async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:

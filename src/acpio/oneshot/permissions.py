@@ -90,13 +90,23 @@ RUN_OPTIONS: Final = (
 
 
 def command_request(command: TerminalCommand, tool_call_id: str) -> RequestPermissionRequest:
-    """The question about running ``command``: "Run COMMAND LINE", its details as text, run or refuse."""
+    """The question about running ``command``: "Run COMMAND LINE", its details as text, run or refuse.
+
+    Its ``rawInput`` holds the command, arguments, directory and variables, as a rule policy reads them.
+    """
     details = TextContent(text="\n".join(command.describe()))
+    raw_input = {
+        "command": command.command,
+        "args": list(command.args),
+        "cwd": str(command.cwd),
+        "env": dict(command.env),
+    }
     tool_call = ToolCallUpdate(
         tool_call_id=tool_call_id,
         title=f"Run {command.command_line}",
         kind=ToolKind.EXECUTE,
         content=[Content(content=details)],
+        raw_input=raw_input,
     )
     return RequestPermissionRequest(
         session_id=command.session_id, tool_call=tool_call, options=list(RUN_OPTIONS)
@@ -318,9 +328,13 @@ def _details(request: RequestPermissionRequest) -> list[str]:
     lines: list[str] = []
     raw = request.tool_call.raw_input
     command = raw.get("command") if isinstance(raw, dict) else None
+    args = raw.get("args") if isinstance(raw, dict) else None
+    if isinstance(command, str) and isinstance(args, list) and all(isinstance(word, str) for word in args):
+        command = [command, *args]
     if isinstance(command, list) and all(isinstance(word, str) for word in command):
         command = shlex.join(command)
-    if isinstance(command, str) and command.strip():
+    own_question = request.options == list(RUN_OPTIONS)  # its content describes the command already
+    if isinstance(command, str) and command.strip() and not own_question:
         lines.append(f"$ {command}")
     for item in request.tool_call.content or ():
         if isinstance(item, Content) and isinstance(item.content, TextContent):

@@ -179,6 +179,10 @@ class PromptOptions:
     session_id: str | None = None
     #: How permission requests are answered.
     permissions: PolicyName = "deny"
+    #: A policy file (``--policy``, :func:`acpio.client.load_policy`): its rules answer the
+    #: permission requests and the agent's commands; what they ``ask`` goes to ``permissions``'
+    #: ``ask`` (``deny`` or ``allow``: refused, nobody to ask).
+    policy: Path | None = None
     #: Under ``allow``: the variables deciding what runs or loads (``PATH``, ``LD_PRELOAD``... see
     #: :data:`~acpio.oneshot.terminals.RISKY_VARIABLES`) that the agent's commands may set
     #: (``--allow-env``); a command setting another one is refused.
@@ -259,6 +263,8 @@ async def run_prompt(
     else:
         assert answers is not None
         policy = AskPolicy(answers, err, colour=options.output == "rich")
+    if options.policy is not None:
+        policy = _rule_policy(options, policy if options.permissions == "ask" else None, err)
     answering = RequestAnswers(
         options.permissions, renderer, files, terminals, policy, allowed_env=options.allow_env
     )
@@ -1004,3 +1010,20 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def _rule_policy(options: PromptOptions, ask: PermissionPolicy | None, err: TextIO) -> PermissionPolicy:
+    """``--policy FILE``: its rules, asking ``ask``; a decision no one was asked about is noted on ``err``."""
+    from acpio.client import PolicyDecision, PolicyFileError, load_policy
+
+    def note(decision: PolicyDecision) -> None:
+        if decision.decided_by != "asked":
+            what = decision.subject.title or decision.subject.command_line or decision.subject.tool_call_id
+            answer = decision.option_id or "cancelled"
+            print(f"acpio: policy: {what}: {answer} ({decision.reason})", file=err, flush=True)
+
+    assert options.policy is not None
+    try:
+        return load_policy(options.policy, root=options.cwd, ask=ask, on_decision=note)
+    except PolicyFileError as error:
+        raise PromptFailed(f"--policy: {error}", ExitCode.USAGE) from None
