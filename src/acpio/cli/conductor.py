@@ -31,6 +31,7 @@ from acpio.cli import CliError, note_if_terminal, run_main
 
 if TYPE_CHECKING:
     from acpio.cli import Subcommands
+    from acpio.redaction import Redactor
     from acpio.transports import AcpAgent
 
 _DESCRIPTION = """\
@@ -45,6 +46,8 @@ examples:
   acpio conductor --trace run.jsons agent "python proxy.py --flag" "my-agent --acp"
   acpio conductor proxy "python examples/arrow_proxy.py" "python examples/logging_proxy.py"
   acpio conductor agent --mcp-bridge "python examples/mcp_notes_proxy.py" "acpio testy"
+  acpio conductor --trace run.jsons --redact 'sk-[A-Za-z0-9]{8,}' agent \
+      "acpio proxy redact 'sk-[A-Za-z0-9]{8,}'" "my-agent"
 
 --trace writes one JSON event per line (read it with `acpio trace show` or `acpio trace view`).
 --debug DIR writes DIR/0-client.log, DIR/1-proxy0.log, ...: every line each component got, sent and
@@ -61,6 +64,14 @@ def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
         default=default,
         help="write a trace of every message between the client, the proxies and the agent to FILE "
         "(newline-delimited JSON; the file is truncated at start)",
+    )
+    parser.add_argument(
+        "--redact",
+        metavar="REGEX",
+        action="append",
+        default=default,
+        help="with --trace: replace what REGEX matches with [REDACTED] in the trace, also a match the "
+        "agent's text chunks split (repeatable; run a redacting proxy to keep it from the client too)",
     )
     parser.add_argument(
         "--debug",
@@ -136,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             '`acpio conductor agent --mcp-bridge "proxy ..." "agent ..."`'
         )
 
-    from acpio.conductor import Chain, ConductorError, FileSink, Named
+    from acpio.conductor import Chain, ConductorError, FileSink, Named, RedactingSink
     from acpio.conductor.components import resolve
     from acpio.errors import AcpError
     from acpio.transports import AgentCommand, Stdio
@@ -160,11 +171,15 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--mcp-bridge needs the mcp package: pip install 'acpio[mcp]' ({exc})") from None
         components.insert(len(components) - 1, Named("mcp-http-bridge", mcp_http_bridge()))
     chain = Chain.agent(args.name, components) if args.mode == "agent" else Chain.proxy(args.name, components)
+    redact = getattr(args, "redact", None)
+    if redact and args.trace is None:
+        raise CliError("--redact redacts the trace: give --trace FILE too")
     if args.trace is not None:
         try:
-            chain.trace_to(FileSink(args.trace))
+            sink = FileSink(args.trace)
         except OSError as exc:
             raise CliError(f"cannot write the trace file {args.trace!r}: {exc.strerror or exc}") from None
+        chain.trace_to(RedactingSink(sink, _redactor(redact)) if redact else sink)
     if args.debug is not None:
         import os
         import sys
@@ -226,3 +241,15 @@ async def _serve_until_stopped(serving: Coroutine[Any, Any, None], processes: Se
             if not stopping or not task.cancelled():
                 raise
     return signal_exit_code(stopping[0]) if stopping else 0
+
+
+def _redactor(patterns: Sequence[str]) -> Redactor:
+    """The redactor of ``--redact``'s expressions; a bad one is a :class:`CliError`."""
+    import re
+
+    from acpio.redaction import Redactor
+
+    try:
+        return Redactor(patterns)
+    except re.error as exc:
+        raise CliError(f"--redact: {exc.pattern!r} is not a regular expression: {exc}") from None

@@ -14,7 +14,8 @@
   (:mod:`acpio.conductor.components`).
 * :class:`TraceWriter` and the sinks :class:`FileSink`, :class:`MemorySink`, :class:`CallbackSink`:
   the trace of the logical message sequence (:mod:`acpio.conductor.tracing`); :class:`DebugLog`: the
-  line log of each component (:mod:`acpio.conductor.debuglog`).
+  line log of each component (:mod:`acpio.conductor.debuglog`); :class:`RedactingSink`: a trace
+  with no copy of a secret (:mod:`acpio.conductor.redacting`).
 * :class:`ConductorError`: what stops a conductor (:mod:`acpio.conductor.errors`); the connections to
   the components, their start and their end, are in :mod:`acpio.conductor.links`; notifications
   passed on as bytes, in :mod:`acpio.conductor.relay`.
@@ -24,6 +25,7 @@ from acpio.conductor.chain import Chain, Mode
 from acpio.conductor.components import ComponentSpec, Instantiation, Instantiator, Named
 from acpio.conductor.debuglog import DebugLog
 from acpio.conductor.errors import ConductorError
+from acpio.conductor.redacting import RedactingSink
 from acpio.conductor.tracing import CallbackSink, ChainTrace, FileSink, MemorySink, TraceSink, TraceWriter
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "MemorySink",
     "Mode",
     "Named",
+    "RedactingSink",
     "TraceSink",
     "TraceWriter",
 ]
