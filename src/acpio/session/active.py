@@ -262,8 +262,8 @@ class ActiveSession:
         any other exception (or an option the agent did not offer) answers the agent ``-32603`` and
         is raised here.
         """
-        answers = TurnAnswers(self._cx, permissions, files)
         view = self.view
+        answers = TurnAnswers(self._cx, permissions, files, view)
         already = view.text  # what read_update() gave before this call is not read again
         async for message in self:
             if message.is_request:

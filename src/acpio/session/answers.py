@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from acpio.acp_connection import AcpConnection
 from acpio.capabilities import ClientFeatures
 from acpio.client.files import ConfinedFiles
-from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
+from acpio.client.permissions import PermissionChoice, PermissionPolicy, decide_permission, permission_policy
 from acpio.errors import InternalError, MethodNotFound, RequestCancelled, RequestError
 from acpio.jsonrpc import Connection, RequestDispatch
 from acpio.schema import RequestPermissionResponse
@@ -23,20 +23,26 @@ from acpio.session.messages import (
     WriteTextFileMessage,
 )
 
+if TYPE_CHECKING:
+    from acpio.session.turn_view import TurnView
+
 _log = logging.getLogger("acpio.session")
 
 
 class TurnAnswers:
     """How :meth:`ActiveSession.read_to_string` answers the agent's requests: as told, else ``-32601``."""
 
-    __slots__ = ("advertised", "files", "policy")
+    __slots__ = ("advertised", "files", "policy", "view")
 
     def __init__(
         self,
         cx: Connection,
         permissions: PermissionChoice | None,
         files: str | os.PathLike[str] | ConfinedFiles | None,
+        view: TurnView | None = None,
     ) -> None:
+        #: The session's view: the tool call a permission request is about, merged, for the policy.
+        self.view = view
         self.policy: PermissionPolicy | None = (
             permission_policy(permissions) if permissions is not None else None
         )
@@ -69,7 +75,8 @@ class TurnAnswers:
             return
         request = message.request if isinstance(message, RequestPermissionMessage) else message.as_v1()
         try:
-            outcome = await message.responder.run_until_cancelled(policy.decide(request))
+            call = self.view.tool_calls.get(request.tool_call.tool_call_id) if self.view is not None else None
+            outcome = await message.responder.run_until_cancelled(decide_permission(policy, request, call))
         except RequestCancelled as exc:  # the turn was cancelled (that answer stands), or the agent gave up
             message.respond_with_error(exc)
             return
