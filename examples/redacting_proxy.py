@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 
-from acpio import Proxy, Stdio
-from acpio.proxies import transform_agent_text
-from acpio.redaction import Redactor
+from acpio import Proxy, Redactor, Stdio, transform_agent_text
 
 KEYS = Redactor([r"sk-[A-Za-z0-9]{8,}", r"ghp_[A-Za-z0-9]{20,}"], replacement="[key removed]")
 

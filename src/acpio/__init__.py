@@ -53,6 +53,8 @@ if TYPE_CHECKING:
         Unhandled,
         UntypedMessage,
     )
+    from acpio.proxies import transform_agent_text
+    from acpio.redaction import Redactor
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
     from acpio.running import run
     from acpio.session import (
@@ -129,6 +131,7 @@ __all__ = [
     "ParseError",
     "Proxy",
     "ReadTextFileMessage",
+    "Redactor",
     "ReleaseTerminalMessage",
     "RequestCancelled",
     "RequestDispatch",
@@ -166,6 +169,7 @@ __all__ = [
     "testing",
     "text_update",
     "thought_update",
+    "transform_agent_text",
     "user_text_update",
 ]
 

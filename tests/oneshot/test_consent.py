@@ -368,3 +368,29 @@ async def test_a_request_for_another_session_is_answered_at_once(project: Path, 
     assert refused["data"] == {"sessionId": "not-mine"}
     assert "not-mine" in refused["message"]
     assert f"[{method} failed]" in done.out
+
+
+async def test_a_policy_rule_runs_a_command_but_not_with_a_marked_variable(
+    project: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('default = "deny"\n\n[[rule]]\naction = "allow"\ncommand = "ls"\n')
+    env = [{"name": "LD_PRELOAD", "value": str(project / "evil.so")}]
+    steps: list[Step] = [
+        ("terminal/create", {"command": "ls", "args": ["-a"]}),
+        ("terminal/create", {"command": "ls", "env": env}),
+        ("terminal/create", {"command": "cat", "args": ["x"]}),
+    ]
+    agent = ScriptedAgent(steps)
+    out, err = io.StringIO(), io.StringIO()
+    options = PromptOptions(agent=agent.builder, prompt="go", cwd=project, permissions="deny", policy=policy)
+    async with asyncio.timeout(TIMEOUT):
+        await run_prompt(options, stdout=out, stderr=err, handle_sigint=False)
+    assert "terminalId" in agent.answers[0]["result"]
+    marked = error(agent.answers[1])
+    assert marked["data"]["refused"] == "env"
+    assert "a rule of --policy runs the agent's commands, but not with such a variable" in marked["message"]
+    denied = error(agent.answers[2])
+    assert denied["data"]["refused"] == "policy"
+    assert denied["message"] == "Refused to run cat x: the policy refused it: denied by default"
+    assert "acpio: policy: Run ls -a: run (allowed by rule 1)" in err.getvalue()

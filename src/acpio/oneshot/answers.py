@@ -228,6 +228,8 @@ class RequestAnswers:
         outcome = await self._decide(request)
         self._renderer.permission(request, outcome)
         if allows(request, outcome) is not None:
+            if self._decided_by_rule():
+                self._check_allowed_env(command, by="a rule of --policy")
             return
         if isinstance(outcome, CancelledPermissionOutcome) and self.cancelled.is_set():
             why, refused = "the turn is being cancelled", "cancelled"
@@ -248,8 +250,20 @@ class RequestAnswers:
             message=f"Refused to run {command.command_line}: {why}",
         )
 
-    def _check_allowed_env(self, command: TerminalCommand) -> None:
-        """Refuse (``-32602``) a command setting a variable deciding what runs or loads, unless allowed."""
+    def _decided_by_rule(self) -> bool:
+        """Whether ``--policy``'s last decision was a rule's (or a grant's), not a person's answer."""
+        policy = self._policy
+        return (
+            isinstance(policy, RulePolicy)
+            and bool(policy.decisions)
+            and policy.decisions[-1].decided_by != "asked"
+        )
+
+    def _check_allowed_env(self, command: TerminalCommand, *, by: str = "acpio prompt --allow") -> None:
+        """Refuse (``-32602``) a command setting a variable deciding what runs or loads, unless allowed.
+
+        ``by`` is what allowed the command: ``--allow``, or a rule of ``--policy``.
+        """
         refused = [name for name in command.risky_variables if name not in self._allowed_env]
         if not refused:
             return
@@ -259,7 +273,7 @@ class RequestAnswers:
         raise InvalidParams(
             {"command": command.command, "args": list(command.args), "refused": "env", "variables": refused},
             message=f"Refused to run {command.command_line}: it sets {names}, which {decides} which program "
-            "runs or what it loads; acpio prompt --allow runs the agent's commands, but not with such a "
+            f"runs or what it loads; {by} runs the agent's commands, but not with such a "
             f"variable unless the user allows it by name ({flags}) or is asked about each command (--ask)",
         )
 
