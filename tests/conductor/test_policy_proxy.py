@@ -96,3 +96,46 @@ def test_a_broken_policy_file_stops_the_proxy_with_one_line(tmp_path: Path) -> N
     assert done.stderr.strip() == (
         f"acpio: error: {policy}:2: rule 1, key 'ation': unknown key 'ation' (did you mean 'action'?)"
     )
+
+
+async def test_the_proxy_merges_the_earlier_tool_call_and_resolves_paths_in_the_sessions_cwd(
+    tmp_path: Path,
+) -> None:
+    """AgentApp asks with the tool call's id and title only: the kind and paths come from its tool_call."""
+    from acpio import AgentApp, StopReasonName, Turn
+    from acpio.client import PolicyDecision, Rule, RulePolicy
+    from acpio.conductor import Chain
+    from acpio.proxies import policy_proxy
+
+    agent = AgentApp("editor", version="1.0")
+
+    @agent.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        for path in ("docs/a.md", "docs/../../outside.md"):
+            async with turn.tool_call(f"Edit {path}", kind="edit", locations=[path]) as call:
+                allowed = await turn.ask_permission(call)
+                await turn.say(f"{path}: {'allowed' if allowed else 'refused'}\n")
+        return "end_turn"
+
+    decisions: list[PolicyDecision] = []
+    policy = RulePolicy([Rule("allow", kind=("edit",), paths=("docs/**",))], default="deny")
+    chain = Chain.agent("conductor", [policy_proxy(policy, on_decision=decisions.append), agent.component()])
+    asked: list[str] = []
+
+    async def client_answers(request: acp.RequestPermissionRequest) -> str:
+        asked.append(str(request.tool_call.title))
+        return "allow"
+
+    async def main(cx: Any) -> str:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(tmp_path).start_session() as session:
+            session.send_prompt("go")
+            return await session.read_to_string(permissions=client_answers)
+
+    text = await Client.builder().connect_with(chain, main)
+    assert text == "docs/a.md: allowed\ndocs/../../outside.md: refused\n"
+    assert asked == []  # the policy decided both
+    assert [(d.subject.kind, d.subject.paths, d.rule) for d in decisions] == [
+        ("edit", (str(tmp_path / "docs/a.md"),), "rule 1"),
+        ("edit", (str(tmp_path / "docs/../../outside.md"),), "default"),
+    ]

@@ -67,3 +67,21 @@ async def test_without_redact_the_trace_keeps_the_agents_raw_chunks(tmp_path: Pa
     text = await turn([*conductor, "agent", REDACTING, TESTY], SPLIT_KEY, tmp_path)
     assert text == "[key removed]"  # the proxy still redacts the reply
     assert agent_chunks(trace) == SECRET
+
+
+async def test_a_v2_session_is_redacted_across_chunks_and_flushed_before_the_idle_state(
+    tmp_path: Path,
+) -> None:
+    from acpio.proxies import redacting_proxy
+
+    from .test_v2_chain import v2_chain
+
+    async with v2_chain(redacting_proxy([PATTERN])) as peer:
+        await peer.initialize()
+        session = await peer.new_session(str(tmp_path))
+        middle = await peer.turn(session, f"echo before\n{SPLIT_KEY}\nstream 1 .\necho after")
+        end = await peer.turn(session, f"echo key:\n{SPLIT_KEY}")
+    assert middle.text() == "before\n[REDACTED].after\n"
+    assert end.text() == "key:\n[REDACTED]"
+    assert SECRET not in str(middle.of("agent_message_chunk")) + str(end.of("agent_message_chunk"))
+    assert [u["state"] for u in end.of("state_update")] == ["running", "idle"]
