@@ -34,6 +34,7 @@ from acpio.client.permissions import (
     Outcome,
     PermissionChoice,
     PermissionPolicy,
+    decide_permission,
     permission_policy,
     pick_option,
 )
@@ -132,7 +133,7 @@ class RulePolicy:
             outcome = _option(request, REJECT_KINDS)
             why = "the rule asks, but this policy has no one to ask (give it ask=...): refused"
             return self._record(request, evaluation, outcome, why)
-        return self.answered(request, evaluation, await self.ask.decide(request))
+        return self.answered(request, evaluation, await decide_permission(self.ask, request, call))
 
     def settle(self, request: RequestPermissionRequest, evaluation: Evaluation) -> Outcome:
         """The outcome of an ``allow`` or ``deny`` evaluation, recorded: an option the agent offered."""
