@@ -100,6 +100,7 @@ class Redactor:
         self.replacement = replacement
         self.window = window
         self._prefixes = tuple(_literal_prefix(pattern) for pattern in self.patterns)
+        self._folds = tuple(bool(pattern.flags & re.IGNORECASE) for pattern in self.patterns)
 
     def __repr__(self) -> str:
         return f"Redactor({[p.pattern for p in self.patterns]!r})"
@@ -118,21 +119,23 @@ class Redactor:
         """Where the tail of ``text`` that may still grow into a match starts (``len(text)``: none)."""
         end = len(text)
         cut = end
-        for pattern, prefix in zip(self.patterns, self._prefixes, strict=True):
+        for pattern, prefix, fold in zip(self.patterns, self._prefixes, self._folds, strict=True):
             for match in pattern.finditer(text):
                 if match.end() == end and match.end() > match.start():
                     cut = min(cut, match.start())
             if not prefix:
                 cut = min(cut, end - self.window + 1)
                 continue
-            folded = text.casefold() if pattern.flags & re.IGNORECASE else text
-            for start in range(max(0, end - self.window), end):
+            folded = text.casefold() if fold else text
+            start = folded.find(prefix[0], max(0, end - self.window))
+            while start != -1 and start < cut:
                 tail = folded[start:]
                 if prefix.startswith(tail) or tail.startswith(prefix):
                     complete = pattern.match(text, start)
                     if complete is None or complete.end() == end:
-                        cut = min(cut, start)
+                        cut = start
                         break
+                start = folded.find(prefix[0], start + 1)
         return self._outside_matches(text, max(0, cut))
 
     def _outside_matches(self, text: str, cut: int) -> int:

@@ -85,3 +85,19 @@ async def test_a_v2_session_is_redacted_across_chunks_and_flushed_before_the_idl
     assert end.text() == "key:\n[REDACTED]"
     assert SECRET not in str(middle.of("agent_message_chunk")) + str(end.of("agent_message_chunk"))
     assert [u["state"] for u in end.of("state_update")] == ["running", "idle"]
+
+
+def test_mistakes_in_redact_options_are_one_line() -> None:
+    import subprocess
+
+    def acpio(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PYTHON, "-m", "acpio", *args], capture_output=True, text=True, timeout=60)
+
+    bad = acpio("proxy", "redact", "sk-(")
+    assert (bad.returncode, bad.stderr.splitlines()[0]) == (
+        2,
+        "acpio: error: 'sk-(' is not a regular expression: missing ), unterminated subpattern at position 3",
+    )
+    untraced = acpio("conductor", "--redact", "sk-.*", "agent", TESTY)
+    assert untraced.returncode == 2
+    assert untraced.stderr.strip() == "acpio: error: --redact redacts the trace: give --trace FILE too"
