@@ -32,6 +32,8 @@ from acpio.roles import Agent, Client, Proxy, ProxySessionMessages
 
 __all__ = ["audit_line", "policy_proxy"]
 
+_ENDED = frozenset({acp.ToolCallStatus.COMPLETED, acp.ToolCallStatus.FAILED})
+
 
 def audit_line(decision: PolicyDecision) -> str:
     """The line the policy proxy writes for ``decision``: ``acpio-policy`` and its JSON."""
@@ -59,7 +61,10 @@ def policy_proxy(
         update = notification.update
         if isinstance(update, acp.ToolCall | acp.ToolCallUpdate):
             key = (notification.session_id, update.tool_call_id)
-            calls[key] = _merged(calls.get(key), update.to_wire())
+            if update.status in _ENDED:  # nothing is asked about a finished call: forget it
+                calls.pop(key, None)
+            else:
+                calls[key] = _merged(calls.get(key), update.to_wire())
         return Forward(notification)
 
     @app.on_request(peer=Agent)
