@@ -248,3 +248,36 @@ def test_a_tool_call_view_copy_is_not_changed_by_later_updates() -> None:
     view.status = "completed"
     assert copy.locations == ["/a"]
     assert copy.status is None
+
+
+@pytest.mark.parametrize(("allow_env", "runs"), [((), False), (("PYTHONPATH",), True)])
+async def test_allowing_commands_does_not_allow_changing_what_runs(
+    tmp_path: Path, allow_env: tuple[str, ...], runs: bool
+) -> None:
+    body = """
+create = acp.CreateTerminalRequest(
+    session_id="s-1", command="true", env=[acp.EnvVariable(name="PYTHONPATH", value="/elsewhere")]
+)
+try:
+    created = await cx.send_request(create)
+except RequestError as exc:
+    say(cx, f"refused: {exc.message}")
+else:
+    await cx.send_request(acp.WaitForTerminalExitRequest(session_id="s-1", terminal_id=created.terminal_id))
+    say(cx, "ran")
+"""
+    async with AgentClient(
+        agent_script(tmp_path, body), cwd=tmp_path, permissions="allow", allow_env=allow_env
+    ) as client:
+        session = await client.new_session()
+        result = await session.prompt("go")
+
+    if runs:
+        assert result.text == "ran"
+        assert [run.exit_code for run in result.terminals] == [0]
+    else:
+        assert result.text.startswith(
+            "refused: Refused to run PYTHONPATH=/elsewhere true: it sets PYTHONPATH"
+        )
+        assert "AgentClient(allow_env=...)" in result.text
+        assert result.terminals == ()

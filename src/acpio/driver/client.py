@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -77,9 +77,11 @@ class AgentClient:
     only one the agent may read and write files in (``fs/*``) and run commands in
     (``terminal/*``, with ``terminals=True``); default: the current directory. ``permissions``
     answers ``session/request_permission`` and decides the agent's commands: ``"deny"`` (the
-    default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`.
-    ``protocol`` is the ACP version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or
-    ``2``. ``env`` adds variables to a command's environment. ``init_timeout`` bounds the wait
+    default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`; under
+    ``"allow"`` a command setting a variable that decides what runs or loads (``PATH``,
+    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``protocol`` is the ACP
+    version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or ``2``. ``env`` adds variables to
+    the environment of an agent started from a command. ``init_timeout`` bounds the wait
     for the agent's ``initialize`` answer (``None``: no bound).
 
     Leaving the ``async with`` block (or :meth:`aclose`) closes the sessions, ends the commands
@@ -94,6 +96,7 @@ class AgentClient:
         cwd: str | os.PathLike[str] | None = None,
         permissions: PermissionChoice = "deny",
         terminals: bool = True,
+        allow_env: Collection[str] = (),
         protocol: ProtocolChoice = "negotiate",
         env: Mapping[str, str] | None = None,
         init_timeout: float | None = 30.0,
@@ -104,6 +107,7 @@ class AgentClient:
         #: The policy that answers the agent's permission requests and decides its commands.
         self.policy: PermissionPolicy = permission_policy(permissions)
         self._terminals = terminals
+        self._allow_env = frozenset(allow_env)
         self._protocol = protocol
         self._env = env
         self._init_timeout = init_timeout
@@ -235,7 +239,7 @@ class AgentClient:
     async def _open(self, builder: SessionBuilder[Any], directory: Path) -> AgentSession:
         files = ConfinedFiles(directory, set_by="AgentClient(cwd=...) or the session's cwd")
         active = await builder.start_session()
-        session = AgentSession(self, active, files, terminals=self._terminals)
+        session = AgentSession(self, active, files, terminals=self._terminals, allow_env=self._allow_env)
         self._sessions.append(session)
         return session
 
@@ -294,12 +298,20 @@ class AgentSession:
     """
 
     def __init__(
-        self, client: AgentClient, active: ActiveSession, files: ConfinedFiles, *, terminals: bool
+        self,
+        client: AgentClient,
+        active: ActiveSession,
+        files: ConfinedFiles,
+        *,
+        terminals: bool,
+        allow_env: Collection[str] = (),
     ) -> None:
         self._client = client
         self._active = active
         self._view = active.view  # on v1 the view is kept from now on
-        self._requests = SessionRequests(self._view, client.policy, files, terminals=terminals)
+        self._requests = SessionRequests(
+            self._view, client.policy, files, terminals=terminals, allow_env=allow_env
+        )
         self._turn: TurnStream | None = None
 
     def __repr__(self) -> str:
