@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from acpio.client import AgentClient, AgentFailed, FileWritten, PermissionDecided, ToolCallView, UsageChanged
-from acpio.session import TextAdded, ToolCallChanged
+from acpio.client import (
+    AgentClient,
+    AgentFailed,
+    FileWritten,
+    PermissionDecided,
+    TextAdded,
+    ToolCallChanged,
+    ToolCallView,
+    UsageChanged,
+)
 from tests.oneshot._agents import agent_script
 
 
@@ -281,3 +289,27 @@ else:
         )
         assert "AgentClient(allow_env=...)" in result.text
         assert result.terminals == ()
+
+
+async def test_a_prompt_to_an_agent_gone_since_the_last_turn_is_a_failed_result(tmp_path: Path) -> None:
+    body = """
+say(cx, "bye")
+sys.stderr.write("shutting down for good\\n")
+sys.stderr.flush()
+import os
+asyncio.get_running_loop().call_later(0.2, os._exit, 3)
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path) as client:
+        session = await client.new_session()
+        first = await session.prompt("first")
+        process = client.process
+        assert process is not None
+        await process.wait()
+        second = await session.prompt("second")
+
+    assert first.ok
+    assert not second.ok
+    assert second.error is not None
+    assert "exited with exit code 3" in second.error
+    assert second.stderr_tail is not None
+    assert "shutting down for good" in second.stderr_tail

@@ -54,7 +54,14 @@ if TYPE_CHECKING:
     )
     from acpio.driver.turn import TurnStream
     from acpio.driver.usage import Usage
-    from acpio.session.turn_view import ToolCallView
+    from acpio.session.turn_view import (
+        PlanChanged,
+        StateChanged,
+        TerminalChanged,
+        TextAdded,
+        ToolCallChanged,
+        ToolCallView,
+    )
 
 __all__ = [
     "MAX_FILE_SIZE",
@@ -75,8 +82,13 @@ __all__ = [
     "PermissionChoice",
     "PermissionDecided",
     "PermissionPolicy",
+    "PlanChanged",
+    "StateChanged",
     "StreamEvent",
+    "TerminalChanged",
     "TerminalRun",
+    "TextAdded",
+    "ToolCallChanged",
     "ToolCallView",
     "TurnResult",
     "TurnStream",

@@ -336,14 +336,18 @@ class AgentSession:
         """Send ``prompt``; return the turn: ``async for event in stream``, then ``await stream.result()``.
 
         ``prompt`` is text, a content block or several. Raises ``RuntimeError`` while the previous
-        turn is not read to its end.
+        turn is not read to its end. An agent gone since the last turn gives a turn that ends at
+        once, its result saying how the agent went (and the end of its stderr).
         """
         if self._turn is not None and not self._turn.done:
             raise RuntimeError(
                 f"Session {self.session_id!r} still has a turn running: read it to its end "
                 "(await stream.result()) before sending the next prompt"
             )
-        self._active.send_prompt(prompt)
+        try:
+            self._active.send_prompt(prompt)
+        except ConnectionClosed:
+            _log.debug("The agent of session %r is gone; the turn ends at once", self.session_id)
         self._turn = TurnStream(self._active, self._requests, self._client.describe_failure)
         return self._turn
 
