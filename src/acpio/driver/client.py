@@ -33,7 +33,14 @@ from acpio.schema import (
     Implementation,
     InitializeRequest,
 )
-from acpio.session import ActiveSession, PromptContent, ProtocolChoice, SessionBuilder, SessionConnection
+from acpio.session import (
+    ActiveSession,
+    PromptContent,
+    ProtocolChoice,
+    SessionBuilder,
+    SessionConnection,
+    SessionMessage,
+)
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
 
 if TYPE_CHECKING:
@@ -328,7 +335,7 @@ class AgentSession:
         return self._active
 
     @property
-    def history(self) -> list[Any]:
+    def history(self) -> list[SessionMessage]:
         """What ``session/load`` replayed (the conversation so far); empty for other setups."""
         return self._active.history
 
