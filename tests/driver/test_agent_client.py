@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -313,3 +314,18 @@ asyncio.get_running_loop().call_later(0.2, os._exit, 3)
     assert "exited with exit code 3" in second.error
     assert second.stderr_tail is not None
     assert "shutting down for good" in second.stderr_tail
+
+
+async def test_closing_the_client_ends_a_turn_read_elsewhere(tmp_path: Path) -> None:
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        session = await client.new_session()
+        stream = session.stream("echo started\nsleep 30")
+        async for event in stream:
+            if isinstance(event, TextAdded):
+                break
+        reading = asyncio.ensure_future(stream.result())
+        await client.aclose()
+        result = await reading
+    assert result.error is not None
+    assert "AgentClient was closed before the turn ended" in result.error
+    assert result.text.startswith("started")

@@ -257,6 +257,8 @@ class AgentClient:
 
         Waits a moment for an exiting process, so that its exit status is known.
         """
+        if self._closing.is_set():
+            return f"The AgentClient was closed before the turn ended ({error})", None
         process = self._process
         if process is None:
             return f"The agent closed the connection: {error}", None
@@ -283,10 +285,11 @@ class AgentClient:
         return repr(self._target) if isinstance(self._target, str) else type(self._target).__name__
 
     async def aclose(self) -> None:
-        """Close the sessions, end the agent's commands and the connection (and the agent's process group)."""
-        for session in self._sessions:
-            await session.aclose()
-        self._sessions.clear()
+        """Close the connection (and the agent's process group), then the sessions and their commands.
+
+        A turn still being read in another task ends with a failed result saying the client was
+        closed.
+        """
         self._closing.set()
         served, self._served = self._served, None
         if served is not None:
@@ -294,6 +297,9 @@ class AgentClient:
                 await served
             except (ConnectionClosed, TransportError) as exc:
                 _log.debug("The connection to %s ended with: %s", self._display(), exc)
+        for session in self._sessions:
+            await session.aclose()
+        self._sessions.clear()
 
 
 class AgentSession:
