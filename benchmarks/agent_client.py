@@ -62,7 +62,7 @@ async def run(turns: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="A turn through AgentClient.prompt against read_to_string")
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
