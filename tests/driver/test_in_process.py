@@ -79,3 +79,9 @@ async def test_an_agent_served_over_the_network_is_driven_by_its_url(tmp_path: P
     assert result.ok
     assert result.text == "permission: allow-once\nover the network\n"
     assert json.loads(result.to_json())["permissions"][0]["allowed"] is True
+
+
+async def test_something_that_is_no_agent_is_refused_saying_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"pass a command .* a ws:// or http:// URL, or an agent served"):
+        async with AgentClient([1, 2], cwd=tmp_path):  # type: ignore[list-item]
+            pass

@@ -26,6 +26,7 @@ from acpio.driver.requests import SessionRequests
 from acpio.driver.result import TurnResult
 from acpio.driver.turn import TurnStream
 from acpio.errors import AcpError, ConnectionClosed, TransportError
+from acpio.jsonrpc import open_transport
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
@@ -41,7 +42,7 @@ from acpio.session import (
     SessionConnection,
     SessionMessage,
 )
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Transport
 
 if TYPE_CHECKING:
     from typing import Self
@@ -54,8 +55,9 @@ _log = logging.getLogger("acpio.driver")
 
 #: What :class:`AgentClient` connects to: a command (shell words or an argv list, or an
 #: :class:`~acpio.transports.AgentCommand`), a ``ws://``/``wss://``/``http://``/``https://`` URL,
-#: or a component served in this process (an :class:`~acpio.app.AgentApp`, an agent builder...).
-AgentTarget: TypeAlias = "str | Sequence[str] | AgentCommand | Component"
+#: a component served in this process (an :class:`~acpio.app.AgentApp`, an agent builder...), or a
+#: transport already open.
+AgentTarget: TypeAlias = "str | Sequence[str] | AgentCommand | Component | Transport"
 
 _URL_SCHEMES: Final = ("ws://", "wss://", "http://", "https://")
 #: Lines of the agent's stderr kept in a failure.
@@ -151,7 +153,7 @@ class AgentClient:
         if self._cx is not None:
             raise RuntimeError(f"{self!r} is already connected; make another AgentClient for another agent")
         try:
-            transport = await self._component().open()
+            transport = await open_transport(self._component())
         except TransportError as exc:
             raise AgentFailed(f"The agent {self._display()} could not be started: {exc}") from exc
         self._process = transport if isinstance(transport, AgentProcess) else None
@@ -177,7 +179,7 @@ class AgentClient:
             raise AgentFailed(f"{message} (during initialize)", stderr_tail=tail) from exc
         return self.initialized
 
-    def _component(self) -> Component:
+    def _component(self) -> Component | Transport:
         target = self._target
         if isinstance(target, str) and target.lower().startswith(_URL_SCHEMES):
             from acpio.remote import RemoteAgent
@@ -185,9 +187,14 @@ class AgentClient:
             return RemoteAgent(target)
         if isinstance(target, str | AgentCommand):
             return AcpAgent(target, env=self._env)
-        if isinstance(target, Component):
+        if isinstance(target, Component | Transport):
             return target
-        return AcpAgent(list(target), env=self._env)
+        if isinstance(target, Sequence) and all(isinstance(word, str) for word in target):
+            return AcpAgent(list(target), env=self._env)
+        raise TypeError(
+            f"AgentClient cannot connect to {target!r}: pass a command (a string or a list of strings), "
+            "a ws:// or http:// URL, or an agent served in this process (an AgentApp, an agent builder)"
+        )
 
     def _initialize_request(self) -> InitializeRequest:
         from acpio import __version__
