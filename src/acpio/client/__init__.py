@@ -1,5 +1,10 @@
-"""What a client needs to answer the agent's requests: permission policies and confined files.
+"""Driving an agent, and what a client needs to answer its requests: policies and confined files.
 
+* :class:`AgentClient` connects to an agent (a command, a URL, an in-process app), opens
+  sessions (:class:`AgentSession`) and gives each prompt's :class:`TurnResult` (text, tool calls,
+  files written, commands run, permissions asked, plan, :class:`Usage`, stop reason), or its
+  events as they come (:class:`TurnStream`). It lives in :mod:`acpio.driver` and is exported here
+  lazily (see ``docs/drive.md``);
 * :mod:`~acpio.client.permissions`: :class:`AllowPolicy`, :class:`DenyPolicy`,
   :class:`CallbackPolicy` for ``session/request_permission``;
 * :mod:`~acpio.client.policy`: :class:`RulePolicy`, a permission policy as data (rules,
@@ -44,25 +49,68 @@ from acpio.client.policy_subject import ToolCallSubject, subject_of
 
 if TYPE_CHECKING:
     from acpio.client.policy_file import PolicyFileError, load_policy, parse_policy
+    from acpio.driver.client import AgentClient, AgentFailed, AgentSession, AgentTarget
+    from acpio.driver.result import (
+        FileWrite,
+        FileWritten,
+        OfferedOption,
+        PermissionAsk,
+        PermissionDecided,
+        StreamEvent,
+        TerminalRun,
+        TurnResult,
+        UsageChanged,
+    )
+    from acpio.driver.turn import TurnStream
+    from acpio.driver.usage import Usage
+    from acpio.session.turn_view import (
+        PlanChanged,
+        StateChanged,
+        TerminalChanged,
+        TextAdded,
+        ToolCallChanged,
+        ToolCallView,
+    )
 
 __all__ = [
     "MAX_FILE_SIZE",
     "Action",
+    "AgentClient",
+    "AgentFailed",
+    "AgentSession",
+    "AgentTarget",
     "AllowPolicy",
     "CallbackPolicy",
     "ConfinedFiles",
     "DenyPolicy",
     "Evaluation",
+    "FileWrite",
+    "FileWritten",
+    "OfferedOption",
     "Outcome",
+    "PermissionAsk",
     "PermissionCallback",
     "PermissionChoice",
+    "PermissionDecided",
     "PermissionPolicy",
+    "PlanChanged",
     "PolicyDecision",
     "PolicyFileError",
     "Rule",
     "RulePolicy",
+    "StateChanged",
+    "StreamEvent",
+    "TerminalChanged",
+    "TerminalRun",
+    "TextAdded",
+    "ToolCallChanged",
     "ToolCallPolicy",
     "ToolCallSubject",
+    "ToolCallView",
+    "TurnResult",
+    "TurnStream",
+    "Usage",
+    "UsageChanged",
     "decide_permission",
     "load_policy",
     "parse_policy",
@@ -70,5 +118,5 @@ __all__ = [
     "subject_of",
 ]
 
-if not TYPE_CHECKING:
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
     __getattr__, __dir__ = lazy_exports(globals())
