@@ -14,10 +14,17 @@ builder's handlers too::
     @app.on_request
     async def read(request: ReadTextFileRequest) -> ReadTextFileResponse:
         return files.read(request)
+
+The supervised pool of :mod:`acpio.pool` is exported here too, loaded on first use:
+:class:`AgentPool` (warm agent processes and a watchdog for every turn), :class:`PooledSession`,
+:class:`SupervisedTurn` and the :data:`PoolEvent` records.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from acpio._exports import lazy_exports
 from acpio.client.files import MAX_FILE_SIZE, ConfinedFiles
 from acpio.client.permissions import (
     AllowPolicy,
@@ -30,9 +37,30 @@ from acpio.client.permissions import (
     permission_policy,
 )
 
+if TYPE_CHECKING:
+    from acpio.pool import (
+        AgentPool,
+        CancelHonoured,
+        CancelSent,
+        PooledSession,
+        PoolEvent,
+        ProcessDied,
+        ProcessKilled,
+        ProcessStarted,
+        SessionLost,
+        SessionLostError,
+        SessionResumed,
+        SupervisedTurn,
+        TurnAbandoned,
+        TurnTimedOut,
+    )
+
 __all__ = [
     "MAX_FILE_SIZE",
+    "AgentPool",
     "AllowPolicy",
+    "CancelHonoured",
+    "CancelSent",
     "CallbackPolicy",
     "ConfinedFiles",
     "DenyPolicy",
@@ -40,5 +68,19 @@ __all__ = [
     "PermissionCallback",
     "PermissionChoice",
     "PermissionPolicy",
+    "PoolEvent",
+    "PooledSession",
+    "ProcessDied",
+    "ProcessKilled",
+    "ProcessStarted",
+    "SessionLost",
+    "SessionLostError",
+    "SessionResumed",
+    "SupervisedTurn",
+    "TurnAbandoned",
+    "TurnTimedOut",
     "permission_policy",
 ]
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())
