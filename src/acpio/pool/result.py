@@ -49,6 +49,11 @@ class SupervisedTurn:
         """Whether the turn ended normally: no error, and stop reason ``end_turn``."""
         return self.error is None and self.stop_reason == "end_turn"
 
+    @classmethod
+    def not_run(cls, prompt_id: str | None, error: str, duration: float) -> SupervisedTurn:
+        """The result of a prompt that never became a turn: its session could not be set up."""
+        return cls("", -1, None, "", (), duration, error=error, prompt_id=prompt_id)
+
     def with_context(self, earlier: list[PoolEvent], prompt_id: str | None) -> SupervisedTurn:
         """The same result, ``earlier`` steps (taken before the turn started) first, tagged ``prompt_id``."""
         return dataclasses.replace(self, events=(*earlier, *self.events), prompt_id=prompt_id)

@@ -79,6 +79,10 @@ class PooledSession:
         ``on_event``) and the session is free again once it is done. Raises
         :class:`SessionLostError` if the session was lost when its process was replaced.
         """
+        if self.lost is not None:
+            raise SessionLostError(
+                f"Session {self.session_id!r} was lost: {self.lost}. Open another session."
+            )
         if self.busy is not None:
             raise RuntimeError(
                 f"Session {self.session_id!r} is already running a turn: wait for its result (an agent "
@@ -123,10 +127,6 @@ class PooledSession:
 
     async def _take_up(self, events: list[PoolEvent]) -> None:
         """Have the slot's next process running, and the session set up on it; steps added to ``events``."""
-        if self.lost is not None:
-            raise SessionLostError(
-                f"Session {self.session_id!r} was lost: {self.lost}. Open another session."
-            )
         incarnation = await self._worker.restart(self._incarnation.generation)
         if incarnation.started is not None:
             events.append(incarnation.started)

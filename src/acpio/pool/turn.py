@@ -58,16 +58,17 @@ class TurnRun:
         events: list[PoolEvent],
         slot: int,
         stop_reason: str | None = None,
+        error: str | None = None,
         stderr_tail: str | None = None,
         ended_at: float | None = None,
     ) -> SupervisedTurn:
         """What the turn gave: the agent's stop reason unless ``stop_reason`` overrides it; its error.
 
-        ``ended_at`` (``time.monotonic()``) is when the turn ended for the caller; now by default.
+        ``error`` overrides the reading's failure as the error; ``ended_at`` (``time.monotonic()``)
+        is when the turn ended for the caller, now by default.
         """
-        error: str | None = None
         error_code: int | None = None
-        if stop_reason is None and self.reading.done() and not self.reading.cancelled():
+        if stop_reason is None and error is None and self.reading.done() and not self.reading.cancelled():
             failure = self.reading.exception()
             if failure is None and self._session.stop_reason is not None:
                 stop_reason = str(getattr(self._session.stop_reason, "value", self._session.stop_reason))

@@ -21,6 +21,7 @@ stderr, :class:`~acpio.pool.ProcessDied`), then steps 5 and 6. Every step is in 
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -118,14 +119,30 @@ async def _ended(run: TurnRun, watch: TurnWatch, events: list[PoolEvent]) -> Sup
         return run.result(events=events, slot=slot)
     ended_at = time.monotonic()
     died = await _death(watch.incarnation)
+    pid = watch.incarnation.pid
     if died is None:  # the connection failed, the process lives on: it cannot be trusted either
         stderr_tail = watch.incarnation.process.stderr_tail
+        error = f"The connection to the agent (pid {pid}) failed during the turn: {failure}"
         events.append(watch.worker.kill(watch.incarnation, watch.session_id))
     else:
         stderr_tail = died.stderr_tail
+        error = f"The agent process (pid {pid}) {_exit(died.returncode)} during the turn"
+        if stderr_tail:
+            error += "; the end of its stderr (stderr_tail) usually says why"
         events.append(died)  # the worker reported it
     await watch.recover(events)
-    return run.result(events=events, slot=slot, stderr_tail=stderr_tail, ended_at=ended_at)
+    return run.result(events=events, slot=slot, error=error, stderr_tail=stderr_tail, ended_at=ended_at)
+
+
+def _exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "ended"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with exit code {returncode}"
 
 
 async def _death(incarnation: Incarnation) -> ProcessDied | None:
