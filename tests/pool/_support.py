@@ -13,14 +13,14 @@ HERE = Path(__file__).parent
 TIMEOUT = 30.0
 
 
-def testy_command(*flags: str) -> list[str]:
-    """``acpio testy`` with ``flags``, as this interpreter runs it."""
+def memory_testy(*flags: str) -> list[str]:
+    """``acpio testy`` with ``flags`` (its sessions in memory), as this interpreter runs it."""
     return [sys.executable, "-m", "acpio", "testy", *flags]
 
 
 def sqlite_testy(database: Path, *flags: str) -> list[str]:
     """testy keeping its sessions in the SQLite file ``database`` (shared by every process of the pool)."""
-    return testy_command("--store", f"sqlite:///{database}", *flags)
+    return memory_testy("--store", f"sqlite:///{database}", *flags)
 
 
 def deaf_app(database: Path) -> list[str]:

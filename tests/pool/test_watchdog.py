@@ -25,7 +25,7 @@ from acpio.pool import (
     TurnTimedOut,
 )
 from tests.oneshot._processes import alive, wait_gone
-from tests.pool._support import TIMEOUT, deaf_app, names, sqlite_testy, testy_command
+from tests.pool._support import TIMEOUT, deaf_app, memory_testy, names, sqlite_testy
 
 BOTH_EVENT_LOOPS = True
 
@@ -85,7 +85,7 @@ async def test_a_turn_that_ignores_cancel_is_ended_killed_respawned_and_resumed(
 
 
 async def test_an_agent_that_honours_the_cancel_ends_the_turn_and_keeps_its_process() -> None:
-    pool = AgentPool(testy_command(), size=1, turn_timeout=0.3, cancel_grace=10)
+    pool = AgentPool(memory_testy(), size=1, turn_timeout=0.3, cancel_grace=10)
     async with asyncio.timeout(TIMEOUT), pool:
         pid = await _started(pool)
         result = await pool.prompt("echo waiting\nsleep 30")
@@ -186,7 +186,7 @@ async def test_an_agent_that_exits_mid_turn_gives_its_stderr_tail(tmp_path: Path
 
 
 async def test_an_agent_that_cannot_resume_or_load_loses_the_session() -> None:
-    agent = testy_command("--no-session-resume", "--no-load-session")
+    agent = memory_testy("--no-session-resume", "--no-load-session")
     async with (
         asyncio.timeout(TIMEOUT),
         AgentPool(agent, size=1, turn_timeout=1.0, cancel_grace=0.2) as pool,
