@@ -1,5 +1,10 @@
-"""What a client needs to answer the agent's requests: permission policies and confined files.
+"""Driving an agent, and what a client needs to answer its requests: policies and confined files.
 
+* :class:`AgentClient` connects to an agent (a command, a URL, an in-process app), opens
+  sessions (:class:`AgentSession`) and gives each prompt's :class:`TurnResult` (text, tool calls,
+  files written, commands run, permissions asked, plan, :class:`Usage`, stop reason), or its
+  events as they come (:class:`TurnStream`). It lives in :mod:`acpio.driver` and is exported here
+  lazily (see ``docs/drive.md``);
 * :mod:`~acpio.client.permissions`: :class:`AllowPolicy`, :class:`DenyPolicy`,
   :class:`CallbackPolicy` for ``session/request_permission``;
 * :mod:`~acpio.client.files`: :class:`ConfinedFiles`, ``fs/read_text_file`` and
@@ -34,10 +39,25 @@ from acpio.client.permissions import (
     PermissionCallback,
     PermissionChoice,
     PermissionPolicy,
+    decide_permission,
     permission_policy,
 )
 
 if TYPE_CHECKING:
+    from acpio.driver.client import AgentClient, AgentFailed, AgentSession, AgentTarget
+    from acpio.driver.result import (
+        FileWrite,
+        FileWritten,
+        OfferedOption,
+        PermissionAsk,
+        PermissionDecided,
+        StreamEvent,
+        TerminalRun,
+        TurnResult,
+        UsageChanged,
+    )
+    from acpio.driver.turn import TurnStream
+    from acpio.driver.usage import Usage
     from acpio.pool import (
         AgentPool,
         CancelHonoured,
@@ -54,19 +74,29 @@ if TYPE_CHECKING:
         TurnAbandoned,
         TurnTimedOut,
     )
+    from acpio.session.turn_view import ToolCallView
 
 __all__ = [
     "MAX_FILE_SIZE",
+    "AgentClient",
+    "AgentFailed",
     "AgentPool",
+    "AgentSession",
+    "AgentTarget",
     "AllowPolicy",
+    "CallbackPolicy",
     "CancelHonoured",
     "CancelSent",
-    "CallbackPolicy",
     "ConfinedFiles",
     "DenyPolicy",
+    "FileWrite",
+    "FileWritten",
+    "OfferedOption",
     "Outcome",
+    "PermissionAsk",
     "PermissionCallback",
     "PermissionChoice",
+    "PermissionDecided",
     "PermissionPolicy",
     "PoolEvent",
     "PooledSession",
@@ -76,9 +106,17 @@ __all__ = [
     "SessionLost",
     "SessionLostError",
     "SessionResumed",
+    "StreamEvent",
     "SupervisedTurn",
+    "TerminalRun",
+    "ToolCallView",
     "TurnAbandoned",
+    "TurnResult",
+    "TurnStream",
     "TurnTimedOut",
+    "Usage",
+    "UsageChanged",
+    "decide_permission",
     "permission_policy",
 ]
 

@@ -20,7 +20,7 @@ connection answers the pending permission requests ``cancelled`` itself (the spe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias
 
 from acpio.schema import (
     CancelledPermissionOutcome,
@@ -29,6 +29,9 @@ from acpio.schema import (
     RequestPermissionRequest,
     SelectedPermissionOutcome,
 )
+
+if TYPE_CHECKING:
+    from acpio.session.turn_view import ToolCallView
 
 __all__ = [
     "ALLOW_KINDS",
@@ -41,6 +44,7 @@ __all__ = [
     "PermissionChoice",
     "PermissionPolicy",
     "allows",
+    "decide_permission",
     "describe_request",
     "permission_policy",
     "pick_option",
@@ -168,3 +172,17 @@ def permission_policy(choice: PermissionChoice) -> PermissionPolicy:
         f"permissions={choice!r}: use 'allow', 'deny', an async callback taking the "
         "RequestPermissionRequest, or an object with async decide(request)"
     )
+
+
+async def decide_permission(
+    policy: PermissionPolicy, request: RequestPermissionRequest, call: ToolCallView
+) -> Outcome:
+    """The outcome ``policy`` gives ``request``: the one place a driving client asks its policy.
+
+    ``call`` is the tool call the request is about, every update the agent sent for it merged
+    with the request's own ``toolCall`` (:class:`~acpio.session.ToolCallView`: kind, title,
+    locations, diffs, status, raw input), for policies that judge more than the request carries.
+    :class:`~acpio.client.AgentClient` calls it for every ``session/request_permission`` and for
+    every command the agent wants to run in a terminal.
+    """
+    return await policy.decide(request)

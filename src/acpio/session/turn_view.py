@@ -99,8 +99,13 @@ ToolContent: TypeAlias = str | DiffView | TerminalRef
 class ToolCallView:
     """A tool call as its updates left it: each field the latest value the agent sent.
 
-    ``cancellable``: the agent advertised ``capabilities.cancel`` for it (v2): the client may send
-    ``tool_call/cancel`` while it runs.
+    Merged from the ``tool_call``, every ``tool_call_update`` and the tool call of a
+    ``session/request_permission`` about it (:meth:`TurnView.apply_permission_request`): a field
+    an update leaves out keeps what an earlier one said, so a permission request without ``kind``
+    still shows the kind its ``tool_call`` gave. ``locations`` are the paths the call touches
+    (as the agent wrote them); ``raw_input`` and ``raw_output`` the JSON the agent gave as they
+    are. ``cancellable``: the agent advertised ``capabilities.cancel`` for it (v2): the client
+    may send ``tool_call/cancel`` while it runs.
     """
 
     tool_call_id: str
@@ -109,6 +114,28 @@ class ToolCallView:
     status: str | None = None
     content: list[ToolContent] = field(default_factory=list)
     cancellable: bool = False
+    locations: list[str] = field(default_factory=list)
+    raw_input: object = None
+    raw_output: object = None
+
+    @property
+    def diffs(self) -> list[DiffView]:
+        """The diffs among :attr:`content`: what the call changes (or proposes to change) in files."""
+        return [item for item in self.content if isinstance(item, DiffView)]
+
+    def copy(self) -> ToolCallView:
+        """A copy that later updates of this call do not change (its lists are copied too)."""
+        return ToolCallView(
+            self.tool_call_id,
+            self.title,
+            self.kind,
+            self.status,
+            list(self.content),
+            self.cancellable,
+            list(self.locations),
+            self.raw_input,
+            self.raw_output,
+        )
 
 
 @dataclass(slots=True)
@@ -271,16 +298,9 @@ class TurnView:
                 _CHUNK_ROLES[update.session_update], update.message_id, block_text(update.content)
             )
         if isinstance(update, ToolCall | ToolCallUpdate):
-            call = self._call(update.tool_call_id)
             if isinstance(update, ToolCall):
-                call.content = []
-            for name in ("title", "kind", "status"):
-                value = getattr(update, name)
-                if value is not None:
-                    setattr(call, name, str(value))
-            if update.content is not None:
-                call.content = [_tool_content(item) for item in update.content]
-            return ToolCallChanged(call)
+                self._call(update.tool_call_id).content = []
+            return ToolCallChanged(self._merge_v1(update))
         if isinstance(update, Plan):
             return self._plan(None, update.entries)
         return None
@@ -301,19 +321,7 @@ class TurnView:
         if isinstance(update, v2.IdleStateUpdate):
             return self._set_state("idle", update.stop_reason)
         if isinstance(update, v2.ToolCallUpdate):
-            call = self._call(update.tool_call_id)
-            given = update.model_fields_set
-            for name in ("title", "kind", "status"):
-                if name in given:
-                    value = getattr(update, name)
-                    setattr(call, name, None if value is None else str(value))
-            if "capabilities" in given:
-                capabilities = update.capabilities
-                call.cancellable = getattr(capabilities, "cancel", None) is not None
-            content = update.content
-            if "content" in given:  # a list, or null: cleared
-                call.content = [_tool_content(item) for item in content] if isinstance(content, list) else []
-            return ToolCallChanged(call)
+            return ToolCallChanged(self._merge_v2(update))
         if isinstance(update, v2.ToolCallContentChunk):
             call = self._call(update.tool_call_id)
             call.content.append(_tool_content(update.content))
@@ -356,6 +364,59 @@ class TurnView:
             terminal.exit_code = status.exit_code if status is not None else None
             terminal.signal = status.signal if status is not None else None
         return TerminalChanged(terminal, appended)
+
+    def _merge_v1(self, update: Any) -> ToolCallView:
+        """Merge a v1 ``ToolCall``/``ToolCallUpdate`` (a field left out or ``null`` keeps its value)."""
+        call = self._call(update.tool_call_id)
+        for name in ("title", "kind", "status"):
+            value = getattr(update, name)
+            if value is not None:
+                setattr(call, name, str(value))
+        if update.content is not None:
+            call.content = [_tool_content(item) for item in update.content]
+        if update.locations is not None:
+            call.locations = [location.path for location in update.locations]
+        if update.raw_input is not None:
+            call.raw_input = update.raw_input
+        if update.raw_output is not None:
+            call.raw_output = update.raw_output
+        return call
+
+    def _merge_v2(self, update: Any) -> ToolCallView:
+        """Merge a v2 ``ToolCallUpdate`` upsert (a field left out keeps its value; ``null`` clears it)."""
+        call = self._call(update.tool_call_id)
+        given = update.model_fields_set
+        for name in ("title", "kind", "status"):
+            if name in given:
+                value = getattr(update, name)
+                setattr(call, name, None if value is None else str(value))
+        if "capabilities" in given:
+            capabilities = update.capabilities
+            call.cancellable = getattr(capabilities, "cancel", None) is not None
+        content = update.content
+        if "content" in given:  # a list, or null: cleared
+            call.content = [_tool_content(item) for item in content] if isinstance(content, list) else []
+        if "locations" in given:
+            locations = update.locations
+            call.locations = [location.path for location in locations] if isinstance(locations, list) else []
+        for name in ("raw_input", "raw_output"):
+            if name in given:
+                setattr(call, name, getattr(update, name))
+        return call
+
+    def apply_permission_request(self, tool_call: Any) -> ToolCallView:
+        """Merge the tool call a ``session/request_permission`` asks about; give the merged view.
+
+        ``tool_call`` is the request's ``toolCall`` (a v1 :class:`~acpio.schema.ToolCallUpdate`)
+        or a v2 request's subject tool call (a v2 ``ToolCallUpdate``). What it leaves out keeps
+        what the call's earlier updates said: the reference agent's edit asks without ``kind``,
+        and the view still has the ``edit`` its ``tool_call`` gave.
+        """
+        from acpio.schema import v2
+
+        if isinstance(tool_call, v2.ToolCallUpdate):
+            return self._merge_v2(tool_call)
+        return self._merge_v1(tool_call)
 
     # --- shared --------------------------------------------------------------------------------------
 

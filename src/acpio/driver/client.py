@@ -1,0 +1,356 @@
+"""Driving an agent from Python: :class:`AgentClient` connects, :class:`AgentSession` prompts.
+
+The mirror of :class:`~acpio.app.AgentApp` for the other side: everything a client answers
+(permissions, files inside a directory, terminals) is set once, and a turn is one call::
+
+    async with AgentClient("acpio testy", cwd=project, permissions="allow") as client:
+        session = await client.new_session()
+        result = await session.prompt("write notes.txt hello")
+    print(result.text, result.stop_reason, [w.path for w in result.files_written])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from acpio.client.files import ConfinedFiles
+from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
+from acpio.driver.requests import SessionRequests
+from acpio.driver.result import TurnResult
+from acpio.driver.turn import TurnStream
+from acpio.errors import AcpError, ConnectionClosed, TransportError
+from acpio.roles import Client
+from acpio.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeRequest,
+)
+from acpio.session import ActiveSession, PromptContent, ProtocolChoice, SessionBuilder, SessionConnection
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from acpio.session.negotiation import AnyInitializeResponse
+
+__all__ = ["AgentClient", "AgentFailed", "AgentSession", "AgentTarget"]
+
+_log = logging.getLogger("acpio.driver")
+
+#: What :class:`AgentClient` connects to: a command (shell words or an argv list, or an
+#: :class:`~acpio.transports.AgentCommand`), a ``ws://``/``wss://``/``http://``/``https://`` URL,
+#: or a component served in this process (an :class:`~acpio.app.AgentApp`, an agent builder...).
+AgentTarget: TypeAlias = "str | Sequence[str] | AgentCommand | Component"
+
+_URL_SCHEMES: Final = ("ws://", "wss://", "http://", "https://")
+#: Lines of the agent's stderr kept in a failure.
+_STDERR_LINES: Final = 20
+
+
+class AgentFailed(AcpError):
+    """The agent could not be started, did not answer ``initialize`` in time, or refused it.
+
+    ``stderr_tail`` is the end of the agent's stderr when it is a process acpio started.
+    """
+
+    def __init__(self, message: str, *, stderr_tail: str | None = None) -> None:
+        if stderr_tail:
+            message = f"{message}\nThe end of its stderr:\n{stderr_tail}"
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
+class AgentClient:
+    """A client driving one agent: connect, open sessions, prompt them; ``async with`` closes it all.
+
+    ``agent`` is a command (``"acpio testy"``, ``["my-agent", "--acp"]``), a URL (``ws://``,
+    ``http://``: needs ``acpio[remote]``) or an in-process component (an
+    :class:`~acpio.app.AgentApp`). ``cwd`` is the directory sessions open in by default, and the
+    only one the agent may read and write files in (``fs/*``) and run commands in
+    (``terminal/*``, with ``terminals=True``); default: the current directory. ``permissions``
+    answers ``session/request_permission`` and decides the agent's commands: ``"deny"`` (the
+    default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`.
+    ``protocol`` is the ACP version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or
+    ``2``. ``env`` adds variables to a command's environment. ``init_timeout`` bounds the wait
+    for the agent's ``initialize`` answer (``None``: no bound).
+
+    Leaving the ``async with`` block (or :meth:`aclose`) closes the sessions, ends the commands
+    the agent started, and closes the connection: a process the client started is ended with its
+    whole process group (stdin closed, then SIGTERM, then SIGKILL).
+    """
+
+    def __init__(
+        self,
+        agent: AgentTarget,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        permissions: PermissionChoice = "deny",
+        terminals: bool = True,
+        protocol: ProtocolChoice = "negotiate",
+        env: Mapping[str, str] | None = None,
+        init_timeout: float | None = 30.0,
+        name: str = "acpio",
+    ) -> None:
+        self._target = agent
+        self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
+        #: The policy that answers the agent's permission requests and decides its commands.
+        self.policy: PermissionPolicy = permission_policy(permissions)
+        self._terminals = terminals
+        self._protocol = protocol
+        self._env = env
+        self._init_timeout = init_timeout
+        self._name = name
+        self._process: AgentProcess | None = None
+        self._cx: SessionConnection | None = None
+        self._served: asyncio.Task[object] | None = None
+        self._closing = asyncio.Event()
+        self._sessions: list[AgentSession] = []
+        #: The agent's answer to ``initialize`` (a v1 or v2 ``InitializeResponse``), once connected.
+        self.initialized: AnyInitializeResponse | None = None
+
+    def __repr__(self) -> str:
+        state = "connected" if self._cx is not None else "not connected"
+        return f"<AgentClient {self._target!r} {state}>"
+
+    # --- connecting --------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def connect(self) -> AnyInitializeResponse:
+        """Start (or reach) the agent and ``initialize``; what ``async with`` does on entry.
+
+        Raises :class:`AgentFailed` when the agent cannot be started, exits, does not answer in
+        ``init_timeout`` seconds, or refuses ``initialize``.
+        """
+        if self._cx is not None:
+            raise RuntimeError(f"{self!r} is already connected; make another AgentClient for another agent")
+        try:
+            transport = await self._component().open()
+        except TransportError as exc:
+            raise AgentFailed(f"The agent {self._display()} could not be started: {exc}") from exc
+        self._process = transport if isinstance(transport, AgentProcess) else None
+        builder = Client.builder(name=self._name, protocol=self._protocol)
+        cx = self._cx = await builder.open_connection(transport)
+        self._served = asyncio.get_running_loop().create_task(
+            cx.run(self._serve_until_closed), name=f"acpio client {self._name}"
+        )
+        try:
+            async with asyncio.timeout(self._init_timeout):
+                self.initialized = await cx.initialize(self._initialize_request())
+        except TimeoutError as exc:
+            await self.aclose()
+            raise AgentFailed(
+                f"The agent {self._display()} did not answer initialize within {self._init_timeout:g} s: "
+                "check that the command starts an ACP agent (some need a flag such as --acp), or raise "
+                "init_timeout",
+                stderr_tail=self._stderr_tail(),
+            ) from exc
+        except AcpError as exc:
+            message, tail = await self.describe_failure(exc)
+            await self.aclose()
+            raise AgentFailed(f"{message} (during initialize)", stderr_tail=tail) from exc
+        return self.initialized
+
+    def _component(self) -> Component:
+        target = self._target
+        if isinstance(target, str) and target.lower().startswith(_URL_SCHEMES):
+            from acpio.remote import RemoteAgent
+
+            return RemoteAgent(target)
+        if isinstance(target, str | AgentCommand):
+            return AcpAgent(target, env=self._env)
+        if isinstance(target, Component):
+            return target
+        return AcpAgent(list(target), env=self._env)
+
+    def _initialize_request(self) -> InitializeRequest:
+        from acpio import __version__
+
+        return InitializeRequest(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=self._terminals,
+            ),
+            client_info=Implementation(name=self._name, version=__version__),
+        )
+
+    async def _serve_until_closed(self, cx: SessionConnection) -> None:
+        await self._closing.wait()
+
+    @property
+    def connection(self) -> SessionConnection:
+        """The connection to the agent (for what this class does not wrap); raises before :meth:`connect`."""
+        if self._cx is None:
+            raise RuntimeError("The AgentClient is not connected: use it with async with, or await connect()")
+        return self._cx
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The ACP version the agent answered with (1 or 2); ``None`` before :meth:`connect`."""
+        return self._cx.protocol_version if self._cx is not None else None
+
+    @property
+    def process(self) -> AgentProcess | None:
+        """The agent's process, when the client started one (a command); ``None`` otherwise."""
+        return self._process
+
+    # --- sessions ----------------------------------------------------------------------------------
+
+    async def new_session(self, cwd: str | os.PathLike[str] | None = None) -> AgentSession:
+        """A new session (``session/new``) in ``cwd`` (default: the client's); its files stay inside it."""
+        directory = self._directory(cwd)
+        return await self._open(self.connection.build_session(directory), directory)
+
+    async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> AgentSession:
+        """An earlier session continued with ``session/load`` (its replay is :attr:`AgentSession.history`)."""
+        directory = self._directory(cwd)
+        return await self._open(self.connection.build_session_load(session_id, directory), directory)
+
+    async def resume_session(
+        self, session_id: str, cwd: str | os.PathLike[str] | None = None
+    ) -> AgentSession:
+        """An earlier session continued with ``session/resume`` (nothing replayed)."""
+        directory = self._directory(cwd)
+        return await self._open(self.connection.build_session_resume(session_id, directory), directory)
+
+    def _directory(self, cwd: str | os.PathLike[str] | None) -> Path:
+        return Path(cwd).resolve() if cwd is not None else self.cwd
+
+    async def _open(self, builder: SessionBuilder[Any], directory: Path) -> AgentSession:
+        files = ConfinedFiles(directory, set_by="AgentClient(cwd=...) or the session's cwd")
+        active = await builder.start_session()
+        session = AgentSession(self, active, files, terminals=self._terminals)
+        self._sessions.append(session)
+        return session
+
+    # --- failures and the end ----------------------------------------------------------------------
+
+    async def describe_failure(self, error: BaseException) -> tuple[str, str | None]:
+        """What ended the connection, in a sentence, and the end of the agent's stderr (if a process).
+
+        Waits a moment for an exiting process, so that its exit status is known.
+        """
+        process = self._process
+        if process is None:
+            return f"The agent closed the connection: {error}", None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(2.0):
+                await process.wait()
+        code = process.returncode
+        name = self._display()
+        if code is None:
+            how = f"closed the connection ({error})"
+        elif code < 0:
+            how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with exit code {code}"
+        return f"The agent {name} {how}", self._stderr_tail()
+
+    def _stderr_tail(self) -> str | None:
+        tail = self._process.stderr_tail if self._process is not None else None
+        return "\n".join(tail.splitlines()[-_STDERR_LINES:]) if tail else None
+
+    def _display(self) -> str:
+        if self._process is not None:
+            return repr(self._process.command.display())
+        return repr(self._target) if isinstance(self._target, str) else type(self._target).__name__
+
+    async def aclose(self) -> None:
+        """Close the sessions, end the agent's commands and the connection (and the agent's process group)."""
+        for session in self._sessions:
+            await session.aclose()
+        self._sessions.clear()
+        self._closing.set()
+        served, self._served = self._served, None
+        if served is not None:
+            try:
+                await served
+            except (ConnectionClosed, TransportError) as exc:
+                _log.debug("The connection to %s ended with: %s", self._display(), exc)
+
+
+class AgentSession:
+    """A session with the agent: :meth:`prompt` gives a turn's :class:`TurnResult`, :meth:`stream` its events.
+
+    One turn at a time. The agent's requests are answered as the :class:`AgentClient` says:
+    permissions by its policy (every ask recorded in the result), files inside the session's
+    directory, commands (when terminals are on) as real processes once allowed.
+    """
+
+    def __init__(
+        self, client: AgentClient, active: ActiveSession, files: ConfinedFiles, *, terminals: bool
+    ) -> None:
+        self._client = client
+        self._active = active
+        self._view = active.view  # on v1 the view is kept from now on
+        self._requests = SessionRequests(self._view, client.policy, files, terminals=terminals)
+        self._turn: TurnStream | None = None
+
+    def __repr__(self) -> str:
+        return f"<AgentSession {self.session_id!r}>"
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self._active.session_id
+
+    @property
+    def active(self) -> ActiveSession:
+        """The underlying :class:`~acpio.session.ActiveSession` (modes, config options, its view)."""
+        return self._active
+
+    @property
+    def history(self) -> list[Any]:
+        """What ``session/load`` replayed (the conversation so far); empty for other setups."""
+        return self._active.history
+
+    def stream(self, prompt: PromptContent) -> TurnStream:
+        """Send ``prompt``; return the turn: ``async for event in stream``, then ``await stream.result()``.
+
+        ``prompt`` is text, a content block or several. Raises ``RuntimeError`` while the previous
+        turn is not read to its end.
+        """
+        if self._turn is not None and not self._turn.done:
+            raise RuntimeError(
+                f"Session {self.session_id!r} still has a turn running: read it to its end "
+                "(await stream.result()) before sending the next prompt"
+            )
+        self._active.send_prompt(prompt)
+        self._turn = TurnStream(self._active, self._requests, self._client.describe_failure)
+        return self._turn
+
+    async def prompt(self, prompt: PromptContent) -> TurnResult:
+        """Send ``prompt``, answer the agent's requests, and give the turn's :class:`TurnResult`.
+
+        A turn that fails (the agent answers with an error, exits, closes the connection) gives a
+        result too, whose ``error`` says why (check :attr:`TurnResult.ok`).
+        """
+        return await self.stream(prompt).result()
+
+    def cancel(self) -> None:
+        """Cancel the running turn (``session/cancel``); its result then has stop reason ``cancelled``."""
+        if self._turn is not None:
+            self._turn.cancel()
+
+    async def aclose(self) -> None:
+        """Stop reading the session here and end the commands it started (the agent keeps the session)."""
+        self._active.close()
+        terminals = self._requests.terminals
+        if terminals is not None:
+            await terminals.aclose()

@@ -1,0 +1,321 @@
+"""How an :class:`~acpio.client.AgentSession` answers the agent's requests, recording what it did.
+
+* ``session/request_permission`` (v1 and v2): the tool call asked about is merged into the
+  session's view first (:meth:`TurnView.apply_permission_request
+  <acpio.session.TurnView.apply_permission_request>`), the request given what the view knows and
+  the request left out (its ``kind``, title, locations, raw input), and the policy asked through
+  :func:`~acpio.client.permissions.decide_permission`;
+* ``fs/read_text_file`` and ``fs/write_text_file``: inside the session's directory only
+  (:class:`~acpio.client.ConfinedFiles`); a write is recorded with its diff;
+* ``terminal/*``: real processes (:class:`~acpio.oneshot.terminals.Terminals`), each command
+  allowed first by a permission granted earlier in the session or by the policy, asked about it
+  as ``acpio prompt`` asks (:func:`~acpio.oneshot.permissions.command_request`);
+* anything else: ``-32601``.
+
+Once the turn is being cancelled, a permission pending or asked later is answered ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, TypeVar, cast
+
+from acpio.client.files import ConfinedFiles
+from acpio.client.permissions import Outcome, PermissionPolicy, decide_permission
+from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
+from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.jsonrpc import Connection, RequestDispatch
+from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.terminals import TerminalCommand, Terminals
+from acpio.schema import (
+    CancelledPermissionOutcome,
+    CreateTerminalRequest,
+    KillTerminalRequest,
+    ReadTextFileRequest,
+    ReleaseTerminalRequest,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
+    TerminalOutputRequest,
+    ToolCallUpdate,
+    WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+)
+from acpio.session import RequestPermissionMessage, RequestPermissionV2Message, SessionMessage, TurnView
+from acpio.session.messages import v2_permission_answer
+from acpio.session.turn_view import ToolCallView
+
+__all__ = ["SessionRequests"]
+
+_log = logging.getLogger("acpio.driver")
+
+_T = TypeVar("_T")
+_Serve = Callable[[RequestDispatch], Awaitable[Any]]
+
+#: What answering a request recorded, for the turn's result and its stream.
+Record = PermissionAsk | FileWrite
+
+
+class SessionRequests:
+    """Answers one session's requests; :meth:`answer` returns what it recorded for the turn."""
+
+    def __init__(
+        self, view: TurnView, policy: PermissionPolicy, files: ConfinedFiles, *, terminals: bool
+    ) -> None:
+        self._view = view
+        self._policy = policy
+        self._files = files
+        #: The session's terminals (``None``: refused); each command is allowed by :meth:`consent_to_command`.
+        self.terminals = Terminals(files, consent=self.consent_to_command) if terminals else None
+        self._grants = CommandGrants()
+        self._commands_asked = 0
+        #: Set while the turn is being cancelled: permissions, pending or later, get ``cancelled``.
+        self.cancelled = asyncio.Event()
+        #: What was recorded since the last :meth:`take_records` (consent to commands happens in
+        #: ``terminal/create``, answered in place, so it is collected here rather than returned).
+        self._records: list[Record] = []
+        #: The client terminals started in the session, in order, with their directories.
+        self.started_terminals: dict[str, str] = {}
+        self._inline: dict[str, _Serve] = {
+            ReadTextFileRequest.METHOD: self._read_file,
+            WriteTextFileRequest.METHOD: self._write_file,
+        }
+        self._spawned: dict[str, _Serve] = {}
+        if self.terminals is not None:
+            self._inline[CreateTerminalRequest.METHOD] = self._create_terminal
+            self._inline[TerminalOutputRequest.METHOD] = self._terminal_output
+            self._spawned[WaitForTerminalExitRequest.METHOD] = self._wait_for_exit
+            self._spawned[KillTerminalRequest.METHOD] = self._kill_terminal
+            self._spawned[ReleaseTerminalRequest.METHOD] = self._release_terminal
+
+    def take_records(self) -> list[Record]:
+        """What was recorded since the last call, in order."""
+        records, self._records = self._records, []
+        return records
+
+    async def answer(self, message: SessionMessage, connection: Connection) -> None:
+        """Answer one request of the agent: inline (in order) or, for a wait, in a task of ``connection``."""
+        dispatch = cast(RequestDispatch, message.dispatch)
+        if isinstance(message, RequestPermissionMessage | RequestPermissionV2Message):
+            await self._serve(dispatch, lambda _: self._permission(message))
+            return
+        serve = self._inline.get(dispatch.method)
+        if serve is not None:
+            await self._serve(dispatch, serve)
+            return
+        serve = self._spawned.get(dispatch.method)
+        if serve is not None:
+            connection.spawn(self._serve, dispatch, serve)
+            return
+        dispatch.responder.respond_with_error(
+            MethodNotFound(f"{dispatch.method}: this client (acpio.client.AgentClient) does not answer it")
+        )
+
+    async def _serve(self, dispatch: RequestDispatch, serve: _Serve) -> None:
+        try:
+            result = await serve(dispatch)
+        except RequestError as exc:
+            dispatch.responder.respond_with_error(exc)
+        except Exception as exc:
+            _log.exception("Answering %s failed", dispatch.method)
+            dispatch.responder.respond_with_error(
+                InternalError(message=f"The client failed to answer {dispatch.method}: {exc}")
+            )
+        else:
+            dispatch.responder.respond(result)
+
+    # --- permissions -------------------------------------------------------------------------------
+
+    async def _permission(self, message: RequestPermissionMessage | RequestPermissionV2Message) -> Any:
+        if isinstance(message, RequestPermissionMessage):
+            request = message.request
+            call = self._view.apply_permission_request(request.tool_call)
+        else:
+            request, call = self._v2_request(message)
+        request = _filled(request, call)
+        outcome = await self._decide(request, call)
+        self._grants.record(request, outcome)
+        self._records.append(_ask("tool_call", call, request, outcome))
+        if isinstance(message, RequestPermissionMessage):
+            return RequestPermissionResponse(outcome=outcome)
+        return v2_permission_answer(outcome)
+
+    def _v2_request(
+        self, message: RequestPermissionV2Message
+    ) -> tuple[RequestPermissionRequest, ToolCallView]:
+        """A v2 question in v1's shape, and the call it is about (a command's made up for it)."""
+        asked = message.request
+        request = message.as_v1()
+        subject = asked.subject
+        inner = getattr(subject, "tool_call", None)
+        if inner is not None:
+            return request, self._view.apply_permission_request(inner)
+        command = getattr(subject, "command", None)
+        title = asked.title
+        if isinstance(command, str):
+            title = f"{title}: $ {command} in {getattr(subject, 'cwd', '')}"
+            request.tool_call.title = title
+        call_id = request.tool_call.tool_call_id
+        known = self._view.tool_calls.get(call_id) if call_id else None
+        call = known if known is not None else ToolCallView(call_id, title=title, kind="execute")
+        if isinstance(command, str):
+            call.raw_input = {"command": command, "cwd": getattr(subject, "cwd", None)}
+        return request, call
+
+    async def _decide(self, request: RequestPermissionRequest, call: ToolCallView) -> Outcome:
+        """The policy's outcome; ``cancelled`` once the turn is cancelled (even while deciding)."""
+        if self.cancelled.is_set():
+            return CancelledPermissionOutcome()
+        outcome = await self._unless_cancelled(decide_permission(self._policy, request, call))
+        return CancelledPermissionOutcome() if outcome is None else outcome
+
+    async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:
+        doing = asyncio.ensure_future(work)
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait((doing, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (doing, cancelled):
+                task.cancel()
+            await asyncio.gather(doing, cancelled, return_exceptions=True)
+        if self.cancelled.is_set() or doing.cancelled():
+            return None
+        return doing.result()
+
+    async def consent_to_command(self, command: TerminalCommand) -> None:
+        """Let a command run, or refuse it (``-32602``): a grant covers it, or the policy allows it."""
+        self._commands_asked += 1
+        request = command_request(command, f"acpio-command-{self._commands_asked}")
+        call = ToolCallView(
+            request.tool_call.tool_call_id,
+            title=request.tool_call.title,
+            kind="execute",
+            locations=[str(command.cwd)],
+            raw_input={"command": command.command, "args": list(command.args), "cwd": str(command.cwd)},
+        )
+        if self._grants.take(command):
+            self._records.append(
+                PermissionAsk(
+                    "command", call, (), "selected", command=command.command_line, covered_by_grant=True
+                )
+            )
+            return
+        outcome = await self._decide(request, call)
+        ask = _ask("command", call, request, outcome, command=command.command_line)
+        self._records.append(ask)
+        if ask.allowed:
+            return
+        why = (
+            "the turn is being cancelled" if ask.outcome == "cancelled" else "the client's policy refused it"
+        )
+        raise InvalidParams(
+            {"command": command.command, "args": list(command.args), "refused": ask.option_id or "cancelled"},
+            message=f"Refused to run {command.command_line}: {why}",
+        )
+
+    # --- files -------------------------------------------------------------------------------------
+
+    async def _read_file(self, dispatch: RequestDispatch) -> Any:
+        request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
+        return await asyncio.to_thread(self._files.read, request)
+
+    async def _write_file(self, dispatch: RequestDispatch) -> Any:
+        request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
+        old_text = await asyncio.to_thread(self._old_text, request)
+        response = await asyncio.to_thread(self._files.write, request)
+        self._records.append(
+            FileWrite(
+                request.path,
+                old_text,
+                request.content,
+                unified_diff(request.path, old_text, request.content),
+                "client",
+                self._call_touching(request.path),
+            )
+        )
+        return response
+
+    def _old_text(self, request: WriteTextFileRequest) -> str | None:
+        """The file's text before the write; ``None`` for a new file (or one that cannot be read)."""
+        try:
+            return self._files.read(
+                ReadTextFileRequest(session_id=request.session_id, path=request.path)
+            ).content
+        except ResourceNotFound:
+            return None
+        except RequestError:  # not text, too big...: the write itself will say what is wrong
+            return None
+
+    def _call_touching(self, path: str) -> str | None:
+        """The latest tool call of the view whose locations or diffs name ``path``."""
+        for call in reversed(self._view.tool_calls.values()):
+            if path in call.locations or any(c.path == path for d in call.diffs for c in d.changes):
+                return call.tool_call_id
+        return None
+
+    # --- terminals ---------------------------------------------------------------------------------
+
+    def _terminals(self) -> Terminals:
+        assert self.terminals is not None
+        return self.terminals
+
+    async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
+        request: CreateTerminalRequest = dispatch.parse(CreateTerminalRequest)
+        response = await self._terminals().create(request)
+        self.started_terminals[response.terminal_id] = request.cwd or str(self._files.root)
+        return response
+
+    async def _terminal_output(self, dispatch: RequestDispatch) -> Any:
+        return self._terminals().output(dispatch.parse(TerminalOutputRequest))
+
+    async def _wait_for_exit(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals().wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
+
+    async def _kill_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals().kill(dispatch.parse(KillTerminalRequest))
+
+    async def _release_terminal(self, dispatch: RequestDispatch) -> Any:
+        return await self._terminals().release(dispatch.parse(ReleaseTerminalRequest))
+
+
+def _filled(request: RequestPermissionRequest, call: ToolCallView) -> RequestPermissionRequest:
+    """``request`` with what it left out of its tool call taken from the merged view ``call``."""
+    asked = request.tool_call
+    wire = asked.to_wire()
+    if asked.kind is None and call.kind is not None:
+        wire["kind"] = call.kind
+    if asked.title is None and call.title is not None:
+        wire["title"] = call.title
+    if asked.raw_input is None and call.raw_input is not None:
+        wire["rawInput"] = call.raw_input
+    if asked.locations is None and call.locations:
+        wire["locations"] = [{"path": path} for path in call.locations]
+    if wire == asked.to_wire():
+        return request
+    return request.model_copy(update={"tool_call": ToolCallUpdate.model_validate(wire)})
+
+
+def _ask(
+    subject: Literal["tool_call", "command"],
+    call: ToolCallView,
+    request: RequestPermissionRequest,
+    outcome: Outcome,
+    *,
+    command: str | None = None,
+) -> PermissionAsk:
+    options = tuple(OfferedOption(o.option_id, o.name, str(o.kind)) for o in request.options)
+    if isinstance(outcome, SelectedPermissionOutcome):
+        kind = next((o.kind for o in options if o.option_id == outcome.option_id), None)
+        return PermissionAsk(subject, call.copy(), options, "selected", outcome.option_id, kind, command)
+    return PermissionAsk(subject, call.copy(), options, "cancelled", command=command)
+
+
+def unified_diff(path: str, old_text: str | None, new_text: str | None) -> str:
+    """A unified diff from ``old_text`` (``None``: a new file) to ``new_text``, labelled with ``path``."""
+    old = (old_text or "").splitlines(keepends=True)
+    new = (new_text or "").splitlines(keepends=True)
+    before = "/dev/null" if old_text is None else f"a/{path.lstrip('/')}"
+    return "".join(difflib.unified_diff(old, new, before, f"b/{path.lstrip('/')}"))

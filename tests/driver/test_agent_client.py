@@ -1,0 +1,250 @@
+"""AgentClient against real agent processes: acpio testy over ACP v1 and v2, and scripted agents that fail."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from acpio.client import AgentClient, AgentFailed, FileWritten, PermissionDecided, ToolCallView, UsageChanged
+from acpio.session import TextAdded, ToolCallChanged
+from tests.oneshot._agents import agent_script
+
+
+def run_testy(protocol: int, *options: str) -> list[str]:
+    return [sys.executable, "-m", "acpio", "testy", "--protocol", str(protocol), *options]
+
+
+TURN = """think Let me see
+plan Write; Ask; Run
+write notes.txt Buy milk
+permission Publish the notes
+run echo out
+usage"""
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_a_turn_gives_text_thoughts_tool_calls_files_commands_permissions_plan_and_usage(
+    tmp_path: Path, protocol: int
+) -> None:
+    async with AgentClient(run_testy(protocol), cwd=tmp_path, permissions="allow") as client:
+        assert client.protocol_version == protocol
+        session = await client.new_session()
+        result = await session.prompt(TURN)
+
+    assert result.ok, result.error
+    assert result.stop_reason == "end_turn"
+    assert result.protocol_version == protocol
+    assert result.session_id == session.session_id
+    assert result.thoughts == "Let me see"
+    assert "permission: allow-once\n" in result.text
+    assert "out\n" in result.text
+    assert [entry.content for entry in result.plan] == ["Write", "Ask", "Run"]
+    assert [(c.title, c.kind, c.status) for c in result.tool_calls] == [
+        ("Write notes.txt", "edit", "completed"),
+        ("Publish the notes", "edit", "completed"),
+        ("echo out", "execute", "completed"),
+    ]
+    notes = str(tmp_path / "notes.txt")
+    assert (tmp_path / "notes.txt").read_text() == "Buy milk"
+    [written] = result.files_written
+    assert written.path == notes
+    assert written.tool_call_id == result.tool_calls[0].tool_call_id
+    assert "+Buy milk" in (written.patch or "")
+    # v1: the client wrote the file (fs/write_text_file); v2: the agent did, and reported its git patch
+    assert written.written_by == ("client" if protocol == 1 else "agent")
+    [run] = result.terminals
+    assert (run.command, run.output, run.exit_code) == ("echo out", "out\n", 0)
+    assert run.owner == ("client" if protocol == 1 else "agent")
+    asked = [(ask.subject, ask.tool_call.title, ask.option_id, ask.allowed) for ask in result.permissions]
+    expected = [("tool_call", "Publish the notes", "allow-once", True)]
+    if protocol == 1:  # the client runs the command, once its policy allowed it
+        expected.append(("command", "Run echo out", "run", True))
+    assert asked == expected
+    assert result.usage is not None
+    assert result.usage.context_size == 200000
+    assert result.usage.context_used
+    assert result.usage.sources == ("usage_update",)
+    assert result.duration > 0
+    assert json.loads(result.to_json())["tool_calls"][0]["content"][0]["type"] == "diff"
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_the_stream_gives_each_event_as_it_comes_then_the_same_result(
+    tmp_path: Path, protocol: int
+) -> None:
+    async with AgentClient(run_testy(protocol), cwd=tmp_path, permissions="allow") as client:
+        session = await client.new_session()
+        stream = session.stream("write notes.txt hi\npermission Go on\necho done\nusage")
+        events = [event async for event in stream]
+        result = await stream.result()
+
+    kinds = [type(event).__name__ for event in events]
+    first_call = next(i for i, e in enumerate(events) if isinstance(e, ToolCallChanged))
+    decided = next(i for i, e in enumerate(events) if isinstance(e, PermissionDecided))
+    assert first_call < decided  # the tool call is shown before its permission is decided
+    asked = events[decided]
+    assert isinstance(asked, PermissionDecided)
+    assert asked.ask.allowed
+    assert isinstance(events[decided - 1], ToolCallChanged)  # the request merged into the call's view
+    assert any(isinstance(e, FileWritten) for e in events) == (protocol == 1)
+    assert isinstance(events[-1], UsageChanged) or "UsageChanged" in kinds
+    text = "".join(e.text for e in events if isinstance(e, TextAdded) and e.message.role == "agent")
+    assert text == result.text
+    assert result.ok
+    assert len(result.permissions) == 1
+
+
+async def test_by_default_permissions_and_commands_are_refused(tmp_path: Path) -> None:
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        session = await client.new_session()
+        refused_command = await session.prompt("run touch made.txt")
+        refused_permission = await session.prompt("permission Delete everything\necho not reached")
+
+    assert not (tmp_path / "made.txt").exists()
+    [command] = refused_command.permissions
+    assert (command.subject, command.command, command.option_id, command.allowed) == (
+        "command",
+        "touch made.txt",
+        "refuse",
+        False,
+    )
+    assert refused_command.terminals == ()
+    assert refused_command.tool_calls[0].status == "failed"
+    [ask] = refused_permission.permissions
+    assert (ask.option_id, ask.option_kind, ask.allowed) == ("reject-once", "reject_once", False)
+    assert "Permission denied: stopping." in refused_permission.text
+    assert "not reached" not in refused_permission.text
+
+
+async def test_files_outside_the_session_directory_are_refused(tmp_path: Path) -> None:
+    inside = tmp_path / "project"
+    inside.mkdir()
+    async with AgentClient(run_testy(1), cwd=inside, permissions="allow") as client:
+        session = await client.new_session()
+        result = await session.prompt("write ../outside.txt leaked\nread /etc/hostname")
+
+    assert not (tmp_path / "outside.txt").exists()
+    assert result.files_written == ()
+    assert [call.status for call in result.tool_calls] == ["failed", "failed"]
+    for call in result.tool_calls:  # the agent was told why: ConfinedFiles' refusal names the root
+        assert any(isinstance(item, str) and str(inside) in item for item in call.content), call.content
+
+
+async def test_an_error_answer_is_a_failed_result(tmp_path: Path) -> None:
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        session = await client.new_session()
+        result = await session.prompt("echo before\nfail -32042 no luck")
+        after = await session.prompt("echo still here")
+
+    assert not result.ok
+    assert result.stop_reason is None
+    assert result.error_code == -32042
+    assert result.error is not None
+    assert "no luck" in result.error
+    assert result.text == "before\n"
+    assert after.ok
+    assert after.text == "still here\n"
+
+
+async def test_an_agent_dying_mid_turn_gives_its_stderr(tmp_path: Path) -> None:
+    body = """
+say(cx, "working")
+await asyncio.sleep(0.1)
+sys.stderr.write("fatal: out of cheese\\n")
+sys.stderr.flush()
+import os
+os._exit(7)
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path) as client:
+        session = await client.new_session()
+        result = await session.prompt("go")
+
+    assert not result.ok
+    assert result.stop_reason is None
+    assert result.error is not None
+    assert "exited with exit code 7" in result.error
+    assert result.stderr_tail is not None
+    assert "fatal: out of cheese" in result.stderr_tail
+    assert result.text == "working"
+    assert result.to_dict()["stderr_tail"] == result.stderr_tail
+
+
+async def test_an_agent_that_cannot_start_says_why(tmp_path: Path) -> None:
+    body_never_runs = agent_script(tmp_path, "pass").replace(
+        str(tmp_path / "agent.py"), str(tmp_path / "missing.py")
+    )
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(body_never_runs, cwd=tmp_path):
+            pass
+    assert "missing.py" in str(failed.value)
+    assert "exit code" in str(failed.value)
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_cancel_ends_the_turn_cancelled(tmp_path: Path, protocol: int) -> None:
+    async with AgentClient(run_testy(protocol), cwd=tmp_path) as client:
+        session = await client.new_session()
+        stream = session.stream("echo started\nsleep 30\necho never")
+        async for event in stream:
+            if isinstance(event, TextAdded) and "started" in event.message.text:
+                stream.cancel()
+        result = await stream.result()
+
+    assert result.stop_reason == "cancelled"
+    assert result.error is None
+    assert "never" not in result.text
+
+
+@pytest.mark.slow  # three agent processes, one after the other
+async def test_a_session_is_loaded_by_another_process(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    async with AgentClient(run_testy(1, "--store", store), cwd=tmp_path) as client:
+        first = await client.new_session()
+        await first.prompt("echo remember me")
+    async with AgentClient(run_testy(1, "--store", store), cwd=tmp_path) as client:
+        loaded = await client.load_session(first.session_id)
+        assert any("remember me" in (message.text or "") for message in loaded.history)
+        result = await loaded.prompt("echo again")
+    async with AgentClient(run_testy(1, "--store", store), cwd=tmp_path) as client:
+        resumed = await client.resume_session(first.session_id)
+        assert resumed.history == []
+        resumed_result = await resumed.prompt("echo resumed")
+    assert result.ok
+    assert resumed_result.text == "resumed\n"
+
+
+async def test_closing_ends_the_agent_and_what_it_started(tmp_path: Path) -> None:
+    body = """
+import subprocess
+child = subprocess.Popen(["sleep", "60"])
+say(cx, str(child.pid))
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path) as client:
+        session = await client.new_session()
+        result = await session.prompt("start a child")
+        process = client.process
+    pid = int(result.text)
+    assert process is not None
+    assert process.returncode is not None
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped yet has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_tool_call_view_copy_is_not_changed_by_later_updates() -> None:
+    view = ToolCallView("t-1", title="Edit", kind="edit", locations=["/a"])
+    copy = view.copy()
+    view.locations.append("/b")
+    view.status = "completed"
+    assert copy.locations == ["/a"]
+    assert copy.status is None
