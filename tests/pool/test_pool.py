@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acpio.errors import TransportError
+from acpio.client import AgentFailed
 from acpio.pool import AgentPool, PoolEvent, ProcessDied, ProcessStarted
 from acpio.pool.batch import BatchPrompt, run_prompts
 from tests.oneshot._processes import alive
@@ -21,9 +21,7 @@ async def test_the_processes_are_started_and_initialized_before_the_first_prompt
     seen: list[PoolEvent] = []
     async with (
         asyncio.timeout(TIMEOUT),
-        AgentPool(
-            memory_testy(), size=2, permissions="allow", files=tmp_path, cwd=tmp_path, on_event=seen.append
-        ) as pool,
+        AgentPool(memory_testy(), size=2, permissions="allow", cwd=tmp_path, on_event=seen.append) as pool,
     ):
         pids = pool.pids
         assert len(set(pids)) == 2
@@ -38,7 +36,12 @@ async def test_the_processes_are_started_and_initialized_before_the_first_prompt
         calls = {call.title: call for call in result.tool_calls}
         assert calls["Look around"].status == "completed"
         assert calls["Look around"].kind == "other"
-        assert (tmp_path / "out.txt").read_text() == "one\ntwo"  # written through the client, inside files
+        assert (tmp_path / "out.txt").read_text() == "one\ntwo"  # written through the client, inside cwd
+        assert [(w.path, w.new_text) for w in result.files_written] == [
+            (str(tmp_path / "out.txt"), "one\ntwo")
+        ]
+        assert [(p.tool_call.title, p.option_id) for p in result.permissions] == [("Go?", "allow-once")]
+        assert calls["Go?"].status == "completed"
         assert result.events == ()
         assert result.session_id.startswith("testy-")
     for pid in pids:
@@ -111,6 +114,6 @@ async def test_mistakes_are_refused_with_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="use it inside `async with AgentPool"):
         async with pool.session():
             pass
-    with pytest.raises(TransportError, match="command not found"):
+    with pytest.raises(AgentFailed, match="command not found"):
         async with AgentPool(["acpio-no-such-agent"], size=2):
             pass

@@ -159,7 +159,8 @@ async def test_an_agent_killed_by_sigkill_mid_turn_gives_a_failed_turn_and_the_s
         result = await running
         assert result.stop_reason is None
         assert not result.ok
-        assert result.error == f"The agent process (pid {old}) was killed by SIGKILL during the turn"
+        assert result.error is not None
+        assert result.error.endswith("was killed by signal 9")
         assert result.text == "sleeping\n"
         assert names(result.events) == ["ProcessDied", "ProcessStarted", "SessionResumed"]
         assert result.events[0] == ProcessDied(slot=0, pid=old, returncode=-signal.SIGKILL, stderr_tail=None)
@@ -170,12 +171,9 @@ async def test_an_agent_killed_by_sigkill_mid_turn_gives_a_failed_turn_and_the_s
 
 async def test_an_agent_that_exits_mid_turn_gives_its_stderr_tail(tmp_path: Path) -> None:
     async with asyncio.timeout(TIMEOUT), AgentPool(sqlite_testy(tmp_path / "t.db"), size=1) as pool:
-        old = await _started(pool)
         result = await pool.prompt("echo going\nexit 3 testy crashed on purpose")
         assert result.error is not None
-        assert result.error.startswith(
-            f"The agent process (pid {old}) exited with exit code 3 during the turn"
-        )
+        assert result.error.endswith("exited with exit code 3")
         assert result.stderr_tail is not None
         assert "testy crashed on purpose" in result.stderr_tail
         died = result.events[0]
@@ -202,7 +200,6 @@ async def test_an_agent_that_cannot_resume_or_load_loses_the_session() -> None:
         )
         with pytest.raises(SessionLostError, match="was lost: the agent advertises neither"):
             await session.prompt("echo hello")
-        session.close()
 
 
 async def test_the_watchdog_keeps_its_time_under_load(tmp_path: Path) -> None:

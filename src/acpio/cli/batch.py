@@ -171,7 +171,6 @@ async def _batch(args: argparse.Namespace, prompts: list[BatchPrompt], output: T
             turn_timeout=args.timeout or None,
             cancel_grace=args.grace,
             permissions=args.permissions,
-            files=args.cwd,
             cwd=args.cwd,
             on_event=progress.event,
         ) as pool:

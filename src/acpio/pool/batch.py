@@ -52,7 +52,7 @@ def read_prompts(lines: Iterable[str]) -> list[BatchPrompt]:
             continue
         if prompt.id in seen:
             problems.append(
-                f"line {number}: the id {prompt.id!r} is used by an earlier line; ids must be unique"
+                f"line {number}: the id {prompt.id!r} is taken by an earlier line (ids are unique)"
             )
             continue
         seen.add(prompt.id)

@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import PermissionChoice
+from acpio.driver.client import AgentClient
 from acpio.errors import AcpError
 from acpio.pool.events import PoolEvent
 from acpio.pool.result import SupervisedTurn
 from acpio.pool.session import PooledSession
-from acpio.pool.worker import Incarnation, Worker, parse_command
-from acpio.schema import ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest
+from acpio.pool.worker import Incarnation, Worker
 from acpio.session import PromptContent
 from acpio.transports import AgentCommand
 
@@ -50,11 +49,13 @@ class AgentPool:
     process group, starts a new process and resumes the session there
     (:mod:`acpio.pool.watchdog`).
 
-    The agent's requests are answered as :meth:`ActiveSession.read_to_string
-    <acpio.session.ActiveSession.read_to_string>` answers them: permissions by ``permissions``
-    (``"allow"``, ``"deny"``, a callback or a policy), files inside ``files`` (the directory the
-    agent may read and write, advertised at ``initialize``). Sessions work in ``cwd`` (the current
-    directory by default).
+    Each process is driven by an :class:`~acpio.client.AgentClient`, which answers the agent's
+    requests: permissions and commands by ``permissions`` (``"deny"`` by default, ``"allow"``, a
+    callback or a :class:`~acpio.client.PermissionPolicy` such as a TOML rule file's), files
+    inside the session's directory, commands as real processes (``terminals``). Sessions work in
+    ``cwd`` (the current directory by default) unless a prompt names another. ``env`` and
+    ``init_timeout`` are the client's too. Each result is a :class:`~acpio.pool.SupervisedTurn`:
+    the :class:`~acpio.client.TurnResult` (text, tool calls, files, usage...) and the pool's steps.
     """
 
     def __init__(
@@ -66,11 +67,12 @@ class AgentPool:
         max_turns: int | None = None,
         turn_timeout: float | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
-        permissions: PermissionChoice | None = None,
-        files: str | os.PathLike[str] | ConfinedFiles | None = None,
+        permissions: PermissionChoice = "deny",
         cwd: str | os.PathLike[str] | None = None,
+        terminals: bool = True,
+        env: Mapping[str, str] | None = None,
+        init_timeout: float | None = 30.0,
         on_event: Callable[[PoolEvent], None] | None = None,
-        stderr: Callable[[int, str], None] | None = None,
     ) -> None:
         if size < 1 or sessions_per_process < 1 or (max_turns is not None and max_turns < 1):
             raise ValueError(
@@ -81,36 +83,25 @@ class AgentPool:
             raise ValueError(
                 f"turn_timeout ({turn_timeout}) must be positive, cancel_grace ({cancel_grace}) 0 or more"
             )
-        self._command = parse_command(command)
+        self._command = command if isinstance(command, AgentCommand) else AgentCommand.parse(command)
         #: Seconds a turn may run before the watchdog cancels it (``None``: no limit).
         self.turn_timeout = turn_timeout
         #: Seconds the agent has to end a cancelled turn before its process is killed.
         self.cancel_grace = cancel_grace
-        #: How the agent's permission requests are answered (``None``: refused, ``-32601``).
-        self.permissions = permissions
-        #: The directory the agent may read and write files in (``None``: no file access).
-        self.files = files
-        self.cwd = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        #: The sessions' directory when a prompt names none (the current directory by default).
+        self.cwd = _absolute(cwd if cwd is not None else os.getcwd())
+        self._client_options: dict[str, Any] = {
+            "cwd": self.cwd,
+            "permissions": permissions,
+            "terminals": terminals,
+            "env": env,
+            "init_timeout": init_timeout,
+        }
         self._on_event = on_event
         self._sessions_per_process = sessions_per_process
         self._turns = asyncio.Semaphore(max_turns if max_turns is not None else size * sessions_per_process)
-        fs = FileSystemCapabilities(read_text_file=files is not None, write_text_file=files is not None)
-        initialize = InitializeRequest(
-            protocol_version=1,
-            client_capabilities=ClientCapabilities(fs=fs),
-            client_info=Implementation(name="acpio-pool", version="1"),
-        )
         self._workers = [
-            Worker(
-                slot,
-                self._command,
-                cwd=None,
-                initialize=initialize,
-                report=self.report,
-                on_death=self._replace,
-                stderr=stderr,
-            )
-            for slot in range(size)
+            Worker(slot, self._client, report=self.report, on_death=self._replace) for slot in range(size)
         ]
         self._free = asyncio.Condition()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -119,6 +110,10 @@ class AgentPool:
 
     def __repr__(self) -> str:
         return f"<AgentPool {self._command.display()!r} size {len(self._workers)}>"
+
+    def _client(self, slot: int) -> AgentClient:
+        """The client of a new process in ``slot``."""
+        return AgentClient(self._command, name=f"acpio-pool-{slot}", **self._client_options)
 
     # --- life ---------------------------------------------------------------------------------------
 
@@ -192,17 +187,17 @@ class AgentPool:
         worker = await self._lease()
         try:
             incarnation = await self._running(worker)
-            active = await incarnation.cx.build_session(where).start_session()
+            started = await incarnation.client.new_session(where)
         except BaseException:
             await self._release(worker)
             raise
-        session = PooledSession(self, worker, incarnation, active, where)
+        session = PooledSession(self, worker, incarnation, started, where)
         try:
             yield session
         finally:
             busy = session.busy
             if busy is None:
-                session.close()
+                await session.aclose()
                 await self._release(worker)
             else:  # a cancelled turn is being recovered: the slot is freed when that is done
                 busy.add_done_callback(lambda _: self.spawn(self._release_after(session, worker)))
@@ -247,7 +242,7 @@ class AgentPool:
             self._free.notify()
 
     async def _release_after(self, session: PooledSession, worker: Worker) -> None:
-        session.close()
+        await session.aclose()
         await self._release(worker)
 
     async def _running(self, worker: Worker) -> Incarnation:
@@ -258,8 +253,12 @@ class AgentPool:
         return await worker.restart(current.generation)
 
     def _replace(self, worker: Worker, incarnation: Incarnation) -> None:
-        """The health watch: a process ended (died or killed); start the next one."""
-        if not self._closed:
+        """The health watch: a process ended; start the next one now if no session uses the slot.
+
+        A slot in use is restarted by its session: by the turn that saw the process end, or before
+        the session's next turn, which then resumes the session and reports the steps.
+        """
+        if not self._closed and worker.leases == 0:
             self.spawn(self._restart(worker, incarnation))
 
     async def _restart(self, worker: Worker, incarnation: Incarnation) -> None:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from acpio.driver.client import AgentSession
 from acpio.errors import AcpError
 from acpio.pool.events import PoolEvent, SessionLost, SessionResumed
 from acpio.pool.result import SupervisedTurn
 from acpio.pool.turn import TurnRun
 from acpio.pool.watchdog import TurnWatch, supervise
 from acpio.pool.worker import Incarnation, Worker
-from acpio.session import ActiveSession, PromptContent, SessionBuilder
-from acpio.session.answers import TurnAnswers
+from acpio.session import PromptContent
 
 if TYPE_CHECKING:
     from acpio.pool.pool import AgentPool
@@ -39,12 +39,12 @@ class PooledSession:
     """
 
     def __init__(
-        self, pool: AgentPool, worker: Worker, incarnation: Incarnation, active: ActiveSession, cwd: str
+        self, pool: AgentPool, worker: Worker, incarnation: Incarnation, session: AgentSession, cwd: str
     ) -> None:
         self._pool = pool
         self._worker = worker
         self._incarnation = incarnation
-        self._active = active
+        self._session = session
         self._cwd = cwd
         self._cancel = asyncio.Event()
         self._busy: asyncio.Task[SupervisedTurn] | None = None
@@ -57,7 +57,7 @@ class PooledSession:
     @property
     def session_id(self) -> str:
         """The agent's id of the session (the same after it was resumed on a new process)."""
-        return self._active.session_id
+        return self._session.session_id
 
     @property
     def slot(self) -> int:
@@ -108,8 +108,7 @@ class PooledSession:
             if self._incarnation is not self._worker.current or not self._incarnation.alive:
                 await self._take_up(earlier)  # the process was replaced since the last turn
             pool = self._pool
-            answers = TurnAnswers(self._incarnation.cx, pool.permissions, pool.files)
-            run = TurnRun(self._active, prompt, answers)
+            run = TurnRun(self._session, prompt)
             watch = TurnWatch(
                 worker=self._worker,
                 incarnation=self._incarnation,
@@ -130,36 +129,33 @@ class PooledSession:
         incarnation = await self._worker.restart(self._incarnation.generation)
         if incarnation.started is not None:
             events.append(incarnation.started)
-        self._active.close()
         self._incarnation = incarnation
-        method, builder = self._setup_again(incarnation)
-        event: PoolEvent
-        if builder is None:
-            self.lost = "the agent advertises neither session/resume nor session/load"
+        client = incarnation.client
+        method: Literal["session/resume", "session/load"] | None = None
+        if self._worker.supports_resume:
+            method = "session/resume"
+        elif self._worker.supports_load:
+            method = "session/load"
         else:
+            self.lost = "the agent advertises neither session/resume nor session/load"
+        if method is not None:
             try:
-                self._active = await builder.start_session()
+                if method == "session/resume":
+                    self._session = await client.resume_session(self.session_id, self._cwd)
+                else:
+                    self._session = await client.load_session(self.session_id, self._cwd)
             except AcpError as exc:
                 self.lost = f"{method} failed: {exc}"
-        if self.lost is None:
-            assert method is not None
+        event: PoolEvent
+        if method is not None and self.lost is None:
             event = SessionResumed(
                 slot=self.slot, session_id=self.session_id, pid=incarnation.pid, method=method
             )
         else:
-            event = SessionLost(slot=self.slot, session_id=self.session_id, reason=self.lost)
+            event = SessionLost(slot=self.slot, session_id=self.session_id, reason=self.lost or "")
         events.append(event)
         self._pool.report(event)
 
-    def _setup_again(
-        self, incarnation: Incarnation
-    ) -> tuple[Literal["session/resume", "session/load"] | None, SessionBuilder[Any] | None]:
-        if self._worker.supports_resume:
-            return "session/resume", incarnation.cx.build_session_resume(self.session_id, self._cwd)
-        if self._worker.supports_load:
-            return "session/load", incarnation.cx.build_session_load(self.session_id, self._cwd)
-        return None, None
-
-    def close(self) -> None:
-        """Detach the session here (it lives on at the agent)."""
-        self._active.close()
+    async def aclose(self) -> None:
+        """Stop reading the session here and end the commands it started (it lives on at the agent)."""
+        await self._session.aclose()

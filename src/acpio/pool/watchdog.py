@@ -21,13 +21,12 @@ stderr, :class:`~acpio.pool.ProcessDied`), then steps 5 and 6. Every step is in 
 from __future__ import annotations
 
 import asyncio
-import signal
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from acpio.errors import RequestError
 from acpio.pool.events import (
     CancelHonoured,
     CancelSent,
@@ -84,15 +83,15 @@ async def supervise(run: TurnRun, watch: TurnWatch) -> SupervisedTurn:
     note(CancelSent(slot=slot, session_id=watch.session_id, reason=reason))
     sent = time.monotonic()
     if await _ends_within(run, watch.grace, None):
-        if run.reading.exception() is None:
+        if run.reading.result().error is None:
             note(CancelHonoured(slot=slot, session_id=watch.session_id, seconds=time.monotonic() - sent))
         return await _ended(run, watch, events)
     note(TurnAbandoned(slot=slot, session_id=watch.session_id, grace=watch.grace))
     await run.stop_reading()
-    ended_at = time.monotonic()  # the turn ends here for the caller; recovering is the pool's time
+    result = run.abandoned(ended_at=time.monotonic())  # recovering is the pool's time, not the turn's
     events.append(watch.worker.kill(watch.incarnation, watch.session_id))
     await watch.recover(events)
-    return run.result(events=events, slot=slot, stop_reason="cancelled", ended_at=ended_at)
+    return SupervisedTurn.of(result, slot=slot, events=tuple(events))
 
 
 async def _ends_within(run: TurnRun, seconds: float | None, cancel: asyncio.Event | None) -> bool:
@@ -114,35 +113,18 @@ async def _ends_within(run: TurnRun, seconds: float | None, cancel: asyncio.Even
 async def _ended(run: TurnRun, watch: TurnWatch, events: list[PoolEvent]) -> SupervisedTurn:
     """The turn ended by itself: normally, with the agent's error, or because the process ended."""
     slot = watch.worker.slot
-    failure = run.reading.exception()
-    if failure is None or isinstance(failure, RequestError):
-        return run.result(events=events, slot=slot)
-    ended_at = time.monotonic()
-    died = await _death(watch.incarnation)
-    pid = watch.incarnation.pid
-    if died is None:  # the connection failed, the process lives on: it cannot be trusted either
-        stderr_tail = watch.incarnation.process.stderr_tail
-        error = f"The connection to the agent (pid {pid}) failed during the turn: {failure}"
+    result = run.reading.result()  # a failure of the client itself (a policy callback's) is raised
+    if result.error is None or result.error_code is not None:
+        return SupervisedTurn.of(result, slot=slot, events=tuple(events))
+    died = await _death(watch.incarnation)  # the connection ended: the process did, or is not to be trusted
+    if died is None:
         events.append(watch.worker.kill(watch.incarnation, watch.session_id))
     else:
-        stderr_tail = died.stderr_tail
-        error = f"The agent process (pid {pid}) {_exit(died.returncode)} during the turn"
-        if stderr_tail:
-            error += "; the end of its stderr (stderr_tail) usually says why"
         events.append(died)  # the worker reported it
+        if result.stderr_tail is None and died.stderr_tail is not None:
+            result = dataclasses.replace(result, stderr_tail=died.stderr_tail)
     await watch.recover(events)
-    return run.result(events=events, slot=slot, error=error, stderr_tail=stderr_tail, ended_at=ended_at)
-
-
-def _exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "ended"
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with exit code {returncode}"
+    return SupervisedTurn.of(result, slot=slot, events=tuple(events))
 
 
 async def _death(incarnation: Incarnation) -> ProcessDied | None:

@@ -1,9 +1,10 @@
 """One slot of the pool: an agent process, started and initialized ahead of need, replaced when it ends.
 
 A :class:`Worker` owns a run of processes, one at a time: each is an :class:`Incarnation` (the
-process, its connection, its generation number). When the process ends (it died, or the watchdog
-killed it), :meth:`Worker.restart` starts the next one; it is idempotent per generation, so the
-pool's health watch and a turn that saw the death can both ask for it and one process is started.
+process, the :class:`~acpio.client.AgentClient` connected to it, its generation number). When the
+process ends (it died, or the watchdog killed it), :meth:`Worker.restart` starts the next one; it
+is idempotent per generation, so the pool's health watch and a turn that saw the death can both
+ask for it and one process is started.
 """
 
 from __future__ import annotations
@@ -11,44 +12,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable
 
+from acpio.driver.client import AgentClient
 from acpio.errors import AcpError
 from acpio.pool.events import PoolEvent, ProcessDied, ProcessKilled, ProcessStarted
-from acpio.roles import Client
-from acpio.schema import InitializeRequest
-from acpio.session import SessionConnection
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess
+from acpio.transports import AgentProcess
 
 __all__ = ["Incarnation", "Worker"]
 
 _log = logging.getLogger("acpio.pool")
 
-#: Seconds a process that ended has to be reaped before its death is reported without an exit status.
-_REAP_TIMEOUT = 5.0
-
 
 class Incarnation:
-    """One process of a :class:`Worker`: its transport, its connection, and how it ended."""
+    """One process of a :class:`Worker`: the :class:`~acpio.client.AgentClient` on it, and how it ended."""
 
-    def __init__(self, slot: int, generation: int, process: AgentProcess, cx: SessionConnection) -> None:
+    def __init__(self, slot: int, generation: int, client: AgentClient, process: AgentProcess) -> None:
         #: The pool slot it runs in.
         self.slot = slot
         #: Counts the processes of the slot, from 1.
         self.generation = generation
+        self.client = client
         self.process = process
-        self.cx = cx
-        self.serving: asyncio.Task[None] = asyncio.get_running_loop().create_task(
-            self._serve(), name=f"acpio pool: {process.label}"
-        )
         #: The record of its start (set once it is initialized).
         self.started: ProcessStarted | None = None
         #: Set once the watchdog killed it (its end is then no death to report).
         self.killed_for: str | None = None
         #: Completes with the death record when the process ended on its own, or ``None`` when killed.
         self.ended: asyncio.Future[ProcessDied | None] = asyncio.get_running_loop().create_future()
+        self._watch = asyncio.get_running_loop().create_task(
+            self._wait_end(), name=f"acpio pool: watching {process.label}"
+        )
 
     @property
     def pid(self) -> int:
@@ -57,21 +51,11 @@ class Incarnation:
 
     @property
     def alive(self) -> bool:
-        """Whether the process runs and its connection is served."""
-        return not self.serving.done() and self.process.returncode is None
+        """Whether the process runs."""
+        return self.process.returncode is None and not self.ended.done()
 
-    async def _serve(self) -> None:
-        try:
-            await self.cx.serve()
-        except (AcpError, OSError) as exc:
-            _log.debug("The connection to %s ended: %s", self.process.label, exc)
-        finally:
-            await self._record_end()
-
-    async def _record_end(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_REAP_TIMEOUT):
-                await self.process.wait()
+    async def _wait_end(self) -> None:
+        await self.process.wait()
         if self.ended.done():
             return
         if self.killed_for is not None:
@@ -92,39 +76,35 @@ class Incarnation:
         self.process.kill()
 
     async def aclose(self) -> None:
-        """Close the connection (stdin closed, then the group ended as AcpAgent does) and wait for the end."""
+        """Close the client (its sessions, the connection, the process group) and wait for the end."""
         if self.killed_for is None:
             self.killed_for = ""  # a close is no death either
-        self.cx.close()
+        with contextlib.suppress(AcpError, OSError):
+            await self.client.aclose()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(self.serving)
+            await asyncio.shield(self._watch)
 
 
 class Worker:
     """Slot ``slot`` of the pool: keeps one agent process running, initialized, ready for sessions.
 
-    ``report`` is given each :class:`~acpio.pool.PoolEvent` of the slot (process started, died,
+    ``connect(slot)`` makes the (not yet connected) :class:`~acpio.client.AgentClient` of each
+    new process. ``report`` is given each :class:`~acpio.pool.PoolEvent` of the slot (process started, died,
     killed). :attr:`leases` counts the sessions that use the slot now.
     """
 
     def __init__(
         self,
         slot: int,
-        command: AgentCommand,
+        connect: Callable[[int], AgentClient],
         *,
-        cwd: str | os.PathLike[str] | None,
-        initialize: InitializeRequest,
         report: Callable[[PoolEvent], None],
         on_death: Callable[[Worker, Incarnation], None],
-        stderr: Callable[[int, str], None] | None = None,
     ) -> None:
         self.slot = slot
-        self.command = command
-        self._cwd = cwd
-        self._initialize = initialize
+        self._connect = connect
         self._report = report
         self._on_death = on_death
-        self._stderr = stderr
         self._lock = asyncio.Lock()
         self._current: Incarnation | None = None
         self._generation = 0
@@ -152,13 +132,13 @@ class Worker:
     @property
     def supports_resume(self) -> bool:
         """Whether the agent advertised ``session/resume``."""
-        features = self.current.cx.agent_features
+        features = self.current.client.connection.agent_features
         return features is not None and features.resume_session
 
     @property
     def supports_load(self) -> bool:
         """Whether the agent advertised ``session/load``."""
-        features = self.current.cx.agent_features
+        features = self.current.client.connection.agent_features
         return features is not None and features.load_session
 
     async def start(self) -> Incarnation:
@@ -182,19 +162,21 @@ class Worker:
     async def _spawn(self, *, respawn: bool) -> Incarnation:
         if self._closing:
             raise RuntimeError(f"slot {self.slot} of the pool is closing: no new process is started")
-        on_line = None if self._stderr is None else _slot_lines(self._stderr, self.slot)
-        agent = AcpAgent(self.command, cwd=self._cwd, stderr=on_line)
-        process = await agent.open()
+        client = self._connect(self.slot)
         try:
-            cx = await Client.builder(name=f"pool slot {self.slot}", protocol=1).open_connection(process)
-            self._generation += 1
-            incarnation = Incarnation(self.slot, self._generation, process, cx)
-            incarnation.ended.add_done_callback(lambda _: self._ended(incarnation))
-            await cx.initialize(self._initialize.model_copy(deep=True))
+            await client.connect()
         except BaseException:
-            process.kill()
-            await process.aclose()
+            await client.aclose()
             raise
+        process = client.process
+        if process is None:
+            await client.aclose()
+            raise TypeError(
+                "The pool runs agent processes: give it a command, not a URL or an in-process app"
+            )
+        self._generation += 1
+        incarnation = Incarnation(self.slot, self._generation, client, process)
+        incarnation.ended.add_done_callback(lambda _: self._ended(incarnation))
         self._current = incarnation
         incarnation.started = ProcessStarted(slot=self.slot, pid=process.pid, respawn=respawn)
         self._report(incarnation.started)
@@ -223,12 +205,3 @@ class Worker:
         async with self._lock:
             if self._current is not None:
                 await self._current.aclose()
-
-
-def _slot_lines(on_line: Callable[[int, str], None], slot: int) -> Callable[[str], None]:
-    return lambda line: on_line(slot, line)
-
-
-def parse_command(command: str | Sequence[str] | Mapping[str, Any] | AgentCommand) -> AgentCommand:
-    """``command`` as an :class:`~acpio.transports.AgentCommand` (the forms ``AcpAgent`` takes)."""
-    return command if isinstance(command, AgentCommand) else AgentCommand.parse(command)
