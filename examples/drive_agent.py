@@ -9,7 +9,7 @@ import shlex
 import sys
 import tempfile
 
-from acpio.client import AgentClient
+from acpio import AgentClient
 
 AGENT = sys.argv[1] if len(sys.argv) > 1 else shlex.join([sys.executable, "-m", "acpio", "testy"])
 PROMPT = "write notes.txt Buy milk\npermission Publish the notes\necho Done."

@@ -31,3 +31,16 @@ def test_unstable_methods_are_opt_in_on_both_sides() -> None:
         "not sent: session/fork is unstable and this client did not turn unstable methods on\n"
         "the agent answered -32601 Method not found: session/fork\n"
     )
+
+
+def test_a_driver_that_answers_permissions_and_files_is_short() -> None:
+    # The new user wrote 103 lines for this driver; AgentClient's version must stay under 50.
+    source = (EXAMPLES / "drive_agent.py").read_text()
+    assert len(source.splitlines()) < 50
+    assert run("drive_agent.py") == (
+        "permission: allow-once\n"
+        "Done.\n"
+        "tool call: Write notes.txt (edit, completed)\n"
+        "tool call: Publish the notes (edit, completed)\n"
+        "stop reason: end_turn\n"
+    )

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ClientFeatures,
         UnsupportedProtocolVersion,
     )
+    from acpio.client import AgentClient, AgentSession, TurnResult, TurnStream
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
     from acpio.jsonrpc import (
         Builder,
@@ -91,8 +92,10 @@ __all__ = [
     "ActiveSession",
     "Agent",
     "AgentApp",
+    "AgentClient",
     "AgentFeatures",
     "AgentRequestMessage",
+    "AgentSession",
     "AgentSideConnection",
     "AgentTrait",
     "Ask",
@@ -149,6 +152,8 @@ __all__ = [
     "TransportError",
     "Turn",
     "TurnEnded",
+    "TurnResult",
+    "TurnStream",
     "Unhandled",
     "UnstableMethodNotEnabled",
     "UnsupportedProtocolVersion",

@@ -6,7 +6,8 @@ ACP has standard places for usage, and agents that predate them report it in the
   window (``size``), and the session's cumulative ``cost``;
 * ``PromptResponse.usage`` (v1, unstable) and the ``usage`` of v2's idle ``state_update``: the
   turn's tokens (input, output, thought, cache reads and writes, total);
-* private dialects, read only for what the standard places left unset: see :data:`DIALECTS`.
+* private dialects, read only for what the standard places left unset (:data:`DIALECTS`):
+  gemini-cli's and codex-acp's ``_meta.quota``, kimi-cli's ``StatusUpdate`` payload.
 
 :class:`UsageMeter` reads them from the wire (the JSON objects as they came), so a frame of any
 agent can be fed to it as recorded.
@@ -18,7 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-__all__ = ["DIALECTS", "Usage", "UsageMeter"]
+__all__ = [
+    "DIALECTS",
+    "Usage",
+    "UsageMeter",
+    "kimi_status",
+    "quota_meta",
+    "standard_tokens",
+    "standard_usage_update",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +39,8 @@ class Usage:
     end of the turn; ``cost`` (in ``currency``: ``"USD"``, or a unit such as ``"credits"``) is the
     session's cumulative cost, as ``usage_update`` reports it. ``sources`` names where the numbers
     came from, in the order they were read: ``usage_update``, ``prompt_response.usage``,
-    ``state_update.usage`` (v2), or a private dialect (``gemini-cli:_meta.quota``...).
+    ``state_update.usage`` (v2), or a private dialect (``gemini-cli:_meta.quota``,
+    ``codex-acp:_meta.quota``, ``kimi-cli:StatusUpdate``).
     """
 
     input_tokens: int | None = None
@@ -105,36 +115,79 @@ def standard_usage_update(update: Mapping[str, Any]) -> Reading:
 
 # --- private dialects ------------------------------------------------------------------------------
 
-
-def _quota_meta(result: Mapping[str, Any]) -> Reading:
-    """``_meta.quota.token_count`` of a ``session/prompt`` result (gemini-cli; codex-acp before usage).
-
-    ``{"quota": {"token_count": {"input_tokens", "output_tokens", ...}, "model_usage": [...]}}``:
-    gemini-cli builds it on every return path of its ACP session (gemini-cli#29389, #23148);
-    codex-acp's TypeScript adapter added the same key for its evaluations (codex-acp#10, #353).
-    """
-    meta = _object(result.get("_meta"))
-    quota = _object(meta.get("quota")) if meta is not None else None
-    token_count = _object(quota.get("token_count")) if quota is not None else None
-    return _counts(
-        token_count,
-        {
-            "input_tokens": "input_tokens",
-            "output_tokens": "output_tokens",
-            "cached_input_tokens": "cached_read_tokens",
-            "cached_read_tokens": "cached_read_tokens",
-            "reasoning_output_tokens": "thought_tokens",
-            "thought_tokens": "thought_tokens",
-            "total_tokens": "total_tokens",
-        },
-    )
-
-
-#: The private dialects read from a ``session/prompt`` result, by name: each gives :class:`Usage`
-#: fields, used only where the standard places left a field unset.
-DIALECTS: Final[dict[str, Callable[[Mapping[str, Any]], Reading]]] = {
-    "_meta.quota": _quota_meta,
+#: ``_meta.quota.token_count`` keys: gemini-cli writes snake_case, codex-acp camelCase (its
+#: ``inputTokens`` leaves out the cached ones, its ``outputTokens`` includes the reasoning ones).
+_QUOTA_KEYS: Final = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cachedInputTokens": "cached_read_tokens",
+    "reasoningOutputTokens": "thought_tokens",
+    "totalTokens": "total_tokens",
 }
+
+#: kimi-cli's ``StatusUpdate.token_usage``: ``input_other`` is the input not read from the cache.
+_KIMI_KEYS: Final = {
+    "input_other": "input_tokens",
+    "output": "output_tokens",
+    "input_cache_read": "cached_read_tokens",
+    "input_cache_creation": "cached_write_tokens",
+}
+
+
+def _meta(frame: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _object(frame.get("_meta")) or {}
+
+
+def quota_meta(frame: Mapping[str, Any]) -> tuple[str, Reading] | None:
+    """``_meta.quota.token_count`` of a ``session/prompt`` result: gemini-cli's and codex-acp's figures.
+
+    gemini-cli answers every prompt with ``{"quota": {"token_count": {"input_tokens",
+    "output_tokens"}, "model_usage": [...]}}`` and sends no standard usage (gemini-cli#29389);
+    codex-acp's adapter sends the same key, camelCase, beside its standard ``usage`` (codex-acp#10,
+    #353: its ``TokenCount``).
+    """
+    quota = _object(_meta(frame).get("quota"))
+    token_count = _object(quota.get("token_count")) if quota is not None else None
+    reading = _counts(token_count, _QUOTA_KEYS)
+    if token_count is None or not reading:
+        return None
+    return ("codex-acp" if "inputTokens" in token_count else "gemini-cli") + ":_meta.quota", reading
+
+
+def kimi_status(frame: Mapping[str, Any]) -> tuple[str, Reading] | None:
+    """kimi-cli's ``StatusUpdate`` payload, found as an entry of a frame's ``_meta``.
+
+    kimi-cli computes it each step (``context_tokens``, ``max_context_tokens``, ``token_usage``
+    with ``input_other``, ``output``, ``input_cache_read``, ``input_cache_creation``) but its ACP
+    server drops it (kimi-cli#2394; still so in kimi-cli 1.49.0); an adapter that forwards it
+    puts it in ``_meta``, which is read here. The total is the sum of the four counts.
+    """
+    for value in _meta(frame).values():
+        status = _object(value)
+        token_usage = _object(status.get("token_usage")) if status is not None else None
+        if status is None or token_usage is None or "input_other" not in token_usage:
+            continue
+        reading = _counts(token_usage, _KIMI_KEYS)
+        if len(reading) == len(_KIMI_KEYS):
+            reading["total_tokens"] = sum(reading.values())
+        reading.update(
+            _counts(status, {"context_tokens": "context_used", "max_context_tokens": "context_size"})
+        )
+        return "kimi-cli:StatusUpdate", reading
+    return None
+
+
+#: The private dialects, read from a ``session/prompt`` result and from each ``session/update``'s
+#: update: each gives its source's name and :class:`Usage` fields, used only where the standard
+#: places left a field unset. copilot-cli needs none: since 1.0.78 it fills the standard places
+#: (copilot-cli#4174; its changelog: "Expose token usage in ACP prompt results and live
+#: usage_update notifications"), and before that it sent nothing.
+DIALECTS: Final[tuple[Callable[[Mapping[str, Any]], tuple[str, Reading] | None], ...]] = (
+    quota_meta,
+    kimi_status,
+)
 
 
 class UsageMeter:
@@ -166,24 +219,33 @@ class UsageMeter:
         wire = _object(update)
         if wire is None:
             return False
+        found = False
         kind = wire.get("sessionUpdate")
         if kind == "usage_update":
-            return self._standard_found("usage_update", standard_usage_update(wire))
-        if kind == "state_update" and wire.get("state") == "idle":
-            return self._standard_found("state_update.usage", standard_tokens(wire.get("usage")))
-        return False
+            found = self._standard_found("usage_update", standard_usage_update(wire))
+        elif kind == "state_update" and wire.get("state") == "idle":
+            found = self._standard_found("state_update.usage", standard_tokens(wire.get("usage")))
+        return self._dialects_found(wire) or found
 
     def read_prompt_result(self, result: object) -> bool:
-        """Read the result of ``session/prompt`` (v1): its ``usage``, else a dialect's figures."""
+        """Read the result of ``session/prompt`` (v1): its ``usage``, and the dialects of its ``_meta``."""
         wire = _object(result)
         if wire is None:
             return False
         found = self._standard_found("prompt_response.usage", standard_tokens(wire.get("usage")))
-        for name, read in DIALECTS.items():
-            reading = read(wire)
-            if reading:
+        return self._dialects_found(wire) or found
+
+    def _dialects_found(self, frame: Mapping[str, Any]) -> bool:
+        if "_meta" not in frame:
+            return False
+        found = False
+        for read in DIALECTS:
+            named = read(frame)
+            if named is not None:
+                source, reading = named
                 self._dialect.update(reading)
-                self._sources.append(name)
+                if source not in self._sources:
+                    self._sources.append(source)
                 found = True
         return found
 

@@ -1,0 +1,81 @@
+"""AgentClient on an in-process AgentApp (v1 and v2) and on an agent served over WebSocket and HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.client import AgentClient, Outcome
+from acpio.client.permissions import pick_option
+from acpio.schema import CancelledPermissionOutcome, RequestPermissionRequest, SelectedPermissionOutcome
+
+
+def editor_app(protocols: tuple[int, ...]) -> AgentApp:
+    """An agent that reports an edit, then asks permission for it (AgentApp asks with no ``kind``)."""
+    app = AgentApp("editor", protocols=protocols)
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        async with turn.tool_call(
+            "Edit a.txt", kind="edit", locations=["a.txt"], raw_input={"path": "a.txt"}
+        ) as call:
+            allowed = await turn.ask_permission(call, allow="Edit", deny="Leave it")
+            await turn.say("edited" if allowed else "left alone")
+        return "end_turn"
+
+    return app
+
+
+class EditsOnly:
+    """A policy on the tool call's kind: allow edits, refuse the rest; it records what it was shown."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str | None] = []
+
+    async def decide(self, request: RequestPermissionRequest) -> Outcome:
+        self.kinds.append(request.tool_call.kind)
+        kinds = ("allow_once",) if request.tool_call.kind == "edit" else ("reject_once",)
+        option = pick_option(request.options, kinds)
+        return (
+            SelectedPermissionOutcome(option_id=option.option_id) if option else CancelledPermissionOutcome()
+        )
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_a_permission_request_without_kind_keeps_the_kind_of_its_tool_call(
+    tmp_path: Path, protocol: int
+) -> None:
+    policy = EditsOnly()
+    async with AgentClient(editor_app((protocol,)), cwd=tmp_path, permissions=policy) as client:
+        session = await client.new_session()
+        result = await session.prompt("edit please")
+
+    assert policy.kinds == ["edit"]  # the request came without one; the client gave the call's
+    assert result.text == "edited"
+    [ask] = result.permissions
+    assert ask.allowed
+    assert (ask.tool_call.kind, ask.tool_call.title) == ("edit", "Edit a.txt")
+    assert ask.tool_call.locations == [str(tmp_path / "a.txt")]
+    assert ask.tool_call.raw_input == {"path": "a.txt"}
+    [call] = result.tool_calls
+    assert (call.kind, call.status) == ("edit", "completed")
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+async def test_an_agent_served_over_the_network_is_driven_by_its_url(tmp_path: Path, scheme: str) -> None:
+    pytest.importorskip("uvicorn", reason="acpio[remote] is needed to serve over HTTP and WebSocket")
+    from acpio.agents.testy import testy_agent
+    from acpio.remote import RemoteServer
+
+    async with RemoteServer(testy_agent(), port=0, insecure=True) as server:
+        url = f"{scheme}://127.0.0.1:{server.port}"
+        async with AgentClient(url, cwd=tmp_path, permissions="allow") as client:
+            session = await client.new_session()
+            result = await session.prompt("permission Go\necho over the network")
+    assert client.process is None
+    assert result.ok
+    assert result.text == "permission: allow-once\nover the network\n"
+    assert json.loads(result.to_json())["permissions"][0]["allowed"] is True
