@@ -11,7 +11,7 @@ import sys
 import tempfile
 from collections import Counter
 
-from acpio.client import AgentPool, PoolEvent
+from acpio import AgentPool, PoolEvent
 
 WORK = [f"echo task {n}\ntool Inspect item {n}\nwrite out-{n}.txt done {n}\nusage" for n in range(48)]
 PROMPTS = [*WORK, "echo stuck\nhang 600", "echo crashing\nexit 3 testy crashed on purpose"]

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Unhandled,
         UntypedMessage,
     )
+    from acpio.pool import AgentPool, PoolEvent, SupervisedTurn
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
     from acpio.running import run
     from acpio.session import (
@@ -94,6 +95,7 @@ __all__ = [
     "AgentApp",
     "AgentClient",
     "AgentFeatures",
+    "AgentPool",
     "AgentRequestMessage",
     "AgentSession",
     "AgentSideConnection",
@@ -130,6 +132,7 @@ __all__ = [
     "NotificationDispatch",
     "ObservedSession",
     "ParseError",
+    "PoolEvent",
     "Proxy",
     "ReadTextFileMessage",
     "ReleaseTerminalMessage",
@@ -147,6 +150,7 @@ __all__ = [
     "SessionMessage",
     "Stdio",
     "StopReasonName",
+    "SupervisedTurn",
     "Tap",
     "TerminalOutputMessage",
     "TransportError",
