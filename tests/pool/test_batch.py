@@ -45,6 +45,7 @@ def test_every_bad_line_is_named_before_anything_runs() -> None:
     assert "line 6: the id '2' is taken by an earlier line (ids are unique)" in message
 
 
+@pytest.mark.slow
 def test_acpio_batch_runs_the_prompts_over_a_pool_and_writes_json_lines(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts.jsonl"
     lines = [

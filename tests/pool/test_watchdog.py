@@ -36,6 +36,7 @@ async def _started(pool: AgentPool, slot: int = 0) -> int:
     return pid
 
 
+@pytest.mark.slow
 async def test_a_turn_that_ignores_cancel_is_ended_killed_respawned_and_resumed(tmp_path: Path) -> None:
     seen: list[PoolEvent] = []
     async with (
@@ -202,6 +203,7 @@ async def test_an_agent_that_cannot_resume_or_load_loses_the_session() -> None:
             await session.prompt("echo hello")
 
 
+@pytest.mark.slow
 async def test_the_watchdog_keeps_its_time_under_load(tmp_path: Path) -> None:
     """Four wedged turns at once while the event loop is kept busy: each ends at timeout + grace."""
     timeout, grace = 1.0, 0.5
