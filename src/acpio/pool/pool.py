@@ -137,9 +137,10 @@ class AgentPool:
         if self._closed:
             return
         self._closed = True
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
+        while self._tasks:  # a recovery may free a slot, which spawns the release: wait for all
+            pending = list(self._tasks)
+            await asyncio.gather(*pending, return_exceptions=True)
+            self._tasks.difference_update(pending)
         await asyncio.gather(*(worker.aclose() for worker in self._workers), return_exceptions=True)
 
     async def __aenter__(self) -> Self:

@@ -104,6 +104,8 @@ class PooledSession:
         self, prompt: PromptContent, turn_timeout: float | None, prompt_id: str | None
     ) -> SupervisedTurn:
         async with self._pool.turn_slot():
+            if self._cancel.is_set():  # the caller gave up while the turn waited for its slot
+                return SupervisedTurn.not_run(prompt_id, "cancelled before the turn started", 0.0)
             earlier: list[PoolEvent] = []
             if self._incarnation is not self._worker.current or not self._incarnation.alive:
                 await self._take_up(earlier)  # the process was replaced since the last turn
