@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from acpio.client import AgentClient, AgentFailed, FileWritten, PermissionDecided, ToolCallView, UsageChanged
-from acpio.session import TextAdded, ToolCallChanged
+from acpio.client import (
+    AgentClient,
+    AgentFailed,
+    FileWritten,
+    PermissionDecided,
+    TextAdded,
+    ToolCallChanged,
+    ToolCallView,
+    UsageChanged,
+)
 from tests.oneshot._agents import agent_script
 
 
@@ -248,3 +257,75 @@ def test_a_tool_call_view_copy_is_not_changed_by_later_updates() -> None:
     view.status = "completed"
     assert copy.locations == ["/a"]
     assert copy.status is None
+
+
+@pytest.mark.parametrize(("allow_env", "runs"), [((), False), (("PYTHONPATH",), True)])
+async def test_allowing_commands_does_not_allow_changing_what_runs(
+    tmp_path: Path, allow_env: tuple[str, ...], runs: bool
+) -> None:
+    body = """
+create = acp.CreateTerminalRequest(
+    session_id="s-1", command="true", env=[acp.EnvVariable(name="PYTHONPATH", value="/elsewhere")]
+)
+try:
+    created = await cx.send_request(create)
+except RequestError as exc:
+    say(cx, f"refused: {exc.message}")
+else:
+    await cx.send_request(acp.WaitForTerminalExitRequest(session_id="s-1", terminal_id=created.terminal_id))
+    say(cx, "ran")
+"""
+    async with AgentClient(
+        agent_script(tmp_path, body), cwd=tmp_path, permissions="allow", allow_env=allow_env
+    ) as client:
+        session = await client.new_session()
+        result = await session.prompt("go")
+
+    if runs:
+        assert result.text == "ran"
+        assert [run.exit_code for run in result.terminals] == [0]
+    else:
+        assert result.text.startswith(
+            "refused: Refused to run PYTHONPATH=/elsewhere true: it sets PYTHONPATH"
+        )
+        assert "AgentClient(allow_env=...)" in result.text
+        assert result.terminals == ()
+
+
+async def test_a_prompt_to_an_agent_gone_since_the_last_turn_is_a_failed_result(tmp_path: Path) -> None:
+    body = """
+say(cx, "bye")
+sys.stderr.write("shutting down for good\\n")
+sys.stderr.flush()
+import os
+asyncio.get_running_loop().call_later(0.2, os._exit, 3)
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path) as client:
+        session = await client.new_session()
+        first = await session.prompt("first")
+        process = client.process
+        assert process is not None
+        await process.wait()
+        second = await session.prompt("second")
+
+    assert first.ok
+    assert not second.ok
+    assert second.error is not None
+    assert "exited with exit code 3" in second.error
+    assert second.stderr_tail is not None
+    assert "shutting down for good" in second.stderr_tail
+
+
+async def test_closing_the_client_ends_a_turn_read_elsewhere(tmp_path: Path) -> None:
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        session = await client.new_session()
+        stream = session.stream("echo started\nsleep 30")
+        async for event in stream:
+            if isinstance(event, TextAdded):
+                break
+        reading = asyncio.ensure_future(stream.result())
+        await client.aclose()
+        result = await reading
+    assert result.error is not None
+    assert "AgentClient was closed before the turn ended" in result.error
+    assert result.text.startswith("started")

@@ -74,7 +74,14 @@ if TYPE_CHECKING:
         TurnAbandoned,
         TurnTimedOut,
     )
-    from acpio.session.turn_view import ToolCallView
+    from acpio.session.turn_view import (
+        PlanChanged,
+        StateChanged,
+        TerminalChanged,
+        TextAdded,
+        ToolCallChanged,
+        ToolCallView,
+    )
 
 __all__ = [
     "MAX_FILE_SIZE",
@@ -98,6 +105,7 @@ __all__ = [
     "PermissionChoice",
     "PermissionDecided",
     "PermissionPolicy",
+    "PlanChanged",
     "PoolEvent",
     "PooledSession",
     "ProcessDied",
@@ -106,9 +114,13 @@ __all__ = [
     "SessionLost",
     "SessionLostError",
     "SessionResumed",
+    "StateChanged",
     "StreamEvent",
     "SupervisedTurn",
+    "TerminalChanged",
     "TerminalRun",
+    "TextAdded",
+    "ToolCallChanged",
     "ToolCallView",
     "TurnAbandoned",
     "TurnResult",

@@ -175,9 +175,9 @@ def permission_policy(choice: PermissionChoice) -> PermissionPolicy:
 
 
 async def decide_permission(
-    policy: PermissionPolicy, request: RequestPermissionRequest, call: ToolCallView
+    policy: PermissionPolicy, request: RequestPermissionRequest, call: ToolCallView | None = None
 ) -> Outcome:
-    """The outcome ``policy`` gives ``request``: the one place a driving client asks its policy.
+    """Ask ``policy`` about ``request``: the one place a client asks its policy.
 
     ``call`` is the tool call the request is about, every update the agent sent for it merged
     with the request's own ``toolCall`` (:class:`~acpio.session.ToolCallView`: kind, title,

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -33,7 +33,14 @@ from acpio.schema import (
     Implementation,
     InitializeRequest,
 )
-from acpio.session import ActiveSession, PromptContent, ProtocolChoice, SessionBuilder, SessionConnection
+from acpio.session import (
+    ActiveSession,
+    PromptContent,
+    ProtocolChoice,
+    SessionBuilder,
+    SessionConnection,
+    SessionMessage,
+)
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component
 
 if TYPE_CHECKING:
@@ -77,9 +84,11 @@ class AgentClient:
     only one the agent may read and write files in (``fs/*``) and run commands in
     (``terminal/*``, with ``terminals=True``); default: the current directory. ``permissions``
     answers ``session/request_permission`` and decides the agent's commands: ``"deny"`` (the
-    default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`.
-    ``protocol`` is the ACP version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or
-    ``2``. ``env`` adds variables to a command's environment. ``init_timeout`` bounds the wait
+    default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`; under
+    ``"allow"`` a command setting a variable that decides what runs or loads (``PATH``,
+    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``protocol`` is the ACP
+    version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or ``2``. ``env`` adds variables to
+    the environment of an agent started from a command. ``init_timeout`` bounds the wait
     for the agent's ``initialize`` answer (``None``: no bound).
 
     Leaving the ``async with`` block (or :meth:`aclose`) closes the sessions, ends the commands
@@ -94,6 +103,7 @@ class AgentClient:
         cwd: str | os.PathLike[str] | None = None,
         permissions: PermissionChoice = "deny",
         terminals: bool = True,
+        allow_env: Collection[str] = (),
         protocol: ProtocolChoice = "negotiate",
         env: Mapping[str, str] | None = None,
         init_timeout: float | None = 30.0,
@@ -104,6 +114,7 @@ class AgentClient:
         #: The policy that answers the agent's permission requests and decides its commands.
         self.policy: PermissionPolicy = permission_policy(permissions)
         self._terminals = terminals
+        self._allow_env = frozenset(allow_env)
         self._protocol = protocol
         self._env = env
         self._init_timeout = init_timeout
@@ -235,7 +246,7 @@ class AgentClient:
     async def _open(self, builder: SessionBuilder[Any], directory: Path) -> AgentSession:
         files = ConfinedFiles(directory, set_by="AgentClient(cwd=...) or the session's cwd")
         active = await builder.start_session()
-        session = AgentSession(self, active, files, terminals=self._terminals)
+        session = AgentSession(self, active, files, terminals=self._terminals, allow_env=self._allow_env)
         self._sessions.append(session)
         return session
 
@@ -246,6 +257,8 @@ class AgentClient:
 
         Waits a moment for an exiting process, so that its exit status is known.
         """
+        if self._closing.is_set():
+            return f"The AgentClient was closed before the turn ended ({error})", None
         process = self._process
         if process is None:
             return f"The agent closed the connection: {error}", None
@@ -272,10 +285,11 @@ class AgentClient:
         return repr(self._target) if isinstance(self._target, str) else type(self._target).__name__
 
     async def aclose(self) -> None:
-        """Close the sessions, end the agent's commands and the connection (and the agent's process group)."""
-        for session in self._sessions:
-            await session.aclose()
-        self._sessions.clear()
+        """Close the connection (and the agent's process group), then the sessions and their commands.
+
+        A turn still being read in another task ends with a failed result saying the client was
+        closed.
+        """
         self._closing.set()
         served, self._served = self._served, None
         if served is not None:
@@ -283,6 +297,9 @@ class AgentClient:
                 await served
             except (ConnectionClosed, TransportError) as exc:
                 _log.debug("The connection to %s ended with: %s", self._display(), exc)
+        for session in self._sessions:
+            await session.aclose()
+        self._sessions.clear()
 
 
 class AgentSession:
@@ -294,12 +311,20 @@ class AgentSession:
     """
 
     def __init__(
-        self, client: AgentClient, active: ActiveSession, files: ConfinedFiles, *, terminals: bool
+        self,
+        client: AgentClient,
+        active: ActiveSession,
+        files: ConfinedFiles,
+        *,
+        terminals: bool,
+        allow_env: Collection[str] = (),
     ) -> None:
         self._client = client
         self._active = active
         self._view = active.view  # on v1 the view is kept from now on
-        self._requests = SessionRequests(self._view, client.policy, files, terminals=terminals)
+        self._requests = SessionRequests(
+            self._view, client.policy, files, terminals=terminals, allow_env=allow_env
+        )
         self._turn: TurnStream | None = None
 
     def __repr__(self) -> str:
@@ -316,7 +341,7 @@ class AgentSession:
         return self._active
 
     @property
-    def history(self) -> list[Any]:
+    def history(self) -> list[SessionMessage]:
         """What ``session/load`` replayed (the conversation so far); empty for other setups."""
         return self._active.history
 
@@ -324,14 +349,18 @@ class AgentSession:
         """Send ``prompt``; return the turn: ``async for event in stream``, then ``await stream.result()``.
 
         ``prompt`` is text, a content block or several. Raises ``RuntimeError`` while the previous
-        turn is not read to its end.
+        turn is not read to its end. An agent gone since the last turn gives a turn that ends at
+        once, its result saying how the agent went (and the end of its stderr).
         """
         if self._turn is not None and not self._turn.done:
             raise RuntimeError(
                 f"Session {self.session_id!r} still has a turn running: read it to its end "
                 "(await stream.result()) before sending the next prompt"
             )
-        self._active.send_prompt(prompt)
+        try:
+            self._active.send_prompt(prompt)
+        except ConnectionClosed:
+            _log.debug("The agent of session %r is gone; the turn ends at once", self.session_id)
         self._turn = TurnStream(self._active, self._requests, self._client.describe_failure)
         return self._turn
 

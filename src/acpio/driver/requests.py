@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import Any, Literal, TypeVar, cast
 
 from acpio.client.files import ConfinedFiles
-from acpio.client.permissions import Outcome, PermissionPolicy, decide_permission
+from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
 from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
 from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
@@ -63,11 +63,19 @@ class SessionRequests:
     """Answers one session's requests; :meth:`answer` returns what it recorded for the turn."""
 
     def __init__(
-        self, view: TurnView, policy: PermissionPolicy, files: ConfinedFiles, *, terminals: bool
+        self,
+        view: TurnView,
+        policy: PermissionPolicy,
+        files: ConfinedFiles,
+        *,
+        terminals: bool,
+        allow_env: Collection[str] = (),
     ) -> None:
         self._view = view
         self._policy = policy
         self._files = files
+        #: Under :class:`~acpio.client.AllowPolicy`: the variables deciding what runs a command may set.
+        self._allow_env = frozenset(allow_env)
         #: The session's terminals (``None``: refused); each command is allowed by :meth:`consent_to_command`.
         self.terminals = Terminals(files, consent=self.consent_to_command) if terminals else None
         self._grants = CommandGrants()
@@ -186,15 +194,25 @@ class SessionRequests:
         return doing.result()
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
-        """Let a command run, or refuse it (``-32602``): a grant covers it, or the policy allows it."""
+        """Let a command run, or refuse it (``-32602``): a grant covers it, or the policy allows it.
+
+        Under :class:`~acpio.client.AllowPolicy` (``permissions="allow"``), a command setting a
+        variable that decides what runs or loads (``PATH``, ``LD_PRELOAD``...) is refused unless
+        ``allow_env`` names it, as ``acpio prompt --allow`` does: consent to run commands is not
+        consent to change which program runs.
+        """
+        if isinstance(self._policy, AllowPolicy):
+            self._check_allowed_env(command)
         self._commands_asked += 1
         request = command_request(command, f"acpio-command-{self._commands_asked}")
+        raw_input = {
+            "command": command.command,
+            "args": list(command.args),
+            "cwd": str(command.cwd),
+            "env": dict(command.env),
+        }
         call = ToolCallView(
-            request.tool_call.tool_call_id,
-            title=request.tool_call.title,
-            kind="execute",
-            locations=[str(command.cwd)],
-            raw_input={"command": command.command, "args": list(command.args), "cwd": str(command.cwd)},
+            request.tool_call.tool_call_id, title=request.tool_call.title, kind="execute", raw_input=raw_input
         )
         if self._grants.take(command):
             self._records.append(
@@ -215,6 +233,22 @@ class SessionRequests:
             {"command": command.command, "args": list(command.args), "refused": ask.option_id or "cancelled"},
             message=f"Refused to run {command.command_line}: {why}",
         )
+
+    def _check_allowed_env(self, command: TerminalCommand) -> None:
+        refused = [name for name in command.risky_variables if name not in self._allow_env]
+        if refused:
+            names = ", ".join(refused)
+            raise InvalidParams(
+                {
+                    "command": command.command,
+                    "args": list(command.args),
+                    "refused": "env",
+                    "variables": refused,
+                },
+                message=f"Refused to run {command.command_line}: it sets {names}, deciding which program "
+                "runs or what it loads; the client allows the agent's commands, but not such a variable "
+                "unless AgentClient(allow_env=...) names it",
+            )
 
     # --- files -------------------------------------------------------------------------------------
 
