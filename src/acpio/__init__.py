@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Unhandled,
         UntypedMessage,
     )
+    from acpio.pool import AgentPool, PoolEvent, SupervisedTurn
     from acpio.proxies import transform_agent_text
     from acpio.redaction import Redactor
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
@@ -96,6 +97,7 @@ __all__ = [
     "AgentApp",
     "AgentClient",
     "AgentFeatures",
+    "AgentPool",
     "AgentRequestMessage",
     "AgentSession",
     "AgentSideConnection",
@@ -132,6 +134,7 @@ __all__ = [
     "NotificationDispatch",
     "ObservedSession",
     "ParseError",
+    "PoolEvent",
     "Proxy",
     "ReadTextFileMessage",
     "Redactor",
@@ -150,6 +153,7 @@ __all__ = [
     "SessionMessage",
     "Stdio",
     "StopReasonName",
+    "SupervisedTurn",
     "Tap",
     "TerminalOutputMessage",
     "TransportError",

@@ -445,8 +445,8 @@ async def test_commands_usage_and_help(t: Testy, project: Path) -> None:
     commands = {c["name"]: c for c in advertised["availableCommands"]}
     assert list(commands) == [
         "echo", "stream", "think", "plan", "progress", "tool", "read", "write", "permission",
-        "run", "timeout", "notify", "mcp", "sleep", "fail", "stop", "mode", "title", "option", "notice",
-        "compact", "elicit", "elicit-url", "commands", "usage", "help",
+        "run", "timeout", "notify", "mcp", "sleep", "hang", "exit", "fail", "stop", "mode", "title",
+        "option", "notice", "compact", "elicit", "elicit-url", "commands", "usage", "help",
     ]  # fmt: skip
     assert commands["read"]["input"] == {"hint": "PATH"}
     assert "input" not in commands["help"]
@@ -498,6 +498,20 @@ async def test_cancel_during_sleep_ends_the_turn_cancelled_at_once(t: Testy, pro
         response = await sent
     assert response.stop_reason == "cancelled"
     assert time.monotonic() - began < 10  # the sleep was 60 s
+    assert "never" not in t.wire.text(mark)
+
+
+async def test_hang_ignores_cancel_until_its_time_is_up_then_ends_cancelled(t: Testy, project: Path) -> None:
+    sid = await t.new_session(project)
+    mark = t.wire.mark()
+    sent = t.send_prompt(sid, "echo hanging\nhang 0.6\necho never")
+    await _started(t, mark, "hanging")
+    began = time.monotonic()
+    t.cx.send_notification(CancelNotification(session_id=sid))
+    async with asyncio.timeout(TIMEOUT):
+        response = await sent
+    assert response.stop_reason == "cancelled"
+    assert time.monotonic() - began >= 0.5  # deaf to the cancel while it hung
     assert "never" not in t.wire.text(mark)
 
 

@@ -14,7 +14,9 @@ from acpio.agents.testy.script import (
     Echo,
     Elicit,
     ElicitUrl,
+    Exit,
     Fail,
+    Hang,
     Help,
     Line,
     Mcp,
@@ -85,7 +87,7 @@ def test_any_other_prompt_is_echoed(text: str) -> None:
 
 def test_every_command_word_has_a_parser_and_help() -> None:
     assert {spec.name for spec in COMMANDS} == COMMAND_WORDS
-    assert len(COMMAND_WORDS) == 26
+    assert len(COMMAND_WORDS) == 28
     for spec in COMMANDS:
         assert spec.summary
         assert spec.usage.startswith(spec.name)
@@ -117,6 +119,9 @@ def test_each_command_parses_into_its_arguments() -> None:
             'mcp notes add {"a": 1}',
             "mcp notes list",
             "sleep 0.5",
+            "hang 2",
+            "exit 3",
+            "exit 0 bye now",
             "fail -32042",
             "fail 7 custom message here",
             "stop max_tokens",
@@ -148,6 +153,9 @@ def test_each_command_parses_into_its_arguments() -> None:
         Mcp("notes", "add", {"a": 1}),
         Mcp("notes", "list", {}),
         Sleep(0.5),
+        Hang(2.0),
+        Exit(3, "testy exits on request"),
+        Exit(0, "bye now"),
         Fail(-32042, "testy failure"),
         Fail(7, "custom message here"),
         Stop("max_tokens"),
@@ -194,6 +202,10 @@ def test_echo_without_text_and_write_without_text_are_allowed() -> None:
         ("sleep nan", "sleep SECONDS must be a number"),
         ("sleep inf", "sleep SECONDS must be a number"),
         ("sleep soon", "sleep SECONDS must be a number"),
+        ("hang -1", "hang SECONDS must be a number, 0 or more, not '-1' (usage: hang SECONDS)"),
+        ("exit", "exit needs an exit CODE (usage: exit CODE [MESSAGE])"),
+        ("exit 256", "exit CODE must be an exit code from 0 to 255, not '256'"),
+        ("exit -1", "exit CODE must be an exit code from 0 to 255"),
         ("frobnicate now", "unknown command 'frobnicate'; the commands are: echo, stream,"),
         ("stream many", "stream N must be a whole number"),
         ("think", "think needs the TEXT to think"),

@@ -22,6 +22,10 @@ builder's handlers too::
     @app.on_request
     async def read(request: ReadTextFileRequest) -> ReadTextFileResponse:
         return files.read(request)
+
+The supervised pool of :mod:`acpio.pool` is exported here too, loaded on first use:
+:class:`AgentPool` (warm agent processes and a watchdog for every turn), :class:`PooledSession`,
+:class:`SupervisedTurn` and the :data:`PoolEvent` records.
 """
 
 from __future__ import annotations
@@ -63,6 +67,22 @@ if TYPE_CHECKING:
     )
     from acpio.driver.turn import TurnStream
     from acpio.driver.usage import Usage
+    from acpio.pool import (
+        AgentPool,
+        CancelHonoured,
+        CancelSent,
+        PooledSession,
+        PoolEvent,
+        ProcessDied,
+        ProcessKilled,
+        ProcessStarted,
+        SessionLost,
+        SessionLostError,
+        SessionResumed,
+        SupervisedTurn,
+        TurnAbandoned,
+        TurnTimedOut,
+    )
     from acpio.session.turn_view import (
         PlanChanged,
         StateChanged,
@@ -77,10 +97,13 @@ __all__ = [
     "Action",
     "AgentClient",
     "AgentFailed",
+    "AgentPool",
     "AgentSession",
     "AgentTarget",
     "AllowPolicy",
     "CallbackPolicy",
+    "CancelHonoured",
+    "CancelSent",
     "ConfinedFiles",
     "DenyPolicy",
     "Evaluation",
@@ -96,10 +119,19 @@ __all__ = [
     "PlanChanged",
     "PolicyDecision",
     "PolicyFileError",
+    "PoolEvent",
+    "PooledSession",
+    "ProcessDied",
+    "ProcessKilled",
+    "ProcessStarted",
     "Rule",
     "RulePolicy",
+    "SessionLost",
+    "SessionLostError",
+    "SessionResumed",
     "StateChanged",
     "StreamEvent",
+    "SupervisedTurn",
     "TerminalChanged",
     "TerminalRun",
     "TextAdded",
@@ -107,8 +139,10 @@ __all__ = [
     "ToolCallPolicy",
     "ToolCallSubject",
     "ToolCallView",
+    "TurnAbandoned",
     "TurnResult",
     "TurnStream",
+    "TurnTimedOut",
     "Usage",
     "UsageChanged",
     "decide_permission",

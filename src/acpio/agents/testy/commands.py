@@ -25,7 +25,9 @@ from acpio.agents.testy.script import (
     Echo,
     Elicit,
     ElicitUrl,
+    Exit,
     Fail,
+    Hang,
     Help,
     Mcp,
     Mode,
@@ -51,7 +53,7 @@ from acpio.agents.testy.script import (
     parse_prompt,
     split_words,
 )
-from acpio.agents.testy.turn import TestyTurn, TurnCancelled, text_content
+from acpio.agents.testy.turn import TestyTurn, TurnCancelled, end_process, text_content
 from acpio.errors import AcpError, InvalidParams, RequestError
 from acpio.schema import (
     AgentMessageChunk,
@@ -221,6 +223,11 @@ async def run_command(turn: TestyTurn, command: Command) -> Outcome:
             return await mcp(turn, command)
         case Sleep():
             return await sleep(turn, command)
+        case Hang():
+            await turn.hang(command.seconds)
+            return None
+        case Exit():
+            end_process(command.code, command.message)
         case Fail():
             return fail(turn, command)
         case Stop():

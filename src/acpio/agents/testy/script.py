@@ -36,6 +36,7 @@ __all__ = [
     "Compact",
     "Echo",
     "Elicit",
+    "Exit",
     "ElicitUrl",
     "Fail",
     "Help",
@@ -53,6 +54,7 @@ __all__ = [
     "Run",
     "Script",
     "ScriptError",
+    "Hang",
     "Sleep",
     "Stop",
     "Stream",
@@ -199,6 +201,21 @@ class Sleep:
 
 
 @dataclass(frozen=True, slots=True)
+class Hang:
+    """``hang SECONDS``: wait, deaf to ``session/cancel`` (a wedged agent); a cancel counts afterwards."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """``exit CODE [MESSAGE]``: MESSAGE to stderr, then testy's process ends at once with exit code CODE."""
+
+    code: int
+    message: str = "testy exits on request"
+
+
+@dataclass(frozen=True, slots=True)
 class Fail:
     """``fail CODE [MESSAGE]``: answer the prompt with this JSON-RPC error."""
 
@@ -320,6 +337,8 @@ Command: TypeAlias = (
     | Notify
     | Mcp
     | Sleep
+    | Hang
+    | Exit
     | Fail
     | Stop
     | Mode
@@ -558,6 +577,17 @@ def _parse_sleep(args: str) -> Command:
     return Sleep(_seconds(_required(args, "a number of SECONDS")))
 
 
+def _parse_hang(args: str) -> Command:
+    return Hang(_seconds(_required(args, "a number of SECONDS")))
+
+
+def _parse_exit(args: str) -> Command:
+    code_text, message = _first_word(_required(args, "an exit CODE"))
+    if not _WHOLE_NUMBER.fullmatch(code_text) or int(code_text) > 255:
+        raise _BadArguments(f"CODE must be an exit code from 0 to 255, not {code_text!r}")
+    return Exit(int(code_text), message or "testy exits on request")
+
+
 def _seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -717,6 +747,13 @@ _ALL_COMMANDS: tuple[CommandSpec, ...] = (
         versions=(1,),
     ),
     CommandSpec("sleep", "SECONDS", "wait; session/cancel ends the turn at once", _parse_sleep),
+    CommandSpec("hang", "SECONDS", "wait, ignoring session/cancel meanwhile (a wedged agent)", _parse_hang),
+    CommandSpec(
+        "exit",
+        "CODE [MESSAGE]",
+        "write MESSAGE to stderr and end testy's process now with exit code CODE (a crash)",
+        _parse_exit,
+    ),
     CommandSpec("fail", "CODE [MESSAGE]", "answer the prompt with JSON-RPC error CODE", _parse_fail),
     CommandSpec("stop", "REASON", f"end the turn with REASON ({', '.join(STOP_REASONS)})", _parse_stop),
     CommandSpec("mode", "ID", f"switch the session mode ({', '.join(MODES)})", _parse_mode, versions=(1,)),

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from acpio.agents.testy.sessions import TestySession
 from acpio.capabilities import ClientFeatures
@@ -40,7 +41,7 @@ from acpio.schema import (
     ToolKind,
 )
 
-__all__ = ["CancellableTurn", "TestyTurn", "TurnCancelled"]
+__all__ = ["CancellableTurn", "TestyTurn", "TurnCancelled", "end_process"]
 
 T = TypeVar("T")
 
@@ -102,6 +103,11 @@ class CancellableTurn:
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds``; a cancel ends the wait at once with :class:`TurnCancelled`."""
         await self._until_cancelled(asyncio.sleep(seconds))
+
+    async def hang(self, seconds: float) -> None:
+        """Wait ``seconds`` whatever happens (a wedged agent), then :meth:`checkpoint`."""
+        await asyncio.sleep(seconds)
+        self.checkpoint()
 
     async def request(self, message: Any) -> Any:
         """Send a request to the client and return its (typed) result; raises the client's error.
@@ -204,6 +210,17 @@ class TestyTurn(CancellableTurn):
     def fail_tool_call(self, tool_call_id: str, message: str) -> None:
         """End a tool call ``failed``, with ``message`` as its text content."""
         self.update_tool_call(tool_call_id, ToolCallStatus.FAILED, [text_content(message)])
+
+
+def end_process(code: int, message: str) -> NoReturn:
+    """``exit``: write ``message`` to stderr and end the process now with ``code``, as a crash does.
+
+    Nothing is cleaned up (no answer, no ``finally`` blocks): what the client sees is an agent
+    that died. Served in-process, testy ends the process that serves it.
+    """
+    with contextlib.suppress(OSError):
+        os.write(2, f"{message}\n".encode())
+    os._exit(code)  # private-ok: the standard way to end a process at once, skipping all clean-up
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

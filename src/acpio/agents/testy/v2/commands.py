@@ -27,7 +27,9 @@ from acpio.agents.testy.script import (
     Command,
     Commands,
     Echo,
+    Exit,
     Fail,
+    Hang,
     Help,
     Notify,
     Option,
@@ -51,7 +53,7 @@ from acpio.agents.testy.script import (
     command_table,
     split_words,
 )
-from acpio.agents.testy.turn import TurnCancelled
+from acpio.agents.testy.turn import TurnCancelled, end_process
 from acpio.agents.testy.v2.convert import config_options
 from acpio.agents.testy.v2.diffs import file_diff
 from acpio.agents.testy.v2.terminals import AgentTerminal
@@ -169,6 +171,10 @@ async def run_command(turn: TurnV2, command: Command) -> str | None:
             turn.cx.send_notification(command.method, command.params)
         case Sleep():
             await turn.sleep(command.seconds)
+        case Hang():
+            await turn.hang(command.seconds)
+        case Exit():
+            end_process(command.code, command.message)
         case Stop():
             return command.reason
         case Title():

@@ -1,0 +1,99 @@
+"""``acpio batch`` and the prompts file it reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acpio.pool.batch import BatchPrompt, PromptFileError, read_prompts
+from tests.pool._support import sqlite_testy
+
+
+def test_prompts_are_read_from_json_lines_with_ids_defaulting_to_the_line_number() -> None:
+    lines = [
+        '{"prompt": "one", "id": "a"}',
+        "",
+        '{"prompt": "two", "cwd": "/tmp"}',
+        '{"prompt": "three", "id": 7}',
+    ]
+    assert read_prompts(lines) == [
+        BatchPrompt("one", "a"),
+        BatchPrompt("two", "3", "/tmp"),
+        BatchPrompt("three", "7"),
+    ]
+
+
+def test_every_bad_line_is_named_before_anything_runs() -> None:
+    lines = [
+        "not json",
+        '["a list"]',
+        '{"id": "x"}',
+        '{"prompt": "p", "extra": 1}',
+        '{"prompt": "a", "id": 2}',
+    ]
+    with pytest.raises(PromptFileError) as caught:
+        read_prompts([*lines, '{"prompt": "b", "id": "2"}'])
+    message = str(caught.value)
+    assert "line 1: Expecting value" in message
+    assert "line 2: expected a JSON object, not list" in message
+    assert 'line 3: "prompt" must be non-empty text' in message
+    assert "line 4: unknown key(s) 'extra'" in message
+    assert "line 6: the id '2' is taken by an earlier line (ids are unique)" in message
+
+
+@pytest.mark.slow
+def test_acpio_batch_runs_the_prompts_over_a_pool_and_writes_json_lines(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    lines = [
+        {"prompt": "echo hello\ntool Look around\nusage", "id": "hello"},
+        {"prompt": "hang 30", "id": "wedged"},
+        {"prompt": "echo going\nexit 3 testy crashed on purpose", "id": "crash"},
+        {"prompt": "just echo me"},
+    ]
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    agent = " ".join(sqlite_testy(tmp_path / "t.db"))
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "batch", "--agent", agent, "--size", "2", "--timeout", "1.5",
+         "--grace", "0.3", "--cwd", str(tmp_path), str(prompts)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # not every turn ended end_turn
+    results = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert sorted(results) == ["4", "crash", "hello", "wedged"]
+    hello = results["hello"]
+    assert hello["ok"] is True
+    assert hello["text"] == "hello\n"
+    assert [call["title"] for call in hello["tool_calls"]] == ["Look around"]
+    assert hello["usage"]["context_size"] == 200_000
+    assert results["4"]["text"] == "just echo me"
+    wedged = results["wedged"]
+    assert wedged["stop_reason"] == "cancelled"
+    assert [e["event"] for e in wedged["events"]] == [
+        "TurnTimedOut", "CancelSent", "TurnAbandoned", "ProcessKilled", "ProcessStarted", "SessionResumed",
+    ]  # fmt: skip
+    crash = results["crash"]
+    assert crash["ok"] is False
+    assert "exited with exit code 3" in crash["error"]
+    assert "testy crashed on purpose" in crash["stderr_tail"]
+    assert crash["events"][0]["event"] == "ProcessDied"
+    stderr = done.stderr
+    assert "acpio batch: ProcessKilled(slot=" in stderr
+    assert "acpio batch: [4/4] " in stderr
+    assert "acpio batch: 4 prompts, 2 ok, 2 not ok" in stderr
+
+
+def test_acpio_batch_refuses_a_bad_prompts_file(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "fine"}\n{"text": "wrong key"}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "batch", "--agent", "acpio testy", str(prompts)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "acpio: error: " in done.stderr
+    assert "line 2: unknown key(s) 'text'" in done.stderr
