@@ -58,7 +58,9 @@ if TYPE_CHECKING:
     from acpio.session import (
         ActiveSession,
         AgentRequestMessage,
+        AttachedRequestResolved,
         AttachedTurnEnded,
+        ControlledSession,
         CreateElicitationMessage,
         CreateTerminalMessage,
         KillTerminalMessage,
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
         TurnEnded,
         WaitForTerminalExitMessage,
         WriteTextFileMessage,
+        control_session,
         observe_session,
     )
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
@@ -96,6 +99,7 @@ __all__ = [
     "AgentSideConnection",
     "AgentTrait",
     "Ask",
+    "AttachedRequestResolved",
     "AttachedTurnEnded",
     "AuthRequired",
     "Builder",
@@ -110,6 +114,7 @@ __all__ = [
     "Conductor",
     "Connection",
     "ConnectionClosed",
+    "ControlledSession",
     "CreateElicitationMessage",
     "CreateTerminalMessage",
     "DeadlockError",
@@ -159,6 +164,7 @@ __all__ = [
     "WaitForTerminalExitMessage",
     "WriteTextFileMessage",
     "__version__",
+    "control_session",
     "observe_session",
     "run",
     "schema",
