@@ -72,7 +72,8 @@ async def attach_once(url: str, session_id: str, cookies: dict[str, str] | None)
             watched = await observe_session(cx, session_id)
         except ResourceNotFound as exc:
             route = route_cookies(exc)
-            assert route is not None, exc
+            if route is None:
+                raise
             return route
         await watched.read()
         return time.perf_counter() - began, len(watched.replay)
