@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -21,6 +22,7 @@ from acpio.session import (
     AttachedRequestResolved,
     AttachedTurnEnded,
     ControlledSession,
+    CreateElicitationMessage,
     RequestPermissionMessage,
     control_session,
 )
@@ -339,3 +341,67 @@ async def test_an_observer_is_not_asked_and_what_it_answers_or_sends_changes_not
             and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
         )
         assert text == "ask:begun 0:denied "
+
+
+async def test_a_form_goes_to_the_controllers_that_show_forms_and_the_first_answer_fills_it() -> None:
+    app = AgentApp("former", unstable=True)
+
+    @dataclasses.dataclass
+    class Release:
+        version: str
+
+    @app.prompt
+    async def prompt(turn: Turn) -> None:
+        answer = await turn.elicit("Which version?", Release)
+        await turn.say(answer.value.version if answer.value is not None else answer.action)
+
+    forms = acp.ClientCapabilities.model_validate({"elicitation": {"form": {}}})
+    async with RemoteServer(app, port=0) as server:
+        url = server.url.replace("http", "ws", 1)
+        opened: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        attached: list[bool] = []
+        both = asyncio.Event()
+
+        async def start(cx: SessionConnection, capabilities: acp.ClientCapabilities) -> None:
+            await cx.send_request(acp.InitializeRequest(protocol_version=1, client_capabilities=capabilities))
+
+        async def owner(cx: SessionConnection) -> tuple[str, list[Any]]:
+            await start(cx, forms)
+            async with cx.build_session(Path.cwd()).start_session() as session:
+                opened.set_result(session.session_id)
+                await both.wait()
+                session.send_prompt("release")
+                return await owner_reads_turn(session)
+
+        async def controller(cx: SessionConnection, capabilities: acp.ClientCapabilities) -> list[Any]:
+            await start(cx, capabilities)
+            controlled = await control_session(cx, await opened)
+            attached.append(True)
+            if len(attached) == 2:
+                both.set()
+            items: list[Any] = []
+            while not isinstance(item := await controlled.read(), AttachedTurnEnded):
+                if isinstance(item, CreateElicitationMessage):
+                    item.respond(acp.CreateElicitationResponse(action="accept", content={"version": "2.1"}))
+                items.append(item)
+            return items
+
+        async with asyncio.timeout(20):
+            showing = asyncio.ensure_future(
+                Client.builder().connect_with(RemoteAgent(url), lambda cx: controller(cx, forms))
+            )
+            plain = asyncio.ensure_future(
+                Client.builder().connect_with(
+                    RemoteAgent(url), lambda cx: controller(cx, acp.ClientCapabilities())
+                )
+            )
+            text, resolved = await Client.builder().connect_with(RemoteAgent(url), owner)
+            shown, not_shown = await showing, await plain
+        assert text == "2.1"  # the controller's answer filled the form: the owner answered nothing
+        assert [r.method for r in resolved] == ["elicitation/create"]
+        assert resolved[0].result == {"action": "accept", "content": {"version": "2.1"}}
+        assert [type(i) for i in shown if not isinstance(i, acp.SessionNotification)] == [
+            CreateElicitationMessage
+        ]
+        assert not any(isinstance(i, CreateElicitationMessage) for i in not_shown)  # it shows no forms
+        assert said(not_shown) == "2.1"

@@ -130,7 +130,7 @@ async def elicit_form(
         requested_schema=form_schema(form),
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer: CreateElicitationResponse = await askers.ask(request)
+    answer: CreateElicitationResponse = await askers.ask(request, lambda features: features.elicitation_form)
     action = str(answer.action)
     value = form_value(form, answer.content) if action == "accept" else None
     return Elicited(action, value)
@@ -157,7 +157,7 @@ async def elicit_url(
         elicitation_id=elicitation_id,
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer: CreateElicitationResponse = await askers.ask(request)
+    answer: CreateElicitationResponse = await askers.ask(request, lambda features: features.elicitation_url)
     return Elicited(str(answer.action), None, elicitation_id)
 
 

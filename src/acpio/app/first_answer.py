@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from acpio.capabilities import ClientFeatures
 from acpio.errors import AcpError, ConnectionClosed
 from acpio.jsonrpc import Connection, SentRequest, TypedRequest
 from acpio.session.attach import AttachedRequestResolved
@@ -22,8 +23,11 @@ __all__ = ["Askers", "Deciders", "ask_first"]
 
 R = TypeVar("R")
 
-#: The clients controlling a session besides its own, as they are when the turn asks.
-Deciders = Callable[[], Sequence[Connection]]
+#: The clients controlling a session besides its own, with what each advertised, as they are when
+#: the turn asks.
+Deciders = Callable[[], Sequence[tuple[Connection, ClientFeatures]]]
+#: Whether a client that advertised these features can answer a request (a form needs ``elicitation``).
+Able = Callable[[ClientFeatures], bool]
 
 
 class Askers:
@@ -34,9 +38,10 @@ class Askers:
         self._session_id = session_id
         self._deciders = deciders
 
-    async def ask(self, request: TypedRequest[R]) -> R:
-        """The first answer to ``request`` (see :func:`ask_first`)."""
-        others = self._deciders() if self._deciders is not None else ()
+    async def ask(self, request: TypedRequest[R], able: Able | None = None) -> R:
+        """The first answer to ``request`` (:func:`ask_first`), of the controllers ``able`` to answer."""
+        deciders = self._deciders() if self._deciders is not None else ()
+        others = [cx for cx, features in deciders if able is None or able(features)]
         return await ask_first(self._cx, others, self._session_id, request)
 
 
