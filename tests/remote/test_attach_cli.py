@@ -159,8 +159,16 @@ async def test_a_controller_from_a_second_acpio_prompt_sees_the_turn_then_runs_i
         ),
         (["serve", "--port", "0", "--app", "no_such_module_here:app"], "cannot import no_such_module_here"),
         (["prompt", "--agent", "ws://127.0.0.1:9", "--control", "hi"], "give it with --attach ID"),
+        (["serve", "--port", "0", "--route", "acpio-server=a", "--", "acpio", "testy"], "it needs --app"),
+        (["serve", "--port", "0", "--route", "a", "--app", "x:app"], "give the balancer's affinity cookie"),
     ],
-    ids=["attach-to-a-command", "serve-an-unknown-app", "control-without-attach"],
+    ids=[
+        "attach-to-a-command",
+        "serve-an-unknown-app",
+        "control-without-attach",
+        "route-without-app",
+        "route-not-a-cookie",
+    ],
 )
 async def test_the_usage_mistakes_say_what_to_do(command: list[str], error: str) -> None:
     process = await asyncio.create_subprocess_exec(*ACPIO, *command, stderr=asyncio.subprocess.PIPE)
