@@ -6,8 +6,9 @@ controller. :class:`SessionObservers` replays the session's turns to it, then fo
 ``session/update`` the session's own connection is sent, as sent, and tells the attached clients
 each prompt, each turn's end and the session's close. The replay and the start of the forwarding
 happen in one step of the event loop: an attached client misses no update and sees none twice.
-It also knows who controls each session: who a turn's requests go to (:meth:`controllers`), and
-who takes the session over when its own client leaves (:meth:`heir`).
+It also knows who controls each session: who a turn's requests go to
+(:meth:`SessionObservers.controllers`), and who takes the session over when its own client leaves
+(:meth:`SessionObservers.heir`).
 """
 
 from __future__ import annotations
