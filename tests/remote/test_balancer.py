@@ -394,7 +394,7 @@ async def test_attach_through_the_balancer_reaches_the_backend_running_the_turn(
 
         def attached(role: str) -> None:
             ready.append(role)
-            if len(ready) == 2:
+            if len(ready) == 3:
                 both_ready.set()
 
         async def owner(cx: SessionConnection) -> tuple[str, list[Any]]:
@@ -440,12 +440,30 @@ async def test_attach_through_the_balancer_reaches_the_backend_running_the_turn(
             session_id = await opened
             holder = owner_agent.cookies.get("acpio-server")
             assert holder in ("a", "b", "c")  # whichever backend HAProxy picked first runs the turn
+            # and a third client, acpio prompt --attach, which follows the route by itself
+            command = asyncio.create_subprocess_exec(
+                sys.executable, "-m", "acpio", "prompt", "--agent", lb.ws_url, "--attach", session_id,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
             watching = attach_through(lb.ws_url, session_id, "observer", observer)
             controlling = attach_through(lb.ws_url, session_id, "controller", controller)
-            (seen_by_observer, observer_route), (seen_by_controller, controller_route) = await asyncio.gather(
-                watching, controlling
-            )
-            stop_reason, owner_saw = await owning
+            cli = await command
+            try:
+                assert cli.stdout is not None
+                while b"--- end of history ---" not in await asyncio.wait_for(cli.stdout.readline(), 30):
+                    pass
+                attached("acpio prompt")
+                (
+                    (seen_by_observer, observer_route),
+                    (seen_by_controller, controller_route),
+                ) = await asyncio.gather(watching, controlling)
+                stop_reason, owner_saw = await owning
+                shown, errors = await asyncio.wait_for(cli.communicate(), 30)
+            finally:
+                if cli.returncode is None:
+                    cli.kill()
+            assert cli.returncode == 0, errors
+            assert shown.decode().split()[-4:] == ["allowed", "[stop", "reason:", "end_turn]"]
         # the two attaches landed on the holder, at least one of them redirected there by the route
         routes = [route for route in (observer_route, controller_route) if route is not None]
         assert routes, "HAProxy's round robin sent both new clients to the holder: nothing was routed"
