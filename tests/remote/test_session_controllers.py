@@ -405,3 +405,40 @@ async def test_a_form_goes_to_the_controllers_that_show_forms_and_the_first_answ
         ]
         assert not any(isinstance(i, CreateElicitationMessage) for i in not_shown)  # it shows no forms
         assert said(not_shown) == "2.1"
+
+
+async def test_a_controller_attaching_while_a_permission_waits_is_asked_too_and_may_answer_first() -> None:
+    async with RemoteServer(asking_app(), port=0) as server:
+        url = server.url.replace("http", "ws", 1)
+        asked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        async def owner(cx: SessionConnection) -> tuple[str, list[Any]]:
+            async with cx.build_session(Path.cwd()).start_session() as session:
+                session.send_prompt("ask")
+                text, resolved = "", []
+                async for message in session:
+                    if isinstance(message, RequestPermissionMessage):
+                        asked.set_result(session.session_id)  # and this client does not answer
+                    elif message.method == AttachedRequestResolved.METHOD:
+                        resolved.append(AttachedRequestResolved.model_validate(message.dispatch.params))
+                    elif message.text is not None:
+                        text += message.text
+                return text, resolved
+
+        async def controller(cx: SessionConnection) -> str:
+            controlled = await control_session(cx, await asked)
+            assert controlled.running
+            assert said(list(controlled.replay)) == "ask:begun "
+            items, request = await until_asked(controlled)
+            assert items == []  # the waiting request comes first, right after the replay
+            request.respond(DENY)
+            items, ended = await controlled.read_turn()
+            assert ended.stop_reason == "end_turn"
+            return said(items)
+
+        async with asyncio.timeout(20):
+            late = asyncio.ensure_future(connected(url, controller))
+            text, resolved = await connected(url, owner)
+            assert await late == "0:denied "
+        assert text == "ask:begun 0:denied "
+        assert [r.result for r in resolved] == [{"outcome": {"outcome": "selected", "optionId": "deny"}}]

@@ -14,12 +14,15 @@ It also knows who controls each session: who a turn's requests go to
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from acpio.app.app_session import AppSession
+from acpio.app.first_answer import Askers, Race
+from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     AcpError,
     ConnectionClosed,
@@ -60,10 +63,14 @@ class SessionObservers:
     def __init__(
         self,
         sessions: Callable[[str], AppSession | None],
+        features: Callable[[Connection], ClientFeatures],
         route: Callable[[str], Awaitable[dict[str, str] | None]] | None = None,
     ) -> None:
         self._sessions = sessions
+        self._features = features
         self._route = route
+        #: Session id -> its turn's requests still unanswered (a controller attaching is asked too).
+        self._waiting: dict[str, set[Race[Any]]] = {}
         #: Session id -> the connections attached to it and their roles, in the order they attached.
         self._watching: dict[str, dict[Connection, AttachRole]] = {}
         #: The observers being waited for: sent more than they read (see :meth:`_keep_up`).
@@ -103,6 +110,14 @@ class SessionObservers:
                 else "an observer watches; attach as controller to prompt or cancel"
             ),
         )
+
+    def askers(self, session_id: str, owner: Connection) -> Askers:
+        """Who a turn of the session asks its permissions and forms: ``owner`` and the controllers."""
+        waiting = self._waiting.setdefault(session_id, set())
+        return Askers(owner, session_id, functools.partial(self._deciders, session_id), waiting)
+
+    def _deciders(self, session_id: str) -> list[tuple[Connection, ClientFeatures]]:
+        return [(cx, self._features(cx)) for cx in self.controllers(session_id)]
 
     def controllers(self, session_id: str) -> list[Connection]:
         """The session's controllers still connected, in the order they attached."""
@@ -152,9 +167,11 @@ class SessionObservers:
         if turn is not None:
             current = turn.exchange()
             self._replay(cx, session.id, current.prompt, current.updates)
-        self._watching.setdefault(session.id, {})[cx] = (
-            "controller" if request.role == "controller" else "observer"
-        )
+        role: AttachRole = "controller" if request.role == "controller" else "observer"
+        self._watching.setdefault(session.id, {})[cx] = role
+        if role == "controller":  # asked what the turn waits for too, after the replay
+            for race in list(self._waiting.get(session.id, ())):
+                race.join(cx, self._features(cx))
         return AttachSessionResponse(running=session.turn is not None)
 
     async def detach(self, request: DetachSessionRequest, cx: Connection) -> DetachSessionResponse:
@@ -202,6 +219,7 @@ class SessionObservers:
         for observer in self._live(session_id):
             observer.send_notification(AttachedSessionClosed(session_id=session_id))
         self._watching.pop(session_id, None)
+        self._waiting.pop(session_id, None)
         self._prompters.pop(session_id, None)
         self._heirs.pop(session_id, None)
 

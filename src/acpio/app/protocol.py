@@ -122,7 +122,9 @@ class AppProtocol:
         )
         #: The clients attached to sessions of other connections (unstable: ``_acpio/session/attach``).
         self.observers = (
-            SessionObservers(self.sessions.get, store.route_of if store is not None else None)
+            SessionObservers(
+                self.sessions.get, self.client_features, store.route_of if store is not None else None
+            )
             if definition.unstable
             else None
         )
@@ -305,11 +307,6 @@ class AppProtocol:
             self.cancel_turn(session)
         return heir
 
-    def _deciders(self, session_id: str) -> list[tuple[Connection, ClientFeatures]]:
-        """The session's controllers and what each advertised: who its turns' requests go to besides it."""
-        assert self.observers is not None
-        return [(cx, self.client_features(cx)) for cx in self.observers.controllers(session_id)]
-
     def open_session(self, cx: Connection, session_id: str, *, control: bool = False) -> AppSession:
         """The session ``session_id`` open on ``cx``; ``-32002`` when there is none.
 
@@ -384,7 +381,7 @@ class AppProtocol:
             session.history,
             session.mcp_servers,
             change=functools.partial(self.change_setting, session, asked=False),
-            deciders=functools.partial(self._deciders, session.id) if observers is not None else None,
+            askers=observers.askers(session.id, owner) if observers is not None else None,
         )
         if self.stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:

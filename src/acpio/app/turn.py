@@ -21,7 +21,7 @@ from acpio.app.client_requests import (
     connect_mcp,
     run_in_terminal,
 )
-from acpio.app.first_answer import Askers, Deciders
+from acpio.app.first_answer import Askers
 from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.app.tool_calls import (
@@ -105,7 +105,7 @@ class Turn(TurnBeside):
         change: SettingChange,
         updates: SessionUpdates | None = None,
         terminals: AgentTerminals | None = None,
-        deciders: Deciders | None = None,
+        askers: Askers | None = None,
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -128,7 +128,7 @@ class Turn(TurnBeside):
         self._said: list[str] = []
         self._updates = updates if updates is not None else SessionUpdates(cx, session_id, cwd)
         self._terminals = terminals if terminals is not None else AgentTerminals()
-        self._askers = Askers(cx, session_id, deciders)
+        self._askers = askers if askers is not None else Askers(cx, session_id)
         #: The MCP servers the client declared for the session (their JSON objects): reach one
         #: with :meth:`mcp`.
         self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
