@@ -62,7 +62,9 @@ if TYPE_CHECKING:
     from acpio.session import (
         ActiveSession,
         AgentRequestMessage,
+        AttachedRequestResolved,
         AttachedTurnEnded,
+        ControlledSession,
         CreateElicitationMessage,
         CreateTerminalMessage,
         KillTerminalMessage,
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
         TurnEnded,
         WaitForTerminalExitMessage,
         WriteTextFileMessage,
+        control_session,
         observe_session,
     )
     from acpio.traits import AgentSideConnection, AgentTrait, ClientSideConnection, ClientTrait
@@ -103,6 +106,7 @@ __all__ = [
     "AgentSideConnection",
     "AgentTrait",
     "Ask",
+    "AttachedRequestResolved",
     "AttachedTurnEnded",
     "AuthRequired",
     "Builder",
@@ -117,6 +121,7 @@ __all__ = [
     "Conductor",
     "Connection",
     "ConnectionClosed",
+    "ControlledSession",
     "CreateElicitationMessage",
     "CreateTerminalMessage",
     "DeadlockError",
@@ -171,6 +176,7 @@ __all__ = [
     "WaitForTerminalExitMessage",
     "WriteTextFileMessage",
     "__version__",
+    "control_session",
     "observe_session",
     "run",
     "schema",

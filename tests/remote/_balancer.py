@@ -86,14 +86,28 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-async def start_backend(name: str, store: str, directory: Path, *options: str) -> Backend:
-    """``acpio serve`` of ``acpio testy --store STORE`` on a free loopback port (its log in ``directory``)."""
+async def start_backend(
+    name: str, store: str, directory: Path, *options: str, app: str | None = None
+) -> Backend:
+    """``acpio serve`` of ``acpio testy --store STORE`` on a free loopback port (its log in ``directory``).
+
+    With ``app`` (``MODULE:NAME``, the module in ``directory``, its store read from
+    ``$ACPIO_TEST_STORE``), that AgentApp is served in the process instead, with ``--route``
+    naming the backend's affinity cookie (``acpio-server=NAME``) for attaches across servers.
+    """
+    served = (
+        ["--app", app, "--route", f"acpio-server={name}"]
+        if app
+        else ["--", *ACPIO, "testy", "--store", store]
+    )
+    path = os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path, ACPIO_TEST_STORE=store)
     with (directory / f"serve-{name}.log").open("wb") as log:
         process = await asyncio.create_subprocess_exec(
-            *ACPIO, "serve", "--port", "0", "--check-store", store, *options,
-            "--", *ACPIO, "testy", "--store", store,
+            *ACPIO, "serve", "--port", "0", "--check-store", store, *options, *served,
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
+            env=env,
         )  # fmt: skip
     assert process.stdout is not None
     line = await asyncio.wait_for(process.stdout.readline(), 60)
@@ -148,14 +162,18 @@ async def balancer(
     *,
     edit: Callable[[str], str] = lambda config: config,
     server_options: tuple[str, ...] = (),
+    app: str | None = None,
 ) -> AsyncIterator[Balancer]:
-    """HAProxy (``examples/deploy/haproxy.cfg`` through ``edit``) in front of three ``acpio serve``."""
+    """HAProxy (``examples/deploy/haproxy.cfg`` through ``edit``) in front of three ``acpio serve``.
+
+    ``app``: the backends serve that AgentApp (see :func:`start_backend`).
+    """
     haproxy = haproxy_path()
     assert haproxy is not None, MISSING
     backends: list[Backend] = []
     process: asyncio.subprocess.Process | None = None
     try:
-        starting = (start_backend(name, store, directory, *server_options) for name in NAMES)
+        starting = (start_backend(name, store, directory, *server_options, app=app) for name in NAMES)
         backends = list(await asyncio.gather(*starting))
         config = directory / "haproxy.cfg"
         config.write_text(edit(CONFIG.read_text()))

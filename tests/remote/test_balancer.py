@@ -22,8 +22,15 @@ import pytest
 
 from acpio import Client, SessionConnection
 from acpio import schema as acp
-from acpio.errors import AcpError, RequestError
+from acpio.errors import AcpError, RequestError, ResourceNotFound
 from acpio.remote import ReconnectingTransport, RemoteAgent
+from acpio.session import (
+    AttachedRequestResolved,
+    RequestPermissionMessage,
+    control_session,
+    observe_session,
+    route_cookies,
+)
 
 from ._balancer import MISSING, ROOT, Balancer, balancer, free_port, haproxy_path, load_postgres
 
@@ -325,3 +332,148 @@ def test_docs_deploy_shows_the_configuration_the_example_runs() -> None:
     page = (ROOT / "docs" / "deploy.md").read_text()
     shown = page.split("```haproxy\n", 1)[1].split("```", 1)[0]
     assert shown == (ROOT / "examples" / "deploy" / "haproxy.cfg").read_text()
+
+
+#: Served in each backend (``acpio serve --app``): says "begun", waits for the file ``gate`` in the
+#: session's directory, asks a permission, says the answer.
+ATTACH_APP = """
+import asyncio
+import os
+from pathlib import Path
+
+from acpio.app import AgentApp, Turn
+
+app = AgentApp("gated", unstable=True, store=os.environ["ACPIO_TEST_STORE"])
+
+
+@app.prompt
+async def prompt(turn: Turn) -> None:
+    await turn.say("begun ")
+    while not (Path(turn.cwd) / "gate").exists():
+        await asyncio.sleep(0.02)
+    async with turn.tool_call("Delete build/", kind="delete") as call:
+        allowed = await turn.ask_permission(call)
+    await turn.say("allowed " if allowed else "denied ")
+"""
+
+
+async def attach_through(
+    url: str, session_id: str, role: str, work: Any
+) -> tuple[Any, dict[str, str] | None]:
+    """Attach through the balancer, again with the cookie of a route it is refused with: what `work` gives."""
+
+    async def main(cx: SessionConnection) -> tuple[bool, Any]:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        try:
+            attached = await (control_session if role == "controller" else observe_session)(cx, session_id)
+        except ResourceNotFound as exc:
+            return False, exc
+        return True, await work(attached)
+
+    done, found = await Client.builder().connect_with(RemoteAgent(url), main)
+    if done:
+        return found, None
+    assert "with the cookie acpio-server=" in found.message  # it says what to do
+    route = route_cookies(found)
+    assert route is not None
+    done, result = await Client.builder().connect_with(RemoteAgent(url, cookies=httpx.Cookies(route)), main)
+    assert done
+    return result, route
+
+
+@pytest.mark.slow
+async def test_attach_through_the_balancer_reaches_the_backend_running_the_turn(
+    tmp_path: Path, store: str
+) -> None:
+    (tmp_path / "attach_app.py").write_text(ATTACH_APP)
+    async with balancer(tmp_path, store, app="attach_app:app") as lb:
+        owner_agent = RemoteAgent(lb.ws_url)
+        opened: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        ready: list[str] = []
+        both_ready = asyncio.Event()
+
+        def attached(role: str) -> None:
+            ready.append(role)
+            if len(ready) == 3:
+                both_ready.set()
+
+        async def owner(cx: SessionConnection) -> tuple[str, list[Any]]:
+            await cx.send_request(acp.InitializeRequest(protocol_version=1))
+            async with cx.build_session(tmp_path).start_session() as session:
+                session.send_prompt("go")
+                assert (await session.read_update()).text == "begun "  # type: ignore[union-attr]
+                opened.set_result(session.session_id)
+                await both_ready.wait()
+                (tmp_path / "gate").touch()
+                seen: list[Any] = []
+                async for message in session:  # the owner answers nothing: the controller does
+                    if message.method == AttachedRequestResolved.METHOD:
+                        seen.append(AttachedRequestResolved.model_validate(message.dispatch.params))
+                    elif message.text is not None:
+                        seen.append(message.text)
+                return str(session.stop_reason), seen
+
+        async def observer(watched: Any) -> tuple[list[str], list[str], str | None]:
+            replay = [n.update.content.text for n in watched.replay if hasattr(n.update, "content")]
+            attached("observer")
+            updates, ended = await watched.read_turn()
+            live = [n.update.content.text for n in updates if isinstance(n.update, acp.AgentMessageChunk)]
+            return replay, live, ended.stop_reason
+
+        async def controller(controlled: Any) -> tuple[str, str | None]:
+            attached("controller")
+            while not isinstance(item := await controlled.read(), RequestPermissionMessage):
+                pass
+            item.respond(
+                acp.RequestPermissionResponse(outcome=acp.SelectedPermissionOutcome(option_id="allow"))
+            )
+            items, ended = await controlled.read_turn()
+            said = [
+                i.update.content.text
+                for i in items
+                if isinstance(getattr(i, "update", None), acp.AgentMessageChunk)
+            ]
+            return "".join(said), ended.stop_reason
+
+        async with asyncio.timeout(60):
+            owning = asyncio.ensure_future(Client.builder().connect_with(owner_agent, owner))
+            session_id = await opened
+            holder = owner_agent.cookies.get("acpio-server")
+            assert holder in ("a", "b", "c")  # whichever backend HAProxy picked first runs the turn
+            # and a third client, acpio prompt --attach, which follows the route by itself
+            command = asyncio.create_subprocess_exec(
+                sys.executable, "-m", "acpio", "prompt", "--agent", lb.ws_url, "--attach", session_id,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            watching = attach_through(lb.ws_url, session_id, "observer", observer)
+            controlling = attach_through(lb.ws_url, session_id, "controller", controller)
+            cli = await command
+            try:
+                assert cli.stdout is not None
+                while b"--- end of history ---" not in await asyncio.wait_for(cli.stdout.readline(), 30):
+                    pass
+                attached("acpio prompt")
+                (
+                    (seen_by_observer, observer_route),
+                    (seen_by_controller, controller_route),
+                ) = await asyncio.gather(watching, controlling)
+                stop_reason, owner_saw = await owning
+                shown, errors = await asyncio.wait_for(cli.communicate(), 30)
+            finally:
+                if cli.returncode is None:
+                    cli.kill()
+            assert cli.returncode == 0, errors
+            assert shown.decode().split()[-4:] == ["allowed", "[stop", "reason:", "end_turn]"]
+        # the two attaches landed on the holder, at least one of them redirected there by the route
+        routes = [route for route in (observer_route, controller_route) if route is not None]
+        assert routes, "HAProxy's round robin sent both new clients to the holder: nothing was routed"
+        assert all(route == {"acpio-server": holder} for route in routes)
+        replay, live, observer_stop = seen_by_observer
+        assert replay == ["go", "begun "]
+        assert (live, observer_stop) == (["allowed "], "end_turn")
+        assert seen_by_controller == ("allowed ", "end_turn")
+        # the controller answered first: the owner was told, then saw the turn go on
+        assert stop_reason == "end_turn"
+        resolved = [item for item in owner_saw if isinstance(item, AttachedRequestResolved)]
+        assert [r.result for r in resolved] == [{"outcome": {"outcome": "selected", "optionId": "allow"}}]
+        assert owner_saw[-1] == "allowed "

@@ -61,7 +61,8 @@ async def connected(url: str, main: Callable[[SessionConnection], Awaitable[Any]
     async def run(cx: SessionConnection) -> Any:
         answer = await cx.send_request(acp.InitializeRequest(protocol_version=1))
         assert answer.agent_capabilities is not None
-        assert (answer.agent_capabilities.meta or {})["acpio"]["attach"] == {"roles": ["observer"]}
+        roles = (answer.agent_capabilities.meta or {})["acpio"]["attach"]["roles"]
+        assert roles == ["observer", "controller"]
         return await main(cx)
 
     return await Client.builder().connect_with(RemoteAgent(url), run)
@@ -187,9 +188,9 @@ async def test_attaching_to_a_session_not_open_here_says_what_to_do() -> None:
         async def attach(cx: SessionConnection) -> None:
             with pytest.raises(ResourceNotFound, match="session/load"):
                 await observe_session(cx, "sess_nowhere")
-            controller = AttachSessionRequest(session_id="sess_nowhere", role="controller")
-            with pytest.raises(InvalidParams, match="attach as one of observer"):
-                await cx.send_request(controller)
+            owner = AttachSessionRequest(session_id="sess_nowhere", role="owner")
+            with pytest.raises(InvalidParams, match="attach as one of observer, controller"):
+                await cx.send_request(owner)
 
         await connected(server.url.replace("http", "ws", 1), attach)
 

@@ -175,6 +175,21 @@ async def test_a_second_store_on_the_same_database_sees_the_sessions(store_url: 
         assert await two.status(record.session_id) == "saved"
 
 
+async def test_the_route_to_the_process_holding_a_lease_is_shared_by_postgres_alone(store_url: str) -> None:
+    async with open_store(store_url) as one, open_store(store_url) as two:
+        one.route = {"acpio-server": "a"}
+        record = await one.create("/w")
+        await one.open(record.session_id)
+        assert await one.route_of(record.session_id) is None  # held here: no need to go elsewhere
+        # only a database several servers share can tell where a session runs
+        shared = store_url.startswith("postgresql")
+        assert await two.route_of(record.session_id) == ({"acpio-server": "a"} if shared else None)
+        await two.open(record.session_id)  # taken over: the lease names the new holder's route (none)
+        assert await one.route_of(record.session_id) is None
+        await two.close(record.session_id)
+        assert await one.route_of(record.session_id) is None
+
+
 def test_open_store_urls() -> None:
     """The SQLite URLs: tests/store/test_sqlite_files.py."""
     from acpio.store import MemoryStore, PostgresStore

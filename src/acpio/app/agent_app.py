@@ -229,6 +229,12 @@ class AgentApp:
         return fn
 
     @property
+    def store(self) -> SessionStore | None:
+        """Where the app keeps its sessions (``None``: it keeps none)."""
+        stored = self._protocol.stored
+        return stored.store if stored is not None else None
+
+    @property
     def sessions(self) -> list[AppSession]:
         """The sessions open now, on every connection."""
         return list(self._protocol.sessions.values())

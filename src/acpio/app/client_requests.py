@@ -9,6 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited, form_schema, form_value
 from acpio.app.tool_calls import ActiveToolCall, given
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
@@ -59,9 +60,12 @@ class CommandResult:
 
 
 async def ask_permission(
-    cx: Connection, session_id: str, call: ActiveToolCall, allow: str, deny: str, always: bool
+    askers: Askers, session_id: str, call: ActiveToolCall, allow: str, deny: str, always: bool
 ) -> bool:
-    """``session/request_permission`` for ``call``, an allow and a deny option: whether allow was chosen."""
+    """``session/request_permission`` for ``call``, an allow and a deny option: whether allow was chosen.
+
+    Asked of the session's client and its controllers: the first answer decides.
+    """
     options = [
         PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
         PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
@@ -71,7 +75,7 @@ async def ask_permission(
         tool_call=ToolCallUpdate(tool_call_id=call.id, title=call.title),
         options=options,
     )
-    answer = await cx.send_request(request)
+    answer = await askers.ask(request)
     outcome = answer.outcome
     return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
 
@@ -109,7 +113,7 @@ async def ask_permission_v2(
 
 
 async def elicit_form(
-    cx: Connection,
+    askers: Askers,
     client: ClientFeatures,
     session_id: str,
     message: str,
@@ -126,14 +130,14 @@ async def elicit_form(
         requested_schema=form_schema(form),
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer: CreateElicitationResponse = await cx.send_request(request)
+    answer: CreateElicitationResponse = await askers.ask(request, lambda features: features.elicitation_form)
     action = str(answer.action)
     value = form_value(form, answer.content) if action == "accept" else None
     return Elicited(action, value)
 
 
 async def elicit_url(
-    cx: Connection,
+    askers: Askers,
     client: ClientFeatures,
     session_id: str,
     message: str,
@@ -153,7 +157,7 @@ async def elicit_url(
         elicitation_id=elicitation_id,
         **given(tool_call_id=call.id if call is not None else None),
     )
-    answer: CreateElicitationResponse = await cx.send_request(request)
+    answer: CreateElicitationResponse = await askers.ask(request, lambda features: features.elicitation_url)
     return Elicited(str(answer.action), None, elicitation_id)
 
 

@@ -66,10 +66,11 @@ from acpio.schema import (
     StopReason,
     UserMessageChunk,
 )
+from acpio.session.attach import ATTACH_ROLES
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 from acpio.versions import select_version
 
-__all__ = ["AppDefinition", "AppProtocol"]
+__all__ = ["AppDefinition", "AppProtocol", "stop_answer"]
 
 _log = logging.getLogger("acpio.app")
 
@@ -109,12 +110,24 @@ class AppProtocol:
         self.v2_clients: WeakKeyDictionary[Connection, ClientFeatures] = WeakKeyDictionary()
         #: The session methods served from the store, when there is one.
         self.stored = (
-            StoredSessions(store, on_open=self._opened, on_close=self._closed, unstable=definition.unstable)
+            StoredSessions(
+                store,
+                on_open=self._opened,
+                on_close=self._closed,
+                unstable=definition.unstable,
+                successor=self._successor if definition.unstable else None,
+            )
             if store is not None
             else None
         )
-        #: The clients watching sessions of other connections (unstable: ``_acpio/session/attach``).
-        self.observers = SessionObservers(self.sessions.get) if definition.unstable else None
+        #: The clients attached to sessions of other connections (unstable: ``_acpio/session/attach``).
+        self.observers = (
+            SessionObservers(
+                self.sessions.get, self.client_features, store.route_of if store is not None else None
+            )
+            if definition.unstable
+            else None
+        )
 
     def register(self, app: Builder[AcpConnection]) -> None:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
@@ -160,7 +173,7 @@ class AppProtocol:
             capabilities = self.stored.agent_capabilities(capabilities)
         if self.observers is not None:  # acpio's extension, named like the store's hint
             meta = dict(capabilities.meta or {})
-            meta["acpio"] = {**meta.get("acpio", {}), "attach": {"roles": ["observer"]}}
+            meta["acpio"] = {**meta.get("acpio", {}), "attach": {"roles": list(ATTACH_ROLES)}}
             capabilities.meta = meta
         answer = InitializeResponse(
             protocol_version=select_version(request.protocol_version, (1,)),
@@ -273,19 +286,36 @@ class AppProtocol:
             await hook(session)
 
     async def _connection_closed(self, cx: Connection) -> None:
-        """The end of a connection closes its sessions (without a store: with one, the store does)."""
-        for session in [s for s in self.sessions.values() if s.cx is cx]:
-            await self._closed(session.id)
+        """The end of a connection closes its sessions (without a store: with one, the store does).
 
-    def open_session(self, cx: Connection, session_id: str) -> AppSession:
-        """The session ``session_id`` open on ``cx``; ``-32002`` when there is none."""
+        A session with a controller attached is handed over to it instead (:meth:`_successor`).
+        """
+        for session in [s for s in self.sessions.values() if s.cx is cx]:
+            if self._successor(session.id, cx) is None:
+                await self._closed(session.id)
+
+    def _successor(self, session_id: str, cx: Connection) -> Connection | None:
+        """The session's own client (``cx``) left: the controller attached first owns it now, if any.
+
+        The running turn ends ``cancelled``: it was asking the client that left (its files and
+        terminals on v1), and the new owner did not start it.
+        """
         session = self.sessions.get(session_id)
-        if self.observers is not None and self.observers.watches(cx, session_id):
-            raise InvalidRequest(
-                {"sessionId": session_id},
-                message="This connection watches the session as an observer: only the client that "
-                "opened it may prompt, cancel or change it",
-            )
+        heir = self.observers.heir(session_id) if self.observers is not None and session is not None else None
+        if session is not None and heir is not None:
+            session.cx, session.client = heir, self.client_features(heir)
+            self.cancel_turn(session)
+        return heir
+
+    def open_session(self, cx: Connection, session_id: str, *, control: bool = False) -> AppSession:
+        """The session ``session_id`` open on ``cx``; ``-32002`` when there is none.
+
+        With ``control`` (a prompt, a cancel), a client attached as a controller gets it too.
+        """
+        session = self.sessions.get(session_id)
+        if self.observers is not None and self.observers.attached(cx, session_id, control=control):
+            assert session is not None  # attached clients are forgotten when the session closes
+            return session
         if session is None or session.cx is not cx:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
@@ -331,24 +361,27 @@ class AppProtocol:
     async def _start_turn(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
-        session = self.open_session(cx, request.session_id)
+        session = self.open_session(cx, request.session_id, control=True)
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": request.session_id},
                 message="A turn is already running in this session: await its answer, or send session/cancel",
             )
         assert self._app.prompt is not None  # AgentApp.builder() refuses an app without one
+        owner = session.cx  # the turn uses the owner's client (its files, terminals), whoever prompted
+        observers = self.observers
         turn = Turn(
-            cx,
+            owner,
             request.session_id,
             session.cwd,
             list(request.prompt),
-            self.client_features(cx),
+            self.client_features(owner),
             session.settings,
             self._menu,
             session.history,
             session.mcp_servers,
             change=functools.partial(self.change_setting, session, asked=False),
+            askers=observers.askers(session.id, owner) if observers is not None else None,
         )
         if self.stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:
@@ -358,8 +391,8 @@ class AppProtocol:
                 self.stored.store.append_soon(request.session_id, encode_value(update))
         session.current = turn
         if self.observers is not None:
-            self.observers.prompted(request.session_id, request.prompt)
-        session.turn = cx.spawn(self._run_turn(self._app.prompt, turn, session, responder))
+            self.observers.prompted(request.session_id, request.prompt, cx)
+        session.turn = owner.spawn(self._run_turn(self._app.prompt, turn, session, responder))
 
     async def _run_turn(
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
@@ -380,7 +413,7 @@ class AppProtocol:
             _log.exception("The prompt function of %r failed", self._app.info.name)
             answer = InternalError.for_exception(error, details=self._app.error_details)
         else:
-            answer = self.stop_reason(stop, turn)
+            answer = stop_answer(stop, turn, self._app.info.name)
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
@@ -388,38 +421,13 @@ class AppProtocol:
             if answer is not None:
                 responder.respond_with_result(answer)
             if self.observers is not None:
-                self._tell_observers(session.id, answer)
-
-    def _tell_observers(self, session_id: str, answer: PromptResponse | RequestError | None) -> None:
-        assert self.observers is not None
-        if isinstance(answer, PromptResponse):
-            reason = answer.stop_reason
-            self.observers.turn_ended(session_id, reason.value if isinstance(reason, StopReason) else reason)
-        else:
-            error = "the connection ended" if answer is None else answer.message
-            self.observers.turn_ended(session_id, None, error)
-
-    def stop_reason(self, stop: StopReason | str | None, turn: Turn) -> PromptResponse | RequestError:
-        """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""
-        if turn.cancel_requested:
-            return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
-        try:
-            return PromptResponse(stop_reason=StopReason(stop or StopReason.END_TURN))
-        except ValueError:
-            known = ", ".join(repr(r.value) for r in StopReason)
-            _log.error(
-                "The prompt function of %r returned %r, not a stop reason (%s)",
-                self._app.info.name,
-                stop,
-                known,
-            )
-            return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
+                self.observers.turn_answered(session.id, answer)
 
     async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
-        session = self.sessions.get(notification.session_id)
-        if session is None or session.cx is not cx or session.turn is None or session.current is None:
-            return
-        self.cancel_turn(session)
+        with contextlib.suppress(RequestError):  # a notification gets no error: not its session, nothing
+            session = self.open_session(cx, notification.session_id, control=True)
+            if session.turn is not None and session.current is not None:
+                self.cancel_turn(session)
 
     def cancel_turn(self, session: AppSession) -> None:
         """End the session's turn as cancelled: a task that has not begun sees the flag when it does."""
@@ -427,3 +435,20 @@ class AppProtocol:
             session.current.cancel_requested = True
         if session.turn is not None and session.id in self.begun:
             session.turn.cancel()
+
+
+def stop_answer(stop: StopReason | str | None, turn: Turn, app_name: str) -> PromptResponse | RequestError:
+    """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""
+    if turn.cancel_requested:
+        return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
+    try:
+        return PromptResponse(stop_reason=StopReason(stop or StopReason.END_TURN))
+    except ValueError:
+        known = ", ".join(repr(r.value) for r in StopReason)
+        _log.error(
+            "The prompt function of %r returned %r, not a stop reason (%s)",
+            app_name,
+            stop,
+            known,
+        )
+        return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})

@@ -30,7 +30,7 @@ import orjson
 
 from acpio.app.agent_terminals import AgentTerminals
 from acpio.app.app_session import AppSession, PromptFunction
-from acpio.app.protocol import AppProtocol
+from acpio.app.protocol import AppProtocol, stop_answer
 from acpio.app.turn import Turn
 from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_message_id, replayed
@@ -309,7 +309,7 @@ class AppProtocolV2:
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
                 raise asyncio.CancelledError
             stop = await fn(turn)
-            answer = self._core.stop_reason(stop, turn)
+            answer = stop_answer(stop, turn, self._core.definition.info.name)
             idle = (
                 state_update("idle", str(answer.stop_reason))
                 if isinstance(answer, PromptResponse)

@@ -21,6 +21,7 @@ from acpio.app.client_requests import (
     connect_mcp,
     run_in_terminal,
 )
+from acpio.app.first_answer import Askers
 from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
 from acpio.app.tool_calls import (
@@ -104,6 +105,7 @@ class Turn(TurnBeside):
         change: SettingChange,
         updates: SessionUpdates | None = None,
         terminals: AgentTerminals | None = None,
+        askers: Askers | None = None,
     ) -> None:
         #: The connection to the client.
         self.cx = cx
@@ -126,6 +128,7 @@ class Turn(TurnBeside):
         self._said: list[str] = []
         self._updates = updates if updates is not None else SessionUpdates(cx, session_id, cwd)
         self._terminals = terminals if terminals is not None else AgentTerminals()
+        self._askers = askers if askers is not None else Askers(cx, session_id)
         #: The MCP servers the client declared for the session (their JSON objects): reach one
         #: with :meth:`mcp`.
         self.mcp_servers: tuple[Mapping[str, Any], ...] = tuple(mcp_servers)
@@ -283,7 +286,7 @@ class Turn(TurnBeside):
                 raise NotInProtocolVersion(
                     "a permission request's description", 1, "say why before asking (turn.say)"
                 )
-            return await ask_permission(self.cx, self.session_id, call, allow, deny, always)
+            return await ask_permission(self._askers, self.session_id, call, allow, deny, always)
         async with self.waiting_for_user():
             return await ask_permission_v2(self.cx, self.session_id, call, allow, deny, always, description)
 

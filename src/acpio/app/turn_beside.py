@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Literal, TypeVar
 
 from acpio.app.client_requests import elicit_form, elicit_url
+from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited
 from acpio.app.tool_calls import ActiveToolCall, SessionUpdates, given
 from acpio.app.updates_v2 import V2Updates, state_update
@@ -49,6 +50,7 @@ class TurnBeside:
     cancel_requested: bool
     _updates: SessionUpdates
     _said: list[str]
+    _askers: Askers
 
     @property
     def protocol_version(self) -> int:
@@ -92,7 +94,7 @@ class TurnBeside:
         accepted answer does not fit the form.
         """
         async with self.waiting_for_user():
-            return await elicit_form(self.cx, self.client, self.session_id, message, form, call)
+            return await elicit_form(self._askers, self.client, self.session_id, message, form, call)
 
     async def elicit_url(
         self, message: str, url: str, *, elicitation_id: str | None = None, call: ActiveToolCall | None = None
@@ -104,7 +106,9 @@ class TurnBeside:
         :class:`~acpio.capabilities.CapabilityNotAdvertised` when the client offers no URL elicitation.
         """
         async with self.waiting_for_user():
-            return await elicit_url(self.cx, self.client, self.session_id, message, url, elicitation_id, call)
+            return await elicit_url(
+                self._askers, self.client, self.session_id, message, url, elicitation_id, call
+            )
 
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client the work behind an accepted URL elicitation is done (``elicitation/complete``)."""

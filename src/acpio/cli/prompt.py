@@ -83,6 +83,13 @@ def register(subparsers: Subcommands) -> None:
         "with unstable=True served by `acpio serve --app` (see docs/remote.md)",
     )
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="(unstable) with --attach: take part as a controller. Permission requests are answered by "
+        "--allow or --deny (without either, the other clients answer them: the first answer wins); with "
+        "TEXT, send it as a prompt once no turn runs and leave after its turn",
+    )
+    parser.add_argument(
         "--init-timeout",
         metavar="SECONDS",
         type=_seconds,
@@ -232,6 +239,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--agent: {exc}") from exc
     if args.attach:
         return _observe(args, agent)
+    if args.control:
+        raise CliError("--control takes part in another client's session: give it with --attach ID")
     cwd = Path(args.cwd).expanduser()
     if not cwd.is_dir():
         raise CliError(f"--cwd {args.cwd}: no such directory")
@@ -300,20 +309,43 @@ def _protocol(text: str) -> ProtocolChoice:
 
 
 def _observe(args: argparse.Namespace, agent: Any) -> int:
-    """``--attach ID``: watch a session of a remote agent (no prompt of this process's)."""
+    """``--attach ID``: watch a session of a remote agent, or take part in it (``--control``)."""
     from acpio.cli import CliError, run_main
 
-    if args.text or args.session or args.interactive:
-        raise CliError("--attach watches another client's session: give no prompt, --session nor -i with it")
+    if args.session or args.interactive or (args.text and not args.control):
+        raise CliError(
+            "--attach watches another client's session: give no prompt (but with --control), --session "
+            "nor -i with it"
+        )
     if not args.agent.lower().startswith(("ws://", "wss://", "http://", "https://")):
         raise CliError(
             "--attach needs the URL of the remote agent running the session (--agent ws://HOST:PORT): "
             "a command would start an agent of its own, without that session"
         )
-    from acpio.oneshot.observe import observe
+    if args.permissions not in (None, "allow", "deny"):
+        raise CliError(
+            "--attach --control answers permission requests with --allow or --deny, or leaves them"
+        )
+    import httpx
 
+    from acpio.oneshot.observe import observe
+    from acpio.remote import RemoteAgent
+
+    def reroute(cookies: dict[str, str]) -> Any:
+        return RemoteAgent(args.agent, token=os.environ.get("ACPIO_TOKEN"), cookies=httpx.Cookies(cookies))
+
+    text = " ".join(args.text) or None
     try:
-        return run_main(observe(agent, args.attach))
+        return run_main(
+            observe(
+                agent,
+                args.attach,
+                control=args.control,
+                prompt=text,
+                permissions=args.permissions,
+                reroute=reroute,
+            )
+        )
     except KeyboardInterrupt:
         return 130
 

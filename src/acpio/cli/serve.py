@@ -94,6 +94,14 @@ def register(subparsers: Subcommands) -> None:
         "PYTHONPATH): every connection shares its sessions, so clients may attach to one another's",
     )
     parser.add_argument(
+        "--route",
+        metavar="COOKIE=VALUE",
+        help="(unstable) the affinity cookie the load balancer sends to this server by (HAProxy's "
+        "`cookie acpio-server` and `server a ... cookie a`: --route acpio-server=a). With --app and a "
+        "PostgreSQL store, a client attaching to a session that runs on this server, through another "
+        "one, is told this cookie and connects again with it (docs/deploy.md)",
+    )
+    parser.add_argument(
         "command", nargs=argparse.REMAINDER, help="-- then the agent command and its arguments"
     )
     parser.set_defaults(run=run)
@@ -141,8 +149,17 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="acpio serve: %(message)s", stream=sys.stderr)
     store = _open_store(args.check_store) if args.check_store else None
     ready_checks = [] if store is None else [ReadinessCheck("the session store", lambda: store.list(limit=1))]
+    route = _route(args.route) if args.route else None
     try:
         served = _imported_app(args.app) if args.app else Gateway(command)
+        if route is not None:
+            app_store = getattr(served, "store", None)
+            if app_store is None:
+                raise CliError(
+                    "--route tells attaching clients where a session runs: it needs --app, an "
+                    "AgentApp with a store shared by the servers (store='postgresql://...')"
+                )
+            app_store.route = route
         server = RemoteServer(
             served,
             host=args.host,
@@ -181,6 +198,16 @@ def run(args: argparse.Namespace) -> int:
 
     run_main(main())
     return 0
+
+
+def _route(text: str) -> dict[str, str]:
+    """``--route COOKIE=VALUE``, as the cookie."""
+    from acpio.cli import CliError
+
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip() or not value.strip():
+        raise CliError(f"--route {text}: give the balancer's affinity cookie as NAME=VALUE (acpio-server=a)")
+    return {name.strip(): value.strip()}
 
 
 async def _drain(server: RemoteServer, seconds: float, signals: asyncio.Queue[int]) -> None:

@@ -77,15 +77,22 @@ entry points), :mod:`~acpio.session.connection` (:class:`SessionConnection`),
 
 from acpio.session.active import ActiveSession, SessionSetupRequest, SessionSetupResponse
 from acpio.session.attach import (
+    AttachedRequestResolved,
+    AttachedSession,
     AttachedSessionClosed,
     AttachedTurnEnded,
+    AttachRole,
     AttachSessionRequest,
     AttachSessionResponse,
+    ControlledItem,
+    ControlledSession,
     DetachSessionRequest,
     DetachSessionResponse,
     ObservedSession,
     SessionEnded,
+    control_session,
     observe_session,
+    route_cookies,
 )
 from acpio.session.builder import SessionBuilder, SessionStart, attach_session
 from acpio.session.connection import SessionConnection
@@ -139,8 +146,13 @@ __all__ = [
     "ActiveSession",
     "AttachSessionRequest",
     "AttachSessionResponse",
+    "AttachRole",
+    "AttachedRequestResolved",
+    "AttachedSession",
     "AttachedSessionClosed",
     "AttachedTurnEnded",
+    "ControlledItem",
+    "ControlledSession",
     "DetachSessionRequest",
     "DetachSessionResponse",
     "ObservedSession",
@@ -191,5 +203,7 @@ __all__ = [
     "build_session_from",
     "build_session_load",
     "build_session_resume",
+    "control_session",
     "observe_session",
+    "route_cookies",
 ]

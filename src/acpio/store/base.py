@@ -239,6 +239,10 @@ class SessionStore(abc.ABC):
     def __init__(self) -> None:
         #: The sessions opened (:meth:`open`) through this store object and not closed since.
         self.claimed: set[str] = set()
+        #: The affinity cookie a load balancer routes to this process by (``{"acpio-server": "a"}``),
+        #: kept with the leases it takes so that another process can send a client here (see
+        #: :meth:`route_of`; ``acpio serve --route``). ``None``: not behind a balancer.
+        self.route: dict[str, str] | None = None
         self._queue: list[tuple[str, bytes]] = []
         self._writer: asyncio.Task[None] | None = None
         self._written = asyncio.Event()
@@ -440,6 +444,14 @@ class SessionStore(abc.ABC):
     async def close(self, session_id: str) -> None:
         """Give the session up: it stays stored, :meth:`status` answers ``saved``."""
         self.claimed.discard(session_id)
+
+    async def route_of(self, session_id: str) -> dict[str, str] | None:
+        """How to reach the other process holding the session's lease: its :attr:`route`, if it has one.
+
+        ``None`` when no other process holds it, or the store is this process's alone (only
+        :class:`~acpio.store.PostgresStore` is shared).
+        """
+        return None
 
     async def status(self, session_id: str) -> SessionStatusName | None:
         """``open`` while claimed by this process (:meth:`open`), else ``saved``; ``None``: no session."""

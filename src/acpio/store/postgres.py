@@ -73,6 +73,8 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         acquired BIGINT NOT NULL
     );
     """,
+    # the affinity cookie that routes a client to the lease's owner, as JSON (NULL: none)
+    "ALTER TABLE acpio_session_leases ADD COLUMN route TEXT;",
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
@@ -268,10 +270,10 @@ class PostgresStore(SessionStore):
         await self._transaction(
             [
                 (
-                    "INSERT INTO acpio_session_leases (session_id, owner, acquired) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (session_id) "
-                    "DO UPDATE SET owner = EXCLUDED.owner, acquired = EXCLUDED.acquired",
-                    (session_id, self.owner, now_us()),
+                    "INSERT INTO acpio_session_leases (session_id, owner, acquired, route) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+                    "owner = EXCLUDED.owner, acquired = EXCLUDED.acquired, route = EXCLUDED.route",
+                    (session_id, self.owner, now_us(), self._route_json),
                 )
             ]
         )
@@ -288,6 +290,19 @@ class PostgresStore(SessionStore):
                 )
             ]
         )
+
+    async def route_of(self, session_id: str) -> dict[str, str] | None:
+        """The route (affinity cookie) of the other worker holding the session's lease, if it has one."""
+        rows = await self._fetch(
+            "SELECT route FROM acpio_session_leases WHERE session_id = %s AND owner <> %s",
+            (session_id, self.owner),
+        )
+        found = orjson.loads(rows[0][0]) if rows and rows[0][0] is not None else None
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
+
+    @property
+    def _route_json(self) -> str | None:
+        return orjson.dumps(self.route).decode() if self.route is not None else None
 
     async def status(self, session_id: str) -> SessionStatusName | None:
         """``open`` when this worker holds the session's lease, else ``saved``; ``None``: no such session."""

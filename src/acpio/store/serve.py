@@ -108,6 +108,9 @@ OpenHook: TypeAlias = Callable[[SessionRecord, str, Connection], Awaitable[Sessi
 #: ``await on_close(session_id)``: an open session is being closed, deleted or archived (or its
 #: connection ended); cancel its work (a running turn answers ``cancelled``) before this returns.
 CloseHook: TypeAlias = Callable[[str], Awaitable[None]]
+#: ``successor(session_id, cx)``: the session's connection ``cx`` ended; the connection that keeps the
+#: session open instead (a client attached to it, unstable), or ``None`` to close it.
+SuccessorHook: TypeAlias = Callable[[str, Connection], Connection | None]
 
 
 class StoredSessions:
@@ -124,6 +127,7 @@ class StoredSessions:
         on_open: OpenHook | None = None,
         on_close: CloseHook | None = None,
         unstable: bool = False,
+        successor: SuccessorHook | None = None,
     ) -> None:
         #: Where the sessions are kept.
         self.store = store
@@ -131,6 +135,7 @@ class StoredSessions:
         self.unstable = unstable
         self._on_open = on_open
         self._on_close = on_close
+        self._successor = successor
         #: The open sessions and the connection each is open on.
         self._live: dict[str, Connection] = {}
         self._replaying: set[str] = set()
@@ -394,9 +399,13 @@ class StoredSessions:
         await self.store.close(session_id)
 
     async def connection_closed(self, cx: Connection) -> None:
-        """The end of a connection closes the sessions open on it."""
+        """The end of a connection closes the sessions open on it (or hands them to their ``successor``)."""
         for session_id in [sid for sid, owner in self._live.items() if owner is cx]:
-            await self.shut(session_id)
+            heir = self._successor(session_id, cx) if self._successor is not None else None
+            if heir is not None:
+                self._live[session_id] = heir  # open there now: its updates are recorded
+            else:
+                await self.shut(session_id)
         await self.store.flush()
 
     async def watch(self, cx: Connection) -> None:
