@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from acpio._exports import lazy_exports
 from acpio.errors import (
     AcpError,
+    AcpSpecificationWarning,
     AuthRequired,
     ConnectionClosed,
     DeadlockError,
@@ -88,6 +89,7 @@ __all__ = [
     "AcpAgent",
     "AcpConnection",
     "AcpError",
+    "AcpSpecificationWarning",
     "ActiveSession",
     "Agent",
     "AgentApp",
