@@ -30,3 +30,5 @@ class CheckOptions:
     start_timeout: float = 30.0
     #: The editor profiles whose initialize and behaviour are checked (``EDITOR-*``).
     editors: tuple[str, ...] = PROFILE_NAMES
+    #: How many connections (each a process of the agent) run at the same time.
+    parallel: int = 2

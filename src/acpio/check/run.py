@@ -61,7 +61,13 @@ async def check_agent(argv: tuple[str, ...], options: CheckOptions | None = None
             jobs.append(
                 _connection(argv, options, root / "v2", lambda cx, work: V2Script(cx, options, v, work).run())
             )
-        await asyncio.gather(*jobs)
+        turns = asyncio.Semaphore(max(1, options.parallel))
+
+        async def in_turn(job: Awaitable[None]) -> None:
+            async with turns:
+                await job
+
+        await asyncio.gather(*(in_turn(job) for job in jobs))
     notes = [note] if (note := absolute_command_note(argv, profiles)) else []
     return CheckReport(argv, v.verdicts(scope, "the check stopped before it (see the failure before)"), notes)
 

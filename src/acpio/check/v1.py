@@ -165,8 +165,10 @@ class V1Script:
     async def _cancel_busy(self, session_id: str) -> None:
         rid = self._send_prompt(session_id, self.options.busy_prompt)
         start = len(self.cx.frames) - 1
-        # the turn is under way once the agent says anything (an update, a request), or after a second
+        # the turn is under way once the agent says anything (an update, a request), or after a second;
+        # a turn that still ends on its own soon after is a quick one, not one to cancel
         await self.cx.until(min(1.0, self.options.timeout), stop=lambda f: f.direction == "in")
+        await self.cx.until(SETTLE, stop=lambda f: self._answered(rid))
         if self._answered(rid):
             ended = await self._turn_answer(session_id, rid, start)
             self.v.skip(

@@ -175,9 +175,10 @@ class AgentUnderTest:
         self, request_id: int | str, method: str, *, within: float | None = None
     ) -> JsonObject:
         """Read until the response to ``request_id`` arrives; :class:`NoAnswer` after ``within`` seconds."""
-        deadline = asyncio.get_running_loop().time() + (self.timeout if within is None else within)
+        seconds = self.timeout if within is None else within
+        deadline = asyncio.get_running_loop().time() + seconds
         while request_id not in self._responses:
-            await self._read(f"the answer to {method}", deadline)
+            await self._read(f"the answer to {method}", deadline, seconds)
         return self._responses[request_id]
 
     async def until(self, seconds: float, *, stop: Callable[[Frame], bool] | None = None) -> None:
@@ -198,7 +199,7 @@ class AgentUnderTest:
         """The position in :attr:`frames` of the frame carrying ``message``."""
         return next(i for i, f in enumerate(self.frames) if f.message is message)
 
-    async def _read(self, waiting_for: str, deadline: float) -> Frame:
+    async def _read(self, waiting_for: str, deadline: float, seconds: float = 0.0) -> Frame:
         assert self.process.stdout is not None
         if self._ended:
             raise NoAnswer(f"the agent's stdout ended while waiting for {waiting_for}")
@@ -206,7 +207,9 @@ class AgentUnderTest:
             async with asyncio.timeout_at(deadline):
                 line = await self.process.stdout.readline()
         except TimeoutError:
-            raise NoAnswer(f"no answer within {self.timeout:g} s while waiting for {waiting_for}") from None
+            raise NoAnswer(
+                f"nothing within {seconds or self.timeout:g} s while waiting for {waiting_for}"
+            ) from None
         if not line:
             self._ended = True
             raise NoAnswer(f"the agent's stdout ended while waiting for {waiting_for}")
