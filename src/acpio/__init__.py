@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from acpio._exports import lazy_exports
 from acpio.errors import (
     AcpError,
-    AcpSpecificationWarning,
     AuthRequired,
     ConnectionClosed,
     DeadlockError,
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
         Unhandled,
         UntypedMessage,
     )
+    from acpio.profiles import AcpSpecificationWarning
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
     from acpio.running import run
     from acpio.session import (

@@ -18,9 +18,6 @@ Every exception acpio raises derives from :class:`AcpError`::
     ├── NotInProtocolVersion         a feature the connection's negotiated ACP version does not have
     └── TransportError               the bytes could not be read or written (a broken pipe, a dead process)
 
-One warning sits beside the tree: :class:`AcpSpecificationWarning`, issued when a peer sends what
-the client it talks to (an editor profile, :mod:`acpio.profiles`) did not advertise or would drop.
-
 Raise a :class:`RequestError` (or one of its subclasses) from a handler to answer the request with
 that error; any other exception answers ``-32603 Internal error`` with its message in ``data``
 (:meth:`InternalError.for_exception`) and is logged with its traceback. Errors received from a
@@ -36,7 +33,6 @@ from typing import Any, ClassVar
 
 __all__ = [
     "AcpError",
-    "AcpSpecificationWarning",
     "AuthRequired",
     "ConnectionClosed",
     "DeadlockError",
@@ -57,16 +53,6 @@ __all__ = [
 
 class AcpError(Exception):
     """Root of every exception acpio raises: ``except acpio.AcpError`` catches them all."""
-
-
-class AcpSpecificationWarning(UserWarning):
-    """An agent sent what its client did not advertise, or what that client is known to drop.
-
-    Issued by :class:`acpio.profiles.ProfileGuard` (``acpio prompt --as zed``, ``acpio check``):
-    the message names the editor, what arrived and the public source of the editor's behaviour.
-    Fix the agent (send only what the client advertised; answer ``session/new`` before any update
-    of the session); turn it into an error in tests with ``-W error::acpio.AcpSpecificationWarning``.
-    """
 
 
 class RequestError(AcpError):

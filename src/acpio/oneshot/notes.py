@@ -24,8 +24,8 @@ from typing import Final, TextIO
 
 import orjson
 
-from acpio.errors import AcpSpecificationWarning
 from acpio.oneshot.sanitize import sanitize
+from acpio.profiles.warning import AcpSpecificationWarning
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from acpio.errors import AcpSpecificationWarning
 from acpio.profiles.profile import EditorProfile
+from acpio.profiles.warning import AcpSpecificationWarning
 from acpio.transports.base import OversizedFrame, Transport
 
 __all__ = ["GuardedTransport", "ProfileGuard"]
