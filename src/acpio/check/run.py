@@ -28,8 +28,8 @@ class AgentNotFound(Exception):
 async def check_agent(argv: tuple[str, ...], options: CheckOptions | None = None) -> CheckReport:
     """Check the agent that ``argv`` starts against acpio's requirements; the report of every verdict.
 
-    Each connection starts its own process of the agent, in its own work directory (the
-    connections of v1, of the version probe, of v2 and of each editor run side by side). Raises
+    Each connection starts its own process of the agent, its sessions in their own temporary
+    directory (the connections of v1, of the version probe, of v2 and of each editor run side by side). Raises
     :class:`AgentNotFound` when ``argv`` names no program that can be run.
     """
     options = options or CheckOptions()
@@ -93,11 +93,16 @@ async def _connection(
     *,
     capabilities: dict[str, object] | None = None,
 ) -> None:
-    """Start a process of the agent in ``work`` and run ``script`` on it; the process is gone after."""
+    """Start a process of the agent and run ``script`` on it (its sessions in ``work``); it is gone after.
+
+    The agent runs in this process's directory, as an editor runs it in the project's: a relative
+    path in its command means what the user meant.
+    """
     work.mkdir(parents=True)  # noqa: ASYNC240 (a directory of a temporary one: no wait worth a thread)
     work = Path(os.path.realpath(work))  # noqa: ASYNC240 (the cwd an agent sees, symbolic links resolved)
     client = ScriptedClient(capabilities or {}, work)
-    cx = await AgentUnderTest.start(argv, client, cwd=work, answer_within=options.timeout)
+    stderr = work / "agent-stderr.log"
+    cx = await AgentUnderTest.start(argv, client, stderr=stderr, answer_within=options.timeout)
     try:
         await script(cx, work)
     finally:

@@ -115,8 +115,12 @@ def _error(request: JsonObject, code: int, message: str) -> JsonObject:
 class AgentUnderTest:
     """An agent command on stdio, driven by a :class:`ScriptedClient`; every line kept in :attr:`frames`."""
 
-    def __init__(self, process: asyncio.subprocess.Process, client: ScriptedClient, timeout: float) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, client: ScriptedClient, timeout: float, stderr: Path
+    ) -> None:
         self.process = process
+        #: Where the agent's stderr goes (its last line is shown when its stdout ends).
+        self.stderr = stderr
         self.client = client
         #: Seconds any one answer may take.
         self.timeout = timeout
@@ -129,23 +133,22 @@ class AgentUnderTest:
 
     @classmethod
     async def start(
-        cls, argv: tuple[str, ...], client: ScriptedClient, *, cwd: Path, answer_within: float
+        cls, argv: tuple[str, ...], client: ScriptedClient, *, stderr: Path, answer_within: float
     ) -> AgentUnderTest:
-        """Start ``argv`` in ``cwd`` with its stdin and stdout piped to the client, its stderr to a file.
+        """Start ``argv`` in this process's directory, its stdin and stdout piped, its stderr to ``stderr``.
 
         Raises :class:`OSError` when the command cannot be started.
         """
-        with (cwd / "agent-stderr.log").open("ab") as stderr:
+        with stderr.open("ab") as errors:
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                cwd=cwd,
+                stderr=errors,
                 env=dict(os.environ),
                 limit=1 << 24,
             )
-        return cls(process, client, answer_within)
+        return cls(process, client, answer_within, stderr)
 
     def send(self, message: Any) -> None:
         """Write one message (a line of compact JSON); a dead agent's pipe is ignored."""
@@ -212,7 +215,7 @@ class AgentUnderTest:
             ) from None
         if not line:
             self._ended = True
-            raise NoAnswer(f"the agent's stdout ended while waiting for {waiting_for}")
+            raise NoAnswer(f"the agent's stdout ended while waiting for {waiting_for}{self._last_words()}")
         frame = _decode(line.removesuffix(b"\n"))
         self.frames.append(frame)
         message = frame.message
@@ -223,6 +226,14 @@ class AgentUnderTest:
             if answer is not None:
                 self.send(answer)
         return frame
+
+    def _last_words(self) -> str:
+        """The last line the agent wrote on stderr, as the end of a sentence (empty when none)."""
+        try:
+            lines = self.stderr.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f"; its stderr ends: {lines[-1][:300]}" if lines else ""
 
     async def finish(self, exit_within: float) -> None:
         """Close the agent's stdin, read what it still writes, and wait for it to exit (else kill it)."""
