@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 import acpio
 
 BROKEN = [sys.executable, str(Path(__file__).with_name("broken_agent.py"))]
@@ -35,6 +37,7 @@ def test_a_mandatory_failure_exits_1_and_the_junit_file_names_it(tmp_path: Path)
     assert suite.get("failures") == "1"
 
 
+@pytest.mark.slow  # two checks, one after the other: over ten seconds on a busy machine
 def test_a_capability_failure_fails_only_with_strict() -> None:
     args = ("--json", "--", *BROKEN, "--fault", "load-after-answer")
     lenient, strict = check(*args), check("--strict", *args)
