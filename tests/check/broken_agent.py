@@ -1,9 +1,11 @@
-"""A small raw-stdio ACP v1 agent that keeps every rule but one: ``--fault NAME`` breaks that one.
+"""A small raw-stdio ACP agent that keeps every rule but one: ``--fault NAME`` breaks that one.
 
 Without a fault it meets every requirement of ``acpio check`` (``test_broken_agents.py`` checks
 that too). It is a raw script, not an :class:`acpio.AgentApp`, because AgentApp prevents most of
 these faults. Prompts: ``sleep 60`` waits for ``session/cancel``; ``permission ...`` asks
 permission and waits for the answer; anything else is answered with one chunk and ``end_turn``.
+``--v2`` makes it an ACP v2 agent (the prompt acknowledged at once, the turn reported by
+``state_update``), with the faults of :data:`V2_FAULTS`.
 """
 
 from __future__ import annotations
@@ -33,11 +35,17 @@ FAULTS = (
     "terminal-assumed",  # terminal/create to a client that advertised fs but no terminal
     "no-exit",  # keeps running after stdin closed
 )
+#: With ``--v2`` (an ACP v2 agent): the faults of a v2 turn.
+V2_FAULTS = (
+    "v2-no-cancelled",  # a cancelled turn goes idle with end_turn
+    "v2-fs-request",  # fs/read_text_file, a v1-only request, on a v2 connection
+)
 
 
 class Agent:
-    def __init__(self, fault: str | None) -> None:
+    def __init__(self, fault: str | None, v2: bool = False) -> None:
         self.fault = fault
+        self.v2 = v2
         self.sessions = 0
         self.history: dict[str, list[str]] = {}
         self.cancels: dict[str, asyncio.Event] = {}
@@ -76,6 +84,11 @@ class Agent:
                 self.cancels.setdefault(params.get("sessionId"), asyncio.Event()).set()
             return
         rid = message["id"]
+        if self.v2 and method == "session/prompt":
+            self.sessions += 1
+            self.send({"id": rid, "result": {"messageId": f"m-{self.sessions}"}})
+            await self.turn_v2(params["sessionId"], params["prompt"][0].get("text", ""), f"a-{self.sessions}")
+            return
         try:
             result = await self.answer(method, params)
         except LookupError:
@@ -98,6 +111,9 @@ class Agent:
             self.replay(params["sessionId"])
 
     async def answer(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "initialize" and self.v2:
+            info = {"name": "broken-agent", "version": "1.0"}
+            return {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}}
         if method == "initialize":
             self.capabilities = params.get("clientCapabilities") or {}
             asked = params.get("protocolVersion")
@@ -130,6 +146,23 @@ class Agent:
                 self.replay(params["sessionId"])
             return {}
         raise LookupError(method)
+
+    async def turn_v2(self, session_id: str, text: str, message_id: str) -> None:
+        cancel = self.cancels[session_id] = asyncio.Event()
+        self.update(session_id, {"sessionUpdate": "state_update", "state": "running"})
+        reason = "end_turn"
+        if text.startswith("sleep"):
+            try:
+                await asyncio.wait_for(cancel.wait(), 60)
+                reason = "end_turn" if self.fault == "v2-no-cancelled" else "cancelled"
+            except TimeoutError:
+                pass
+        else:
+            if self.fault == "v2-fs-request":
+                await self.ask("fs/read_text_file", {"sessionId": session_id, "path": "/etc/hostname"})
+            chunk = {"sessionUpdate": "agent_message_chunk", "messageId": message_id}
+            self.update(session_id, {**chunk, "content": {"type": "text", "text": "hello"}})
+        self.update(session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": reason})
 
     def replay(self, session_id: str) -> None:
         for text in self.history.get(session_id, []):
@@ -168,8 +201,10 @@ class Agent:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fault", choices=FAULTS)
-    agent = Agent(parser.parse_args().fault)
+    parser.add_argument("--fault", choices=FAULTS + V2_FAULTS)
+    parser.add_argument("--v2", action="store_true")
+    args = parser.parse_args()
+    agent = Agent(args.fault, args.v2)
     if agent.fault == "stdout-noise":
         print("broken agent 1.0 starting")
     loop = asyncio.get_running_loop()

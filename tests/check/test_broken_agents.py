@@ -69,10 +69,29 @@ async def test_a_capability_failure_fails_the_check_only_when_strict() -> None:
     assert report.exit_code(strict=True) == 1
 
 
+V2_FAULTS = {"v2-no-cancelled": {"V2-CANCEL-001"}, "v2-fs-request": {"V2-V1GONE-001"}}
+V2 = replace(OPTIONS, protocol="2")
+
+
+@pytest.mark.parametrize("fault", V2_FAULTS)
+async def test_the_v2_check_finds_the_fault_of_a_v2_agent(fault: str) -> None:
+    report = await check_agent((*BROKEN, "--v2", "--fault", fault), V2)
+    assert report.failed_ids() == V2_FAULTS[fault], failures(report)
+    assert report.exit_code() == 1
+
+
+async def test_the_unbroken_v2_agent_passes_the_v2_requirements() -> None:
+    report = await check_agent((*BROKEN, "--v2"), V2)
+    assert [v.requirement.id for v in report.verdicts if v.outcome is not Outcome.PASS] == []
+    assert {v.requirement.protocol for v in report.verdicts} == {2}
+
+
 def test_every_fault_of_the_broken_agent_is_checked() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     try:
         from broken_agent import FAULTS as AGENT_FAULTS  # type: ignore[import-not-found]
+        from broken_agent import V2_FAULTS as AGENT_V2_FAULTS
     finally:
         sys.path.pop(0)
     assert set(AGENT_FAULTS) == set(FAULTS)
+    assert set(AGENT_V2_FAULTS) == set(V2_FAULTS)
