@@ -46,8 +46,8 @@ async def check_as_editor(
             guard.outgoing(frame.message)
         else:
             guard.incoming(frame.message)
-    early = [p for p in guard.problems if "before the session/new answer" in p]
-    refused = [p for p in guard.problems if p not in early]
+    early = guard.by_kind.get("early-session-update", [])
+    refused = guard.by_kind.get("not-advertised", [])
     if profile.behaviour("early-session-update") is not None:
         v.check("EDITOR-001", not early, f"as {profile.name}: {clip(early[:1], 400)}")
     v.check("EDITOR-002", not refused, f"as {profile.name}: {clip(refused[:1], 400)}")

@@ -7,6 +7,7 @@ only for what the client advertised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from acpio.check.verdicts import Verdicts
@@ -66,13 +67,12 @@ def judge_envelopes(
         v.check(error_text, True, "")
 
 
-def judge_requests(cx: AgentUnderTest, v: Verdicts, requirement: str, allowed: Any) -> None:
+def judge_requests(cx: AgentUnderTest, v: Verdicts, requirement: str, allowed: Callable[[str], bool]) -> None:
     """Every request of the agent is one ``allowed(method)`` accepts."""
     for frame in _incoming(cx.frames):
         message = frame.message
         if _is_request(message):
-            method = message.get("method")
-            v.check(requirement, bool(allowed(method)), f"the agent sent {clip(message, 200)}")
+            v.check(requirement, allowed(str(message.get("method"))), f"the agent sent {clip(message, 200)}")
     v.check(requirement, True, "")
 
 

@@ -8,6 +8,7 @@ two sessions, runs a turn and cancels a busy one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,12 @@ class V2Script:
         await self.cx.finish(self.options.timeout)
         judge_stdout(self.cx, self.v, "V2-STDOUT-001")
         judge_envelopes(self.cx, self.v, "V2-JSONRPC-002", None, None)
-        judge_requests(self.cx, self.v, "V2-V1GONE-001", lambda method: not str(method).startswith(_V1_ONLY))
+        judge_requests(self.cx, self.v, "V2-V1GONE-001", lambda method: not method.startswith(_V1_ONLY))
 
     async def _steps(self) -> None:
         params = {"protocolVersion": 65535, "info": CLIENT_INFO, "capabilities": {}}
         answer = await self.cx.call("initialize", params, "init-1", within=self.options.start_timeout)
-        result = answer.get("result") if isinstance(answer.get("result"), dict) else {}
-        assert isinstance(result, dict)
+        result: dict[str, Any] = answer["result"] if isinstance(answer.get("result"), dict) else {}
         agreed = result.get("protocolVersion")
         self.v.check("V2-INIT-002", agreed == 2, f"asked for 65535, got {clip(answer)}")
         info = result.get("info") or {}
@@ -137,7 +137,7 @@ class V2Script:
             await self._read_until(idle_now, self.options.timeout)
         return states, cancelled
 
-    async def _read_until(self, stop: Any, seconds: float) -> bool:
+    async def _read_until(self, stop: Callable[[Frame], bool], seconds: float) -> bool:
         """Read for ``seconds`` or until ``stop(frame)``; whether it stopped."""
         stopped = False
 

@@ -37,8 +37,8 @@ class ProfileGuard:
         self.warn = warn
         #: Each problem seen, in order: what arrived, what the editor does with it and the source.
         self.problems: list[str] = []
-        #: Per problem kind (``early-session-update``, ``not-advertised``), how many were seen.
-        self.counts: dict[str, int] = {}
+        #: The same problems by kind: ``early-session-update``, ``not-advertised``.
+        self.by_kind: dict[str, list[str]] = {}
         self._pending_new: set[Any] = set()
         self._known: set[str] = set()
 
@@ -90,7 +90,7 @@ class ProfileGuard:
 
     def _problem(self, kind: str, text: str) -> None:
         self.problems.append(text)
-        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.by_kind.setdefault(kind, []).append(text)
         if self.warn:
             warnings.warn(AcpSpecificationWarning(text), stacklevel=3)
 
