@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         UntypedMessage,
     )
     from acpio.pool import AgentPool, PoolEvent, SupervisedTurn
+    from acpio.profiles import AcpSpecificationWarning
     from acpio.proxies import transform_agent_text
     from acpio.redaction import Redactor
     from acpio.roles import Agent, Client, Conductor, Proxy, UnstableMethodNotEnabled, UntypedRole
@@ -95,6 +96,7 @@ __all__ = [
     "AcpAgent",
     "AcpConnection",
     "AcpError",
+    "AcpSpecificationWarning",
     "ActiveSession",
     "Agent",
     "AgentApp",

@@ -22,7 +22,7 @@ __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
 _T = TypeVar("_T")
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
-_COMMANDS = ("testy", "agent", "prompt", "batch", "conductor", "proxy", "serve", "trace")
+_COMMANDS = ("testy", "agent", "prompt", "batch", "check", "conductor", "proxy", "serve", "trace")
 
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2

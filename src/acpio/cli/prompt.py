@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from acpio.cli import prompt_controls
+from acpio.profiles.profile import PROFILE_NAMES, load_profile
 
 if TYPE_CHECKING:
     from acpio.cli import Subcommands
@@ -184,6 +185,14 @@ def register(subparsers: Subcommands) -> None:
         "1 or 2 (an agent answering another version is an error); default: negotiate",
     )
     parser.add_argument(
+        "--as",
+        dest="editor",
+        choices=PROFILE_NAMES,
+        help="act as this editor (acpio.profiles): advertise its capabilities and clientInfo, drop what it "
+        "drops (Zed: a session/update before the session/new answer) and warn of what it would not take; "
+        "speaks ACP v1",
+    )
+    parser.add_argument(
         "--trace",
         metavar="FILE",
         help="write a trace of every message between acpio, the proxies and the agent to FILE "
@@ -237,6 +246,8 @@ def run(args: argparse.Namespace) -> int:
             agent = AgentCommand.from_string(args.agent)
         except ValueError as exc:
             raise CliError(f"--agent: {exc}") from exc
+    if args.editor and args.protocol == "2":
+        raise CliError(f"--as {args.editor}: the editor speaks ACP v1; leave out --protocol 2")
     if args.attach:
         return _observe(args, agent)
     if args.control:
@@ -298,7 +309,8 @@ def run(args: argparse.Namespace) -> int:
         add_dirs=added,
         interactive=args.interactive,
         mcp_servers=tuple(mcp_servers),
-        protocol=_protocol(args.protocol),
+        protocol=1 if args.editor else _protocol(args.protocol),
+        editor=load_profile(args.editor) if args.editor else None,
     )
     return prompt_controls.run(options)
 

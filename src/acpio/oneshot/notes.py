@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Final, TextIO
 
 import orjson
 
 from acpio.oneshot.sanitize import sanitize
+from acpio.profiles.warning import AcpSpecificationWarning
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction
 
-__all__ = ["Notes", "NotesLogHandler", "StdoutWatch", "logging_to"]
+__all__ = ["Notes", "NotesLogHandler", "StdoutWatch", "logging_to", "specification_warnings_to"]
 
 #: How much of a non-JSON line of the agent's stdout is kept for the hint.
 _LINE_KEPT: Final = 200
@@ -112,6 +114,26 @@ def logging_to(notes: Notes, *, verbose: bool) -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(saved_level)
         logger.propagate = saved_propagate
+
+
+@contextlib.contextmanager
+def specification_warnings_to(note: Callable[[str], None]) -> Iterator[None]:
+    """While inside: each :class:`~acpio.AcpSpecificationWarning` (``--as zed``) is a note, every time.
+
+    Other warnings are shown as Python shows them.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", AcpSpecificationWarning)
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+            if issubclass(category, AcpSpecificationWarning):
+                note(f"warning: {message}")
+            else:
+                shown(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+        warnings.showwarning = show
+        yield
 
 
 class StdoutWatch:

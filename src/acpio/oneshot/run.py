@@ -78,11 +78,12 @@ from acpio.oneshot.controls import (
 )
 from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
 from acpio.oneshot.interactive import CommandWatch, LineReader, PipeReader, TerminalReader, converse
-from acpio.oneshot.notes import Notes, StdoutWatch, logging_to
+from acpio.oneshot.notes import Notes, StdoutWatch, logging_to, specification_warnings_to
 from acpio.oneshot.permissions import AskPolicy, LineInput
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import Terminals
+from acpio.profiles import EditorProfile, GuardedTransport, ProfileGuard
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
@@ -218,6 +219,9 @@ class PromptOptions:
     controls: Controls = field(default_factory=Controls)
     #: The ACP version to speak (``--protocol``): ``"negotiate"`` offers v2 and accepts v1.
     protocol: ProtocolChoice = "negotiate"
+    #: Act as this editor (``--as zed``): advertise its capabilities and ``clientInfo``, drop what it
+    #: drops, and warn (:class:`~acpio.AcpSpecificationWarning`) of what it would not take.
+    editor: EditorProfile | None = None
 
 
 async def run_prompt(
@@ -289,7 +293,7 @@ async def run_prompt(
         else contextlib.nullcontext()
     )
     try:
-        with handling, logging_to(notes, verbose=options.verbose):
+        with handling, logging_to(notes, verbose=options.verbose), specification_warnings_to(notes.note):
             try:
                 return await run.run(json_renderer)
             finally:
@@ -391,6 +395,8 @@ class _PromptRun:
             raise PromptFailed(str(exc), ExitCode.AGENT_FAILED) from exc
         self._process = opened if isinstance(opened, AgentProcess) else None
         transport: Any = Tap(opened, self._watch)
+        if self._options.editor is not None:
+            transport = GuardedTransport(transport, ProfileGuard(self._options.editor))
         if recorder is not None:
             transport = Tap(transport, functools.partial(self._record, recorder))
         try:
@@ -681,7 +687,7 @@ async def _open_session(
     note: Callable[[str], None],
 ) -> ActiveSession:
     """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
-    initialized = await _initialize(cx, options.init_timeout, process, watch, _capabilities(options), note)
+    initialized = await _initialize(cx, options, process, watch, note)
     if not isinstance(initialized, InitializeResponse):
         controls = options.controls
         if controls.auth_method is not None or controls.mode is not None or controls.options:
@@ -706,30 +712,38 @@ async def _open_session(
 
 
 def _capabilities(options: PromptOptions) -> ClientCapabilities:
-    """What this run advertises (:func:`~acpio.oneshot.controls.client_capabilities`)."""
+    """What this run advertises (:func:`~acpio.oneshot.controls.client_capabilities`), or the editor's."""
+    if options.editor is not None:
+        return ClientCapabilities.model_validate(options.editor.client_capabilities)
     return client_capabilities(options.elicitation, terminal_auth=options.controls.terminal_auth)
+
+
+def _client_info(options: PromptOptions) -> Implementation:
+    """The ``clientInfo`` of this run: acpio prompt's, or the ``--as`` editor's."""
+    from acpio import __version__
+
+    if options.editor is not None:
+        return Implementation.model_validate(options.editor.client_info)
+    return Implementation(name="acpio", title="acpio prompt", version=__version__)
 
 
 async def _initialize(
     cx: SessionConnection,
-    init_timeout: float | None,
+    options: PromptOptions,
     process: AgentProcess | None,
     watch: StdoutWatch,
-    capabilities: ClientCapabilities,
     note: Callable[[str], None],
 ) -> InitializeResponse | v2.InitializeResponse:
-    """``initialize``, advertising what this client serves (``capabilities``), as ``--protocol`` says.
+    """``initialize``, advertising what this client serves (:func:`_capabilities`), as ``--protocol`` says.
 
     After :data:`STILL_WAITING_AFTER` seconds without an answer, ``note`` says why that may be.
     """
-    from acpio import __version__
-
     request = InitializeRequest(
         protocol_version=LATEST_PROTOCOL_VERSION,
-        client_capabilities=capabilities,
-        client_info=Implementation(name="acpio", title="acpio prompt", version=__version__),
+        client_capabilities=_capabilities(options),
+        client_info=_client_info(options),
     )
-    limit = init_timeout or None
+    limit = options.init_timeout or None
     still_waiting = None
     if limit is None or limit > STILL_WAITING_AFTER:
         still_waiting = asyncio.get_running_loop().call_later(
