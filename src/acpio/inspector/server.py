@@ -142,8 +142,9 @@ class InspectorServer:
     def _authorized(self, request: Any) -> bool:
         if not self._allowed_host(request.headers):
             return False
-        given = request.cookies.get(_COOKIE) or request.query_params.get("token") or ""
-        return secrets.compare_digest(given, self.token)
+        # Cookies do not tell ports apart: each inspector on this machine has a cookie of its own.
+        given = (request.cookies.get(f"{_COOKIE}_{self._port}", ""), request.query_params.get("token", ""))
+        return any(secrets.compare_digest(value, self.token) for value in given)
 
     def _refuse(self) -> Any:
         from starlette.responses import PlainTextResponse
@@ -160,7 +161,7 @@ class InspectorServer:
             return self._refuse()
         page = resources.files("acpio.inspector").joinpath("page", "inspector.html").read_bytes()
         response = Response(page, media_type="text/html; charset=utf-8", headers=_headers())
-        response.set_cookie(_COOKIE, self.token, httponly=True, samesite="strict")
+        response.set_cookie(f"{_COOKIE}_{self._port}", self.token, httponly=True, samesite="strict")
         return response
 
     async def _viewer(self, request: Any) -> Any:
