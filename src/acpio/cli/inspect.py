@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from acpio.cli import Subcommands
     from acpio.inspector.connection import InspectedConnection
     from acpio.inspector.record import Inspection
+    from acpio.inspector.server import InspectorServer
 
 
 def register(subparsers: Subcommands) -> None:
@@ -176,9 +177,7 @@ async def _inspect(args: argparse.Namespace) -> int:
 async def _serve_connection(
     args: argparse.Namespace, inspection: Inspection, connection: InspectedConnection
 ) -> int:
-    from acpio.inspector.server import InspectorServer
-
-    async with InspectorServer(inspection, connection, host=args.host, port=args.port) as server:
+    async with _server(args, inspection, connection) as server:
         _announce(args, server.url)
         try:
             await connection.run()
@@ -193,12 +192,21 @@ async def _serve_connection(
 
 
 async def _serve_until_interrupted(args: argparse.Namespace, inspection: Inspection) -> int:
-    from acpio.inspector.server import InspectorServer
-
-    async with InspectorServer(inspection, None, host=args.host, port=args.port) as server:
+    async with _server(args, inspection, None) as server:
         _announce(args, server.url)
         await asyncio.Event().wait()
     return 0
+
+
+def _server(
+    args: argparse.Namespace, inspection: Inspection, connection: InspectedConnection | None
+) -> InspectorServer:
+    from acpio.inspector.server import InspectorServer
+
+    try:
+        return InspectorServer(inspection, connection, host=args.host, port=args.port)
+    except ValueError as exc:
+        raise CliError(f"--host: {exc}") from exc
 
 
 def _announce(args: argparse.Namespace, url: str) -> None:
