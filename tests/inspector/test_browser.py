@@ -6,6 +6,7 @@ otherwise. Screenshots are kept in ``$ACPIO_TEST_ARTIFACTS`` (default ``.cache/t
 
 from __future__ import annotations
 
+import base64
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,9 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 AGENT = Path(__file__).with_name("misbehaving_agent.py")
+ONE_PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 
 
 def wait_until(driver: Any, condition: Callable[[], object], timeout: float = 30) -> Any:
@@ -76,12 +80,22 @@ def test_a_person_drives_testy_from_the_page(
         "echo hello from the page"
     ]
 
+    # an image with the text
+    image = tmp_path / "dot.png"
+    image.write_bytes(base64.b64decode(ONE_PIXEL_PNG))
+    driver.find_element(By.ID, "prompt-image").send_keys(str(image))
+    prompt(driver, "echo look")
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 2)
+    users = [n.text for n in driver.find_elements(By.CSS_SELECTOR, "#conversation .msg.user")]
+    assert users[-1] == "echo look\n[image]"
+    driver.execute_script("document.getElementById('prompt-image').value = '';")
+
     # a permission, answered by hand
     prompt(driver, "permission Rewrite notes.txt?")
     card = wait_until(driver, lambda: held_card(driver, "session/request_permission"))
     assert text_of(driver, "pending-count") == "1"
     card.find_element(By.CSS_SELECTOR, 'button[data-option="allow-once"]').click()
-    wait_until(driver, lambda: len(stop_reasons(driver)) == 2)
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 3)
     assert held_card(driver, "session/request_permission") is None
     assert "permission: allow-once" in text_of(driver, "conversation")
 
@@ -91,15 +105,15 @@ def test_a_person_drives_testy_from_the_page(
     card.find_element(By.CSS_SELECTOR, 'input[name="name"]').send_keys("Ada")
     driver.save_screenshot(str(artifacts_dir() / "inspect-elicitation.png"))
     card.find_element(By.CSS_SELECTOR, 'button[data-action="accept"]').click()
-    wait_until(driver, lambda: len(stop_reasons(driver)) == 3)
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 4)
     assert "elicitation: accept" in text_of(driver, "conversation")
     assert '"name":"Ada"' in text_of(driver, "conversation")
 
     # a cancel while the turn sleeps
     prompt(driver, "sleep 30\necho never")
-    wait_until(driver, lambda: len(driver.find_elements(By.CSS_SELECTOR, "#conversation .msg.user")) == 4)
+    wait_until(driver, lambda: len(driver.find_elements(By.CSS_SELECTOR, "#conversation .msg.user")) == 5)
     driver.find_element(By.ID, "cancel").click()
-    wait_until(driver, lambda: len(stop_reasons(driver)) == 4)
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 5)
     assert stop_reasons(driver)[-1] == "stop reason: cancelled"
     assert "never" not in "".join(n.text for n in driver.find_elements(By.CSS_SELECTOR, ".msg.agent"))
 

@@ -278,13 +278,24 @@ for (const [button, method] of [["load-session", "session/load"], ["resume-sessi
     send(method, { sessionId: id, cwd: $("cwd").value || state.root, mcpServers: [] });
   });
 }
-$("send-prompt").addEventListener("click", () => {
+function imageBlock(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ type: "image", mimeType: file.type, data: String(reader.result).split(",", 2)[1] });
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+$("send-prompt").addEventListener("click", async () => {
   if (!needSession()) return;
   const prompt = [];
   const text = $("prompt-text").value;
   if (text) prompt.push({ type: "text", text });
   const uri = $("prompt-uri").value.trim();
   if (uri) prompt.push({ type: "resource_link", uri, name: uri.split("/").pop() || uri });
+  const image = $("prompt-image").files[0];
+  if (image) prompt.push(await imageBlock(image));
   send("session/prompt", { sessionId: state.session, prompt });
 });
 $("cancel").addEventListener("click", () => { if (needSession()) send("session/cancel", { sessionId: state.session }, true); });
