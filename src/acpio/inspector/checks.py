@@ -346,12 +346,13 @@ class FrameChecker:
         if model is None:
             return []
         what = "the answer to" if answer else "the params of"
+        breaks = "breaks" if answer else "break"
         try:
             validated = model.model_validate(payload)
         except ValidationError as error:
-            return [_finding("schema", f"{what} {method} break the schema: {_first_error(error)}")]
+            return [_finding("schema", f"{what} {method} {breaks} the schema: {_first_error(error)}")]
         if isinstance(validated, BaseModel) and (problem := _fallback_error(validated, payload)) is not None:
-            return [_finding("schema", f"{what} {method} break the schema: {problem}")]
+            return [_finding("schema", f"{what} {method} {breaks} the schema: {problem}")]
         return []
 
     def _capability(self, sender: Side, method: str) -> list[Finding]:
