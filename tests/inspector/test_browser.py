@@ -21,6 +21,7 @@ webdriver = pytest.importorskip(
 )
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 AGENT = Path(__file__).with_name("misbehaving_agent.py")
@@ -116,6 +117,14 @@ def test_a_person_drives_testy_from_the_page(
     wait_until(driver, lambda: len(stop_reasons(driver)) == 5)
     assert stop_reasons(driver)[-1] == "stop reason: cancelled"
     assert "never" not in "".join(n.text for n in driver.find_elements(By.CSS_SELECTOR, ".msg.agent"))
+
+    # a file write allowed by the policy: the tool call shows its diff
+    Select(driver.find_element(By.ID, "policy-files")).select_by_visible_text("allow")
+    prompt(driver, "write notes.txt new words")
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 6)
+    assert (tmp_path / "notes.txt").read_text() == "new words"
+    diff = driver.find_element(By.CSS_SELECTOR, "#conversation .tool .diff")
+    assert diff.find_element(By.CSS_SELECTOR, ".add").text == "+ new words"
 
     # every frame, in the trace viewer's sequence
     driver.switch_to.frame(driver.find_element(By.ID, "viewer"))

@@ -21,7 +21,7 @@ function blockText(block) {
 function diffView(item) {
   const box = el("div", "diff");
   box.append(el("div", "path", item.path || ""));
-  const old = (item.oldText || "").split("\n");
+  const old = item.oldText ? item.oldText.split("\n") : [];
   const neu = (item.newText || "").split("\n");
   for (const line of old) if (!neu.includes(line)) box.append(el("div", "del", "- " + line));
   for (const line of neu) if (!old.includes(line)) box.append(el("div", "add", "+ " + line));
