@@ -66,6 +66,12 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument(
         "--export-trace", metavar="OUT", help="with --open-run: write the run as a trace file and exit"
     )
+    parser.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("RUN", "OTHER"),
+        help="print what two runs exchanged differently (exit status 1 when they differ) and exit",
+    )
     parser.set_defaults(run=run)
 
 
@@ -76,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise CliError("acpio inspect needs the inspect extra: pip install 'acpio[inspect]'") from exc
+    if args.diff:
+        return _diff(*args.diff)
     if args.open_run:
         return _reopen(args)
     if not args.agent:
@@ -102,6 +110,19 @@ def _reopen(args: argparse.Namespace) -> int:
             return 0
         inspection = Inspection.replay(capture)
     return run_main(_serve_until_interrupted(args, inspection))
+
+
+def _diff(before: str, after: str) -> int:
+    from acpio.inspector.capture import Capture
+    from acpio.inspector.compare import diff_runs
+
+    try:
+        with Capture.open_existing(before) as one, Capture.open_existing(after) as other:
+            lines = diff_runs(one, other)
+    except OSError as exc:
+        raise CliError(str(exc)) from exc
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 1 if lines else 0
 
 
 def _capture_path(args: argparse.Namespace) -> Path:

@@ -4,6 +4,7 @@
   is fed each frame of a connection and returns the :class:`Finding` s of the rules it breaks;
 * :mod:`~acpio.inspector.record`: the run's record (:class:`Inspection`), what the page is fed;
 * :mod:`~acpio.inspector.capture`: the run kept in SQLite (:class:`Capture`), exported as a trace;
+* :mod:`~acpio.inspector.compare`: two runs compared (:func:`diff_runs`);
 * :mod:`~acpio.inspector.answers`: the agent's requests answered by policy or by hand (:class:`Answers`);
 * :mod:`~acpio.inspector.connection`: the agent driven by the page, or watched under an editor;
 * :mod:`~acpio.inspector.server`: the page, Starlette on uvicorn (the ``inspect`` extra).
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from acpio.inspector.answers import Answers, Policies
     from acpio.inspector.capture import Capture
     from acpio.inspector.checks import RULES, Finding, FrameChecker, Rule
+    from acpio.inspector.compare import diff_runs
     from acpio.inspector.connection import InspectedConnection
     from acpio.inspector.record import Inspection
     from acpio.inspector.server import InspectorServer
@@ -34,6 +36,7 @@ __all__ = [
     "InspectorServer",
     "Policies",
     "Rule",
+    "diff_runs",
 ]
 
 if not TYPE_CHECKING:  # type checkers see the imports above
