@@ -54,8 +54,13 @@ class Capture:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._closed = False
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False)
+            # WAL without a sync per commit: what is committed survives the inspector crashing (only
+            # the machine failing can lose the last commits), and a commit costs no disk flush.
+            self._db.execute("pragma journal_mode=wal")
+            self._db.execute("pragma synchronous=normal")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise OSError(f"{self.path} is not a run file the inspector can use: {exc}") from exc
@@ -77,12 +82,16 @@ class Capture:
         return dict(self._db.execute("select key, value from run").fetchall())
 
     def add(self, frame: CapturedFrame) -> None:
-        """Keep one frame (committed at once: a crash loses nothing written before it)."""
+        """Keep one frame; it is written to the file by the next :meth:`commit` (or :meth:`close`)."""
         self._db.execute(
             "insert or replace into frames values (?, ?, ?, ?, ?)",
             (frame.seq, frame.ts, frame.sender, frame.event, frame.findings),
         )
-        self._db.commit()
+
+    def commit(self) -> None:
+        """Write the frames added since the last commit to the file (nothing once closed)."""
+        if not self._closed:
+            self._db.commit()
 
     def frames(self) -> Iterator[CapturedFrame]:
         """The frames of the run, in order."""
@@ -106,8 +115,11 @@ class Capture:
         return count
 
     def close(self) -> None:
-        """Close the file."""
-        self._db.close()
+        """Commit what was added, then close the file (calling it again does nothing)."""
+        if not self._closed:
+            self._closed = True
+            self._db.commit()
+            self._db.close()
 
     def __enter__(self) -> Capture:
         return self

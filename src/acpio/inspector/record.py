@@ -30,6 +30,9 @@ __all__ = ["Inspection"]
 
 #: A page that falls this many messages behind is dropped (it reconnects and gets the history again).
 _QUEUE_LIMIT = 10_000
+#: Frames are committed to the capture file this long after the first one not committed yet: one
+#: commit per burst of streamed chunks, not one per frame (a commit costs about a millisecond).
+_COMMIT_DELAY = 0.1
 
 
 def _finding_json(finding: Finding) -> dict[str, str]:
@@ -59,6 +62,7 @@ class Inspection:
         self._asked: dict[tuple[Side, Any], str] = {}
         self._pages: set[asyncio.Queue[bytes | None]] = set()
         self._held: set[Any] = set()
+        self._commit_due: asyncio.TimerHandle | None = None
         if capture is not None:
             capture.set_info(**self.info)
 
@@ -122,8 +126,22 @@ class Inspection:
 
     def _keep(self, frame: CapturedFrame) -> None:
         self.frames.append(frame)
+        if self.capture is None:
+            return
+        self.capture.add(frame)
+        if self._commit_due is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # recording outside an event loop: no burst to wait for
+            self.capture.commit()
+            return
+        self._commit_due = loop.call_later(_COMMIT_DELAY, self._commit)
+
+    def _commit(self) -> None:
+        self._commit_due = None
         if self.capture is not None:
-            self.capture.add(frame)
+            self.capture.commit()
 
     def _send(self, message: bytes) -> None:
         for queue in list(self._pages):
