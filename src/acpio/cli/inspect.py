@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acpio.cli import CliError, run_main
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from acpio.inspector.connection import InspectedConnection
     from acpio.inspector.record import Inspection
     from acpio.inspector.server import InspectorServer
+    from acpio.transports import Component
 
 
 def register(subparsers: Subcommands) -> None:
@@ -133,7 +134,7 @@ def _capture_path(args: argparse.Namespace) -> Path:
     return Path(state) / "acpio" / "inspect" / f"run-{stamp}-{os.getpid()}.sqlite"
 
 
-def _agent(args: argparse.Namespace, inspection: Inspection) -> Any:
+def _agent(args: argparse.Namespace, inspection: Inspection) -> Component:
     text = args.agent[0]
     if len(args.agent) == 1 and text.split("://", 1)[0].lower() in {"http", "https", "ws", "wss"}:
         try:

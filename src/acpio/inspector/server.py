@@ -22,13 +22,21 @@ import asyncio
 import contextlib
 import secrets
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acpio.inspector.commands import run_command
 from acpio.inspector.connection import InspectedConnection
 from acpio.inspector.record import Inspection
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.datastructures import Headers
+    from starlette.requests import HTTPConnection, Request
+    from starlette.responses import Response
+    from starlette.websockets import WebSocket
 
 __all__ = ["InspectorServer"]
 
@@ -65,7 +73,7 @@ class InspectorServer:
         self.token = secrets.token_urlsafe(24)
         self._host = "127.0.0.1" if host == "localhost" else host
         self._port = port
-        self._server: Any = None
+        self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
 
     @property
@@ -120,7 +128,7 @@ class InspectorServer:
 
     # --- the ASGI app -------------------------------------------------------------------------
 
-    def _app(self) -> Any:
+    def _app(self) -> Starlette:
         from starlette.applications import Starlette
         from starlette.routing import Route, WebSocketRoute
 
@@ -134,19 +142,19 @@ class InspectorServer:
             ]
         )
 
-    def _allowed_host(self, headers: Any) -> bool:
+    def _allowed_host(self, headers: Headers) -> bool:
         host = headers.get("host", "")
         port = f":{self._port}"
         return host in (f"{self._host}{port}", f"[{self._host}]{port}", f"localhost{port}")
 
-    def _authorized(self, request: Any) -> bool:
+    def _authorized(self, request: HTTPConnection) -> bool:
         if not self._allowed_host(request.headers):
             return False
         # Cookies do not tell ports apart: each inspector on this machine has a cookie of its own.
         given = (request.cookies.get(f"{_COOKIE}_{self._port}", ""), request.query_params.get("token", ""))
         return any(secrets.compare_digest(value, self.token) for value in given)
 
-    def _refuse(self) -> Any:
+    def _refuse(self) -> Response:
         from starlette.responses import PlainTextResponse
 
         return PlainTextResponse(
@@ -154,7 +162,7 @@ class InspectorServer:
             status_code=403,
         )
 
-    async def _index(self, request: Any) -> Any:
+    async def _index(self, request: Request) -> Response:
         from starlette.responses import Response
 
         if not self._authorized(request):
@@ -164,7 +172,7 @@ class InspectorServer:
         response.set_cookie(f"{_COOKIE}_{self._port}", self.token, httponly=True, samesite="strict")
         return response
 
-    async def _viewer(self, request: Any) -> Any:
+    async def _viewer(self, request: Request) -> Response:
         from starlette.responses import Response
 
         if not self._authorized(request):
@@ -172,7 +180,7 @@ class InspectorServer:
         page = resources.files("acpio.trace").joinpath("viewer.html").read_bytes()
         return Response(page, media_type="text/html; charset=utf-8", headers=_headers())
 
-    async def _static(self, request: Any) -> Any:
+    async def _static(self, request: Request) -> Response:
         from starlette.responses import PlainTextResponse, Response
 
         if not self._authorized(request):
@@ -184,7 +192,7 @@ class InspectorServer:
             return PlainTextResponse(f"not found: {name}\n", status_code=404)
         return Response(entry.read_bytes(), media_type=_TYPES[suffix], headers=_headers())
 
-    async def _events(self, request: Any) -> Any:
+    async def _events(self, request: Request) -> Response:
         from starlette.responses import Response
 
         if not self._authorized(request):
@@ -215,7 +223,7 @@ class InspectorServer:
         body = head[:-1] + b',"events":[' + b",".join(frame.event for frame in window) + b"]}"
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
 
-    async def _feed(self, websocket: Any) -> None:
+    async def _feed(self, websocket: WebSocket) -> None:
         from starlette.websockets import WebSocketDisconnect
 
         origin = websocket.headers.get("origin")
@@ -252,7 +260,9 @@ class InspectorServer:
                 live["root"] = str(connection.answers.root)
         return orjson.dumps({"kind": "hello", "info": self.inspection.info, **live})
 
-    async def _push(self, websocket: Any, history: list[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+    async def _push(
+        self, websocket: WebSocket, history: list[bytes], queue: asyncio.Queue[bytes | None]
+    ) -> None:
         for earlier in history:
             await websocket.send_text(earlier.decode())
         while (message := await queue.get()) is not None:
