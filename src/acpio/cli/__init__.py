@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="acpio",
         description="Tools for the Agent Client Protocol: a test agent, a one-shot client, a conductor "
-        "for proxy chains and a trace viewer.",
+        "for proxy chains, a trace viewer and an inspector.",
     )
     parser.add_argument(
         "--version", action=_VersionAction, help="print the acpio version and the ACP schema it follows"
