@@ -126,12 +126,28 @@ def test_a_person_drives_testy_from_the_page(
     diff = driver.find_element(By.CSS_SELECTOR, "#conversation .tool .diff")
     assert diff.find_element(By.CSS_SELECTOR, ".add").text == "+ new words"
 
+    # a command the agent wants to run, consented to by hand
+    prompt(driver, "run echo from-a-terminal")
+    card = wait_until(driver, lambda: held_card(driver, "terminal/create"))
+    assert "echo from-a-terminal" in card.text
+    card.find_element(By.CSS_SELECTOR, 'button[data-action="perform"]').click()
+    wait_until(driver, lambda: len(stop_reasons(driver)) == 7)
+    assert "exit status 0" in text_of(driver, "conversation")
+    assert "from-a-terminal" in text_of(driver, "conversation")
+
     # every frame, in the trace viewer's sequence
     driver.switch_to.frame(driver.find_element(By.ID, "viewer"))
     try:
         wait_until(driver, lambda: driver.find_elements(By.CSS_SELECTOR, "#rows .msg"))
         rows = driver.find_element(By.ID, "rows").text
-        for method in ("initialize", "session/new", "session/request_permission", "elicitation/create"):
+        for method in (
+            "initialize",
+            "session/new",
+            "session/request_permission",
+            "elicitation/create",
+            "terminal/create",
+            "terminal/release",
+        ):
             assert method in rows
     finally:
         driver.switch_to.default_content()
