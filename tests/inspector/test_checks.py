@@ -100,3 +100,11 @@ def test_an_update_kind_from_a_newer_schema_is_no_error() -> None:
     rules(checker, "agent", frame(id=1, result={"sessionId": "s-1"}))
     newer = {"sessionId": "s-1", "update": {"sessionUpdate": "hologram", "depth": 3}}
     assert rules(checker, "agent", frame(method="session/update", params=newer)) == []
+
+
+def test_a_v2_connection_is_not_held_to_v1_schema_and_capabilities() -> None:
+    checker = FrameChecker()
+    rules(checker, "client", frame(id=0, method="initialize", params={"protocolVersion": 2}))
+    assert rules(checker, "agent", frame(id=0, result={"protocolVersion": 2, "agentCapabilities": {}})) == []
+    assert rules(checker, "client", frame(id=1, method="session/load", params={"sessionId": "s"})) == []
+    assert rules(checker, "agent", b"noise") == ["stdout-noise"]

@@ -10,7 +10,8 @@ created, loaded and resumed, the requests still unanswered), so it needs every f
     checker.observe("agent", b"Starting my agent...")  # [Finding(rule=RULES["stdout-noise"], ...)]
 
 Each :class:`Rule` names the page of the ACP specification it comes from. :data:`RULES` lists them all;
-``acpio inspect`` shows the findings beside the frames.
+``acpio inspect`` shows the findings beside the frames. The schema and capability rules are ACP v1's:
+once the agent answers ``initialize`` with another protocol version, only the others apply.
 """
 
 from __future__ import annotations
@@ -242,6 +243,8 @@ class FrameChecker:
         self._sessions: set[str] = set()
         #: Sessions whose session/load was answered and that have had no prompt since.
         self._loaded: set[str] = set()
+        #: The protocol version the agent answered; the schema and capability rules are v1's.
+        self._version: Any = None
 
     def observe(self, sender: Side, frame: bytes | OversizedFrame) -> list[Finding]:
         """The rules ``frame``, sent by ``sender``, breaks (none: an empty list)."""
@@ -333,6 +336,7 @@ class FrameChecker:
         findings = self._schema(pending.method, result, spec, answer=True)
         if pending.method == "initialize" and isinstance(result, dict):
             self._capabilities["agent"] = result.get("agentCapabilities")
+            self._version = result.get("protocolVersion")
         if pending.method in _CREATING and (session := _session_id(result)) is not None:
             self._sessions.add(session)
         if pending.method == "session/load" and (session := _session_id(pending.params)) is not None:
@@ -340,7 +344,7 @@ class FrameChecker:
         return findings
 
     def _schema(self, method: str, payload: Any, spec: Any, *, answer: bool = False) -> list[Finding]:
-        if spec is None:
+        if spec is None or self._version not in (None, 1):
             return []
         model = spec.result if answer else spec.params
         if model is None:
@@ -357,7 +361,7 @@ class FrameChecker:
 
     def _capability(self, sender: Side, method: str) -> list[Finding]:
         spec = REQUESTS.get(method) or NOTIFICATIONS.get(method)
-        if spec is None or spec.capability is None:
+        if spec is None or spec.capability is None or self._version not in (None, 1):
             return []
         side, *path = spec.capability.split(".")
         advertiser: Side = "client" if side == "C" else "agent"
