@@ -22,7 +22,7 @@ __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
 _T = TypeVar("_T")
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
-_COMMANDS = ("testy", "agent", "prompt", "batch", "check", "conductor", "proxy", "serve", "trace")
+_COMMANDS = ("testy", "agent", "prompt", "batch", "check", "inspect", "conductor", "proxy", "serve", "trace")
 
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="acpio",
         description="Tools for the Agent Client Protocol: a test agent, a one-shot client, a conductor "
-        "for proxy chains and a trace viewer.",
+        "for proxy chains, a trace viewer and an inspector.",
     )
     parser.add_argument(
         "--version", action=_VersionAction, help="print the acpio version and the ACP schema it follows"
