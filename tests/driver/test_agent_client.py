@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from acpio.client import (
     AgentClient,
     AgentFailed,
+    AgentSession,
     FileWritten,
     PermissionDecided,
     TextAdded,
@@ -19,6 +22,7 @@ from acpio.client import (
     ToolCallView,
     UsageChanged,
 )
+from acpio.transports import AgentCommand
 from tests.oneshot._agents import agent_script
 
 
@@ -190,6 +194,29 @@ async def test_an_agent_that_cannot_start_says_why(tmp_path: Path) -> None:
             pass
     assert "missing.py" in str(failed.value)
     assert "exit code" in str(failed.value)
+
+
+async def test_an_agent_command_that_cannot_start_is_named(tmp_path: Path) -> None:
+    command = AgentCommand.from_args([str(tmp_path / "no-such-agent"), "--acp"])
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(command, cwd=tmp_path):
+            pass
+    assert f"The agent '{tmp_path / 'no-such-agent'} --acp' could not be started" in str(failed.value)
+
+
+async def test_closed_sessions_are_not_held_by_the_client(tmp_path: Path) -> None:
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        closed: list[weakref.ref[AgentSession]] = []
+        for _ in range(30):
+            session = await client.new_session()
+            await session.prompt("echo hi")
+            await session.aclose()
+            closed.append(weakref.ref(session))
+        kept = await client.new_session()
+        del session
+        gc.collect()
+        assert [ref for ref in closed if ref() is not None] == []
+        assert (await kept.prompt("echo still open")).ok
 
 
 @pytest.mark.parametrize("protocol", [1, 2])

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -257,6 +258,11 @@ class AgentClient:
         self._sessions.append(session)
         return session
 
+    def _forget(self, session: AgentSession) -> None:
+        """Drop a closed session, so that a long-lived client holds only the sessions still open."""
+        with contextlib.suppress(ValueError):
+            self._sessions.remove(session)
+
     # --- failures and the end ----------------------------------------------------------------------
 
     async def describe_failure(self, error: BaseException) -> tuple[str, str | None]:
@@ -287,9 +293,16 @@ class AgentClient:
         return "\n".join(tail.splitlines()[-_STDERR_LINES:]) if tail else None
 
     def _display(self) -> str:
+        target = self._target
         if self._process is not None:
             return repr(self._process.command.display())
-        return repr(self._target) if isinstance(self._target, str) else type(self._target).__name__
+        if isinstance(target, AgentCommand):
+            return repr(target.display())
+        if isinstance(target, str):
+            return repr(target)
+        if isinstance(target, Sequence) and all(isinstance(word, str) for word in target):
+            return repr(shlex.join(target))
+        return type(target).__name__
 
     async def aclose(self) -> None:
         """Close the connection (and the agent's process group), then the sessions and their commands.
@@ -304,9 +317,8 @@ class AgentClient:
                 await served
             except (ConnectionClosed, TransportError) as exc:
                 _log.debug("The connection to %s ended with: %s", self._display(), exc)
-        for session in self._sessions:
+        for session in list(self._sessions):
             await session.aclose()
-        self._sessions.clear()
 
 
 class AgentSession:
@@ -387,6 +399,7 @@ class AgentSession:
     async def aclose(self) -> None:
         """Stop reading the session here and end the commands it started (the agent keeps the session)."""
         self._active.close()
+        self._client._forget(self)
         terminals = self._requests.terminals
         if terminals is not None:
             await terminals.aclose()
