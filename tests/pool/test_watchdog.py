@@ -85,6 +85,23 @@ async def test_a_turn_that_ignores_cancel_is_ended_killed_respawned_and_resumed(
         assert third.events == ()
 
 
+async def test_a_turn_given_up_on_keeps_its_permission_asks_files_and_usage(tmp_path: Path) -> None:
+    pool = AgentPool(
+        memory_testy(), size=1, turn_timeout=0.6, cancel_grace=0.3, permissions="allow", cwd=tmp_path
+    )
+    async with asyncio.timeout(TIMEOUT), pool:
+        wedged = await pool.prompt("write a.txt hello\npermission Change a.txt\nusage\nhang 60")
+
+    assert wedged.stop_reason == "cancelled"
+    assert "TurnAbandoned" in names(wedged.events)
+    [ask] = wedged.permissions
+    assert (ask.tool_call.title, ask.option_id, ask.allowed) == ("Change a.txt", "allow-once", True)
+    assert [(Path(w.path).name, w.new_text) for w in wedged.files_written] == [("a.txt", "hello")]
+    assert wedged.usage is not None
+    assert wedged.usage.context_size == 200000
+    assert wedged.text.endswith("permission: allow-once\n")
+
+
 async def test_an_agent_that_honours_the_cancel_ends_the_turn_and_keeps_its_process() -> None:
     pool = AgentPool(memory_testy(), size=1, turn_timeout=0.3, cancel_grace=10)
     async with asyncio.timeout(TIMEOUT), pool:

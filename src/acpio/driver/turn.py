@@ -87,6 +87,21 @@ class TurnStream:
             self._requests.cancelled.set()
             self._active.cancel()
 
+    def abandon(self, stop_reason: str = "cancelled") -> TurnResult:
+        """End the turn now, for this client, with what was read of it: its result, ``stop_reason`` given.
+
+        For a turn given up on (an agent that ignores ``session/cancel``): the text, tool calls,
+        permissions asked, files written, commands run and usage read so far are kept. The agent
+        is told nothing: stop whatever task reads the turn first, and end the agent (its process)
+        or cancel the turn, since what it still sends would be read as the next turn's. A turn
+        already ended keeps its result.
+        """
+        if self._result is None:
+            self._finish(stop_reason)
+        assert self._result is not None
+        self._pending.clear()
+        return self._result
+
     def __aiter__(self) -> TurnStream:
         return self
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 
 from acpio.driver.client import AgentSession
 from acpio.driver.result import TurnResult
@@ -23,10 +22,6 @@ class TurnRun:
     """The turn of one prompt in ``session``, read by :attr:`reading` (a task) until its end."""
 
     def __init__(self, session: AgentSession, prompt: PromptContent) -> None:
-        self._session = session
-        view = session.active.view
-        self._calls_before = set(view.tool_calls)
-        self.started = time.monotonic()
         self._stream = session.stream(prompt)
         #: Completes with the turn's result when it ended (normally, with the agent's error, or
         #: because the connection ended: see :attr:`TurnResult.error`).
@@ -45,25 +40,10 @@ class TurnRun:
         with contextlib.suppress(BaseException):
             await self.reading
 
-    def abandoned(self, ended_at: float) -> TurnResult:
-        """The result of a turn given up on: stop reason ``cancelled``, what the session's view holds of it.
+    def abandon(self) -> TurnResult:
+        """End the turn given up on (after :meth:`stop_reading`): stop reason ``cancelled``, what was read.
 
-        The turn's text and the tool calls it started, as far as they came; what only the turn's
-        reader kept (permissions asked, usage, files written) is not known here.
+        The text, tool calls, permissions asked, files written, commands run and usage that came
+        before (:meth:`TurnStream.abandon <acpio.client.TurnStream.abandon>`).
         """
-        view = self._session.active.view
-        calls = tuple(call.copy() for key, call in view.tool_calls.items() if key not in self._calls_before)
-        return TurnResult(
-            session_id=self._session.session_id,
-            stop_reason="cancelled",
-            text=view.text,
-            thoughts="",
-            tool_calls=calls,
-            files_written=(),
-            terminals=(),
-            permissions=(),
-            plan=view.plans.get(None, ()),
-            usage=None,
-            duration=ended_at - self.started,
-            protocol_version=self._session.active.protocol_version,
-        )
+        return self._stream.abandon("cancelled")

@@ -88,7 +88,7 @@ async def supervise(run: TurnRun, watch: TurnWatch) -> SupervisedTurn:
         return await _ended(run, watch, events)
     note(TurnAbandoned(slot=slot, session_id=watch.session_id, grace=watch.grace))
     await run.stop_reading()
-    result = run.abandoned(ended_at=time.monotonic())  # recovering is the pool's time, not the turn's
+    result = run.abandon()  # before recovering: that is the pool's time, not the turn's
     events.append(watch.worker.kill(watch.incarnation, watch.session_id))
     await watch.recover(events)
     return SupervisedTurn.of(result, slot=slot, events=tuple(events))
