@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
+from acpio.client.policy import RulePolicy
 from acpio.driver.requests import SessionRequests
 from acpio.driver.result import TurnResult
 from acpio.driver.turn import TurnStream
@@ -254,6 +255,8 @@ class AgentClient:
     async def _open(self, builder: SessionBuilder[Any], directory: Path) -> AgentSession:
         files = ConfinedFiles(directory, set_by="AgentClient(cwd=...) or the session's cwd")
         active = await builder.start_session()
+        if isinstance(self.policy, RulePolicy):  # its path rules hold inside the session's directory
+            self.policy.set_root(active.session_id, directory)
         session = AgentSession(self, active, files, terminals=self._terminals, allow_env=self._allow_env)
         self._sessions.append(session)
         return session
