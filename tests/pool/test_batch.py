@@ -97,3 +97,60 @@ def test_acpio_batch_refuses_a_bad_prompts_file(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert "acpio: error: " in done.stderr
     assert "line 2: unknown key(s) 'text'" in done.stderr
+
+
+POLICY = """
+default = "deny"
+
+[[rule]]
+name = "publishing"
+action = "deny"
+title = "*publish*"
+
+[[rule]]
+name = "edits"
+action = "allow"
+kind = "edit"
+"""
+
+
+def test_acpio_batch_answers_permissions_by_a_policy_file(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    prompts = tmp_path / "prompts.jsonl"
+    lines = [
+        {"prompt": "permission Fix the typo\necho fixed", "id": "edit"},
+        {"prompt": "permission Publish the notes\necho published", "id": "publish"},
+        {"prompt": "run echo hi", "id": "command"},
+    ]
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "batch", "--agent", " ".join(sqlite_testy(tmp_path / "t.db")),
+         "--size", "2", "--policy", str(policy), "--cwd", str(tmp_path), "--quiet", str(prompts)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    asked = {key: [(p["option_id"], p["allowed"]) for p in r["permissions"]] for key, r in results.items()}
+    assert asked == {
+        "edit": [("allow-once", True)],
+        "publish": [("reject-once", False)],
+        "command": [("refuse", False)],  # no rule for echo: the default refuses to run it
+    }
+    assert results["edit"]["text"].endswith("fixed\n")
+    assert "published" not in results["publish"]["text"]
+
+
+def test_acpio_batch_names_the_line_of_a_bad_policy_file(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('default = "deny"\n\n[[rule]]\naction = "allow"\nkinds = "edit"\n')
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "echo hi"}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "batch", "--agent", "acpio testy", "--policy", str(policy),
+         str(prompts)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"--policy: {policy}:5: " in done.stderr
+    assert "kinds" in done.stderr

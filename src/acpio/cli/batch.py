@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from acpio.cli import Subcommands
+    from acpio.client import RulePolicy
     from acpio.pool import PoolEvent, SupervisedTurn
     from acpio.pool.batch import BatchPrompt
 
@@ -40,7 +41,8 @@ output (JSON lines, one per prompt, in the order the turns end):
 exit status: 0 if every turn ended end_turn without error, 1 otherwise, 2 for a usage mistake.
 
 example:
-  acpio batch --agent "acpio testy" --size 4 --timeout 60 --allow prompts.jsonl > results.jsonl"""
+  acpio batch --agent "acpio testy" --size 4 --timeout 60 --allow prompts.jsonl > results.jsonl
+  acpio batch --agent "acpio testy" --policy examples/policy.toml prompts.jsonl"""
 
 
 def register(subparsers: Subcommands) -> None:
@@ -100,6 +102,12 @@ def register(subparsers: Subcommands) -> None:
         const="deny",
         help="refuse every permission request (the default)",
     )
+    policy.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="answer permission requests and the agent's commands by the rules of the TOML policy FILE "
+        "(see examples/policy.toml); what it would ask about is refused (no one to ask)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the results there, not to stdout")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run, permissions="deny")
@@ -145,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.prompts}: {exc}") from None
     if not prompts:
         raise CliError(f"{args.prompts}: no prompts in it")
+    if args.policy is not None:
+        args.permissions = _load_policy(args.policy)
     try:
         output = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
@@ -154,6 +164,15 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if output is not sys.stdout:
             output.close()
+
+
+def _load_policy(path: str) -> RulePolicy:
+    from acpio.client import PolicyFileError, load_policy
+
+    try:
+        return load_policy(os.path.expanduser(path))
+    except PolicyFileError as exc:
+        raise CliError(f"--policy: {exc}") from None
 
 
 async def _batch(args: argparse.Namespace, prompts: list[BatchPrompt], output: TextIO) -> int:
