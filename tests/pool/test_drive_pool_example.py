@@ -1,4 +1,4 @@
-"""examples/drive_pool.py: 50 prompts over 4 testy processes, a wedged agent and a crashed one survived."""
+"""examples/drive_pool.py: 50 prompts over 4 testy processes with a policy file; wedged and crashed agents."""
 
 from __future__ import annotations
 
@@ -12,17 +12,21 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "drive_pool.py"
 
 
 @pytest.mark.slow
-def test_the_pool_example_collects_50_results_and_survives_a_wedged_and_a_crashed_agent() -> None:
+def test_the_pool_example_collects_50_results_under_its_policy_and_survives_wedged_and_crashed_agents() -> (
+    None
+):
     done = subprocess.run(
         [sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=180, check=False
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:4] == [
+    assert lines[:6] == [
         "results: 50 {'end_turn': 48, 'cancelled': 1, 'failed': 1}",
-        "tool calls: 96",  # per prompt: the tool and the write
+        "tool calls: 145",  # per prompt: the tool, the write and the edit asked about; the wedged one's edit
         "files written: 48",
         "usage reported: 48",
+        "permissions: 33 allowed, 16 denied",  # the wedged turn's ask is kept though the pool gave up on it
+        "decided by: {'edits': 33, 'publishing': 16}",  # the rules of examples/drive_pool.toml
     ]
     assert "cancelled: TurnTimedOut -> CancelSent -> TurnAbandoned -> ProcessKilled -> ProcessStarted -> " \
         "SessionResumed" in lines  # fmt: skip
