@@ -12,8 +12,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from acpio import AgentPool, PoolEvent
-from acpio.client import load_policy
+from acpio import AgentPool, PoolEvent, load_policy
 
 STEPS = "echo task {n}\ntool Inspect item {n}\nwrite out-{n}.txt done {n}\nusage\npermission {verb} item {n}"
 WORK = [STEPS.format(n=n, verb="Publish" if n % 3 == 0 else "Edit") for n in range(48)]
