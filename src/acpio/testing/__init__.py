@@ -1,6 +1,13 @@
-"""Tools for testing ACP programs: talk raw JSON to a connection under test.
+"""Tools for testing ACP programs: a typed test client, cassettes, and raw JSON to a connection under test.
 
-::
+* :func:`connect_client` connects a :class:`TestClient` to an agent (in-process or spawned); its
+  :class:`Conversation` checks print the conversation when they fail;
+* cassettes (:mod:`acpio.trace.cassette`) replay as the agent (:class:`ReplayAgent`, with
+  :class:`Faults`) or as the client (:func:`replay_client`, whose :class:`ReplayReport` shows where
+  the agent departed from the recording);
+* the pytest plugin (:mod:`acpio.testing.plugin`, ``pip install 'acpio[testing]'``) has fixtures for
+  all of them (``docs/testing-agents.md``, ``docs/testing-clients.md``);
+* :func:`serving` and :class:`WirePeer`, for what only raw JSON can test (malformed input, ids)::
 
     async with serving(my_agent_builder) as peer:
         peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
@@ -33,12 +40,30 @@ from acpio.testing._transport_check import (
     TransportReport,
     check_transport,
 )
+from acpio.testing.client import TestClient, TurnResult, connect_client
+from acpio.testing.conversation import Conversation, ConversationError, conversation_lines
+from acpio.testing.matching import Tolerance
+from acpio.testing.replay_agent import Faults, ReplayAgent
+from acpio.testing.replay_client import CassetteMismatch, Departure, ReplayReport, replay_client
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
 __all__ = [
     "TRANSPORT_PROPERTIES",
+    "CassetteMismatch",
+    "Conversation",
+    "ConversationError",
+    "Departure",
+    "Faults",
     "PairFactory",
+    "ReplayAgent",
+    "ReplayReport",
+    "TestClient",
+    "Tolerance",
+    "TurnResult",
+    "connect_client",
+    "conversation_lines",
+    "replay_client",
     "TransportPair",
     "TransportReport",
     "WirePeer",
