@@ -66,6 +66,7 @@ class Tolerance:
     reorder: bool = True
     """Whether the agent's messages of different kinds may come in another order than recorded."""
     bindings: Bindings = field(default_factory=Bindings, compare=False)
+    """The identifiers bound so far (each replay starts from a copy with fresh ones)."""
 
     def differences(self, recorded: Any, live: Any) -> list[str]:
         """Where ``live`` departs from ``recorded`` (the JSON-RPC ``id`` left out): ``path: was -> is``."""

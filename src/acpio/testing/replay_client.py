@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
 from acpio.testing.conversation import conversation_lines
-from acpio.testing.matching import Tolerance, kind_of
+from acpio.testing.matching import Bindings, Tolerance, kind_of
 from acpio.trace.cassette import Cassette, Entry
 from acpio.trace.redact import restore_paths
 from acpio.transports.base import Component, OversizedFrame, Transport
@@ -66,6 +66,10 @@ class ReplayReport:
     #: after which it arrived.
     matched: dict[int, int] = field(default_factory=dict)
     arrived_after: dict[int, int] = field(default_factory=dict)
+    #: Whether the agent sent anything at all.
+    live_from_agent: bool = False
+    #: The recorded client answers not sent, because the agent never made the request they answer.
+    unsent: set[int] = field(default_factory=set)
     tolerance: Tolerance = field(default_factory=Tolerance)
 
     @property
@@ -98,7 +102,9 @@ class ReplayReport:
         out.extend(self._unexpected(extra.get(-1, []), live))
         for index, line in enumerate(recorded):
             departure = by_recorded.get(index)
-            if departure is None:
+            if index in self.unsent:
+                out.append(f"      {line}    (not sent: the agent did not ask)")
+            elif departure is None:
                 out.append(f"      {line}")
             elif departure.kind == "missing":
                 out.append(f"    - {line}    (not sent)")
@@ -120,18 +126,22 @@ async def replay_client(
     *,
     cwd: str | Path,
     wait_timeout: float = 5.0,
+    start_timeout: float = 30.0,
     tolerance: Tolerance | None = None,
 ) -> ReplayReport:
     """Replay the client of ``cassette`` against ``agent`` (a builder, an ``AcpAgent``...).
 
     ``cwd`` replaces ``<cwd>`` in what is sent (the session's directory). Each wait for the agent
-    lasts at most ``wait_timeout`` seconds; a message that does not come by then is ``missing``.
+    lasts at most ``wait_timeout`` seconds (``start_timeout`` until the agent's first message: a
+    process may take a while to start); a message that does not come by then is ``missing``, and
+    one that comes after all takes its place again.
     Returns the :class:`ReplayReport`; call its :meth:`~ReplayReport.check` to fail a test.
     """
     from acpio.jsonrpc.builder import open_transport
 
     loaded = cassette if isinstance(cassette, Cassette) else Cassette.load(cassette)
-    run = _ClientReplay(loaded, cwd, wait_timeout, tolerance or Tolerance())
+    fresh = replace(tolerance or Tolerance(), bindings=Bindings())  # each run binds its own identifiers
+    run = _ClientReplay(loaded, cwd, (start_timeout, wait_timeout), fresh)
     transport = await open_transport(agent)
     try:
         await run.play(transport)
@@ -143,14 +153,18 @@ async def replay_client(
 
 
 class _ClientReplay:
-    def __init__(self, cassette: Cassette, cwd: str | Path, timeout: float, tolerance: Tolerance) -> None:
+    def __init__(
+        self, cassette: Cassette, cwd: str | Path, timeouts: tuple[float, float], tolerance: Tolerance
+    ) -> None:
         self.entries = cassette.entries
-        self.timeout = timeout
+        self.timeouts = timeouts
         self.tolerance = tolerance
         self.paths = {"<cwd>": str(cwd), "<home>": str(Path.home())}
         self.report = ReplayReport(cassette, tolerance=tolerance)
         self.pending: list[int] = []
         self.surplus: list[int] = []
+        #: Recorded entries declared missing, still matched if they come after all.
+        self.missed: list[int] = []
         #: The methods of requests by (sender, id as JSON), recorded and live.
         self.recorded_methods: dict[tuple[str, str], str] = {}
         self.live_methods: dict[tuple[str, str], str] = {}
@@ -169,18 +183,19 @@ class _ClientReplay:
                 self.match_surplus()
                 continue
             await self.wait_for_pending(transport)
-            self.send(transport, entry)
+            self.send(transport, index, entry)
         self.position = len(self.entries)
         await self.wait_for_pending(transport)
         for live in self.surplus:
             self.report.departures.append(Departure("unexpected", None, live))
 
-    def send(self, transport: Transport, entry: Entry) -> None:
+    def send(self, transport: Transport, index: int, entry: Entry) -> None:
         message = restore_paths(self.tolerance.to_live(entry.message), self.paths)
         if entry.is_response:
             recorded_id = _key(entry.message["id"])
             if recorded_id not in self.agent_ids:
-                return  # the agent never sent the request this answers: reported as missing
+                self.report.unsent.add(index)  # the request it answers is reported missing
+                return
             message["id"] = self.agent_ids[recorded_id]
         if "id" in message and "method" in message:
             self.live_methods[("client", _key(message["id"]))] = str(message["method"])
@@ -191,9 +206,13 @@ class _ClientReplay:
     async def wait_for_pending(self, transport: Transport) -> None:
         while self.pending and not self.ended:
             try:
-                async with asyncio.timeout(self.timeout):
+                async with asyncio.timeout(
+                    self.timeouts[1] if self.report.live_from_agent else self.timeouts[0]
+                ):
                     frame = await transport.receive()
-            except Exception:  # a timeout, or the agent's transport failed: what did not come is missing
+            except TimeoutError:
+                break  # what did not come in time is missing; the agent may go on with the rest
+            except Exception:  # the agent's transport failed: nothing more will come
                 frame = None
             if frame is None:
                 self.ended = True
@@ -208,17 +227,24 @@ class _ClientReplay:
                 if isinstance(message, dict):
                     self.on_live(message)
         for index in self.pending:
-            self.report.departures.append(Departure("missing", index, None))
+            self.miss(index)
         self.pending.clear()
+
+    def miss(self, index: int) -> None:
+        self.report.departures.append(Departure("missing", index, None))
+        self.missed.append(index)
 
     def on_live(self, message: dict[str, Any]) -> None:
         live_index = len(self.report.live)
         self.report.live.append(Entry("agent", message))
+        self.report.live_from_agent = True
         self.report.arrived_after[live_index] = self.position - 1  # waiting to send entry `position`
         if "id" in message and "method" in message:
             self.live_methods[("agent", _key(message["id"]))] = str(message["method"])
         self.surplus.append(live_index)
         self.match_surplus()
+        if live_index in self.surplus:
+            self.match_late(live_index)
 
     def match_surplus(self) -> None:
         for live_index in list(self.surplus):
@@ -233,9 +259,23 @@ class _ClientReplay:
                 if "id" in message and "method" not in message:  # an answer: what came before it is late
                     earlier = [i for i in self.pending if i < index]
                     for late in earlier:
-                        self.report.departures.append(Departure("missing", late, None))
+                        self.miss(late)
                         self.pending.remove(late)
                 break
+
+    def match_late(self, live_index: int) -> None:
+        """A message declared missing that comes after all (a slow agent): matched, out of its place."""
+        message = self.report.live[live_index].message
+        kind = kind_of("agent", message, self.live_methods.get(("client", _key(message.get("id")))))
+        for index in self.missed:
+            recorded = self.entries[index].message
+            answered = self.recorded_methods.get(("client", _key(recorded.get("id"))))
+            if kind_of("agent", recorded, answered) == kind:
+                self.missed.remove(index)
+                self.report.departures.remove(Departure("missing", index, None))
+                self.pending.append(index)
+                self.pair(index, live_index)
+                return
 
     def pair(self, index: int, live_index: int) -> None:
         recorded = self.entries[index].message
