@@ -17,6 +17,9 @@ from acpio.transports import AcpAgent, AgentCommand
 ACPIO = [sys.executable, "-m", "acpio"]
 SCRIPT = "say hi\nwrite notes.txt: hello\nread notes.txt"
 
+#: Each test starts agent processes (a few seconds each on a busy machine).
+pytestmark = pytest.mark.slow
+
 
 def offline(state: Path, *extra: str) -> str:
     """``acpio agent --offline`` with its sessions in memory and its credentials in ``state``."""
@@ -70,7 +73,6 @@ def test_a_replayed_agent_cut_mid_line_fails_the_client_as_a_dead_agent_would(
     assert "acpio replay: the replayed agent's message 6 was cut mid-line, as asked" in fake.stderr
 
 
-@pytest.mark.slow  # two agent processes, one waited for on a message that never comes
 async def test_the_recorded_client_catches_a_changed_agent(
     recorded: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:

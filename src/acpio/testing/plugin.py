@@ -87,9 +87,10 @@ def as_component(agent: object) -> Any:
 @pytest.fixture
 def acpio_agent() -> object:
     """The agent under test: define this fixture (an ``AgentApp``, a builder, a component or a command)."""
-    raise pytest.UsageError(
+    pytest.fail(
         "define a fixture named acpio_agent returning the agent under test: an AgentApp, a builder, "
-        'a component such as AcpAgent, or its command line ("python my_agent.py")'
+        'a component such as AcpAgent, or its command line ("python my_agent.py")',
+        pytrace=False,
     )
 
 
@@ -124,8 +125,8 @@ class CassetteFixture:
         """The agent to connect a client to: ``real`` recorded (``--acpio-record``), else the replay."""
         if self.recording:
             if real is None:
-                raise pytest.UsageError(
-                    f"--acpio-record: give acpio_cassette.agent() the real agent for {self.path}"
+                pytest.fail(
+                    f"--acpio-record: give acpio_cassette.agent() the real agent to record {self.path}"
                 )
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return Recording(as_component(real), self.path)
@@ -151,8 +152,8 @@ class CassetteFixture:
 
     def _require(self) -> None:
         if not self.path.is_file():
-            raise pytest.UsageError(
-                f"no cassette at {self.path}: run pytest with --acpio-record to record it"
+            pytest.fail(
+                f"no cassette at {self.path}: run pytest with --acpio-record to record it", pytrace=False
             )
 
 
