@@ -164,3 +164,35 @@ def test_an_agent_is_checked_against_its_cassette_and_refreshed(project: pytest.
     )
     project.runpytest(*PLUGIN, "--acpio-record").assert_outcomes(passed=1)  # refreshed: the new answer
     project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def guide_tests(page: str) -> list[str]:
+    """The blocks of a guide that are pytest test modules (they use the plugin's fixtures)."""
+    blocks = (DOCS / page).read_text().split("```python\n")[1:]
+    return [b.split("```", 1)[0] for b in blocks if "async def test_" in b]
+
+
+def test_the_agent_guides_tests_pass(project: pytest.Pytester) -> None:
+    fixtures, cassette_check = guide_tests("testing-agents.md")
+    project.makepyfile(test_guide=fixtures)
+    project.runpytest(*PLUGIN, "-v").assert_outcomes(passed=3)
+    project.makepyfile(test_guide=cassette_check)
+    cassette = project.path / "cassettes" / "test_guide" / "test_it_still_answers_as_recorded.jsonl"
+    cassette.parent.mkdir(parents=True)
+
+    async def record() -> None:
+        async with connect_client(Recording(testy.testy_agent(), cassette), cwd=project.path) as client:
+            await client.prompt("hello there")
+
+    asyncio.run(record())
+    project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_the_client_guides_test_records_then_replays(project: pytest.Pytester) -> None:
+    (client_test,) = guide_tests("testing-clients.md")
+    project.makepyfile(test_guide=client_test)
+    project.runpytest(*PLUGIN, "--acpio-record").assert_outcomes(passed=1)
+    project.runpytest(*PLUGIN).assert_outcomes(passed=1)

@@ -40,7 +40,7 @@ from acpio.testing._transport_check import (
     TransportReport,
     check_transport,
 )
-from acpio.testing.client import TestClient, TurnResult, connect_client
+from acpio.testing.client import AgentUnderTest, TestClient, TurnResult, connect_client
 from acpio.testing.conversation import Conversation, ConversationError, conversation_lines
 from acpio.testing.matching import Tolerance
 from acpio.testing.replay_agent import Faults, ReplayAgent
@@ -50,6 +50,7 @@ from acpio.transports.channel import Channel
 
 __all__ = [
     "TRANSPORT_PROPERTIES",
+    "AgentUnderTest",
     "CassetteMismatch",
     "Conversation",
     "ConversationError",

@@ -21,17 +21,43 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from acpio.testing.conversation import Conversation
 from acpio.transports.tap import Tap
 
 if TYPE_CHECKING:
+    from acpio.app import AgentApp
     from acpio.client.permissions import PermissionChoice
     from acpio.session import ActiveSession, SessionConnection
     from acpio.transports.base import Component, Transport
 
-__all__ = ["TestClient", "TurnResult", "connect_client"]
+__all__ = ["AgentUnderTest", "TestClient", "TurnResult", "as_component", "connect_client"]
+
+#: An agent to test: an ``AgentApp``, a builder or any component, a transport, or a command line.
+AgentUnderTest: TypeAlias = "AgentApp | Component | Transport | str"
+
+
+def as_component(agent: AgentUnderTest | object) -> Any:
+    """``agent`` as something to connect to: an ``AgentApp``'s builder, a command line spawned, or itself.
+
+    Takes an ``AgentApp`` (anything with ``builder()``), a builder or any component (``AcpAgent``...),
+    a transport, or a command line (``"python my_agent.py"``: started as a process). Raises
+    ``TypeError`` for anything else.
+    """
+    if isinstance(agent, str):
+        from acpio.transports import AcpAgent, AgentCommand
+
+        return AcpAgent(AgentCommand.from_string(agent))
+    builder = getattr(agent, "builder", None)
+    if callable(builder) and not hasattr(agent, "open"):
+        return builder()
+    if hasattr(agent, "open") or hasattr(agent, "receive"):
+        return agent
+    raise TypeError(
+        f"cannot test {agent!r}: give an AgentApp, a builder, a component (AcpAgent...) or the agent's "
+        "command line"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,13 +109,13 @@ class TestClient:
 
 @asynccontextmanager
 async def connect_client(
-    agent: Component | Transport,
+    agent: AgentUnderTest,
     *,
     cwd: str | Path,
     protocol: Literal[1, 2] = 1,
     wait_timeout: float = 10.0,
 ) -> AsyncIterator[TestClient]:
-    """Connect a :class:`TestClient` to ``agent`` (a builder, an ``AgentApp``'s builder, an ``AcpAgent``...).
+    """Connect a :class:`TestClient` to ``agent``: an ``AgentApp``, a builder, a component or a command line.
 
     ``protocol`` is the ACP version to speak (an agent that answers another one fails here).
     Initializing must take at most ``wait_timeout`` seconds, and so must closing.
@@ -99,7 +125,7 @@ async def connect_client(
     from acpio.roles import Client
 
     conversation = Conversation()
-    transport = Tap(await open_transport(agent), conversation)
+    transport = Tap(await open_transport(as_component(agent)), conversation)
     ready: asyncio.Future[TestClient] = asyncio.get_running_loop().create_future()
     finished = asyncio.Event()
 

@@ -115,7 +115,7 @@ class Conversation:
         return [e.message for e in self.entries if e.sender == sender and e.is_request and e.method == method]
 
     def stop_reasons(self) -> list[str]:
-        """The stop reason of each answered ``session/prompt``, in order."""
+        """The stop reason of each turn, in order: v1's ``session/prompt`` answers, v2's ``state_update``."""
         prompts = {
             _key(e.message.get("id"))
             for e in self.entries
@@ -123,10 +123,16 @@ class Conversation:
         }
         reasons = []
         for entry in self.entries:
-            if entry.sender == "agent" and entry.is_response and _key(entry.message.get("id")) in prompts:
+            update = _update(entry)
+            if update is not None and update.get("sessionUpdate") == "state_update":
+                reason = update.get("stopReason")
+            elif entry.sender == "agent" and entry.is_response and _key(entry.message.get("id")) in prompts:
                 result = entry.message.get("result")
-                if isinstance(result, dict) and isinstance(result.get("stopReason"), str):
-                    reasons.append(result["stopReason"])
+                reason = result.get("stopReason") if isinstance(result, dict) else None
+            else:
+                continue
+            if isinstance(reason, str):
+                reasons.append(reason)
         return reasons
 
     # --- checks -------------------------------------------------------------------------------

@@ -26,13 +26,13 @@ from typing import Any, Literal, cast
 import pytest
 import pytest_asyncio
 
-from acpio.testing.client import TestClient, connect_client
+from acpio.testing.client import AgentUnderTest, TestClient, as_component, connect_client
 from acpio.testing.matching import Tolerance
 from acpio.testing.replay_agent import Faults, ReplayAgent
 from acpio.testing.replay_client import replay_client
 from acpio.trace.cassette import Recording
 
-__all__ = ["CassetteFixture", "as_component"]
+__all__ = ["CassetteFixture"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,25 +67,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("acpio_protocol", versions, ids=[f"v{v}" for v in versions])
 
 
-def as_component(agent: object) -> Any:
-    """The agent under test as something to connect to: an app's builder, a command spawned, or itself."""
-    if isinstance(agent, str):
-        from acpio.transports import AcpAgent, AgentCommand
-
-        return AcpAgent(AgentCommand.from_string(agent))
-    builder = getattr(agent, "builder", None)
-    if callable(builder) and not hasattr(agent, "open"):
-        return builder()
-    if hasattr(agent, "open") or hasattr(agent, "receive"):
-        return agent
-    raise TypeError(
-        f"acpio_agent returned {agent!r}: return an AgentApp, a builder, a component (AcpAgent...) "
-        "or the agent's command line"
-    )
-
-
 @pytest.fixture
-def acpio_agent() -> object:
+def acpio_agent() -> AgentUnderTest:
     """The agent under test: define this fixture (an ``AgentApp``, a builder, a component or a command)."""
     pytest.fail(
         "define a fixture named acpio_agent returning the agent under test: an AgentApp, a builder, "
@@ -104,10 +87,10 @@ def acpio_protocol(request: pytest.FixtureRequest) -> Literal[1, 2]:
 
 @pytest_asyncio.fixture
 async def acpio_client(
-    acpio_agent: object, acpio_protocol: Literal[1, 2], tmp_path: Path
+    acpio_agent: AgentUnderTest, acpio_protocol: Literal[1, 2], tmp_path: Path
 ) -> AsyncIterator[TestClient]:
     """A :class:`~acpio.testing.TestClient` connected to ``acpio_agent``, its session in ``tmp_path``."""
-    async with connect_client(as_component(acpio_agent), cwd=tmp_path, protocol=acpio_protocol) as client:
+    async with connect_client(acpio_agent, cwd=tmp_path, protocol=acpio_protocol) as client:
         yield client
 
 
