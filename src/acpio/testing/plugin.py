@@ -104,7 +104,7 @@ class CassetteFixture:
     def __repr__(self) -> str:
         return f"CassetteFixture({str(self.path)!r}, recording={self.recording})"
 
-    def agent(self, real: object = None, *, faults: Faults | None = None) -> Any:
+    def agent(self, real: AgentUnderTest | None = None, *, faults: Faults | None = None) -> Any:
         """The agent to connect a client to: ``real`` recorded (``--acpio-record``), else the replay."""
         if self.recording:
             if real is None:
@@ -117,7 +117,12 @@ class CassetteFixture:
         return ReplayAgent(self.path, faults=faults)
 
     async def check(
-        self, agent: object, *, cwd: str | Path, tolerance: Tolerance | None = None, wait_timeout: float = 5.0
+        self,
+        agent: AgentUnderTest,
+        *,
+        cwd: str | Path,
+        tolerance: Tolerance | None = None,
+        wait_timeout: float = 5.0,
     ) -> None:
         """Replay the recorded client against ``agent``; fail with the conversation where it departs.
 
@@ -126,7 +131,7 @@ class CassetteFixture:
         """
         self._require()
         report = await replay_client(
-            self.path, as_component(agent), cwd=cwd, tolerance=tolerance, wait_timeout=wait_timeout
+            self.path, agent, cwd=cwd, tolerance=tolerance, wait_timeout=wait_timeout
         )
         if self.recording:
             report.as_cassette().save(self.path)

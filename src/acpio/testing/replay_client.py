@@ -25,11 +25,12 @@ from typing import Any, Literal
 
 import orjson
 
+from acpio.testing.client import AgentUnderTest, as_component
 from acpio.testing.conversation import conversation_lines
 from acpio.testing.matching import Bindings, Tolerance, kind_of
 from acpio.trace.cassette import Cassette, Entry
 from acpio.trace.redact import restore_paths
-from acpio.transports.base import Component, OversizedFrame, Transport
+from acpio.transports.base import OversizedFrame, Transport
 
 __all__ = ["CassetteMismatch", "Departure", "ReplayReport", "replay_client"]
 
@@ -122,14 +123,14 @@ class ReplayReport:
 
 async def replay_client(
     cassette: Cassette | str | Path,
-    agent: Component | Transport,
+    agent: AgentUnderTest,
     *,
     cwd: str | Path,
     wait_timeout: float = 5.0,
     start_timeout: float = 30.0,
     tolerance: Tolerance | None = None,
 ) -> ReplayReport:
-    """Replay the client of ``cassette`` against ``agent`` (a builder, an ``AcpAgent``...).
+    """Replay the client of ``cassette`` against ``agent`` (an ``AgentApp``, a component, a command line).
 
     ``cwd`` replaces ``<cwd>`` in what is sent (the session's directory). Each wait for the agent
     lasts at most ``wait_timeout`` seconds (``start_timeout`` until the agent's first message: a
@@ -142,7 +143,7 @@ async def replay_client(
     loaded = cassette if isinstance(cassette, Cassette) else Cassette.load(cassette)
     fresh = replace(tolerance or Tolerance(), bindings=Bindings())  # each run binds its own identifiers
     run = _ClientReplay(loaded, cwd, (start_timeout, wait_timeout), fresh)
-    transport = await open_transport(agent)
+    transport = await open_transport(as_component(agent))
     try:
         await run.play(transport)
     finally:
