@@ -7,7 +7,9 @@
   the agent departed from the recording);
 * the pytest plugin (:mod:`acpio.testing.plugin`, ``pip install 'acpio[testing]'``) has fixtures for
   all of them (``docs/testing-agents.md``, ``docs/testing-clients.md``);
-* :func:`serving` and :class:`WirePeer`, for what only raw JSON can test (malformed input, ids)::
+* :func:`serving` and :class:`WirePeer`, for what only raw JSON can test (malformed input, ids).
+
+Raw JSON::
 
     async with serving(my_agent_builder) as peer:
         peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
