@@ -22,7 +22,7 @@ from acpio.testing import (
     connect_client,
     replay_client,
 )
-from acpio.testing.replay_agent import GARBAGE, AgentCrashed, replay_as_agent
+from acpio.testing.agent_replay import GARBAGE, AgentCrashed, replay_as_agent
 from acpio.trace.cassette import Cassette, Recording
 
 SCRIPT = "say hi\nwrite notes.txt: hello\nread notes.txt"

@@ -20,7 +20,7 @@ from acpio.cli import CliError, note_if_terminal, run_main
 
 if TYPE_CHECKING:
     from acpio.cli import Subcommands
-    from acpio.testing.replay_agent import Faults
+    from acpio.testing.agent_replay import Faults
     from acpio.trace.cassette import Cassette
 
 __all__ = ["register", "run"]
@@ -60,7 +60,7 @@ def register(subparsers: Subcommands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out ``acpio replay``."""
-    from acpio.testing.replay_agent import Faults
+    from acpio.testing.agent_replay import Faults
     from acpio.trace.cassette import Cassette
 
     if args.delay < 0:
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(cassette: Cassette, faults: Faults) -> int:
     import asyncio
 
-    from acpio.testing.replay_agent import AgentCrashed, replay_as_agent
+    from acpio.testing.agent_replay import AgentCrashed, replay_as_agent
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()

@@ -29,26 +29,29 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import orjson
 
+from acpio._exports import lazy_exports
 from acpio.errors import ConnectionClosed
-from acpio.jsonrpc import Builder
-from acpio.testing._transport_check import (
-    TRANSPORT_PROPERTIES,
-    PairFactory,
-    TransportPair,
-    TransportReport,
-    check_transport,
-)
-from acpio.testing.client import AgentUnderTest, TestClient, TurnResult, connect_client
-from acpio.testing.conversation import Conversation, ConversationError, conversation_lines
-from acpio.testing.matching import Tolerance
-from acpio.testing.replay_agent import Faults, ReplayAgent
-from acpio.testing.replay_client import CassetteMismatch, Departure, ReplayReport, replay_client
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
+
+if TYPE_CHECKING:  # loaded on first use (acpio replay needs only the replayed agent)
+    from acpio.jsonrpc import Builder
+    from acpio.testing._transport_check import (
+        TRANSPORT_PROPERTIES,
+        PairFactory,
+        TransportPair,
+        TransportReport,
+        check_transport,
+    )
+    from acpio.testing.agent_replay import Faults, ReplayAgent
+    from acpio.testing.client import AgentUnderTest, TestClient, TurnResult, connect_client
+    from acpio.testing.client_replay import CassetteMismatch, Departure, ReplayReport, replay_client
+    from acpio.testing.conversation import Conversation, ConversationError, conversation_lines
+    from acpio.testing.matching import Tolerance
 
 __all__ = [
     "TRANSPORT_PROPERTIES",
@@ -187,3 +190,7 @@ async def _serving(builder: Builder, peer_class: type[WirePeer], limit: float) -
         await peer.close()
         async with asyncio.timeout(limit):
             await task
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -26,10 +26,10 @@ from typing import Any, Literal, cast
 import pytest
 import pytest_asyncio
 
+from acpio.testing.agent_replay import Faults, ReplayAgent
 from acpio.testing.client import AgentUnderTest, TestClient, as_component, connect_client
+from acpio.testing.client_replay import replay_client
 from acpio.testing.matching import Tolerance
-from acpio.testing.replay_agent import Faults, ReplayAgent
-from acpio.testing.replay_client import replay_client
 from acpio.trace.cassette import Recording
 
 __all__ = ["CassetteFixture"]

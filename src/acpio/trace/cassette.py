@@ -17,7 +17,7 @@ FILE`` records its run. :meth:`Cassette.load` reads a cassette, and also any oth
 writes (``acpio prompt --json``'s log, a conductor's ``--trace``: the messages on the client's
 hop), which :meth:`Cassette.save` can then write redacted. Replaying one is
 :mod:`acpio.testing`'s part: as an agent (:class:`acpio.testing.ReplayAgent`, ``acpio replay``)
-or as a client (:func:`acpio.testing.replay_client`).
+or as a client (:func:`acpio.testing.client_replay`).
 """
 
 from __future__ import annotations
