@@ -145,7 +145,7 @@ async def test_the_same_agent_replays_without_departure(tmp_path: Path, recorded
 async def test_a_changed_agent_is_caught_with_the_conversation(tmp_path: Path, recorded: Path) -> None:
     changed = offline_agent(tmp_path, mode="auto-edit")  # a new default mode: it edits without asking
     report = await replay_client(
-        recorded, changed, cwd=directory(tmp_path, "again"), tolerance=USAGE, wait_timeout=1
+        recorded, changed, cwd=directory(tmp_path, "again"), tolerance=USAGE, wait_timeout=2
     )
     assert not report.ok
     with pytest.raises(CassetteMismatch) as caught:
