@@ -9,9 +9,16 @@ of ``shared`` at collection time defines ``parametrize_from_shared(metafunc, sha
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+
+# acpio's own pytest plugin (its fixtures: docs/testing-agents.md), loaded here when the installed
+# acpio does not declare it yet (an editable install older than its entry point); pytester tests it.
+_PLUGIN = "acpio.testing.plugin"
+_INSTALLED = any(ep.value == _PLUGIN for ep in entry_points(group="pytest11"))
+pytest_plugins = ["pytester"] if _INSTALLED else ["pytester", _PLUGIN]
 
 #: The ``shared`` directory beside the repository (``<repo>/../shared``).
 SHARED_DIR = (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()

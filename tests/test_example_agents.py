@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
-from acpio.testing import serving
+from acpio.schema import NewSessionRequest
+from acpio.testing import TestClient, serving
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The example agents that speak ACP on their stdio.
@@ -37,18 +37,22 @@ def check_answers(answers: dict[Any, dict[str, Any]]) -> None:
     assert first != second
 
 
-@pytest.mark.parametrize("name", STDIO_AGENTS)
-def test_a_stdio_example_agent_sends_agent_info_and_a_new_id_per_session(name: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
-        input=b"".join(orjson.dumps(m) + b"\n" for m in setup_messages(str(tmp_path))),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    frames = [orjson.loads(line) for line in done.stdout.splitlines()]
-    check_answers({m["id"]: m for m in frames if "id" in m and "method" not in m})
+@pytest.fixture(params=STDIO_AGENTS)
+def acpio_agent(request: pytest.FixtureRequest) -> str:
+    """Each stdio example, spawned by acpio's pytest plugin for ``acpio_client``."""
+    return shlex.join([sys.executable, str(EXAMPLES / request.param)])
+
+
+async def test_a_stdio_example_agent_sends_agent_info_and_a_new_id_per_session(
+    acpio_client: TestClient, tmp_path: Path
+) -> None:
+    new = NewSessionRequest(cwd=str(tmp_path), mcp_servers=[])
+    first, second = [await acpio_client.connection.send_request(new) for _ in range(2)]
+    assert first.session_id != second.session_id
+    info = acpio_client.conversation.entries[1].message["result"].get("agentInfo")
+    assert info is not None, acpio_client.conversation
+    assert info["name"]
+    assert info["version"]
 
 
 async def test_the_unstable_fork_example_agent_sends_agent_info_and_a_new_id_per_session(

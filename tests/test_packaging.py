@@ -50,6 +50,9 @@ def test_the_wheel_is_the_typed_package_and_its_command(dist: Path) -> None:
     assert {"acpio/py.typed", "acpio/app/__init__.py", "acpio/schema/_models.py"} <= names
     assert not any(n.startswith(("tests/", "docs/", "examples/")) for n in names)
     assert "acpio = acpio.cli:main" in entry_points
+    # the pytest plugin, loaded by pytest wherever acpio[testing] is installed
+    assert "[pytest11]\nacpio = acpio.testing.plugin" in entry_points
+    assert "Provides-Extra: testing" in metadata
     assert "Requires-Python: >=3.11" in metadata
     assert "License-Expression: Apache-2.0" in metadata
     assert "Description-Content-Type: text/markdown" in metadata

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.errors import RequestError
 from acpio.store import MemoryStore
-from acpio.testing import WirePeer, serving
+from acpio.testing import TestClient, TurnResult, WirePeer, connect_client, serving
 from acpio.transports import Channel
 
 TIMEOUT = 10
@@ -59,26 +60,31 @@ async def test_initialize_and_session_ids_come_for_free() -> None:
         assert ids[0] != ids[1]
 
 
-async def test_a_turn_streams_then_answers() -> None:
-    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
-        session = await start(peer)
-        seen: list[Any] = []
-        answer = await peer.response_to(prompt(peer, session, "three small words"), seen)
-        assert answer["result"] == {"stopReason": "end_turn"}
-        assert [m["params"]["update"] for m in seen] == [
-            {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "counting"}},
-            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "3"}},
-        ]
+@pytest.fixture
+def acpio_agent() -> AgentApp:
+    """The agent of the tests that use acpio's pytest plugin (``acpio_client``)."""
+    return counting_app()
 
 
-async def test_a_failing_turn_answers_with_its_message_and_the_agent_goes_on() -> None:
-    async with serving(counting_app().builder(), timeout=TIMEOUT) as peer:
-        session = await start(peer)
-        failed = await peer.response_to(prompt(peer, session, "fail"))
-        assert failed["error"]["code"] == -32603
-        assert failed["error"]["data"] == {"details": "the model is unreachable", "type": "ValueError"}
-        again = await peer.response_to(prompt(peer, session, "still here"))
-        assert again["result"] == {"stopReason": "end_turn"}
+async def test_a_turn_streams_then_answers(acpio_client: TestClient) -> None:
+    turn = await acpio_client.prompt("three small words")
+    assert turn == TurnResult(text="3", stop_reason="end_turn")
+    assert acpio_client.conversation.lines()[-3:] == [
+        'agent ↝ client  session/update  agent_thought_chunk "counting"',
+        'agent ↝ client  session/update  agent_message_chunk "3"',
+        "agent ⇢ client  session/prompt  stopReason: end_turn",
+    ]
+
+
+async def test_a_failing_turn_answers_with_its_message_and_the_agent_goes_on(
+    acpio_client: TestClient,
+) -> None:
+    with pytest.raises(RequestError) as failed:
+        await acpio_client.prompt("fail")
+    assert failed.value.code == -32603
+    assert failed.value.data == {"details": "the model is unreachable", "type": "ValueError"}
+    again = await acpio_client.prompt("still here")
+    assert again.stop_reason == "end_turn"
 
 
 async def test_error_details_can_be_kept_from_the_client() -> None:
@@ -438,14 +444,11 @@ async def test_each_turn_sees_the_sessions_earlier_turns() -> None:
         await turn.say(f"turn {len(turn.history) + 1}: ")
         await turn.say(" / ".join(f"{e.prompt[0].to_wire()['text']}->{e.reply}" for e in turn.history))
 
-    async with serving(app.builder(), timeout=TIMEOUT) as peer:
-        session = await start(peer)
+    async with connect_client(app.builder(), cwd=CWD) as client:
         for text in ("a", "b"):
-            await peer.response_to(prompt(peer, session, text))
-        seen: list[Any] = []
-        await peer.response_to(prompt(peer, session, "c"), seen)
-        said = "".join(m["params"]["update"]["content"]["text"] for m in seen)
-        assert said == "turn 3: a->turn 1:  / b->turn 2: a->turn 1: "
+            await client.prompt(text)
+        turn = await client.prompt("c")
+    assert turn.text == "turn 3: a->turn 1:  / b->turn 2: a->turn 1: "
 
 
 async def test_an_app_without_a_prompt_function_is_refused_before_it_serves() -> None:

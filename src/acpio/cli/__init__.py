@@ -22,7 +22,19 @@ __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
 _T = TypeVar("_T")
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
-_COMMANDS = ("testy", "agent", "prompt", "batch", "check", "inspect", "conductor", "proxy", "serve", "trace")
+_COMMANDS = (
+    "testy",
+    "agent",
+    "prompt",
+    "batch",
+    "check",
+    "inspect",
+    "replay",
+    "conductor",
+    "proxy",
+    "serve",
+    "trace",
+)
 
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2

@@ -199,6 +199,12 @@ def register(subparsers: Subcommands) -> None:
         "(view it with `acpio trace view FILE`)",
     )
     parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="record the conversation with the agent to FILE as a cassette, API keys, tokens and local "
+        "paths redacted (replay it with `acpio replay FILE`; see docs/testing-clients.md)",
+    )
+    parser.add_argument(
         "--mcp",
         metavar="NAME=SPEC",
         action="append",
@@ -272,6 +278,9 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--mcp: {exc}") from exc
     if trace is not None and not trace.parent.is_dir():
         raise CliError(f"--trace {args.trace}: no such directory {trace.parent}")
+    record = Path(args.record).expanduser() if args.record else None
+    if record is not None and not record.parent.is_dir():
+        raise CliError(f"--record {args.record}: no such directory {record.parent}")
     if args.logout:
         return prompt_controls.logout(args, agent)
     managed = prompt_controls.manage_sessions(args, agent, cwd.resolve())
@@ -306,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         proxies=proxies,
         trace=trace,
+        record=record,
         add_dirs=added,
         interactive=args.interactive,
         mcp_servers=tuple(mcp_servers),

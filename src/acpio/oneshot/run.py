@@ -203,6 +203,9 @@ class PromptOptions:
     #: Write the conductor's trace of every message between the client, the proxies and the agent
     #: to this file (``--trace``; ``acpio trace view FILE`` shows it).
     trace: Path | None = None
+    #: Record the conversation with the agent to this file as a cassette, secrets and local paths
+    #: redacted (``--record``; :mod:`acpio.trace.cassette`, ``acpio replay FILE`` replays it).
+    record: Path | None = None
     #: More directories the session may use besides ``cwd`` (``--add-dir``): sent as the session's
     #: ``additionalDirectories``, and the agent's file access is allowed there too.
     add_dirs: tuple[Path, ...] = ()
@@ -298,6 +301,7 @@ async def run_prompt(
                 return await run.run(json_renderer)
             finally:
                 await run.end_terminals()
+                run.stop_recording()
     finally:
         renderer.close()
         if owned_lines is not None:
@@ -383,6 +387,8 @@ class _PromptRun:
         #: The signal ending the run in order (SIGTERM, SIGHUP), once one came.
         self._stopping: int | None = None
         self._ending_terminals: asyncio.Task[None] | None = None
+        #: ``--record``: what closes the cassette, once it is open.
+        self.stop_recording: Callable[[], None] = lambda: None
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -397,6 +403,8 @@ class _PromptRun:
         transport: Any = Tap(opened, self._watch)
         if self._options.editor is not None:
             transport = GuardedTransport(transport, ProfileGuard(self._options.editor))
+        if self._options.record is not None:
+            transport = self._recorded(transport, self._options.record)
         if recorder is not None:
             transport = Tap(transport, functools.partial(self._record, recorder))
         try:
@@ -444,6 +452,18 @@ class _PromptRun:
                 self._spawned.append(proxy)
             proxies.append(proxy)
         return Chain.agent("acpio prompt", [*proxies, component]).trace_to(options.trace)
+
+    def _recorded(self, transport: Any, path: Path) -> Any:
+        """``--record``: the transport with a cassette recorder on it, closed when the run ends."""
+        from acpio.trace.cassette import CassetteRecorder
+        from acpio.trace.redact import Redaction
+
+        try:
+            recorder = CassetteRecorder(path, redaction=Redaction.default(self._options.cwd))
+        except OSError as exc:
+            raise PromptFailed(f"--record {path}: {exc.strerror or exc}", ExitCode.USAGE) from exc
+        self.stop_recording = recorder.close
+        return Tap(transport, recorder)
 
     @property
     def _agent_process(self) -> AgentProcess | None:

@@ -1,6 +1,15 @@
-"""Tools for testing ACP programs: talk raw JSON to a connection under test.
+"""Tools for testing ACP programs: a typed test client, cassettes, and raw JSON to a connection under test.
 
-::
+* :func:`connect_client` connects a :class:`TestClient` to an agent (in-process or spawned); its
+  :class:`Conversation` checks print the conversation when they fail;
+* cassettes (:mod:`acpio.trace.cassette`) replay as the agent (:class:`ReplayAgent`, with
+  :class:`Faults`) or as the client (:func:`replay_client`, whose :class:`ReplayReport` shows where
+  the agent departed from the recording);
+* the pytest plugin (:mod:`acpio.testing.plugin`, ``pip install 'acpio[testing]'``) has fixtures for
+  all of them (``docs/testing-agents.md``, ``docs/testing-clients.md``);
+* :func:`serving` and :class:`WirePeer`, for what only raw JSON can test (malformed input, ids).
+
+Raw JSON::
 
     async with serving(my_agent_builder) as peer:
         peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
@@ -20,25 +29,47 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import orjson
 
+from acpio._exports import lazy_exports
 from acpio.errors import ConnectionClosed
-from acpio.jsonrpc import Builder
-from acpio.testing._transport_check import (
-    TRANSPORT_PROPERTIES,
-    PairFactory,
-    TransportPair,
-    TransportReport,
-    check_transport,
-)
 from acpio.transports.base import OversizedFrame, Transport
 from acpio.transports.channel import Channel
 
+if TYPE_CHECKING:  # loaded on first use (acpio replay needs only the replayed agent)
+    from acpio.jsonrpc import Builder
+    from acpio.testing._transport_check import (
+        TRANSPORT_PROPERTIES,
+        PairFactory,
+        TransportPair,
+        TransportReport,
+        check_transport,
+    )
+    from acpio.testing.agent_replay import Faults, ReplayAgent
+    from acpio.testing.client import AgentUnderTest, TestClient, TurnResult, connect_client
+    from acpio.testing.client_replay import CassetteMismatch, Departure, ReplayReport, replay_client
+    from acpio.testing.conversation import Conversation, ConversationError, conversation_lines
+    from acpio.testing.matching import Tolerance
+
 __all__ = [
     "TRANSPORT_PROPERTIES",
+    "AgentUnderTest",
+    "CassetteMismatch",
+    "Conversation",
+    "ConversationError",
+    "Departure",
+    "Faults",
     "PairFactory",
+    "ReplayAgent",
+    "ReplayReport",
+    "TestClient",
+    "Tolerance",
+    "TurnResult",
+    "connect_client",
+    "conversation_lines",
+    "replay_client",
     "TransportPair",
     "TransportReport",
     "WirePeer",
@@ -159,3 +190,7 @@ async def _serving(builder: Builder, peer_class: type[WirePeer], limit: float) -
         await peer.close()
         async with asyncio.timeout(limit):
             await task
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no __getattr__ that would hide a typo
+    __getattr__, __dir__ = lazy_exports(globals())
