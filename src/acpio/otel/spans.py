@@ -12,7 +12,7 @@ unwrapping at each hop.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from opentelemetry import context as otel_context
@@ -56,6 +56,9 @@ class OtelTracer:
             attributes=_attributes(connection, inner_method, inner, request_id),
         )
 
+        if not span.get_span_context().is_valid:
+            return params, _ignore  # the API's no-op span (no SDK, no context to pass on)
+
         def ended(outcome: object) -> None:
             if isinstance(outcome, BaseException):
                 _fail(span, outcome)
@@ -73,19 +76,25 @@ class OtelTracer:
         span.end()
         return params
 
-    def receiving(self, connection: str, message: Dispatch) -> Received:
+    def receiving(self, connection: str, message: Dispatch) -> Received | Ignored:
         """A ``SERVER`` span, a child of the context the message carries (a new trace without one)."""
         method, inner = _inner(message.method, message.params)
         is_request = type(message) is RequestDispatch
-        meta = inner.get("_meta") if inner is not None else None
-        carrier = meta if isinstance(meta, dict) else {}
-        parent = propagate.extract(carrier, context=otel_context.Context())
+        meta = inner.get("_meta") if type(inner) is dict else None
+        # a new trace when the message carries none (extracting from nothing costs as much as from something)
+        parent = (
+            propagate.extract(meta, context=otel_context.Context())
+            if isinstance(meta, dict) and meta
+            else otel_context.Context()
+        )
         span = self._tracer.start_span(
             method,
             context=parent,
             kind=SpanKind.SERVER,
             attributes=_attributes(connection, method, inner, message.id if is_request else None),
         )
+        if not span.get_span_context().is_valid:
+            return _IGNORED  # the API's no-op span (no SDK, no context to pass on)
         return Received(span, is_request)
 
     # --- work between messages --------------------------------------------------------------------
@@ -160,13 +169,35 @@ class Received:
         self._span.end()
 
 
-def _inner(method: str, params: object) -> tuple[str, dict[str, Any] | None]:
-    """The logical message (unwrapped from a ``proxy/successor`` envelope) and its params as an object."""
+class Ignored:
+    """The record of a message the API does not trace (no SDK): nothing to do."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        return None
+
+    def answered(self, error: RequestError | None) -> None:
+        """Nothing to end."""
+
+
+_IGNORED: Final = Ignored()
+
+
+def _ignore(outcome: object) -> None:
+    """The end of a request the API does not trace."""
+
+
+def _inner(method: str, params: object) -> tuple[str, object]:
+    """The logical message: unwrapped from a ``proxy/successor`` envelope, its params as they are."""
     if method in _ENVELOPES:
         envelope = _as_object(params)
         if envelope is not None and isinstance(envelope.get("method"), str):
-            return envelope["method"], _as_object(envelope.get("params"))
-    return method, _as_object(params)
+            return envelope["method"], envelope.get("params")
+    return method, params
 
 
 def _as_object(params: object) -> dict[str, Any] | None:
@@ -179,8 +210,20 @@ def _as_object(params: object) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
+def _session_of(params: object) -> object:
+    """The ``sessionId`` of ``params`` (raw or typed), without serializing a typed object."""
+    if type(params) is dict:
+        return params.get("sessionId")
+    if type(params) is RawJson:
+        value = _as_object(params)
+        return None if value is None else value.get("sessionId")
+    return getattr(params, "session_id", None)
+
+
 def _carrying(span: Span, method: str, params: object) -> object:
     """``params`` with ``span``'s context in ``_meta`` (in the inner message of an envelope)."""
+    if not span.get_span_context().is_valid:
+        return params  # the API's no-op span (no SDK): nothing to carry, nothing serialized
     if method in _ENVELOPES:
         envelope = _as_object(params)
         if envelope is None or not isinstance(envelope.get("method"), str):
@@ -199,7 +242,7 @@ def _carrying(span: Span, method: str, params: object) -> object:
 
 
 def _attributes(
-    connection: str, method: str, params: dict[str, Any] | None, request_id: RequestId | None
+    connection: str, method: str, params: object, request_id: RequestId | None
 ) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         "rpc.system.name": "jsonrpc",
@@ -208,7 +251,7 @@ def _attributes(
     }
     if request_id is not None:
         attributes["jsonrpc.request.id"] = str(request_id)
-    session_id = params.get("sessionId") if params is not None else None
+    session_id = _session_of(params)
     if isinstance(session_id, str):
         attributes["gen_ai.conversation.id"] = session_id
     operation = _OPERATIONS.get(method)
