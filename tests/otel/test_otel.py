@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,25 @@ async def test_an_agent_process_continues_the_client_trace(
     assert served["parent_id"] == f"0x{ours.context.span_id:016x}"
     (tool,) = [s for s in theirs if s["name"] == "execute_tool count"]
     assert tool["context"]["trace_id"] == served["context"]["trace_id"]
+
+
+async def test_without_an_sdk_instrumenting_changes_nothing_on_the_wire() -> None:
+    agent = Recorded(_agent().builder(), "agent")
+
+    async def main(cx: Any) -> str:
+        return await prompt_text(cx, "one")
+
+    acpio.otel.instrument()  # the global provider: the API's no-op one, no SDK set up in this process
+    try:
+        assert await Client.builder().connect_with(agent, main) == "counted"
+    finally:
+        acpio.otel.uninstrument()
+    sent = [frame for frame in agent.to if "method" in frame]
+    assert [frame["method"] for frame in sent] == ["initialize", "session/new", "session/prompt"]
+    assert all("_meta" not in frame["params"] for frame in sent)
+
+
+def test_importing_acpio_otel_loads_no_opentelemetry_module() -> None:
+    code = "import sys, acpio.otel; print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
