@@ -1,4 +1,4 @@
-"""The ``acpio`` command: ``testy``, ``agent``, ``prompt``, ``conductor``, ``serve``, ``trace``.
+"""The ``acpio`` command: ``testy``, ``agent``, ``prompt``, ``conductor``, ``serve``, ``trace``, ``dev``.
 
 Each subcommand lives in its own module with two functions: ``register(subparsers)`` adds its parser, and the
 parser's ``run`` default (``run(args) -> int``) carries it out. Modules import their heavy dependencies inside
@@ -22,7 +22,7 @@ __all__ = ["CliError", "main", "note_if_terminal", "run_main"]
 _T = TypeVar("_T")
 
 # Subcommand modules, in the order ``acpio --help`` lists them.
-_COMMANDS = ("testy", "agent", "prompt", "conductor", "serve", "trace")
+_COMMANDS = ("testy", "agent", "prompt", "conductor", "serve", "trace", "dev")
 
 #: Exit code for a usage or input mistake (argparse uses the same).
 USAGE_EXIT = 2
