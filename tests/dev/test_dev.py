@@ -53,3 +53,63 @@ async def test_the_agent_restarts_on_a_change_and_keeps_the_session(tmp_path: Pa
     assert after == "You wrote 2 words."
     assert later_id == first_id
     assert any("wordcount_agent.py changed: restarting the agent" in line for line in log), log
+
+
+_STORED_AGENT = """
+import sys
+from acpio import AgentApp, Turn
+
+app = AgentApp("remembering", version="1.0", store=sys.argv[1])
+
+
+@app.prompt
+async def prompt(turn: Turn) -> str:
+    await turn.say(f"{len(turn.history)} turns before this one")
+    return "end_turn"
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@pytest.mark.slow
+async def test_an_agent_with_a_sqlite_store_keeps_the_history_across_a_restart(tmp_path: Path) -> None:
+    agent_file = tmp_path / "remembering_agent.py"
+    agent_file.write_text(_STORED_AGENT)
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    reopened = asyncio.Event()
+    log: list[str] = []
+
+    def stderr(line: str) -> None:
+        log.append(line)
+        if "reopened with" in line:
+            reopened.set()
+
+    dev = AcpAgent(
+        [sys.executable, "-m", "acpio", "dev", "--interval", "0.1", str(agent_file), store],
+        cwd=tmp_path,
+        stderr=stderr,
+    )
+
+    async def main(cx: Any) -> list[str]:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        said = []
+        async with cx.build_session(tmp_path).start_session() as session:
+            for text in ("one", "two"):
+                session.send_prompt(text)
+                said.append(await session.read_to_string())
+            agent_file.write_text(_STORED_AGENT.replace("turns before", "turns before (restarted)"))
+            await asyncio.wait_for(reopened.wait(), TIMEOUT)
+            session.send_prompt("three")
+            said.append(await session.read_to_string())
+        return said
+
+    async with asyncio.timeout(TIMEOUT * 2):
+        said = await Client.builder().connect_with(dev, main)
+    assert said == [
+        "0 turns before this one",
+        "1 turns before this one",
+        "2 turns before (restarted) this one",
+    ]
+    assert any("reopened with session/resume" in line for line in log), log
