@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,17 @@ async def test_an_agent_with_a_sqlite_store_keeps_the_history_across_a_restart(t
         "2 turns before (restarted) this one",
     ]
     assert any("reopened with session/resume" in line for line in log), log
+
+
+def test_a_missing_agent_file_is_one_line_saying_what_to_give(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "dev", str(tmp_path / "nothing.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"acpio: error: no agent file {tmp_path / 'nothing.py'}: give an AgentApp file or the agent's command"
+    )
