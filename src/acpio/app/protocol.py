@@ -45,6 +45,7 @@ from acpio.errors import (
 )
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.jsonrpc.messages import encode_value
+from acpio.otel.activity import start_prompt_turn
 from acpio.schema import (
     AgentCapabilities,
     CancelNotification,
@@ -398,6 +399,7 @@ class AppProtocol:
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
         answer: PromptResponse | RequestError | None = None
+        span = start_prompt_turn(session.id, self._app.info.name)
         try:
             self.begun.add(session.id)
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
@@ -418,6 +420,8 @@ class AppProtocol:
             session.history.append(turn.exchange())
             session.turn = session.current = None
             self.begun.discard(session.id)
+            if span is not None:  # ended before the answer, which ends the session/prompt span
+                span.end(answer if isinstance(answer, RequestError) else None)
             if answer is not None:
                 responder.respond_with_result(answer)
             if self.observers is not None:

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from acpio.errors import AcpError, ConnectionClosed, NotInProtocolVersion
 from acpio.jsonrpc import Connection
+from acpio.otel.activity import Activity, start_tool_call
 from acpio.schema import (
     Content,
     Diff,
@@ -105,11 +106,13 @@ class ActiveToolCall:
         self._final = False
         #: What the block raised, when the call reports its errors (``on_error="report"``).
         self.error: Exception | None = None
+        self._span: Activity | None = None
 
     def __repr__(self) -> str:
         return f"<ActiveToolCall {self.id} {self.title!r}>"
 
     async def __aenter__(self) -> ActiveToolCall:
+        self._span = start_tool_call(self._updates.session_id, self.id, self.title, self._kind)
         locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
         optional = given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
         await self._updates.send(
@@ -120,6 +123,7 @@ class ActiveToolCall:
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        self._end_span(error)
         if self._final:
             return
         # sent without waiting: the turn may be being cancelled, and this must still go out
@@ -127,9 +131,15 @@ class ActiveToolCall:
             ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed")
         )
 
+    def _end_span(self, error: BaseException | None) -> None:
+        span, self._span = self._span, None
+        if span is not None:
+            span.end(error)
+
     def _report(self, error: Exception) -> None:
         """Mark the call ``failed`` with ``error``'s message: the block raised it, and the turn goes on."""
         self.error = error
+        self._end_span(error)
         # a refusal by the client is expected; anything else is a bug worth its traceback
         level = logging.INFO if isinstance(error, AcpError) else logging.WARNING
         _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)

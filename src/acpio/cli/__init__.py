@@ -29,6 +29,7 @@ _COMMANDS = (
     "batch",
     "check",
     "inspect",
+    "dev",
     "replay",
     "conductor",
     "proxy",

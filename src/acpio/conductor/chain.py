@@ -86,6 +86,7 @@ from acpio.jsonrpc import (
     Target,
     open_transport,
 )
+from acpio.jsonrpc.tracing import installed_tracer
 from acpio.roles import (
     LEGACY_PROXY_METHODS,
     PROXY_INITIALIZE_METHOD,
@@ -388,6 +389,9 @@ class _Run:
         self.up: Connection | None = None
         #: The upstream transport, for notifications passed on as bytes (:meth:`pass_on`).
         self.up_out: Gathering | None = None
+        #: Whether the engine traces (``acpio.otel``): notifications then take each hop's connection,
+        #: which records them and carries the trace context on, instead of the bytes path.
+        self.traced = installed_tracer() is not None
         self.links = ComponentLinks(chain.name, trace, self._broken, scope=self.scope, debug=debug)
         #: The responder of the ``initialize`` that started the chain: answered once it is up.
         self.starting: Responder[Any] | None = None
@@ -555,7 +559,13 @@ class _Run:
         conductor acts on, for an envelope from anyone but a proxy, and for what goes to the
         conductor's own successor (wrapped by the upstream role).
         """
-        if not self.instantiated or self.closing or self.failure is not None or note.method in _NOT_PASSED_ON:
+        if (
+            not self.instantiated
+            or self.closing
+            or self.failure is not None
+            or note.method in _NOT_PASSED_ON
+            or self.traced
+        ):
             return None
         if note.successor is None:
             target = 0 if source == _CLIENT else source - 1

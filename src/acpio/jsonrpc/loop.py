@@ -18,7 +18,7 @@ from typing import Any
 
 from acpio.errors import InvalidRequest, ParseError
 from acpio.jsonrpc.chain import HandlerChain
-from acpio.jsonrpc.dispatch import NotificationDispatch, RequestDispatch, ResponseDispatch
+from acpio.jsonrpc.dispatch import Dispatch, NotificationDispatch, RequestDispatch, ResponseDispatch
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
@@ -39,6 +39,7 @@ from acpio.jsonrpc.messages import (
 from acpio.jsonrpc.outbox import BatchAnswers, Outbox
 from acpio.jsonrpc.responses import Outcome, ResponseRouter
 from acpio.jsonrpc.role import Role
+from acpio.jsonrpc.tracing import MessageTracer
 from acpio.transports.base import OversizedFrame, Transport
 
 __all__ = ["DispatchLoop"]
@@ -61,12 +62,14 @@ class DispatchLoop:
         "_dispatcher",
         "_life",
         "_lock",
+        "_offer",
         "_on_end",
         "_on_error",
         "_ready",
         "_role",
         "_route",
         "_spawn",
+        "_tracer",
         "_transport",
         "outbox",
         "reader",
@@ -82,8 +85,14 @@ class DispatchLoop:
         spawn: Callable[..., asyncio.Task[object]],
         on_end: Callable[[], Awaitable[None]],
         on_error: Callable[[BaseException], None],
+        tracer: MessageTracer | None = None,
     ) -> None:
         self._transport = transport
+        self._tracer = tracer
+        #: How a message is offered to the chain: straight, or inside the tracer's record of it.
+        self._offer: Callable[[Dispatch], Awaitable[None]] = (
+            chain.offer if tracer is None else self._traced_offer
+        )
         self._role = role
         self._life = life
         self._chain = chain
@@ -101,6 +110,7 @@ class DispatchLoop:
             life,
             in_dispatch_loop=self.in_dispatch_loop,
             run_response_callback=self.run_response_callback,
+            tracer=tracer,
         )
         self._ready: list[tuple[_Callback, Outcome]] = []
         self._lock = asyncio.Lock()
@@ -160,7 +170,7 @@ class DispatchLoop:
         lock = self._lock
         me = asyncio.current_task()
         life = self._life
-        offer = self._chain.offer
+        offer = self._offer
         chain = self._chain
         try:
             while life.is_open:
@@ -195,6 +205,16 @@ class DispatchLoop:
             self._on_error(exc)
             return
         await self._on_end()
+
+    async def _traced_offer(self, message: Dispatch) -> None:
+        """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""
+        assert self._tracer is not None
+        received = self._tracer.receiving(self._life.name, message)
+        if type(message) is RequestDispatch:
+            assert isinstance(message, RequestDispatch)
+            message.responder.trace = received.answered
+        with received:
+            await self._chain.offer(message)
 
     async def _other(self, decoded: Entry | Batch | OversizedBatch | OversizedFrame) -> None:
         """The rare frames: a batch, invalid input, or a line or batch over a limit."""
@@ -251,10 +271,10 @@ class DispatchLoop:
         kind = type(entry)
         if kind is Notification:
             assert isinstance(entry, Notification)
-            await self._chain.offer(self._notification(entry))
+            await self._offer(self._notification(entry))
         elif kind is Request:
             assert isinstance(entry, Request)
-            await self._chain.offer(self._request(entry, batch))
+            await self._offer(self._request(entry, batch))
         elif kind is Response:
             assert isinstance(entry, Response)
             await self._response(entry)

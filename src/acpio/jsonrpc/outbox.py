@@ -28,6 +28,7 @@ from acpio.jsonrpc.messages import (
 from acpio.jsonrpc.pending import CancelFlag, IncomingRequests, OutgoingRequests
 from acpio.jsonrpc.responses import Outcome, PendingReply, Responder, SentRequest
 from acpio.jsonrpc.role import PeerLike, Role
+from acpio.jsonrpc.tracing import MessageTracer
 from acpio.jsonrpc.typed import Parser, identity
 from acpio.transports.base import Transport
 
@@ -50,6 +51,7 @@ class Outbox:
         "_life",
         "_outgoing",
         "_role",
+        "_tracer",
         "_transport",
         "_unflushed",
         "_warned_unflushed",
@@ -66,8 +68,10 @@ class Outbox:
         *,
         in_dispatch_loop: Callable[[], bool],
         run_response_callback: Callable[[Callable[[Outcome], Awaitable[None]], Outcome], None],
+        tracer: MessageTracer | None = None,
     ) -> None:
         self._transport = transport
+        self._tracer = tracer
         self._role = role
         self._life = life
         self.name = life.name
@@ -134,20 +138,26 @@ class Outbox:
         if not self._life.is_open:
             raise self._life.refusal(method)
         reply = PendingReply(self, method, peer)
-        wire_method, wire_params = (
-            (method, params) if peer is None else self._role.route_outgoing(peer, method, params)
-        )
         request_id = self._outgoing.allocate(reply)
         reply.id = request_id
         try:
+            if self._tracer is not None:
+                params, reply.trace = self._tracer.sending_request(self.name, method, request_id, params)
+            wire_method, wire_params = (
+                (method, params) if peer is None else self._role.route_outgoing(peer, method, params)
+            )
             self.emit(encode_request(request_id, wire_method, wire_params))
-        except BaseException:
+        except BaseException as exc:
             self._outgoing.discard(request_id, reply)
+            if reply.trace is not None:
+                reply.trace(exc)
             raise
         return SentRequest(reply, parse)
 
     def notify(self, peer: PeerLike | None, method: str, params: object) -> None:
         """Send a notification to ``peer`` (``None``: the counterpart)."""
+        if self._tracer is not None:
+            params = self._tracer.sending_notification(self.name, method, params)
         if peer is not None:
             method, params = self._role.route_outgoing(peer, method, params)
         self.emit(encode_notification(method, params))
@@ -218,6 +228,8 @@ class Outbox:
         """The frame answering ``responder``, which stops being in flight."""
         request_id = responder.id
         self._incoming.remove(request_id, responder.cancel_flag)
+        if responder.trace is not None:
+            responder.trace(error)
         if error is not None:
             return encode_error(request_id, error)
         try:
@@ -229,6 +241,8 @@ class Outbox:
     def unanswered(self, responder: Responder[Any]) -> None:
         """A responder was garbage-collected unanswered (its handler neither answered nor kept it)."""
         self._incoming.remove(responder.id, responder.cancel_flag)
+        if responder.trace is not None:
+            responder.trace(InternalError(message="The handler dropped this request without answering"))
         if self._life.is_open:
             _log.warning(
                 "Request %r (%s) was dropped without an answer; the peer may wait forever. "

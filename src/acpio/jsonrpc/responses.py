@@ -108,6 +108,7 @@ class PendingReply:
         "peer",
         "settled",
         "sink",
+        "trace",
     )
 
     def __init__(self, carrier: Awaiting, method: str, peer: PeerLike | None) -> None:
@@ -123,6 +124,8 @@ class PendingReply:
         #: A sync consumer run as soon as the outcome is known (forward_response_to).
         self.sink: Callable[[Outcome], None] | None = None
         self.cancel_sent = False
+        #: The tracer's end of this request (``acpio.jsonrpc.tracing``), when one is installed.
+        self.trace: Callable[[Outcome], None] | None = None
 
     def settle(self, outcome: Outcome) -> bool:
         """Record the outcome (a raw result, or an exception) and wake its consumer. First one wins."""
@@ -131,6 +134,8 @@ class PendingReply:
             return False
         self.settled = True
         self.outcome = outcome
+        if self.trace is not None:
+            self.trace(outcome)
         if self.sink is not None:
             try:
                 self.sink(outcome)
@@ -344,7 +349,7 @@ class Responder(Generic[T]):
 
     # __weakref__: a client's connection tracks pending session/request_permission responders
     # weakly, so that one its handler dropped is still answered by the engine.
-    __slots__ = ("__weakref__", "_answering", "_cancel", "_done", "id", "method")
+    __slots__ = ("__weakref__", "_answering", "_cancel", "_done", "id", "method", "trace")
 
     def __init__(
         self, answering: Answering, request_id: RequestId, method: str, cancel: CancelFlag | None = None
@@ -354,6 +359,8 @@ class Responder(Generic[T]):
         self.method = method
         self._done = False
         self._cancel = cancel if cancel is not None else CancelFlag()
+        #: Told of the answer by the connection, when a tracer follows it (``acpio.jsonrpc.tracing``).
+        self.trace: Callable[[RequestError | None], None] | None = None
 
     def __repr__(self) -> str:
         return f"<Responder {self.method!r} id={self.id!r}{' done' if self._done else ''}>"
