@@ -80,7 +80,7 @@ METHOD_DEFS = [m.params.__name__ for m in METHODS] + [
 ]
 DEFS = list(dict.fromkeys(CORE_DEFS + METHOD_DEFS))
 #: Examples per type: the core set gets more; the whole file stays under a minute.
-MAX_EXAMPLES = {name: 20 for name in CORE_DEFS}
+MAX_EXAMPLES = {name: 10 for name in CORE_DEFS}
 METHOD_EXAMPLES = 8
 
 
