@@ -20,14 +20,15 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Coroutine
-from typing import Any, Literal, TypeVar, cast
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, Literal, cast
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
 from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
 from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
+from acpio.oneshot.answers import unless_cancelled
 from acpio.oneshot.permissions import CommandGrants, command_request
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
@@ -52,7 +53,6 @@ __all__ = ["SessionRequests"]
 
 _log = logging.getLogger("acpio.driver")
 
-_T = TypeVar("_T")
 _Serve = Callable[[RequestDispatch], Awaitable[Any]]
 
 #: What answering a request recorded, for the turn's result and its stream.
@@ -177,21 +177,8 @@ class SessionRequests:
         """The policy's outcome; ``cancelled`` once the turn is cancelled (even while deciding)."""
         if self.cancelled.is_set():
             return CancelledPermissionOutcome()
-        outcome = await self._unless_cancelled(decide_permission(self._policy, request, call))
+        outcome = await unless_cancelled(self.cancelled, decide_permission(self._policy, request, call))
         return CancelledPermissionOutcome() if outcome is None else outcome
-
-    async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:
-        doing = asyncio.ensure_future(work)
-        cancelled = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            await asyncio.wait((doing, cancelled), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (doing, cancelled):
-                task.cancel()
-            await asyncio.gather(doing, cancelled, return_exceptions=True)
-        if self.cancelled.is_set() or doing.cancelled():
-            return None
-        return doing.result()
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
         """Let a command run, or refuse it (``-32602``): a grant covers it, or the policy allows it.

@@ -42,7 +42,7 @@ from acpio.schema import (
 from acpio.session import RequestPermissionV2Message, SessionMessage
 from acpio.session.messages import v2_permission_answer
 
-__all__ = ["PolicyName", "RequestAnswers"]
+__all__ = ["PolicyName", "RequestAnswers", "unless_cancelled"]
 
 _log = logging.getLogger("acpio.oneshot")
 
@@ -209,7 +209,7 @@ class RequestAnswers:
         if self.elicitor is None:
             raise MethodNotFound(dispatch.method)
         self._renderer.settle()
-        answer = await self._unless_cancelled(self.elicitor.answer(request))
+        answer = await unless_cancelled(self.cancelled, self.elicitor.answer(request))
         return CreateElicitationResponse(action="cancel") if answer is None else answer
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
@@ -282,19 +282,24 @@ class RequestAnswers:
         if self.cancelled.is_set():
             return CancelledPermissionOutcome()
         self._renderer.settle()
-        outcome = await self._unless_cancelled(decide_permission(self._policy, request))
+        outcome = await unless_cancelled(self.cancelled, decide_permission(self._policy, request))
         return CancelledPermissionOutcome() if outcome is None else outcome
 
-    async def _unless_cancelled(self, work: Coroutine[Any, Any, _T]) -> _T | None:
-        """What ``work`` returns, or ``None`` once the turn is cancelled (``work`` is cancelled then)."""
-        doing = asyncio.ensure_future(work)
-        cancelled = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            await asyncio.wait((doing, cancelled), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (doing, cancelled):
-                task.cancel()
-            await asyncio.gather(doing, cancelled, return_exceptions=True)
-        if self.cancelled.is_set() or doing.cancelled():
-            return None
-        return doing.result()
+
+async def unless_cancelled(cancelled: asyncio.Event, work: Coroutine[Any, Any, _T]) -> _T | None:
+    """What ``work`` returns, or ``None`` once ``cancelled`` is set (``work`` is cancelled then).
+
+    A turn's answer to the agent (a policy deciding, a person asked) must not outlive the turn's
+    cancellation: the connection has already answered the request ``cancelled``.
+    """
+    doing = asyncio.ensure_future(work)
+    waiting = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait((doing, waiting), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (doing, waiting):
+            task.cancel()
+        await asyncio.gather(doing, waiting, return_exceptions=True)
+    if cancelled.is_set() or doing.cancelled():
+        return None
+    return doing.result()
