@@ -78,3 +78,9 @@ def test_mistakes() -> None:
         Redactor([])
     with pytest.raises(ValueError, match="window=0"):
         Redactor([KEY], window=0)
+
+
+def test_case_insensitive_pattern_after_text_whose_case_folding_is_longer() -> None:
+    # "ß" folds to "ss": the held tail must be found in the text, not at the folded text's index
+    redactor = Redactor([re.compile(r"secret-[0-9]{4}", re.IGNORECASE)])
+    assert "".join(run(redactor, ["Straße ßß: SECRET-12", "34 done"])) == "Straße ßß: [REDACTED] done"

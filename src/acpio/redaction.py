@@ -126,14 +126,15 @@ class Redactor:
             if not prefix:
                 cut = min(cut, end - self.window + 1)
                 continue
-            folded = text.casefold() if fold else text
-            start = folded.find(prefix[0], max(0, end - self.window))
-            while start != -1 and start < cut:
+            low = max(0, end - self.window)
+            folded = _fold(text[low:]) if fold else text[low:]  # index i of it is text's low + i
+            start = folded.find(prefix[0])
+            while start != -1 and low + start < cut:
                 tail = folded[start:]
                 if prefix.startswith(tail) or tail.startswith(prefix):
-                    complete = pattern.match(text, start)
+                    complete = pattern.match(text, low + start)
                     if complete is None or complete.end() == end:
-                        cut = start
+                        cut = low + start
                         break
                 start = folded.find(prefix[0], start + 1)
         return self._outside_matches(text, max(0, cut))
@@ -148,6 +149,11 @@ class Redactor:
                     if match.start() < cut < match.end():
                         cut, moved = match.start(), True
         return cut
+
+
+def _fold(text: str) -> str:
+    """``text`` case-folded character by character, keeping its length (``ß`` stays, not ``ss``)."""
+    return "".join(folded if len(folded := char.casefold()) == 1 else char for char in text)
 
 
 def _literal_prefix(pattern: re.Pattern[str]) -> str:
@@ -176,4 +182,4 @@ def _literal_prefix(pattern: re.Pattern[str]) -> str:
             break
         index += step
     text = "".join(prefix)
-    return text.casefold() if pattern.flags & re.IGNORECASE else text
+    return _fold(text) if pattern.flags & re.IGNORECASE else text

@@ -238,3 +238,45 @@ async def test_audit_callback_gets_every_decision(tmp_path: Path) -> None:
 def test_a_rule_with_an_unknown_action_is_refused() -> None:
     with pytest.raises(ValueError, match="use one of allow, deny, ask"):
         Rule("permit")  # type: ignore[arg-type]
+
+
+async def test_a_command_with_an_unclosed_quote_is_a_shell_script(tmp_path: Path) -> None:
+    policy = RulePolicy([Rule("allow", command=("git",))], default="deny", root=tmp_path)
+    raw = {"command": 'git commit -m "unfinished'}
+    req = request(kind=acp.ToolKind.EXECUTE, title="commit", raw_input=raw)
+    assert chosen(await policy.decide(req)) == "no"
+    assert policy.decisions[-1].subject.argv == ("sh", "-c", 'git commit -m "unfinished')
+
+
+async def test_a_relative_cwd_is_taken_in_the_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "project"
+    (root / "deep").mkdir(parents=True)
+    monkeypatch.chdir(root / "deep")  # the process runs somewhere inside the root
+    policy = RulePolicy([Rule("allow", paths=("**",))], default="deny", root=root)
+    # cwd ".." from the root is tmp_path: the file is outside the root
+    req = request(
+        kind=acp.ToolKind.EDIT,
+        title="edit",
+        locations=[acp.ToolCallLocation(path="x")],
+        raw_input={"cwd": ".."},
+    )
+    assert chosen(await policy.decide(req)) == "no"
+
+
+async def test_a_grant_for_a_path_does_not_cover_the_same_name_in_another_cwd(tmp_path: Path) -> None:
+    asker = Asker("always")
+    policy = RulePolicy([Rule("ask", kind=("edit",))], root=tmp_path, ask=asker)
+
+    def edit(cwd: str | None) -> acp.RequestPermissionRequest:
+        raw = {} if cwd is None else {"cwd": cwd}
+        return request(
+            kind=acp.ToolKind.EDIT,
+            title="edit passwd",
+            locations=[acp.ToolCallLocation(path="passwd")],
+            raw_input=raw,
+        )
+
+    assert chosen(await policy.decide(edit(None))) == "always"
+    asker.answer = "no"
+    assert chosen(await policy.decide(edit("/etc"))) == "no"
+    assert len(asker.asked) == 2

@@ -244,3 +244,23 @@ async def test_the_watchdog_keeps_its_time_under_load(tmp_path: Path) -> None:
             assert result.stop_reason == "cancelled"
             assert timeout + grace <= result.duration < timeout + grace + 1.0, result.duration
             assert names(result.events)[-1] == "SessionResumed"
+
+
+async def test_a_slot_whose_new_process_cannot_start_still_gives_the_turn_given_up_on(tmp_path: Path) -> None:
+    started = tmp_path / "started"  # the first process starts; every later one exits at once
+    script = f'[ -e "{started}" ] && exit 3; touch "{started}"; exec "$@"'
+    agent = ["sh", "-c", script, "sh", *deaf_app(tmp_path / "d.db")]
+    async with (
+        asyncio.timeout(TIMEOUT),
+        AgentPool(agent, size=1, turn_timeout=0.5, cancel_grace=0.2, init_timeout=10) as pool,
+        pool.session() as session,
+    ):
+        result = await session.prompt("hang")
+        assert result.stop_reason == "cancelled"
+        assert result.text.startswith("turn 1")
+        assert names(result.events)[:3] == ["TurnTimedOut", "CancelSent", "TurnAbandoned"]
+        assert names(result.events)[-1] == "SessionLost"
+        assert session.lost is not None
+        assert "could not be started" in session.lost
+        with pytest.raises(SessionLostError, match="could not be started"):
+            await session.prompt("again")

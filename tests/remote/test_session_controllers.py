@@ -442,3 +442,39 @@ async def test_a_controller_attaching_while_a_permission_waits_is_asked_too_and_
             assert await late == "0:denied "
         assert text == "ask:begun 0:denied "
         assert [r.result for r in resolved] == [{"outcome": {"outcome": "selected", "optionId": "deny"}}]
+
+
+async def test_a_controller_that_detached_no_longer_decides_what_it_was_asked() -> None:
+    async with RemoteServer(asking_app(), port=0) as server:
+        url = server.url.replace("http", "ws", 1)
+        asked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        attached, gone = asyncio.Event(), asyncio.Event()
+
+        async def owner(cx: SessionConnection) -> str:
+            async with cx.build_session(Path.cwd()).start_session() as session:
+                asked.set_result(session.session_id)
+                await attached.wait()
+                session.send_prompt("ask")
+                text = ""
+                async for message in session:
+                    if isinstance(message, RequestPermissionMessage):
+                        await gone.wait()  # the controller detached and answered meanwhile
+                        await asyncio.sleep(0.2)
+                        message.respond(DENY)
+                    elif message.text is not None:
+                        text += message.text
+                return text
+
+        async def controller(cx: SessionConnection) -> None:
+            controlled = await control_session(cx, await asked)
+            attached.set()
+            _, request = await until_asked(controlled)
+            await controlled.detach()
+            request.respond(ALLOW)  # too late: it left the session
+            gone.set()
+
+        async with asyncio.timeout(20):
+            late = asyncio.ensure_future(connected(url, controller))
+            text = await connected(url, owner)
+            await late
+        assert text == "ask:begun 0:denied "

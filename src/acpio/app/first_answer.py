@@ -4,7 +4,7 @@ A turn's ``session/request_permission`` and ``elicitation/create`` go to the ses
 and to each client attached to it as a controller (``_acpio/session/attach``, role
 ``controller``). The first answer is the turn's; each other client is then sent
 ``_acpio/session/request_resolved`` naming its copy of the request and the answer, and what it
-answers later is ignored. A client that leaves before answering is not waited for.
+answers later is ignored. A client that leaves (or detaches) before answering is not waited for.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Race(Generic[R]):
             asyncio.get_running_loop().create_future()
         )
         self._sent: dict[Connection, SentRequest[R]] = {}
-        self._gone: list[AcpError] = []
+        self._gone: dict[Connection, AcpError] = {}
 
     def join(self, cx: Connection, features: ClientFeatures | None) -> None:
         """Ask ``cx`` too (``features``: what it advertised; ``None``: the session's own client)."""
@@ -93,13 +93,24 @@ class Race(Generic[R]):
         except ConnectionClosed:
             return
         self._sent[cx] = copy
-        copy.on_receiving_result(functools.partial(self._answered, cx))
+        copy.on_receiving_result(functools.partial(self._answered, cx, copy))
 
-    async def _answered(self, cx: Connection, result: R | AcpError) -> None:
-        if self._first.done():
-            return  # a late answer: the request was decided, and that client was told
+    def leave(self, cx: Connection) -> None:
+        """``cx`` stopped controlling the session: its copy is cancelled, and what it answers ignored."""
+        copy = self._sent.pop(cx, None)
+        if copy is None or self._first.done():
+            return
+        self._gone.pop(cx, None)
+        copy.cancel()
+        if self._sent and len(self._gone) == len(self._sent):
+            last = next(iter(self._gone))
+            self._first.set_result((last, self._gone[last]))
+
+    async def _answered(self, cx: Connection, copy: SentRequest[R], result: R | AcpError) -> None:
+        if self._first.done() or self._sent.get(cx) is not copy:
+            return  # a late answer (the request was decided, that client told), or its client left
         if isinstance(result, ConnectionClosed):
-            self._gone.append(result)
+            self._gone[cx] = result
             if len(self._gone) == len(self._sent):
                 self._first.set_result((cx, result))
             return

@@ -175,8 +175,10 @@ class SessionObservers:
         return AttachSessionResponse(running=session.turn is not None)
 
     async def detach(self, request: DetachSessionRequest, cx: Connection) -> DetachSessionResponse:
-        """``_acpio/session/detach``: forward nothing more of the session here."""
+        """``_acpio/session/detach``: forward nothing more of the session here, ask it nothing more."""
         self._drop(request.session_id, cx)
+        for race in list(self._waiting.get(request.session_id, ())):
+            race.leave(cx)
         return DetachSessionResponse()
 
     # --- what the app tells the observers ---------------------------------------------------------

@@ -39,7 +39,7 @@ from acpio.client.permissions import (
     pick_option,
 )
 from acpio.client.policy_audit import DecidedBy, PolicyDecision
-from acpio.client.policy_rules import ACTIONS, Action, Rule, resolve_inside
+from acpio.client.policy_rules import ACTIONS, Action, Rule
 from acpio.client.policy_subject import ToolCallSubject, subject_of
 from acpio.schema import (
     CancelledPermissionOutcome,
@@ -197,9 +197,10 @@ class RulePolicy:
         """What a grant is bound to: the command, its argv and cwd; else the kind, title and paths."""
         root = self.root_of(session_id)
         if subject.argv is not None:
-            cwd = os.path.realpath(Path(subject.cwd) if subject.cwd else root)
+            cwd = os.path.realpath(root / subject.cwd if subject.cwd else root)
             return ("command", session_id, subject.argv, cwd, subject.env)
-        paths = tuple(resolve_inside(path, root) or os.path.realpath(root / path) for path in subject.paths)
+        base = root / subject.cwd if subject.cwd else root  # the paths as the rules resolved them
+        paths = tuple(os.path.realpath(base / path) for path in subject.paths)
         return ("call", session_id, subject.kind, subject.title, paths)
 
 

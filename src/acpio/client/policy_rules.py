@@ -115,10 +115,11 @@ def _any_glob(text: str | None, globs: tuple[str, ...]) -> bool:
 def resolve_inside(path: str, root: Path, cwd: str | None = None) -> str | None:
     """``path`` relative to ``root`` (``/``-separated, ``.`` for the root itself), ``None`` if outside.
 
-    A relative path is taken from ``cwd`` (else ``root``); ``..`` and symlinks are resolved first,
-    so ``src/../../etc/passwd`` and a link pointing out of the root are outside.
+    A relative path is taken from ``cwd`` (itself taken in ``root`` when relative; else ``root``);
+    ``..`` and symlinks are resolved first, so ``src/../../etc/passwd`` and a link pointing out
+    of the root are outside.
     """
-    base = Path(cwd) if cwd else root
+    base = root / cwd if cwd else root  # a relative cwd is the root's, not this process's
     real_root = os.path.realpath(root)
     real = os.path.realpath(base / path)
     relative = os.path.relpath(real, real_root)

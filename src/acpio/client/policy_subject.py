@@ -100,12 +100,20 @@ def _command(raw: object) -> tuple[tuple[str, ...] | None, str | None, tuple[tup
     elif isinstance(command, str) and command.strip():
         if isinstance(args, list) and all(isinstance(word, str) for word in args):
             argv = (command, *args)
-        elif _SHELL_SYNTAX.isdisjoint(command):
-            argv = tuple(shlex.split(command))
         else:
-            argv = ("sh", "-c", command)
+            argv = _words(command)
     cwd = raw.get("cwd")
     return argv, cwd if isinstance(cwd, str) else None, _env(raw.get("env"))
+
+
+def _words(command: str) -> tuple[str, ...]:
+    """A command string's argv: its words; ``sh -c`` with it if it holds shell syntax or an unclosed quote."""
+    if _SHELL_SYNTAX.isdisjoint(command):
+        try:
+            return tuple(shlex.split(command))
+        except ValueError:  # an unclosed quote: a shell would read it, not a word list
+            pass
+    return ("sh", "-c", command)
 
 
 def _env(env: object) -> tuple[tuple[str, str], ...]:

@@ -26,7 +26,7 @@ from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId,
 from acpio.jsonrpc.responses import SentRequest
 from acpio.jsonrpc.role import PeerLike, Role
 from acpio.jsonrpc.tasks import ConnectionTasks, Work
-from acpio.jsonrpc.tracing import installed_tracer
+from acpio.jsonrpc.tracing import guarded, installed_tracer
 from acpio.jsonrpc.typed import UNSET, TypedRequest, outgoing
 from acpio.transports.base import Transport
 
@@ -99,7 +99,7 @@ class Connection:
             spawn=self._tasks.spawn_unowned,
             on_end=self._end_of_input,
             on_error=self._fail,
-            tracer=installed_tracer(),
+            tracer=guarded(installed_tracer()),
         )
         self._outbox = self._loop.outbox
         #: Methods the role does not speak: never sent.

@@ -109,6 +109,10 @@ class PooledSession:
             earlier: list[PoolEvent] = []
             if self._incarnation is not self._worker.current or not self._incarnation.alive:
                 await self._take_up(earlier)  # the process was replaced since the last turn
+                if self.lost is not None:
+                    raise SessionLostError(
+                        f"Session {self.session_id!r} was lost: {self.lost}. Open another session."
+                    )
             pool = self._pool
             run = TurnRun(self._session, prompt)
             watch = TurnWatch(
@@ -128,7 +132,14 @@ class PooledSession:
 
     async def _take_up(self, events: list[PoolEvent]) -> None:
         """Have the slot's next process running, and the session set up on it; steps added to ``events``."""
-        incarnation = await self._worker.restart(self._incarnation.generation)
+        try:
+            incarnation = await self._worker.restart(self._incarnation.generation)
+        except (AcpError, OSError) as exc:  # the turn's result still goes to its caller
+            self.lost = f"the slot's new process could not be started: {exc}"
+            lost = SessionLost(slot=self.slot, session_id=self.session_id, reason=self.lost)
+            events.append(lost)
+            self._pool.report(lost)
+            return
         if incarnation.started is not None:
             events.append(incarnation.started)
         self._incarnation = incarnation
