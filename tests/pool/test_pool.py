@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from acpio.client import AgentFailed
+from acpio.driver.client import AgentSession
 from acpio.pool import AgentPool, PoolEvent, ProcessDied, ProcessStarted
 from acpio.pool.batch import BatchPrompt, run_prompts
 from tests.oneshot._processes import alive
@@ -117,3 +118,18 @@ async def test_mistakes_are_refused_with_what_to_do() -> None:
     with pytest.raises(AgentFailed, match="command not found"):
         async with AgentPool(["acpio-no-such-agent"], size=2):
             pass
+
+
+async def test_a_session_whose_close_fails_gives_its_slot_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def failing_close(self: AgentSession) -> None:
+        raise RuntimeError("close failed")
+
+    async with asyncio.timeout(TIMEOUT), AgentPool(memory_testy(), size=1) as pool:
+        with monkeypatch.context() as patch:
+            patch.setattr(AgentSession, "aclose", failing_close)
+            with pytest.raises(RuntimeError, match="close failed"):
+                async with pool.session() as session:
+                    assert (await session.prompt("echo first")).ok
+        # the only slot is free again: before, the next prompt waited for it forever
+        result = await asyncio.wait_for(pool.prompt("echo second"), 10)
+        assert result.text == "second\n"

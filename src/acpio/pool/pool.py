@@ -198,8 +198,10 @@ class AgentPool:
         finally:
             busy = session.busy
             if busy is None:
-                await session.aclose()
-                await self._release(worker)
+                try:
+                    await session.aclose()
+                finally:  # a close that fails or is cancelled must not take the slot with it
+                    await self._release(worker)
             else:  # a cancelled turn is being recovered: the slot is freed when that is done
                 busy.add_done_callback(lambda _: self.spawn(self._release_after(session, worker)))
 
@@ -243,8 +245,10 @@ class AgentPool:
             self._free.notify()
 
     async def _release_after(self, session: PooledSession, worker: Worker) -> None:
-        await session.aclose()
-        await self._release(worker)
+        try:
+            await session.aclose()
+        finally:
+            await self._release(worker)
 
     async def _running(self, worker: Worker) -> Incarnation:
         """The worker's process, started anew if it ended."""
