@@ -196,3 +196,17 @@ def test_the_client_guides_test_records_then_replays(project: pytest.Pytester) -
     project.makepyfile(test_guide=client_test)
     project.runpytest(*PLUGIN, "--acpio-record").assert_outcomes(passed=1)
     project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_checking_an_agent_with_no_cassette_under_record_says_how_to_make_one(
+    project: pytest.Pytester,
+) -> None:
+    # check() replays a recorded client: --acpio-record cannot create that cassette, so telling the
+    # user to run --acpio-record (which they just did) sends them in a circle.
+    project.makepyfile(test_rec=AGENT_TEST.format(load=True))
+    result = project.runpytest(*PLUGIN, "--acpio-record")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*no cassette at *test_agent.jsonl to check the agent against*acpio prompt --record*"]
+    )
+    result.stdout.no_fnmatch_line("*run pytest with --acpio-record to record it*")

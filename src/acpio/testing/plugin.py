@@ -129,6 +129,14 @@ class CassetteFixture:
         With ``--acpio-record`` the cassette is refreshed instead: the agent's answers of this run
         replace the recorded ones.
         """
+        if self.recording and not self.path.is_file():
+            pytest.fail(
+                f"no cassette at {self.path} to check the agent against: check() replays a recorded "
+                "client, which --acpio-record cannot invent. Record the conversation first, with "
+                f"`acpio prompt --record {self.path} --agent CMD PROMPT` or a client test that connects "
+                "to acpio_cassette.agent(real_agent) under --acpio-record",
+                pytrace=False,
+            )
         self._require()
         report = await replay_client(
             self.path, agent, cwd=cwd, tolerance=tolerance, wait_timeout=wait_timeout
