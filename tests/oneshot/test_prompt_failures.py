@@ -288,3 +288,15 @@ def test_a_conductor_whose_proxy_exits_at_once_shows_the_end_of_the_proxys_stder
     assert done.returncode == 3, done.stderr
     assert "exited with exit code 1" in done.stderr
     assert "  | cannot import acpio: no module named pydantic" in done.stderr
+
+
+def test_a_proxy_of_prompt_that_exits_at_once_shows_its_stderr_once(tmp_path: Path) -> None:
+    proxy = "sh -c 'echo cannot import acpio: no module named pydantic >&2; exit 1'"
+    done = acpio_prompt(tmp_path, "--agent", f"{sys.executable} -m acpio testy", "--proxy", proxy, "hello")
+    assert done.returncode == 3, done.stderr
+    shown = [
+        line
+        for line in done.stderr.splitlines()
+        if line.endswith(" cannot import acpio: no module named pydantic")
+    ]
+    assert len(shown) == 1, done.stderr

@@ -782,8 +782,11 @@ async def _initialize(
         if watch.echoed:  # cat: our initialize came back as a request, our error answer as the reply
             raise PromptFailed(_echoes(process), ExitCode.AGENT_FAILED) from exc
         if isinstance(exc.data, dict) and {"lane", "component"} <= exc.data.keys():
-            # A conductor (--proxy's, or one given as --agent) answers this way when it lost a component.
-            raise PromptFailed(_component_failed(exc.message, exc.data), ExitCode.AGENT_FAILED) from exc
+            # A conductor answers this way when it lost a component. Our own (--proxy, --trace) has
+            # logged the component's stderr already; one given as --agent has only this error to tell it.
+            own = bool(options.proxies) or options.trace is not None
+            message = exc.message if own else _component_failed(exc.message, exc.data)
+            raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
         raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
     else:
         watch.answered = True
