@@ -31,3 +31,23 @@ def test_every_option_of_acpio_prompt_has_a_row_in_the_table() -> None:
 
 def test_the_table_names_no_option_acpio_prompt_lacks() -> None:
     assert documented_options() - prompt_options() == set()
+
+
+def shell_prompt_commands() -> list[tuple[str, str]]:
+    """Each ``acpio prompt`` command line of the pages' sh/bash blocks, with its page."""
+    found = []
+    for page in [*sorted(DOC.parent.rglob("*.md")), DOC.parents[1] / "README.md"]:
+        for block in re.findall(r"```(?:sh|bash)\n(.*?)```", page.read_text(), flags=re.S):
+            joined = block.replace("\\\n", " ")
+            found += [(page.name, line) for line in joined.splitlines() if line.startswith("acpio prompt ")]
+    return found
+
+
+def test_every_documented_acpio_prompt_command_names_its_agent() -> None:
+    # acpio prompt takes no agent command after "--" (those words are the prompt) and, with no
+    # ACPIO_AGENT set, refuses to run without --agent: a reader copying such a line gets "no agent".
+    assert shell_prompt_commands()
+    unnamed = [
+        (page, line) for page, line in shell_prompt_commands() if not re.search(r"--agent|--attach", line)
+    ]
+    assert unnamed == []

@@ -275,3 +275,28 @@ def test_protocol_2_against_a_v1_agent_says_which_flag_to_use(tmp_path: Path) ->
     assert "leave --protocol out" in done.stderr
     assert "--protocol 1." in done.stderr
     assert "Upgrade acpio" not in done.stderr
+
+
+def test_a_conductor_whose_proxy_exits_at_once_shows_the_end_of_the_proxys_stderr(tmp_path: Path) -> None:
+    # The conductor puts the proxy's stderr in its error's data; a bare "exited with exit code 1"
+    # leaves the user nothing to act on (a proxy run by an interpreter without acpio, say).
+    proxy = "sh -c 'echo cannot import acpio: no module named pydantic >&2; exit 1'"
+    chain = shlex.join(
+        [sys.executable, "-m", "acpio", "conductor", "agent", proxy, f"{sys.executable} -m acpio testy"]
+    )
+    done = acpio_prompt(tmp_path, "--agent", chain, "hello")
+    assert done.returncode == 3, done.stderr
+    assert "exited with exit code 1" in done.stderr
+    assert "  | cannot import acpio: no module named pydantic" in done.stderr
+
+
+def test_a_proxy_of_prompt_that_exits_at_once_shows_its_stderr_once(tmp_path: Path) -> None:
+    proxy = "sh -c 'echo cannot import acpio: no module named pydantic >&2; exit 1'"
+    done = acpio_prompt(tmp_path, "--agent", f"{sys.executable} -m acpio testy", "--proxy", proxy, "hello")
+    assert done.returncode == 3, done.stderr
+    shown = [
+        line
+        for line in done.stderr.splitlines()
+        if line.endswith(" cannot import acpio: no module named pydantic")
+    ]
+    assert len(shown) == 1, done.stderr

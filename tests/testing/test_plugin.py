@@ -196,3 +196,29 @@ def test_the_client_guides_test_records_then_replays(project: pytest.Pytester) -
     project.makepyfile(test_guide=client_test)
     project.runpytest(*PLUGIN, "--acpio-record").assert_outcomes(passed=1)
     project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_checking_an_agent_with_no_cassette_under_record_says_how_to_make_one(
+    project: pytest.Pytester,
+) -> None:
+    # check() replays a recorded client: --acpio-record cannot create that cassette, so telling the
+    # user to run --acpio-record (which they just did) sends them in a circle.
+    project.makepyfile(test_rec=AGENT_TEST.format(load=True))
+    result = project.runpytest(*PLUGIN, "--acpio-record")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*no cassette at *test_agent.jsonl to check the agent against*acpio prompt --record*"]
+    )
+    result.stdout.no_fnmatch_line("*run pytest with --acpio-record to record it*")
+
+
+def test_a_v1_only_agent_under_the_v2_marker_says_how_to_serve_v2(pytester: pytest.Pytester) -> None:
+    # "Upgrade acpio or the agent" is no help to someone whose AgentApp merely lacks protocols=(1, 2).
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeconftest(CONFTEST.replace("protocols=(1, 2)", "protocols=(1,)"))
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.acpio_protocol(2)\nasync def test_it(acpio_client):\n    pass\n"
+    )
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the agent under test speaks ACP 1 only*protocols=(1, 2)*"])

@@ -782,8 +782,11 @@ async def _initialize(
         if watch.echoed:  # cat: our initialize came back as a request, our error answer as the reply
             raise PromptFailed(_echoes(process), ExitCode.AGENT_FAILED) from exc
         if isinstance(exc.data, dict) and {"lane", "component"} <= exc.data.keys():
-            # The conductor of --proxy answers this way when it could not start a component.
-            raise PromptFailed(exc.message, ExitCode.AGENT_FAILED) from exc
+            # A conductor answers this way when it lost a component. Our own (--proxy, --trace) has
+            # logged the component's stderr already; one given as --agent has only this error to tell it.
+            own = bool(options.proxies) or options.trace is not None
+            message = exc.message if own else _component_failed(exc.message, exc.data)
+            raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
         raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
     else:
         watch.answered = True
@@ -988,6 +991,15 @@ def _agent_gone(process: AgentProcess | None, exc: AcpError, watch: StdoutWatch)
         return f"{headline}; it wrote nothing on stderr."
     lines = tail.splitlines()[-_STDERR_LINES:]
     return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
+
+
+def _component_failed(message: str, data: dict[str, object]) -> str:
+    """A conductor's error about a component it lost: its message, then the component's stderr it sent."""
+    tail = data.get("stderr")
+    if not isinstance(tail, str) or not tail.strip():
+        return message
+    lines = tail.splitlines()[-_STDERR_LINES:]
+    return f"{message}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
 
 
 def _not_an_agent(watch: StdoutWatch) -> str:

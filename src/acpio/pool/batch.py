@@ -47,6 +47,9 @@ def read_prompts(lines: Iterable[str]) -> list[BatchPrompt]:
             continue
         try:
             prompt = _prompt(json.loads(line), number)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not JSON: {exc.msg} at column {exc.colno}")
+            continue
         except (ValueError, TypeError) as exc:
             problems.append(f"line {number}: {exc}")
             continue

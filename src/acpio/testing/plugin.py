@@ -26,6 +26,7 @@ from typing import Any, Literal, cast
 import pytest
 import pytest_asyncio
 
+from acpio.capabilities import UnsupportedProtocolVersion
 from acpio.testing.agent_replay import Faults, ReplayAgent
 from acpio.testing.client import AgentUnderTest, TestClient, as_component, connect_client
 from acpio.testing.client_replay import replay_client
@@ -90,8 +91,16 @@ async def acpio_client(
     acpio_agent: AgentUnderTest, acpio_protocol: Literal[1, 2], tmp_path: Path
 ) -> AsyncIterator[TestClient]:
     """A :class:`~acpio.testing.TestClient` connected to ``acpio_agent``, its session in ``tmp_path``."""
-    async with connect_client(acpio_agent, cwd=tmp_path, protocol=acpio_protocol) as client:
-        yield client
+    try:
+        async with connect_client(acpio_agent, cwd=tmp_path, protocol=acpio_protocol) as client:
+            yield client
+    except UnsupportedProtocolVersion as exc:  # raised by initialize, before the test runs
+        pytest.fail(
+            f"the agent under test speaks ACP {exc.version} only, and this test asks for "
+            f"{acpio_protocol} (@pytest.mark.acpio_protocol): build an AgentApp with protocols=(1, 2) "
+            "to serve both, or leave that version out of the marker",
+            pytrace=False,
+        )
 
 
 class CassetteFixture:
@@ -129,6 +138,14 @@ class CassetteFixture:
         With ``--acpio-record`` the cassette is refreshed instead: the agent's answers of this run
         replace the recorded ones.
         """
+        if self.recording and not self.path.is_file():
+            pytest.fail(
+                f"no cassette at {self.path} to check the agent against: check() replays a recorded "
+                "client, which --acpio-record cannot invent. Record the conversation first, with "
+                f"`acpio prompt --record {self.path} --agent CMD PROMPT` or a client test that connects "
+                "to acpio_cassette.agent(real_agent) under --acpio-record",
+                pytrace=False,
+            )
         self._require()
         report = await replay_client(
             self.path, agent, cwd=cwd, tolerance=tolerance, wait_timeout=wait_timeout
