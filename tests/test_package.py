@@ -119,3 +119,17 @@ def test_no_class_in_the_package_reaches_350_lines() -> None:
                 if length >= 350:
                     too_long.append(f"{module.relative_to(root)}:{node.lineno} {node.name} ({length} lines)")
     assert too_long == []
+
+
+def test_lazy_names_load_through_a_loader_without_get_source(tmp_path: Path) -> None:
+    """pytest's assertion rewriter, which loads acpio once acpio[testing]'s plugin is installed, has no
+    get_source: lazy names are read from the module's file then (before, every lazy name failed)."""
+    import acpio.client
+    from acpio._exports import type_checking_imports
+
+    namespace = dict(vars(acpio.client))
+    namespace["__loader__"] = object()
+    assert type_checking_imports(namespace)["AgentClient"] == ("acpio.driver.client", "AgentClient")
+    namespace["__file__"] = str(tmp_path / "compiled_only.py")
+    with pytest.raises(ImportError, match="source is not installed"):
+        type_checking_imports(namespace)

@@ -77,6 +77,10 @@ def type_checking_imports(namespace: dict[str, Any]) -> dict[str, tuple[str, str
     loader = namespace.get("__loader__")
     get_source = getattr(loader, "get_source", None)
     source = get_source(module) if callable(get_source) else None
+    if source is None:
+        # Loaders without get_source (pytest's assertion rewriter, which loads every module of a
+        # package that declares a pytest plugin, acpio among them) still leave the file.
+        source = _read_source_file(namespace.get("__file__"))
     if not isinstance(source, str):
         raise ImportError(
             f"{module} loads its public names on first use from the imports in its source, but its "
@@ -90,6 +94,16 @@ def type_checking_imports(namespace: dict[str, Any]) -> dict[str, tuple[str, str
                     for alias in statement.names:
                         found[alias.asname or alias.name] = (statement.module, alias.name)
     return found
+
+
+def _read_source_file(path: object) -> str | None:
+    if not isinstance(path, str) or not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 def _is_type_checking(test: object) -> bool:
