@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from acpio import schema as acp
-from acpio.jsonrpc import Builder, Connection, Forward
+from acpio.errors import AcpError
+from acpio.jsonrpc import Builder, Connection, Forward, Responder
 from acpio.redaction import Redactor, TextTransform
 from acpio.roles import Agent, Client, Proxy
 from acpio.schema import v2
@@ -29,6 +30,8 @@ _V1_CHUNKS: Final = (acp.AgentMessageChunk, acp.AgentThoughtChunk)
 _V2_CHUNKS: Final = (v2.AgentMessageChunk, v2.AgentThoughtChunk)
 _V2_WHOLE: Final = (v2.AgentMessage, v2.AgentThought)
 _Key = tuple[str, str, str | None]
+#: A chunk notification of either version (the last of a stream is kept to carry its flushed tail).
+_Chunk = acp.SessionNotification | v2.UpdateSessionNotification
 
 
 class _Streams:
@@ -36,9 +39,9 @@ class _Streams:
 
     def __init__(self, make: Callable[[], TextTransform]) -> None:
         self.make = make
-        self.open: dict[_Key, tuple[TextTransform, Any]] = {}
+        self.open: dict[_Key, tuple[TextTransform, _Chunk]] = {}
 
-    def feed(self, key: _Key, text: str, notification: Any) -> str:
+    def feed(self, key: _Key, text: str, notification: _Chunk) -> str:
         stream = self.open[key][0] if key in self.open else self.make()
         self.open[key] = (stream, notification.model_copy(deep=True))
         return stream.feed(text)
@@ -48,8 +51,9 @@ class _Streams:
         for key in [key for key in self.open if key[0] == session_id]:
             stream, last = self.open.pop(key)
             rest = stream.flush()
-            if rest:
-                last.update.content.text = rest
+            content = getattr(last.update, "content", None)
+            if rest and isinstance(content, acp.TextContent | v2.TextContent):  # only text chunks are fed
+                content.text = rest
                 cx.send_notification_to(Client, last)
 
 
@@ -89,11 +93,13 @@ def transform_agent_text(app: Builder[Any], make: Callable[[], TextTransform]) -
         return Forward(notification)
 
     @app.on_request(peer=Client)
-    async def prompt_v1(request: acp.PromptRequest, responder: Any, cx: Connection) -> None:
+    async def prompt_v1(
+        request: acp.PromptRequest, responder: Responder[acp.PromptResponse], cx: Connection
+    ) -> None:
         sent = cx.send_request_to(Agent, request)
         sent.forward_cancellation_from(responder)
 
-        async def answered(result: Any) -> None:
+        async def answered(result: acp.PromptResponse | AcpError) -> None:
             streams.flush(request.session_id, cx)  # the turn ends: nothing stays held back
             if isinstance(result, acp.PromptResponse):
                 responder.respond(result)
