@@ -21,7 +21,7 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
@@ -45,6 +45,7 @@ from acpio.schema import (
     WaitForTerminalExitRequest,
     WriteTextFileRequest,
 )
+from acpio.schema.base import AcpModel
 from acpio.session import RequestPermissionMessage, RequestPermissionV2Message, SessionMessage, TurnView
 from acpio.session.messages import v2_permission_answer
 from acpio.session.turn_view import ToolCallView
@@ -53,7 +54,8 @@ __all__ = ["SessionRequests"]
 
 _log = logging.getLogger("acpio.driver")
 
-_Serve = Callable[[RequestDispatch], Awaitable[Any]]
+#: Answers one request with its typed response.
+_Serve = Callable[[RequestDispatch], Awaitable[AcpModel]]
 
 #: What answering a request recorded, for the turn's result and its stream.
 Record = PermissionAsk | FileWrite
@@ -137,7 +139,7 @@ class SessionRequests:
 
     # --- permissions -------------------------------------------------------------------------------
 
-    async def _permission(self, message: RequestPermissionMessage | RequestPermissionV2Message) -> Any:
+    async def _permission(self, message: RequestPermissionMessage | RequestPermissionV2Message) -> AcpModel:
         if isinstance(message, RequestPermissionMessage):
             request = message.request
             call = self._view.apply_permission_request(request.tool_call)
@@ -239,11 +241,11 @@ class SessionRequests:
 
     # --- files -------------------------------------------------------------------------------------
 
-    async def _read_file(self, dispatch: RequestDispatch) -> Any:
+    async def _read_file(self, dispatch: RequestDispatch) -> AcpModel:
         request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
         return await asyncio.to_thread(self._files.read, request)
 
-    async def _write_file(self, dispatch: RequestDispatch) -> Any:
+    async def _write_file(self, dispatch: RequestDispatch) -> AcpModel:
         request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
         old_text = await asyncio.to_thread(self._old_text, request)
         response = await asyncio.to_thread(self._files.write, request)
@@ -283,22 +285,22 @@ class SessionRequests:
         assert self.terminals is not None
         return self.terminals
 
-    async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
+    async def _create_terminal(self, dispatch: RequestDispatch) -> AcpModel:
         request: CreateTerminalRequest = dispatch.parse(CreateTerminalRequest)
         response = await self._terminals().create(request)
         self.started_terminals[response.terminal_id] = request.cwd or str(self._files.root)
         return response
 
-    async def _terminal_output(self, dispatch: RequestDispatch) -> Any:
+    async def _terminal_output(self, dispatch: RequestDispatch) -> AcpModel:
         return self._terminals().output(dispatch.parse(TerminalOutputRequest))
 
-    async def _wait_for_exit(self, dispatch: RequestDispatch) -> Any:
+    async def _wait_for_exit(self, dispatch: RequestDispatch) -> AcpModel:
         return await self._terminals().wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
 
-    async def _kill_terminal(self, dispatch: RequestDispatch) -> Any:
+    async def _kill_terminal(self, dispatch: RequestDispatch) -> AcpModel:
         return await self._terminals().kill(dispatch.parse(KillTerminalRequest))
 
-    async def _release_terminal(self, dispatch: RequestDispatch) -> Any:
+    async def _release_terminal(self, dispatch: RequestDispatch) -> AcpModel:
         return await self._terminals().release(dispatch.parse(ReleaseTerminalRequest))
 
 
