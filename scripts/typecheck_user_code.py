@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Type-check code as a user writes it: ``examples/`` and the Python blocks of README.md and docs/.
+"""Type-check code as a user writes it: examples, the Python blocks of README.md and docs/, tests/typing.
 
 Usage::
 
@@ -9,7 +9,8 @@ A user's editor may run pyright (VS Code's engine) and their CI mypy, with or wi
 pydantic plugin; acpio's models and API must satisfy all three. This script extracts every
 ```` ```python ```` block of ``README.md`` and ``docs/`` into ``.cache/typecheck/`` (each block is a
 whole program, or a file of the tutorial's project: see ``scripts/doc_blocks.py`` for the marks),
-then runs, on those files and on ``examples/``:
+then runs, on those files, on ``examples/`` and on ``tests/typing/`` (user code that is never run:
+``assert_type`` checks of what the typed API gives back):
 
 * basedpyright in ``strict`` mode (the pyright engine);
 * ``mypy --strict`` without any plugin;
@@ -73,7 +74,11 @@ def uses_untyped_framework(path: Path) -> bool:
 
 
 def main() -> int:
-    paths = [*doc_blocks(), *sorted((ROOT / "examples").rglob("*.py"))]
+    paths = [
+        *doc_blocks(),
+        *sorted((ROOT / "examples").rglob("*.py")),
+        *sorted((ROOT / "tests" / "typing").glob("*.py")),
+    ]
     files = [str(p.relative_to(ROOT)) for p in paths]
     lenient = [f for f, p in zip(files, paths, strict=True) if uses_untyped_framework(p)]
     python = sys.executable

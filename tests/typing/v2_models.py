@@ -34,7 +34,7 @@ def read_an_update(note: v2.UpdateSessionNotification) -> str:
             return "unchanged"
         if title is None:
             return "cleared"
-        return title if isinstance(title, str) else ""
+        return title
     if isinstance(update, v2.IdleStateUpdate):
         return update.stop_reason or ""
     if isinstance(update, v2.UnknownSessionUpdate):
