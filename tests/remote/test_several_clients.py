@@ -208,7 +208,7 @@ async def test_an_observer_that_stops_reading_is_cut_off_and_holds_no_turn_back(
     limits = Limits(max_buffered=64 * 1024, stall_timeout=0.5)
     async with (
         RemoteServer(app, port=0, limits=limits) as server,
-        asyncio.timeout(25),
+        asyncio.timeout(60),  # a guard against a hang: 8 MB over websockets takes seconds under load
         websockets.connect(server.url.replace("http", "ws", 1), max_size=None) as stuck,
     ):
 
