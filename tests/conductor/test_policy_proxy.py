@@ -271,3 +271,37 @@ async def test_on_v2_tool_calls_are_merged_paths_resolved_in_the_cwd_and_command
     ]
     assert decisions[2].subject.title == f"Run: $ git status in {tmp_path}"
     assert (decisions[2].subject.cwd, decisions[2].subject.inferred) == (str(tmp_path), None)
+
+
+async def test_on_v2_a_resumed_session_resolves_paths_in_the_cwd_it_is_resumed_in(tmp_path: Path) -> None:
+    """A proxy that never saw the session's ``session/new`` learns its root from ``session/resume``."""
+    from acpio import AgentApp, StopReasonName, Turn
+    from acpio.client import PolicyDecision, Rule, RulePolicy
+    from acpio.proxies import policy_proxy
+
+    from .test_v2_chain import v2_chain
+
+    agent = AgentApp("editor", version="1.0", protocols=(2,))
+
+    @agent.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        async with turn.tool_call("Edit docs/a.md", kind="edit", locations=["docs/a.md"]) as call:
+            allowed = await turn.ask_permission(call)
+        await turn.say("allowed\n" if allowed else "refused\n")
+        return "end_turn"
+
+    def proxy(decisions: list[PolicyDecision]) -> Any:
+        policy = RulePolicy([Rule("allow", kind=("edit",), paths=("docs/**",))], default="deny")
+        return policy_proxy(policy, on_decision=decisions.append)
+
+    async with v2_chain(proxy([]), agent=agent.component()) as peer:
+        await peer.initialize()
+        session = await peer.new_session(str(tmp_path))
+    decisions: list[PolicyDecision] = []
+    async with v2_chain(proxy(decisions), agent=agent.component()) as peer:
+        await peer.initialize()
+        resumed = await peer.call("session/resume", {"sessionId": session, "cwd": str(tmp_path)})
+        assert "result" in resumed, resumed
+        turn = await peer.turn(session, "edit")
+    assert turn.text() == "allowed\n"
+    assert [(d.subject.paths, d.rule) for d in decisions] == [((str(tmp_path / "docs/a.md"),), "rule 1")]
