@@ -98,7 +98,7 @@ def transform_agent_text(app: Builder[Any], make: Callable[[], TextTransform]) -
         return Forward(notification)
 
     @app.on_dispatch(peer=Agent)
-    async def request(message: Dispatch, cx: Connection) -> Unhandled:
+    async def flush_before_request(message: Dispatch, cx: Connection) -> Unhandled:
         session = message.session_id if type(message) is RequestDispatch else None
         if session is not None:  # the client reads the session's text before the agent's question
             streams.flush(session, cx)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
+    from acpio.schema import v2
     from acpio.session.messages import SessionMessage
 
 __all__ = [
@@ -307,7 +308,7 @@ class TurnView:
 
     # --- v2 ------------------------------------------------------------------------------------------
 
-    def apply_update_v2(self, update: Any) -> TurnEvent | None:
+    def apply_update_v2(self, update: v2.SessionUpdate) -> TurnEvent | None:
         """Read one typed v2 update (``UpdateSessionNotification.update``) as :meth:`apply` does.
 
         For a reader holding the typed notification rather than a :class:`SessionMessage` (a
