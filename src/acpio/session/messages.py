@@ -32,6 +32,7 @@ from acpio.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
+from acpio.session.permission_question import v1_permission_request
 
 if TYPE_CHECKING:
     from acpio.client.permissions import Outcome
@@ -296,8 +297,6 @@ class RequestPermissionV2Message(
         by the subject's ``toolCallId`` (else ``""``) with the request's title. Options are the same
         (:func:`~acpio.session.permission_question.v1_permission_request`).
         """
-        from acpio.session.permission_question import v1_permission_request
-
         return v1_permission_request(self.request)
 
     def respond_outcome(self, outcome: Outcome) -> None:
