@@ -8,6 +8,7 @@ from typing import Any
 
 from acpio import Client
 from acpio import schema as acp
+from acpio.session import RequestPermissionMessage
 from acpio.transports import AcpAgent
 
 from ._support import PYTHON, ROOT
@@ -101,3 +102,33 @@ def test_mistakes_in_redact_options_are_one_line() -> None:
     untraced = acpio("conductor", "--redact", "sk-.*", "agent", TESTY)
     assert untraced.returncode == 2
     assert untraced.stderr.strip() == "acpio: error: --redact redacts the trace: give --trace FILE too"
+
+
+async def test_held_text_reaches_the_client_before_the_permission_request_that_follows_it(
+    tmp_path: Path,
+) -> None:
+    """``sk-abc`` may start a key: held back, then sent before the agent's question, not after it."""
+    from acpio.agents.testy.serve import testy_component
+    from acpio.conductor import Chain
+    from acpio.proxies import redacting_proxy
+
+    chain = Chain.agent("conductor", [redacting_proxy([PATTERN]), testy_component(protocols=(1,))])
+    seen: list[str] = []
+
+    async def main(cx: Any) -> None:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session(tmp_path).start_session() as session:
+            session.send_prompt("stream 1 before sk-abc\npermission Go on\necho done")
+            async for message in session:
+                if isinstance(message, RequestPermissionMessage):
+                    seen.append(f"asked {message.request.tool_call.title}")
+                    message.respond(
+                        acp.RequestPermissionResponse(
+                            outcome=acp.SelectedPermissionOutcome(option_id="allow-once")
+                        )
+                    )
+                elif message.update is not None and isinstance(message.update, acp.AgentMessageChunk):
+                    seen.append(str(message.text))
+
+    await Client.builder().connect_with(chain, main)
+    assert seen == ["before ", "sk-abc", "asked Go on", "permission: allow-once\n", "done", "\n"]

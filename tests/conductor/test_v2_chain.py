@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acpio.conductor import Chain
+from acpio.conductor import Chain, ComponentSpec
 from acpio.jsonrpc import Builder
 from acpio.trace import read_trace
 from acpio.trace.show import build_rows
@@ -29,9 +29,11 @@ TESTY_V2 = f"{sys.executable} -m acpio testy --protocol 2"
 
 
 @asynccontextmanager
-async def v2_chain(*proxies: Builder | str, trace: Path | None = None) -> AsyncIterator[V2Peer]:
-    """A conductor over ``proxies`` and testy v2; a raw v2 client on its client end."""
-    chain = Chain("conductor", "agent", [*proxies, TESTY_V2])
+async def v2_chain(
+    *proxies: Builder | str, trace: Path | None = None, agent: ComponentSpec = TESTY_V2
+) -> AsyncIterator[V2Peer]:
+    """A conductor over ``proxies`` and ``agent`` (testy v2's process); a raw v2 client on its client end."""
+    chain = Chain("conductor", "agent", [*proxies, agent])
     if trace is not None:
         chain.trace_to(trace)
     ours, theirs = Channel.duplex()

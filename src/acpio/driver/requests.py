@@ -1,10 +1,10 @@
 """How an :class:`~acpio.client.AgentSession` answers the agent's requests, recording what it did.
 
 * ``session/request_permission`` (v1 and v2): the tool call asked about is merged into the
-  session's view first (:meth:`TurnView.apply_permission_request
-  <acpio.session.TurnView.apply_permission_request>`), the request given what the view knows and
-  the request left out (its ``kind``, title, locations, raw input), and the policy asked through
-  :func:`~acpio.client.permissions.decide_permission`;
+  session's view first, the request (in v1's shape) given what the view knows and the request
+  left out (its ``kind``, title, locations, raw input; a v2 command subject is a question about
+  running it: :func:`~acpio.session.permission_question.permission_question`), and the policy
+  asked through :func:`~acpio.client.permissions.decide_permission`;
 * ``fs/read_text_file`` and ``fs/write_text_file``: inside the session's directory only
   (:class:`~acpio.client.ConfinedFiles`); a write is recorded with its diff;
 * ``terminal/*``: real processes (:class:`~acpio.oneshot.terminals.Terminals`), each command
@@ -41,13 +41,13 @@ from acpio.schema import (
     RequestPermissionResponse,
     SelectedPermissionOutcome,
     TerminalOutputRequest,
-    ToolCallUpdate,
     WaitForTerminalExitRequest,
     WriteTextFileRequest,
 )
 from acpio.schema.base import AcpModel
 from acpio.session import RequestPermissionMessage, RequestPermissionV2Message, SessionMessage, TurnView
 from acpio.session.messages import v2_permission_answer
+from acpio.session.permission_question import permission_question
 from acpio.session.turn_view import ToolCallView
 
 __all__ = ["SessionRequests"]
@@ -140,40 +140,13 @@ class SessionRequests:
     # --- permissions -------------------------------------------------------------------------------
 
     async def _permission(self, message: RequestPermissionMessage | RequestPermissionV2Message) -> AcpModel:
-        if isinstance(message, RequestPermissionMessage):
-            request = message.request
-            call = self._view.apply_permission_request(request.tool_call)
-        else:
-            request, call = self._v2_request(message)
-        request = _filled(request, call)
+        request, call = permission_question(message.request, self._view)
         outcome = await self._decide(request, call)
         self._grants.record(request, outcome)
         self._records.append(_ask("tool_call", call, request, outcome))
         if isinstance(message, RequestPermissionMessage):
             return RequestPermissionResponse(outcome=outcome)
         return v2_permission_answer(outcome)
-
-    def _v2_request(
-        self, message: RequestPermissionV2Message
-    ) -> tuple[RequestPermissionRequest, ToolCallView]:
-        """A v2 question in v1's shape, and the call it is about (a command's made up for it)."""
-        asked = message.request
-        request = message.as_v1()
-        subject = asked.subject
-        inner = getattr(subject, "tool_call", None)
-        if inner is not None:
-            return request, self._view.apply_permission_request(inner)
-        command = getattr(subject, "command", None)
-        title = asked.title
-        if isinstance(command, str):
-            title = f"{title}: $ {command} in {getattr(subject, 'cwd', '')}"
-            request.tool_call.title = title
-        call_id = request.tool_call.tool_call_id
-        known = self._view.tool_calls.get(call_id) if call_id else None
-        call = known if known is not None else ToolCallView(call_id, title=title, kind="execute")
-        if isinstance(command, str):
-            call.raw_input = {"command": command, "cwd": getattr(subject, "cwd", None)}
-        return request, call
 
     async def _decide(self, request: RequestPermissionRequest, call: ToolCallView) -> Outcome:
         """The policy's outcome; ``cancelled`` once the turn is cancelled (even while deciding)."""
@@ -302,23 +275,6 @@ class SessionRequests:
 
     async def _release_terminal(self, dispatch: RequestDispatch) -> AcpModel:
         return await self._terminals().release(dispatch.parse(ReleaseTerminalRequest))
-
-
-def _filled(request: RequestPermissionRequest, call: ToolCallView) -> RequestPermissionRequest:
-    """``request`` with what it left out of its tool call taken from the merged view ``call``."""
-    asked = request.tool_call
-    wire = asked.to_wire()
-    if asked.kind is None and call.kind is not None:
-        wire["kind"] = call.kind
-    if asked.title is None and call.title is not None:
-        wire["title"] = call.title
-    if asked.raw_input is None and call.raw_input is not None:
-        wire["rawInput"] = call.raw_input
-    if asked.locations is None and call.locations:
-        wire["locations"] = [{"path": path} for path in call.locations]
-    if wire == asked.to_wire():
-        return request
-    return request.model_copy(update={"tool_call": ToolCallUpdate.model_validate(wire)})
 
 
 def _ask(

@@ -4,9 +4,14 @@
 thought chunk's text goes through a :class:`~acpio.redaction.TextTransform` of its own (one per
 session, kind and message id), so a transform that holds back a tail (a
 :class:`~acpio.redaction.Redactor`'s stream) sees the text whole across chunk boundaries. What
-it holds back is sent, as one more chunk, before any other update of the session and before the
-answer to ``session/prompt`` (the end of the turn on ACP v1; on v2 the turn ends with a state
-update, which flushes too). A chunk whose text is all held back is not sent.
+it holds back is sent, as one more chunk, before any other update of the session, before any
+request of the agent naming the session (a ``session/request_permission``, an elicitation, an
+``fs/*`` or ``terminal/*`` request: the client reads the text before the question that followed
+it) and before the answer to ``session/prompt`` (the end of the turn on ACP v1; on v2 the turn
+ends with a state update, which flushes too). A chunk whose text is all held back is not sent.
+
+The hook sees the agent's requests first only if it is added before the handlers that answer or
+forward them: call it on the builder before adding those.
 
 Both ACP versions: v1 ``session/update`` chunks and v2 ``agent_message_chunk``/``agent_thought_chunk``
 updates (a v2 whole-message update is transformed whole).
@@ -19,7 +24,7 @@ from typing import Any, Final
 
 from acpio import schema as acp
 from acpio.errors import AcpError
-from acpio.jsonrpc import Builder, Connection, Forward, Responder
+from acpio.jsonrpc import Builder, Connection, Dispatch, Forward, RequestDispatch, Responder, Unhandled
 from acpio.redaction import Redactor, TextTransform
 from acpio.roles import Agent, Client, Proxy
 from acpio.schema import v2
@@ -91,6 +96,13 @@ def transform_agent_text(app: Builder[Any], make: Callable[[], TextTransform]) -
                     whole = make()
                     block.text = whole.feed(block.text) + whole.flush()
         return Forward(notification)
+
+    @app.on_dispatch(peer=Agent)
+    async def flush_before_request(message: Dispatch, cx: Connection) -> Unhandled:
+        session = message.session_id if type(message) is RequestDispatch else None
+        if session is not None:  # the client reads the session's text before the agent's question
+            streams.flush(session, cx)
+        return Unhandled(message)
 
     @app.on_request(peer=Client)
     async def prompt_v1(

@@ -32,6 +32,7 @@ from acpio.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
+from acpio.session.permission_question import v1_permission_request
 
 if TYPE_CHECKING:
     from acpio.client.permissions import Outcome
@@ -293,24 +294,10 @@ class RequestPermissionV2Message(
         """The request in v1's shape, for what decides v1 requests (permission policies, callbacks).
 
         ``toolCall`` is the subject's tool call; for a command (or no subject) a tool call named
-        by the subject's ``toolCallId`` (else ``""``) with the request's title. Options are the same.
+        by the subject's ``toolCallId`` (else ``""``) with the request's title. Options are the same
+        (:func:`~acpio.session.permission_question.v1_permission_request`).
         """
-        request = self.request
-        subject = request.subject
-        tool_call: dict[str, Any] = {
-            "toolCallId": getattr(subject, "tool_call_id", None) or "",
-            "title": request.title,
-        }
-        inner = getattr(subject, "tool_call", None)
-        if inner is not None:
-            tool_call = {"title": request.title, **inner.to_wire()}
-        return RequestPermissionRequest.model_validate(
-            {
-                "sessionId": request.session_id,
-                "toolCall": tool_call,
-                "options": [option.to_wire() for option in request.options],
-            }
-        )
+        return v1_permission_request(self.request)
 
     def respond_outcome(self, outcome: Outcome) -> None:
         """Answer with ``outcome`` (the v1 outcome types: the wire is the same on v2)."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
+    from acpio.schema import v2
     from acpio.session.messages import SessionMessage
 
 __all__ = [
@@ -277,7 +278,7 @@ class TurnView:
         """
         if message.protocol_version == 2:
             update_v2 = message.update_v2
-            return None if update_v2 is None else self._apply_v2(update_v2)
+            return None if update_v2 is None else self.apply_update_v2(update_v2)
         update = message.update
         return None if update is None else self._apply_v1(update)
 
@@ -307,7 +308,12 @@ class TurnView:
 
     # --- v2 ------------------------------------------------------------------------------------------
 
-    def _apply_v2(self, update: Any) -> TurnEvent | None:
+    def apply_update_v2(self, update: v2.SessionUpdate) -> TurnEvent | None:
+        """Read one typed v2 update (``UpdateSessionNotification.update``) as :meth:`apply` does.
+
+        For a reader holding the typed notification rather than a :class:`SessionMessage` (a
+        proxy's handler); the change it made, ``None`` if none shown here.
+        """
         from acpio.schema import v2
 
         if isinstance(update, v2.AgentMessageChunk | v2.AgentThoughtChunk | v2.UserMessageChunk):
