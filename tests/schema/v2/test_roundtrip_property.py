@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from acpio.schema import v2
 
 from .._helpers import assert_same_json
-from ..test_roundtrip_property import _bound_integer_formats, _from_def
+from ..test_roundtrip_property import _bound_integer_formats, _from_def, check_whole_schema
 
 #: Types of an initialize + session/new + session/prompt exchange: a few seconds each.
 DEFS = ["InitializeRequest", "NewSessionResponse", "PromptRequest", "PromptResponse", "Error"]
@@ -35,6 +35,10 @@ SLOW_DEFS = [
     "RequestPermissionRequest",
 ]
 MAX_EXAMPLES = 4
+
+
+def test_the_schema_is_valid_json_schema(v2_schema: dict[str, Any]) -> None:
+    check_whole_schema(v2_schema)
 
 
 @pytest.fixture(scope="module")
