@@ -1,7 +1,8 @@
 """Benchmark acpio against the official ACP SDKs: client process <-> agent process over stdio pipes.
 
     .venv/bin/python benchmarks/run.py [--repeat 3] [--quick] [--scenarios roundtrip,pinned,stream,spawn]
-                                       [--impls acpio,official,ts,bare] [--pairs CLIENT:AGENT,...|all]
+                                       [--impls acpio,official,ts,bare]
+                                       [--pairs CLIENT:AGENT,...|default|targets|all]
                                        [--requests N] [--updates N] [--spawns K] [--cpu N] [--output FILE]
 
 Implementations: ``acpio`` (the builder style); ``acpio_app``, an ``AgentApp`` agent (an agent only: no
@@ -108,8 +109,8 @@ FIGURES = (
     Figure("req_per_s", "round trips (req/s)", True, "roundtrip"),
     Figure("p50_us", "round trip p50 (us)", False, "roundtrip"),
     Figure("p99_us", "round trip p99 (us)", False, "roundtrip"),
-    Figure("pinned_req_per_s", "round trips, pinned to one CPU (req/s)", True, "pinned"),
-    Figure("pinned_p50_us", "round trip p50, pinned (us)", False, "pinned"),
+    Figure("pinned_req_per_s", "round trips pinned to one CPU (req/s)", True, "pinned"),
+    Figure("pinned_p50_us", "round trip p50 pinned (us)", False, "pinned"),
     Figure("msgs_per_s", "streaming (msgs/s)", True, "stream"),
     Figure("spawn_ms", "spawn -> initialize (ms)", False, "spawn"),
     Figure("idle_rss_mb", "agent idle RSS (MB)", False, "session"),
@@ -185,7 +186,8 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[Settings, Path | None]:
         "--pairs",
         default="default",
         help="CLIENT:AGENT pairings, comma-separated; 'default' (SDKs with themselves, the floor, and the "
-        "mixed pairs with acpio) or 'all' (every client with every agent)",
+        "mixed pairs with acpio), 'targets' (only those issue 34's targets need) or 'all' (every client "
+        "with every agent)",
     )
     parser.add_argument(
         "--requests", type=int, help="timed round trips per run (default 20000; --quick: 300)"
@@ -256,6 +258,8 @@ def _names(text: str, known: Sequence[str], what: str) -> list[str]:
 def _pairs(text: str) -> list[tuple[str, str]]:
     if text == "default":
         return list(DEFAULT_PAIRS)
+    if text == "targets":
+        return list(PAIRS_NEEDED)
     if text == "all":
         clients = [name for name in IMPLEMENTATIONS if name not in AGENTS_ONLY]
         return [(client, agent) for client in clients for agent in IMPLEMENTATIONS]
