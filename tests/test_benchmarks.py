@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "benchmarks" / "run.py"
 
@@ -47,6 +49,7 @@ def target_row(stdout: str, figure: str) -> list[str]:
     return [cell.strip() for cell in row.strip("|").split("|")]
 
 
+@pytest.mark.slow  # 20-40 s on a loaded 2-core machine
 def test_a_quick_acpio_run_prints_one_table_and_writes_the_json(tmp_path: Path) -> None:
     output = tmp_path / "results.json"
     done = run("--quick", "--impls", "acpio", "--output", str(output))
@@ -85,6 +88,7 @@ def test_a_quick_acpio_run_prints_one_table_and_writes_the_json(tmp_path: Path) 
     assert all(target["verdict"] == "not measured" for target in document["targets"])
 
 
+@pytest.mark.slow  # 20-40 s on a loaded 2-core machine
 def test_the_agentapp_agent_is_measured_pinned_and_judged_against_the_floor(tmp_path: Path) -> None:
     # The AgentApp agent (an agent only) against the floor's client, round trips pinned to one CPU.
     output = tmp_path / "results.json"
@@ -206,3 +210,35 @@ def test_scale_refuses_an_unknown_scenario_in_one_line() -> None:
     assert done.returncode == 2
     assert "unknown scenario width: choose from size, sessions, chain, slow" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_make_bench_skips_the_optimised_run_when_there_is_no_such_interpreter(tmp_path: Path) -> None:
+    missing = tmp_path / "python3"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "bench-optimised", f"OPT_PYTHON={missing}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"make bench-optimised: skipped: {missing} is not an optimised CPython" in done.stdout
+
+
+def test_interpreter_py_describes_this_python_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    script = str(ROOT / "benchmarks" / "interpreter.py")
+    done = subprocess.run(
+        [sys.executable, script, "--json", sys.executable], capture_output=True, text=True, timeout=60
+    )
+    described = json.loads(done.stdout)
+    assert described["executable"] == sys.executable
+    assert described["version"] == ".".join(map(str, sys.version_info[:3]))
+    # The exit status says whether it is optimised (the Makefile's test), and so does "build".
+    assert done.returncode == (0 if described["optimised"] else 1)
+    assert (described["build"] in ("PGO", "PGO+LTO")) == described["optimised"]
+
+    done = subprocess.run(
+        [sys.executable, script, str(tmp_path / "python3")], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert f"interpreter.py: {tmp_path / 'python3'} cannot be run:" in done.stderr
