@@ -676,7 +676,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json(path, settings, impls, missing, results, started, load, judgements)
     print(table(results, settings))
     print()
-    print("issue 34's targets (each a ratio of two figures of this run):")
+    on = interpreter.summary(interpreter.describe_self())
+    print(
+        f"issue 34's targets (each a ratio of two figures of this run; acpio's and the floor's peers "
+        f"on {on}):"
+    )
     print(goals)
     print()
     print(footer(settings, impls, missing, load))
