@@ -65,7 +65,8 @@ def implementations(names: set[str]) -> tuple[dict[str, list[str]], dict[str, li
     found, missing = locate(names, lambda line: print(line, file=sys.stderr))
     for name, reason in missing.items():
         print(f"{name} is not measured: {reason}", file=sys.stderr)
-    return {n: i.client for n, i in found.items()}, {n: i.agent for n, i in found.items()}
+    clients = {n: i.client for n, i in found.items() if i.client is not None}
+    return clients, {n: i.agent for n, i in found.items()}
 
 
 @contextlib.asynccontextmanager

@@ -1,26 +1,32 @@
 """Benchmark acpio against the official ACP SDKs: client process <-> agent process over stdio pipes.
 
-    .venv/bin/python benchmarks/run.py [--repeat 3] [--quick] [--scenarios roundtrip,stream,spawn]
-                                       [--impls acpio,official,ts,bare] [--pairs CLIENT:AGENT,...|all]
-                                       [--requests N] [--updates N] [--spawns K] [--output FILE]
+    .venv/bin/python benchmarks/run.py [--repeat 3] [--quick] [--scenarios roundtrip,pinned,stream,spawn]
+                                       [--impls acpio,official,ts,bare]
+                                       [--pairs CLIENT:AGENT,...|default|targets|all]
+                                       [--requests N] [--updates N] [--spawns K] [--cpu N] [--output FILE]
 
-Implementations: ``acpio``; ``official``, the official Python SDK (``agent-client-protocol``, in its own
-virtualenv); ``ts``, the official TypeScript SDK (``@agentclientprotocol/sdk`` on Node); ``bare``, a plain
-asyncio + orjson loop with no ACP library, the floor. Each has a benchmark agent and client in
-``benchmarks/peers/``; the peers are installed by ``peers/install.py`` on first use, and a pairing whose
-peer cannot be installed is left out with the reason.
+Implementations: ``acpio`` (the builder style); ``acpio_app``, an ``AgentApp`` agent (an agent only: no
+client); ``official``, the official Python SDK (``agent-client-protocol``, in its own virtualenv); ``ts``,
+the official TypeScript SDK (``@agentclientprotocol/sdk`` on Node); ``bare``, a plain asyncio + orjson
+loop with no ACP library, the floor. Each has a benchmark agent and client in ``benchmarks/peers/``; the
+peers are installed by ``peers/install.py`` on first use, and a pairing whose peer cannot be installed is
+left out with the reason.
 
 For each pairing, the client spawns the agent and measures (see ``benchmarks/peers/_harness.py``):
 
 * ``roundtrip``: sequential typed ``session/set_mode`` requests, one in flight: req/s, p50, p99;
+* ``pinned``: the same round trips with the client and its agent pinned to one CPU (``--cpu``, as
+  ``taskset -c`` pins them), where a round trip costs the CPU work of both sides and not where the
+  scheduler puts two processes on two cores;
 * ``stream``: one ``session/prompt`` answered after N typed ``agent_message_chunk`` updates, each received
   as an SDK model by the client's typed handler: N / (send to answer with all N handled);
 * ``spawn``: spawn to the ``initialize`` reply, a fresh agent each time (median of ``--spawns``);
 * the agent's idle RSS after ``initialize`` + ``session/new``, and its peak RSS (VmHWM) after streaming.
 
 Every scenario runs ``--repeat`` times (pairings interleaved); one table of medians goes to stdout, with
-ratios to the official Python pair, the TypeScript pair and the floor, and the issue's targets for
-acpio -> acpio judged against figures of the same run (a ratio, not an absolute figure); all runs go to
+ratios to the official Python pair, the TypeScript pair and the floor, then issue 34's targets judged on
+figures of the same run (ratios, not absolute figures: ``targets.py``), and the interpreter the Python
+peers ran on and whether it is optimised (``interpreter.py``); all runs go to
 ``benchmarks/results/<timestamp>.json``. Progress goes to stderr.
 """
 
@@ -44,23 +50,32 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import interpreter
+from targets import FLOOR, PAIRS_NEEDED, Judgement, targets_table
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PEERS = HERE / "peers"
 RESULTS = HERE / "results"
 
-IMPLEMENTATIONS = ("acpio", "acpio_uvloop", "official", "ts", "bare")
+IMPLEMENTATIONS = ("acpio", "acpio_app", "acpio_uvloop", "official", "ts", "bare")
+#: The implementations with a benchmark agent and no client.
+AGENTS_ONLY = ("acpio_app",)
 LABELS = {
-    "acpio": "acpio (on asyncio's event loop, as the floor)",
+    "acpio": "acpio, builder style (on asyncio's event loop, as the floor)",
+    "acpio_app": "acpio's AgentApp, a prompt function calling turn.say (an agent only; on asyncio's loop)",
     "acpio_uvloop": "acpio on uvloop (acpio[fast]: acpio.run() and the acpio commands use it when installed)",
     "official": "official Python SDK",
     "ts": "TypeScript SDK",
     "bare": "bare asyncio+orjson loop (the floor, no validation)",
 }
 #: The pairings run by default (client, agent): each SDK with itself, the floor, the mixed pairs that
-#: involve acpio, and the floor's client and agent against acpio's (to split acpio's cost by side).
+#: involve acpio, the AgentApp agent, and the floor's client against acpio's agents and the TS agent
+#: (each agent on its own) and the floor's agent against acpio's client; issue 34's targets need
+#: ``targets.PAIRS_NEEDED``, all among these.
 DEFAULT_PAIRS = (
     ("acpio", "acpio"),
+    ("acpio", "acpio_app"),
     ("acpio_uvloop", "acpio_uvloop"),
     ("official", "official"),
     ("ts", "ts"),
@@ -70,41 +85,14 @@ DEFAULT_PAIRS = (
     ("acpio", "official"),
     ("official", "acpio"),
     ("bare", "acpio"),
+    ("bare", "acpio_app"),
+    ("bare", "ts"),
     ("acpio", "bare"),
 )
-SCENARIOS = ("roundtrip", "stream", "spawn")
-PRINT_PYTHON_VERSION = "import platform; print(platform.python_version())"
+assert set(PAIRS_NEEDED) <= set(DEFAULT_PAIRS)
+SCENARIOS = ("roundtrip", "pinned", "stream", "spawn")
 PRINT_OFFICIAL_VERSION = "import importlib.metadata as m; print(m.version('agent-client-protocol'))"
-BASELINES = (("official", "official"), ("ts", "ts"), ("bare", "bare"))
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """One of the issue's targets for acpio -> acpio: ``comparison`` ``factor`` times a reference figure.
-
-    The reference is the same figure of another pairing measured in the same run (``("ts", "ts")``), or
-    another figure of acpio -> acpio itself (``reference_key``: peak RSS against idle RSS). Ratios measured
-    side by side hold on a loaded machine where absolute figures swing by 2x.
-    """
-
-    comparison: str
-    factor: float
-    pair: tuple[str, str] = ("acpio", "acpio")
-    reference_key: str | None = None
-
-    def reference_pair(self, judged: tuple[str, str]) -> tuple[str, str]:
-        """The pairing whose figure is the reference for ``judged`` (itself for ``reference_key``)."""
-        return judged if self.reference_key else self.pair
-
-    def describe(self) -> str:
-        """``>= 1.2x ts -> ts``, ``<= 1.2x idle RSS``."""
-        what = REFERENCE_LABELS.get(self.reference_key or "", f"{self.pair[0]} -> {self.pair[1]}")
-        return f"{self.comparison} {self.factor:g}x {what}"
-
-    def meets(self, value: float, reference: float) -> bool:
-        """Whether ``value`` meets the target given the reference figure."""
-        bound = self.factor * reference
-        return value >= bound if self.comparison == ">=" else value <= bound
+BASELINES = (("official", "official"), ("ts", "ts"), FLOOR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,47 +103,33 @@ class Figure:
     label: str
     higher_is_better: bool
     scenario: str
-    #: The issue's targets for acpio -> acpio.
-    targets: tuple[Target, ...] = ()
 
 
-TS, FLOOR = ("ts", "ts"), ("bare", "bare")
-#: The pairings judged against the issue's targets: acpio on either event loop, with itself.
-JUDGED = (("acpio", "acpio"), ("acpio_uvloop", "acpio_uvloop"))
-REFERENCE_LABELS = {"idle_rss_mb": "its idle RSS"}
 FIGURES = (
-    Figure(
-        "req_per_s",
-        "round trips (req/s)",
-        True,
-        "roundtrip",
-        (Target(">=", 1.2, TS), Target(">=", 0.95, FLOOR)),
-    ),
+    Figure("req_per_s", "round trips (req/s)", True, "roundtrip"),
     Figure("p50_us", "round trip p50 (us)", False, "roundtrip"),
     Figure("p99_us", "round trip p99 (us)", False, "roundtrip"),
-    Figure(
-        "msgs_per_s", "streaming (msgs/s)", True, "stream", (Target(">=", 3, TS), Target(">=", 0.4, FLOOR))
-    ),
-    Figure("spawn_ms", "spawn -> initialize (ms)", False, "spawn", (Target("<=", 0.6, TS),)),
-    Figure("idle_rss_mb", "agent idle RSS (MB)", False, "session", (Target("<=", 1.4, FLOOR),)),
-    Figure(
-        "peak_rss_mb",
-        "agent peak RSS (MB)",
-        False,
-        "stream",
-        (Target("<=", 1.2, reference_key="idle_rss_mb"),),
-    ),
+    Figure("pinned_req_per_s", "round trips pinned to one CPU (req/s)", True, "pinned"),
+    Figure("pinned_p50_us", "round trip p50 pinned (us)", False, "pinned"),
+    Figure("msgs_per_s", "streaming (msgs/s)", True, "stream"),
+    Figure("spawn_ms", "spawn -> initialize (ms)", False, "spawn"),
+    Figure("idle_rss_mb", "agent idle RSS (MB)", False, "session"),
+    Figure("peak_rss_mb", "agent peak RSS (MB)", False, "stream"),
 )
+#: The figures a pinned run reports, under the names the table gives them.
+PINNED_KEYS = {"req_per_s": "pinned_req_per_s", "p50_us": "pinned_p50_us", "p99_us": "pinned_p99_us"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Implementation:
-    """How to start one implementation's benchmark client and agent."""
+    """How to start one implementation's benchmark client (``None``: it has none) and agent."""
 
     name: str
-    client: list[str]
+    client: list[str] | None
     agent: list[str]
     version: str
+    #: The Python interpreter it runs on (``interpreter.describe``); ``None`` for Node.
+    interpreter: dict[str, Any] | None = None
 
 
 @dataclasses.dataclass
@@ -169,6 +143,8 @@ class Settings:
     scenarios: tuple[str, ...]
     pairs: list[tuple[str, str]]
     timeout: float
+    #: The CPU the ``pinned`` scenario pins both processes of a pair to.
+    cpu: int
 
     @property
     def warmup_requests(self) -> int:
@@ -210,7 +186,8 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[Settings, Path | None]:
         "--pairs",
         default="default",
         help="CLIENT:AGENT pairings, comma-separated; 'default' (SDKs with themselves, the floor, and the "
-        "mixed pairs with acpio) or 'all' (every client with every agent)",
+        "mixed pairs with acpio), 'targets' (only those issue 34's targets need) or 'all' (every client "
+        "with every agent)",
     )
     parser.add_argument(
         "--requests", type=int, help="timed round trips per run (default 20000; --quick: 300)"
@@ -220,6 +197,11 @@ def parse_settings(argv: Sequence[str] | None) -> tuple[Settings, Path | None]:
     )
     parser.add_argument("--spawns", type=int, help="spawns timed per run (default 5; --quick: 2)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one client run may take")
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        help="the CPU of the pinned round trips (default: the last one this process may run on)",
+    )
     parser.add_argument(
         "--output", type=Path, help="the JSON file (default: benchmarks/results/<timestamp>.json)"
     )
@@ -239,6 +221,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         return chosen
 
     scenarios = tuple(_names(args.scenarios, SCENARIOS, "scenario"))
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = allowed[-1] if args.cpu is None else args.cpu
+    if cpu not in allowed:
+        raise BenchmarkError(
+            f"--cpu {cpu} is not a CPU this process may run on: choose from {', '.join(map(str, allowed))}"
+        )
     pairs = _pairs(args.pairs)
     if args.impls is not None:
         keep = set(_names(args.impls, IMPLEMENTATIONS, "implementation"))
@@ -253,6 +241,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         scenarios=scenarios,
         pairs=pairs,
         timeout=args.timeout,
+        cpu=cpu,
     )
 
 
@@ -269,8 +258,11 @@ def _names(text: str, known: Sequence[str], what: str) -> list[str]:
 def _pairs(text: str) -> list[tuple[str, str]]:
     if text == "default":
         return list(DEFAULT_PAIRS)
+    if text == "targets":
+        return list(PAIRS_NEEDED)
     if text == "all":
-        return [(client, agent) for client in IMPLEMENTATIONS for agent in IMPLEMENTATIONS]
+        clients = [name for name in IMPLEMENTATIONS if name not in AGENTS_ONLY]
+        return [(client, agent) for client in clients for agent in IMPLEMENTATIONS]
     pairs = []
     for word in text.split(","):
         client, colon, agent = word.strip().partition(":")
@@ -280,6 +272,10 @@ def _pairs(text: str) -> list[tuple[str, str]]:
             )
         _names(client, IMPLEMENTATIONS, "implementation")
         _names(agent, IMPLEMENTATIONS, "implementation")
+        if client in AGENTS_ONLY:
+            raise BenchmarkError(
+                f"{client} is an agent only (it has no benchmark client): pair it as CLIENT:{client}"
+            )
         pairs.append((client, agent))
     return pairs
 
@@ -304,7 +300,7 @@ def locate(
     found: dict[str, Implementation] = {}
     missing: dict[str, str] = {}
     python = sys.executable
-    if names & {"acpio", "acpio_uvloop", "bare"}:
+    if names & {"acpio", "acpio_app", "acpio_uvloop", "bare"}:
         for module in ("acpio", "orjson"):
             if importlib.util.find_spec(module) is None:
                 raise BenchmarkError(
@@ -314,6 +310,8 @@ def locate(
         compile_acpio()
     if "acpio" in names:
         found["acpio"] = _python_impl("acpio", python, version("acpio"))
+    if "acpio_app" in names:
+        found["acpio_app"] = _python_impl("acpio_app", python, version("acpio"))
     if "acpio_uvloop" in names:
         try:
             uvloop = version("uvloop")
@@ -367,11 +365,13 @@ def compile_acpio() -> None:
 
 
 def _python_impl(name: str, python: str, version: str) -> Implementation:
+    described = interpreter.describe(python)
     return Implementation(
         name,
-        client=[python, str(PEERS / f"{name}_client.py")],
+        client=None if name in AGENTS_ONLY else [python, str(PEERS / f"{name}_client.py")],
         agent=[python, str(PEERS / f"{name}_agent.py")],
-        version=f"{version} on Python {_output([python, '-c', PRINT_PYTHON_VERSION])}",
+        version=f"{version} on {interpreter.summary(described)}",
+        interpreter=described,
     )
 
 
@@ -386,11 +386,29 @@ class RunFailed(Exception):
     """A client run failed; ``str()`` has the command's stderr tail."""
 
 
-def run_client(client: Implementation, agent: Implementation, options: list[str], timeout: float) -> Any:
-    """Run ``client`` against ``agent`` with ``options``; return the figures it reports."""
+def run_client(
+    client: Implementation,
+    agent: Implementation,
+    options: list[str],
+    timeout: float,
+    cpu: int | None = None,
+) -> Any:
+    """Run ``client`` against ``agent`` with ``options``; return the figures it reports.
+
+    With ``cpu`` the client runs pinned to that CPU, as ``taskset -c`` pins it, and so does the
+    agent it spawns (a child keeps its parent's CPU affinity).
+    """
+    assert client.client is not None, f"{client.name} has no benchmark client"
     command = [*client.client, "--agent", json.dumps(agent.agent), *options]
+
+    def pin() -> None:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, preexec_fn=pin
+        )
     except subprocess.TimeoutExpired as error:
         raise RunFailed(f"timed out after {timeout:g} s (raise --timeout)") from error
     if done.returncode != 0:
@@ -407,10 +425,15 @@ def session_options(settings: Settings) -> list[str]:
     """The client options for one session run of the selected scenarios."""
     options = []
     if "roundtrip" in settings.scenarios:
-        options += ["--requests", str(settings.requests), "--warmup-requests", str(settings.warmup_requests)]
+        options += round_trip_options(settings)
     if "stream" in settings.scenarios:
         options += ["--updates", str(settings.updates), "--warmup-updates", str(settings.warmup_updates)]
     return options
+
+
+def round_trip_options(settings: Settings) -> list[str]:
+    """The client options for the round trips alone."""
+    return ["--requests", str(settings.requests), "--warmup-requests", str(settings.warmup_requests)]
 
 
 @dataclasses.dataclass
@@ -420,6 +443,8 @@ class PairResult:
     client: str
     agent: str
     runs: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    #: The repetition (from 1) each value of ``runs`` comes from, in the same order.
+    repetitions: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     spawn_samples: list[float] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
 
@@ -428,18 +453,23 @@ class PairResult:
         """``client -> agent``."""
         return f"{self.client} -> {self.agent}"
 
-    def add(self, figures: dict[str, Any]) -> None:
+    def add(self, figures: dict[str, Any], repetition: int) -> None:
         """Record one run's figures (a spawn run's samples count as one run: their median)."""
         for key, value in figures.items():
             if key == "spawn_ms":
                 self.spawn_samples.extend(value)
                 value = statistics.median(value)
             self.runs.setdefault(key, []).append(float(value))
+            self.repetitions.setdefault(key, []).append(repetition)
 
     def median(self, key: str) -> float | None:
         """The median over the runs of ``key``, or ``None`` if it was not measured."""
         values = self.runs.get(key)
         return statistics.median(values) if values else None
+
+    def by_repetition(self, key: str) -> dict[int, float]:
+        """Each repetition's value of ``key``, by repetition number (those that were measured)."""
+        return dict(zip(self.repetitions.get(key, []), self.runs.get(key, []), strict=True))
 
 
 def run_all(
@@ -454,12 +484,19 @@ def run_all(
             try:
                 if options:
                     figures = run_client(impls[client], impls[agent], options, settings.timeout)
-                    result.add(figures)
+                    result.add(figures, rep)
                     progress(f"{prefix} {_summary(figures)}")
+                if "pinned" in settings.scenarios:
+                    pinned_options = round_trip_options(settings)
+                    figures = run_client(
+                        impls[client], impls[agent], pinned_options, settings.timeout, settings.cpu
+                    )
+                    result.add({PINNED_KEYS[key]: figures[key] for key in PINNED_KEYS}, rep)
+                    progress(f"{prefix} pinned to CPU {settings.cpu}: {figures['req_per_s']:,.0f} req/s")
                 if "spawn" in settings.scenarios:
                     spawn_options = ["--spawns", str(settings.spawns)]
                     figures = run_client(impls[client], impls[agent], spawn_options, settings.timeout)
-                    result.add(figures)
+                    result.add(figures, rep)
                     progress(f"{prefix} spawn -> initialize {statistics.median(figures['spawn_ms']):,.0f} ms")
             except RunFailed as error:
                 result.errors.append(f"run {rep}: {error}")
@@ -489,7 +526,6 @@ def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str
         "vs official",
         "vs TS",
         "vs floor",
-        "targets (acpio -> acpio)",
     )
     rows: list[tuple[str, ...]] = []
     for figure in FIGURES:
@@ -500,22 +536,17 @@ def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str
         baselines = [results[pair].median(figure.key) if pair in results else None for pair in BASELINES]
         arrow = "higher" if figure.higher_is_better else "lower"
         first = True
-        for pair, result in results.items():
+        for result in results.values():
             value = result.median(figure.key)
             label = f"{figure.label}, {arrow} is better" if first else ""
             first = False
             if value is None:
-                rows.append((label, result.label, "failed" if result.errors else "-", "", "", "", ""))
+                rows.append((label, result.label, "failed" if result.errors else "-", "", "", ""))
                 continue
             ratios = tuple(f"{value / base:.2f}x" if base else "-" for base in baselines)
-            target = ""
-            if figure.targets and pair in JUDGED:
-                target = "; ".join(
-                    _verdict(target, pair, figure.key, value, results) for target in figure.targets
-                )
-            rows.append((label, result.label, _number(value), *ratios, target))
+            rows.append((label, result.label, _number(value), *ratios))
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    aligned = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.rjust, str.ljust]
+    aligned = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.rjust]
 
     def line(row: tuple[str, ...]) -> str:
         cells = (align(cell, width) for cell, width, align in zip(row, widths, aligned, strict=True))
@@ -523,22 +554,6 @@ def table(results: dict[tuple[str, str], PairResult], settings: Settings) -> str
 
     rule = "  ".join("-" * width for width in widths)
     return "\n".join([line(header), rule, *(line(row) for row in rows)])
-
-
-def _verdict(
-    target: Target,
-    judged: tuple[str, str],
-    key: str,
-    value: float,
-    results: dict[tuple[str, str], PairResult],
-) -> str:
-    """``>= 3x ts -> ts: met (4.10x)``; ``not measured`` when the reference pairing did not run."""
-    source = results.get(target.reference_pair(judged))
-    reference = source.median(target.reference_key or key) if source is not None else None
-    if not reference:
-        return f"{target.describe()}: not measured"
-    verdict = "met" if target.meets(value, reference) else "missed"
-    return f"{target.describe()}: {verdict} ({value / reference:.2f}x)"
 
 
 def _number(value: float) -> str:
@@ -552,6 +567,8 @@ def footer(
     sizes = []
     if "roundtrip" in settings.scenarios:
         sizes.append(f"{settings.requests:,} round trips (+{settings.warmup_requests:,} warm-up)")
+    if "pinned" in settings.scenarios:
+        sizes.append(f"as many pinned to CPU {settings.cpu}")
     if "stream" in settings.scenarios:
         sizes.append(f"{settings.updates:,} updates (+{settings.warmup_updates:,} warm-up)")
     if "spawn" in settings.scenarios:
@@ -560,6 +577,7 @@ def footer(
     lines = [
         f"medians of {runs}; per run: {', '.join(sizes)}",
         "ratios: this row / official -> official, / ts -> ts, and / bare -> bare (the floor)",
+        f"driver: {interpreter.summary(interpreter.describe_self())}",
     ]
     for name, impl in impls.items():
         lines.append(f"{name}: {LABELS[name]}, {impl.version}")
@@ -580,8 +598,10 @@ def write_json(
     results: dict[tuple[str, str], PairResult],
     started: datetime.datetime,
     load: tuple[float, ...],
+    judgements: list[Judgement],
 ) -> None:
-    """Every run, the medians and the context, as JSON."""
+    """Every run, the medians, their ratios to the floor, the targets and the context, as JSON."""
+    floor = results.get(FLOOR)
     document = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -597,6 +617,7 @@ def write_json(
             "loadavg_start": list(load),
             "loadavg_end": list(os.getloadavg()),
         },
+        "interpreter": interpreter.describe_self(),
         "implementations": {name: dataclasses.asdict(impl) for name, impl in impls.items()},
         "unavailable": missing,
         "results": [
@@ -604,15 +625,28 @@ def write_json(
                 "client": result.client,
                 "agent": result.agent,
                 "medians": {key: result.median(key) for key in result.runs},
+                "ratios_to_floor": _ratios(result, floor),
                 "runs": result.runs,
+                "run_repetitions": result.repetitions,
                 "spawn_ms_samples": result.spawn_samples,
                 "errors": result.errors,
             }
             for result in results.values()
         ],
+        "targets": [judgement.as_json() for judgement in judgements],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def _ratios(result: PairResult, floor: PairResult | None) -> dict[str, float]:
+    """Each median of ``result`` over the same median of the floor (``bare -> bare``), when it ran."""
+    ratios = {}
+    for key in result.runs:
+        value, base = result.median(key), floor.median(key) if floor is not None else None
+        if value is not None and base:
+            ratios[key] = value / base
+    return ratios
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -638,8 +672,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     progress(f"done in {time.perf_counter() - begin:.0f} s")
     path = output or RESULTS / f"{started.strftime('%Y%m%d-%H%M%S')}.json"
-    write_json(path, settings, impls, missing, results, started, load)
+    goals, judgements = targets_table(results)
+    write_json(path, settings, impls, missing, results, started, load, judgements)
     print(table(results, settings))
+    print()
+    on = interpreter.summary(interpreter.describe_self())
+    print(
+        f"issue 34's targets (each a ratio of two figures of this run; acpio's and the floor's peers "
+        f"on {on}):"
+    )
+    print(goals)
     print()
     print(footer(settings, impls, missing, load))
     print(f"all runs: {path}")
