@@ -161,7 +161,9 @@ async def test_a_second_signal_while_ending_kills_the_components_at_once(
     run.process.send_signal(signal.SIGTERM)
     returncode, err = await run.stopped()
     await processes.wait_gone(run.pids, run.groups)
-    assert time.monotonic() - began < 1.5  # the agent's grace periods are 2 + 1 s
+    # Not waiting for the agent's grace periods (2 + 1 s, from the first signal); under load the
+    # kill itself took 1.54 s once. The agent's log (below) says it got no SIGTERM: no grace ran.
+    assert time.monotonic() - began < 2.0
     assert returncode == 143, err
     assert "acpio: stopping at once: killing the components" in err
     assert "SIGTERM ignored" not in run.log_lines()

@@ -220,7 +220,7 @@ async def test_a_sender_that_never_drains_over_a_socket_is_told_once_what_to_wri
 
     with caplog.at_level(logging.WARNING, logger="acpio.jsonrpc"):
         sender = asyncio.create_task(UntypedRole.builder().connect_with(ours, stream))
-        async with asyncio.timeout(TIMEOUT):
+        async with asyncio.timeout(6 * TIMEOUT):  # a hang guard: 70 MB took over 10 s under load 13
             await sent.wait()  # the reader has read nothing meanwhile
             warnings = [r.getMessage() for r in caplog.records if "drain" in r.getMessage()]
             frames = 0
