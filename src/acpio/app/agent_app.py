@@ -24,7 +24,6 @@ from acpio.app.app_session import (
     StopReasonName,
 )
 from acpio.app.protocol import AppDefinition, AppProtocol
-from acpio.app.protocol_v2 import AppProtocolV2, AuthFunction
 from acpio.jsonrpc import Builder
 from acpio.roles import Agent
 from acpio.schema import (
@@ -37,6 +36,7 @@ from acpio.transports.listener import Listener
 from acpio.transports.stdio import Stdio
 
 if TYPE_CHECKING:
+    from acpio.app.protocol_v2 import AppProtocolV2, AuthFunction
     from acpio.version_router import VersionRouter
 
 __all__ = [
@@ -125,9 +125,11 @@ class AgentApp:
         self._menu = self._app.menu
         self._protocol = AppProtocol(self._app, open_store(store) if isinstance(store, str) else store)
         stored = self._protocol.stored
-        self._v2 = (
-            AppProtocolV2(self._protocol, stored) if stored is not None and 2 in self.protocols else None
-        )
+        self._v2: AppProtocolV2 | None = None
+        if stored is not None and 2 in self.protocols:
+            from acpio.app.protocol_v2 import AppProtocolV2  # a v1-only app loads none of v2's code
+
+            self._v2 = AppProtocolV2(self._protocol, stored)
 
     @property
     def info(self) -> Implementation:

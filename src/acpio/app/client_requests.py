@@ -9,31 +9,23 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from acpio import schema as acp
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited, form_schema, form_value
 from acpio.app.tool_calls import ActiveToolCall, given
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
-from acpio.schema import (
-    CreateElicitationRequest,
-    CreateElicitationResponse,
-    CreateTerminalRequest,
-    CreateTerminalResponse,
-    KillTerminalRequest,
-    PermissionOption,
-    ReleaseTerminalRequest,
-    RequestPermissionRequest,
-    SelectedPermissionOutcome,
-    TerminalOutputRequest,
-    TerminalOutputResponse,
-    ToolCallUpdate,
-    WaitForTerminalExitRequest,
-    WaitForTerminalExitResponse,
-    v2,
-)
 
 if TYPE_CHECKING:
     from mcp import Client as McpClient
+
+    from acpio.schema import (
+        CreateElicitationResponse,
+        CreateTerminalRequest,
+        CreateTerminalResponse,
+        TerminalOutputResponse,
+        WaitForTerminalExitResponse,
+    )
 
 __all__ = ["CommandResult"]
 
@@ -67,17 +59,17 @@ async def ask_permission(
     Asked of the session's client and its controllers: the first answer decides.
     """
     options = [
-        PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
-        PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
+        acp.PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
+        acp.PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
     ]
-    request = RequestPermissionRequest(
+    request = acp.RequestPermissionRequest(
         session_id=session_id,
-        tool_call=ToolCallUpdate(tool_call_id=call.id, title=call.title),
+        tool_call=acp.ToolCallUpdate(tool_call_id=call.id, title=call.title),
         options=options,
     )
     answer = await askers.ask(request)
     outcome = answer.outcome
-    return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == _ALLOW
+    return isinstance(outcome, acp.SelectedPermissionOutcome) and outcome.option_id == _ALLOW
 
 
 async def ask_permission_v2(
@@ -93,6 +85,8 @@ async def ask_permission_v2(
 
     Whether the allow option was selected: any other outcome (cancelled, unknown) is a refusal, as v2 asks.
     """
+    from acpio.schema import v2  # only a v2 connection gets here
+
     options = [
         v2.PermissionOption(option_id=_ALLOW, name=allow, kind="allow_always" if always else "allow_once"),
         v2.PermissionOption(option_id=_DENY, name=deny, kind="reject_always" if always else "reject_once"),
@@ -122,8 +116,10 @@ async def elicit_form(
 ) -> Elicited[T]:
     """``elicitation/create`` in form mode, ``form`` (a dataclass) as its schema; the answer, filled in."""
     if not client.elicitation_form:
-        raise CapabilityNotAdvertised(CreateElicitationRequest.METHOD, "C.elicitation.form", what="a form")
-    request = CreateElicitationRequest(
+        raise CapabilityNotAdvertised(
+            acp.CreateElicitationRequest.METHOD, "C.elicitation.form", what="a form"
+        )
+    request = acp.CreateElicitationRequest(
         session_id=session_id,
         mode="form",
         message=message,
@@ -147,9 +143,9 @@ async def elicit_url(
 ) -> Elicited[None]:
     """``elicitation/create`` in URL mode (an id made up when none is given); the answer."""
     if not client.elicitation_url:
-        raise CapabilityNotAdvertised(CreateElicitationRequest.METHOD, "C.elicitation.url", what="a URL")
+        raise CapabilityNotAdvertised(acp.CreateElicitationRequest.METHOD, "C.elicitation.url", what="a URL")
     elicitation_id = elicitation_id or f"elicit_{uuid.uuid4().hex[:16]}"
-    request = CreateElicitationRequest(
+    request = acp.CreateElicitationRequest(
         session_id=session_id,
         mode="url",
         message=message,
@@ -174,21 +170,21 @@ async def run_in_terminal(
     try:
         if call is not None:
             await call.show_terminal(terminal)
-        wait = WaitForTerminalExitRequest(session_id=session_id, terminal_id=terminal)
+        wait = acp.WaitForTerminalExitRequest(session_id=session_id, terminal_id=terminal)
         timed_out = False
         try:
             async with asyncio.timeout(kill_after):
                 ended: WaitForTerminalExitResponse = await cx.send_request(wait)
         except TimeoutError:
             timed_out = True
-            await cx.send_request(KillTerminalRequest(session_id=session_id, terminal_id=terminal))
+            await cx.send_request(acp.KillTerminalRequest(session_id=session_id, terminal_id=terminal))
             ended = await cx.send_request(wait)
         output: TerminalOutputResponse = await cx.send_request(
-            TerminalOutputRequest(session_id=session_id, terminal_id=terminal)
+            acp.TerminalOutputRequest(session_id=session_id, terminal_id=terminal)
         )
     finally:
         if not cx.closed:  # not awaited: a cancelled turn must still release it
-            cx.send_request(ReleaseTerminalRequest(session_id=session_id, terminal_id=terminal))
+            cx.send_request(acp.ReleaseTerminalRequest(session_id=session_id, terminal_id=terminal))
     return CommandResult(output.output, output.truncated, ended.exit_code, ended.signal, timed_out)
 
 

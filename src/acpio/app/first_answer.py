@@ -13,12 +13,14 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from acpio.capabilities import ClientFeatures
 from acpio.errors import AcpError, ConnectionClosed
 from acpio.jsonrpc import Connection, SentRequest, TypedRequest
-from acpio.session.attach import AttachedRequestResolved
+
+if TYPE_CHECKING:
+    from acpio.session.attach import AttachedRequestResolved
 
 __all__ = ["Able", "Askers", "Deciders", "Race"]
 
@@ -136,6 +138,9 @@ class Race(Generic[R]):
 
 
 def _resolved(session_id: str, copy: SentRequest[Any], result: object) -> AttachedRequestResolved:
+    # only an attached client's answer leads here: the client-side session code loads then
+    from acpio.session.attach import AttachedRequestResolved
+
     if isinstance(result, AcpError):
         return AttachedRequestResolved(
             session_id=session_id, request_id=copy.id, method=copy.method, error=str(result)

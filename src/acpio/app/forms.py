@@ -33,20 +33,13 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
+from acpio import schema as acp
 from acpio.app.tool_calls import given
-from acpio.schema import (
-    BooleanPropertySchema,
-    ElicitationSchema,
-    EnumOption,
-    IntegerPropertySchema,
-    MultiSelectPropertySchema,
-    NumberPropertySchema,
-    StringMultiSelectItems,
-    StringPropertySchema,
-    TitledMultiSelectItems,
-)
+
+if TYPE_CHECKING:
+    from acpio.schema import ElicitationSchema
 
 __all__ = ["Ask", "ElicitationAction", "Elicited", "FormError", "form_schema", "form_value"]
 
@@ -175,7 +168,7 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
         ask = item.ask
         common = given(title=ask.title or item.name, description=ask.description)
         if item.kind == "string":
-            prop: Any = StringPropertySchema(
+            prop: Any = acp.StringPropertySchema(
                 **common,
                 **given(
                     format=ask.format,
@@ -186,28 +179,30 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
                 ),
             )
         elif item.kind in ("integer", "number"):
-            model = IntegerPropertySchema if item.kind == "integer" else NumberPropertySchema
+            model = acp.IntegerPropertySchema if item.kind == "integer" else acp.NumberPropertySchema
             limits = given(minimum=ask.minimum, maximum=ask.maximum, default=item.default)
             if item.kind == "integer":
                 limits = {k: int(v) for k, v in limits.items()}
             prop = model(**common, **limits)
         elif item.kind == "boolean":
-            prop = BooleanPropertySchema(**common, **given(default=item.default))
+            prop = acp.BooleanPropertySchema(**common, **given(default=item.default))
         elif item.kind == "choice":
             if ask.choices:
-                options = [EnumOption(const=v, title=ask.choices.get(v, v)) for v in item.values]
-                prop = StringPropertySchema(**common, one_of=options, **given(default=item.default))
+                options = [acp.EnumOption(const=v, title=ask.choices.get(v, v)) for v in item.values]
+                prop = acp.StringPropertySchema(**common, one_of=options, **given(default=item.default))
             else:
-                prop = StringPropertySchema(**common, enum=list(item.values), **given(default=item.default))
+                prop = acp.StringPropertySchema(
+                    **common, enum=list(item.values), **given(default=item.default)
+                )
         else:
             items: Any = (
-                TitledMultiSelectItems(
-                    any_of=[EnumOption(const=v, title=ask.choices.get(v, v)) for v in item.values]
+                acp.TitledMultiSelectItems(
+                    any_of=[acp.EnumOption(const=v, title=ask.choices.get(v, v)) for v in item.values]
                 )
                 if ask.choices
-                else StringMultiSelectItems(enum=list(item.values))
+                else acp.StringMultiSelectItems(enum=list(item.values))
             )
-            prop = MultiSelectPropertySchema(
+            prop = acp.MultiSelectPropertySchema(
                 **common,
                 items=items,
                 **given(min_items=ask.min_length, max_items=ask.max_length, default=item.default),
@@ -216,7 +211,7 @@ def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSche
         if item.required:
             required.append(item.name)
     extra = given(title=title, required=required or None)
-    return ElicitationSchema(type="object", properties=properties, **extra)
+    return acp.ElicitationSchema(type="object", properties=properties, **extra)
 
 
 def form_value(form: type[T], content: Mapping[str, Any] | None) -> T:

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from acpio.schema import (
-    AgentMessageChunk,
-    AvailableCommandsUpdate,
-    ContentBlock,
-    SessionNotification,
-    SessionUpdate,
-    TextContent,
-    UserMessageChunk,
-)
+from acpio import schema as acp
+
+if TYPE_CHECKING:
+    from acpio.schema import AvailableCommandsUpdate, ContentBlock, SessionUpdate
 
 __all__ = ["Exchange", "StoredHistory", "read_history"]
 
@@ -58,10 +54,10 @@ async def read_history(updates: AsyncIterator[bytes]) -> StoredHistory:
     reply: list[str] = []
     sent: list[SessionUpdate] = []
     async for body in updates:
-        update = SessionNotification.model_validate_json(body).update
-        if isinstance(update, AvailableCommandsUpdate):
+        update = acp.SessionNotification.model_validate_json(body).update
+        if isinstance(update, acp.AvailableCommandsUpdate):
             commands = update
-        if isinstance(update, UserMessageChunk):
+        if isinstance(update, acp.UserMessageChunk):
             if prompt and sent:
                 found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))
                 prompt, reply = [], []
@@ -70,7 +66,7 @@ async def read_history(updates: AsyncIterator[bytes]) -> StoredHistory:
             prompt.append(update.content)
             continue
         sent.append(update)
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
+        if isinstance(update, acp.AgentMessageChunk) and isinstance(update.content, acp.TextContent):
             reply.append(update.content.text)
     if prompt:
         found.append(Exchange(tuple(prompt), "".join(reply), tuple(sent)))

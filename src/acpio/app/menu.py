@@ -9,20 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from acpio import schema as acp
 from acpio.app.v2_shapes import MODE_CONFIG_ID
 from acpio.capabilities import ClientFeatures
 from acpio.errors import InvalidParams
-from acpio.schema import (
-    AvailableCommand,
-    AvailableCommandsUpdate,
-    SessionConfigOption,
-    SessionConfigSelectOption,
-    SessionMode,
-    SessionModeState,
-    UnstructuredCommandInput,
-)
+
+if TYPE_CHECKING:
+    from acpio.schema import AvailableCommand, AvailableCommandsUpdate, SessionConfigOption, SessionMode
 
 __all__ = ["CommandCall", "Menu", "SessionSettings"]
 
@@ -70,12 +65,12 @@ class _Option:
         if self.category:
             described["category"] = self.category
         if self.choices is None:
-            return SessionConfigOption(
+            return acp.SessionConfigOption(
                 id=self.id, name=self.name, type="boolean", current_value=value, **described
             )
         offered = self.choices if choices is None else choices
-        options = [SessionConfigSelectOption(value=v, name=label) for v, label in offered.items()]
-        return SessionConfigOption(
+        options = [acp.SessionConfigSelectOption(value=v, name=label) for v, label in offered.items()]
+        return acp.SessionConfigOption(
             id=self.id, name=self.name, type="select", current_value=value, options=options, **described
         )
 
@@ -97,15 +92,15 @@ class Menu:
             raise ValueError(f"A command name is one word without spaces, like 'review'; not {name!r}")
         if any(c.name == name for c in self.commands):
             raise ValueError(f"The command /{name} is declared twice")
-        command_input = UnstructuredCommandInput(hint=hint) if hint is not None else None
-        self.commands.append(AvailableCommand(name=name, description=description, input=command_input))
+        command_input = acp.UnstructuredCommandInput(hint=hint) if hint is not None else None
+        self.commands.append(acp.AvailableCommand(name=name, description=description, input=command_input))
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
         if any(m.id == mode_id for m in self.modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
         described = {"description": description} if description is not None else {}
-        self.modes.append(SessionMode(id=mode_id, name=name, **described))
+        self.modes.append(acp.SessionMode(id=mode_id, name=name, **described))
 
     def add_select(
         self,
@@ -179,7 +174,7 @@ class Menu:
         fields: dict[str, Any] = {}
         modes = self.modes_of(settings)
         if modes and settings.mode is not None:
-            fields["modes"] = SessionModeState(current_mode_id=settings.mode, available_modes=list(modes))
+            fields["modes"] = acp.SessionModeState(current_mode_id=settings.mode, available_modes=list(modes))
         if self.options:
             fields["config_options"] = self.options_state(settings)
         return fields
@@ -197,8 +192,8 @@ class Menu:
         ]
         modes = self.modes_of(settings)
         if with_mode and modes and settings.mode is not None:
-            choices = [SessionConfigSelectOption(value=m.id, name=m.name) for m in modes]
-            mode = SessionConfigOption(
+            choices = [acp.SessionConfigSelectOption(value=m.id, name=m.name) for m in modes]
+            mode = acp.SessionConfigOption(
                 id=MODE_CONFIG_ID,
                 name="Mode",
                 type="select",
@@ -211,7 +206,7 @@ class Menu:
 
     def commands_update(self) -> AvailableCommandsUpdate:
         """The ``available_commands_update`` that lists the declared commands."""
-        return AvailableCommandsUpdate(available_commands=list(self.commands))
+        return acp.AvailableCommandsUpdate(available_commands=list(self.commands))
 
     def change(self, settings: SessionSettings, config_id: str | None, value: Any) -> None:
         """Set the mode (``config_id`` ``None``) or an option; ``InvalidParams`` (-32602) if it cannot."""

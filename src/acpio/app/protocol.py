@@ -17,9 +17,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
+from acpio import schema as acp
 from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
     AppSession,
@@ -31,7 +32,6 @@ from acpio.app.app_session import (
 )
 from acpio.app.history import read_history
 from acpio.app.menu import Menu
-from acpio.app.observers import SessionObservers
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
@@ -46,34 +46,46 @@ from acpio.errors import (
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.jsonrpc.messages import encode_value
 from acpio.otel.activity import start_prompt_turn
-from acpio.schema import (
-    AgentCapabilities,
-    CancelNotification,
-    ConfigOptionUpdate,
-    Implementation,
-    InitializeRequest,
-    InitializeResponse,
-    McpCapabilities,
-    NewSessionRequest,
-    NewSessionResponse,
-    PromptCapabilities,
-    PromptRequest,
-    PromptResponse,
-    SessionNotification,
-    SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse,
-    SetSessionModeRequest,
-    SetSessionModeResponse,
-    StopReason,
-    UserMessageChunk,
-)
-from acpio.session.attach import ATTACH_ROLES
-from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 from acpio.versions import select_version
+
+if TYPE_CHECKING:
+    from acpio.app.observers import SessionObservers
+    from acpio.schema import (
+        CancelNotification,
+        Implementation,
+        InitializeRequest,
+        InitializeResponse,
+        NewSessionRequest,
+        NewSessionResponse,
+        PromptCapabilities,
+        PromptRequest,
+        PromptResponse,
+        SetSessionConfigOptionRequest,
+        SetSessionConfigOptionResponse,
+        SetSessionModeRequest,
+        SetSessionModeResponse,
+        StopReason,
+    )
+    from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 
 __all__ = ["AppDefinition", "AppProtocol", "stop_answer"]
 
 _log = logging.getLogger("acpio.app")
+
+
+def _stored_sessions() -> type[StoredSessions]:
+    # an app without a store serves its sessions itself: the store's handlers load with a store
+    from acpio.store.serve import StoredSessions
+
+    return StoredSessions
+
+
+def _observers() -> type[SessionObservers]:
+    # attaching is unstable: its module (and the client-side session code it needs) loads only for
+    # an app that serves it
+    from acpio.app.observers import SessionObservers
+
+    return SessionObservers
 
 
 @dataclass
@@ -111,7 +123,7 @@ class AppProtocol:
         self.v2_clients: WeakKeyDictionary[Connection, ClientFeatures] = WeakKeyDictionary()
         #: The session methods served from the store, when there is one.
         self.stored = (
-            StoredSessions(
+            _stored_sessions()(
                 store,
                 on_open=self._opened,
                 on_close=self._closed,
@@ -123,7 +135,7 @@ class AppProtocol:
         )
         #: The clients attached to sessions of other connections (unstable: ``_acpio/session/attach``).
         self.observers = (
-            SessionObservers(
+            _observers()(
                 self.sessions.get, self.client_features, store.route_of if store is not None else None
             )
             if definition.unstable
@@ -132,18 +144,18 @@ class AppProtocol:
 
     def register(self, app: Builder[AcpConnection]) -> None:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
-        app.on_request(InitializeRequest, self._initialize)
+        app.on_request(acp.InitializeRequest, self._initialize)
         if self.stored is not None:
             self.stored.register(app)
         else:
-            app.on_request(NewSessionRequest, self._new_session)
+            app.on_request(acp.NewSessionRequest, self._new_session)
             app.on_close(self._connection_closed)
-        app.on_request(PromptRequest, self._start_turn)
-        app.on_notification(CancelNotification, self._cancel)
+        app.on_request(acp.PromptRequest, self._start_turn)
+        app.on_notification(acp.CancelNotification, self._cancel)
         if self._menu.modes:
-            app.on_request(SetSessionModeRequest, self._set_mode)
+            app.on_request(acp.SetSessionModeRequest, self._set_mode)
         if self._menu.options:
-            app.on_request(SetSessionConfigOptionRequest, self._set_option)
+            app.on_request(acp.SetSessionConfigOptionRequest, self._set_option)
         if self.observers is not None:
             self.observers.register(app)
         for handler in self._app.handlers:
@@ -167,16 +179,18 @@ class AppProtocol:
             self.stored.store.append_soon(session_id, encode_value(params))
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
-        capabilities = AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
+        capabilities = acp.AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
         if self._app.mcp:
-            capabilities.mcp_capabilities = McpCapabilities(acp=True, http=True)
+            capabilities.mcp_capabilities = acp.McpCapabilities(acp=True, http=True)
         if self.stored is not None:
             capabilities = self.stored.agent_capabilities(capabilities)
         if self.observers is not None:  # acpio's extension, named like the store's hint
             meta = dict(capabilities.meta or {})
+            from acpio.session.attach import ATTACH_ROLES
+
             meta["acpio"] = {**meta.get("acpio", {}), "attach": {"roles": list(ATTACH_ROLES)}}
             capabilities.meta = meta
-        answer = InitializeResponse(
+        answer = acp.InitializeResponse(
             protocol_version=select_version(request.protocol_version, (1,)),
             agent_capabilities=capabilities,
             agent_info=self._app.info,
@@ -207,19 +221,19 @@ class AppProtocol:
             await hook(session)
         self.sessions[session_id] = session
         setup = self._menu.setup(session.settings)
-        responder.respond(NewSessionResponse(session_id=session_id, **setup))
+        responder.respond(acp.NewSessionResponse(session_id=session_id, **setup))
         self.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
     def send_options(self, session: AppSession) -> None:
         """Send ``config_option_update`` with every option to ``session``, in its client's version."""
         cx = session.cx
         v2 = cx in self.v2_clients
-        update = ConfigOptionUpdate(config_options=self._menu.options_state(session.settings, v2))
+        update = acp.ConfigOptionUpdate(config_options=self._menu.options_state(session.settings, v2))
         if v2:
             shaped = V2Shapes().convert(update.to_wire())
             cx.send_notification("session/update", {"sessionId": session.id, "update": shaped})
         else:
-            cx.send_notification(SessionNotification(session_id=session.id, update=update))
+            cx.send_notification(acp.SessionNotification(session_id=session.id, update=update))
 
     def offer_commands(self, cx: Connection, session_id: str) -> None:
         """Send the app's commands to a session (``available_commands_update``, in the client's version)."""
@@ -230,7 +244,7 @@ class AppProtocol:
                     shaped = V2Shapes().convert(update.to_wire())
                     cx.send_notification("session/update", {"sessionId": session_id, "update": shaped})
                 else:
-                    cx.send_notification(SessionNotification(session_id=session_id, update=update))
+                    cx.send_notification(acp.SessionNotification(session_id=session_id, update=update))
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
@@ -270,6 +284,8 @@ class AppProtocol:
                 self.offer_commands(cx, record.session_id)
         else:  # the answer is sent when this returns; the commands go out right after it
             asyncio.get_running_loop().call_soon(self.offer_commands, cx, record.session_id)
+        from acpio.store.serve import SessionSetup
+
         return SessionSetup(**self._menu.setup(settings))
 
     async def _closed(self, session_id: str) -> None:
@@ -324,14 +340,14 @@ class AppProtocol:
     async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
         session = self.open_session(cx, request.session_id)
         await self.change_setting(session, None, request.mode_id, asked=True)
-        return SetSessionModeResponse()
+        return acp.SetSessionModeResponse()
 
     async def _set_option(
         self, request: SetSessionConfigOptionRequest, cx: Connection
     ) -> SetSessionConfigOptionResponse:
         session = self.open_session(cx, request.session_id)
         await self.change_setting(session, request.config_id, request.value, asked=True)
-        return SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
+        return acp.SetSessionConfigOptionResponse(config_options=self._menu.options_state(session.settings))
 
     async def change_setting(
         self, session: AppSession, config_id: str | None, value: Any, *, asked: bool
@@ -386,8 +402,8 @@ class AppProtocol:
         )
         if self.stored is not None:  # what the user said, for session/load to replay
             for block in request.prompt:
-                update = SessionNotification(
-                    session_id=request.session_id, update=UserMessageChunk(content=block)
+                update = acp.SessionNotification(
+                    session_id=request.session_id, update=acp.UserMessageChunk(content=block)
                 )
                 self.stored.store.append_soon(request.session_id, encode_value(update))
         session.current = turn
@@ -408,7 +424,7 @@ class AppProtocol:
         except asyncio.CancelledError:
             if not turn.cancel_requested:
                 raise  # the connection is ending, not the turn
-            answer = PromptResponse(stop_reason=StopReason.CANCELLED)
+            answer = acp.PromptResponse(stop_reason=acp.StopReason.CANCELLED)
         except RequestError as error:
             answer = error
         except Exception as error:
@@ -444,11 +460,11 @@ class AppProtocol:
 def stop_answer(stop: StopReason | str | None, turn: Turn, app_name: str) -> PromptResponse | RequestError:
     """What a prompt function returned, as the turn's answer (an error for a value that is no reason)."""
     if turn.cancel_requested:
-        return PromptResponse(stop_reason=StopReason.CANCELLED)  # the spec: a cancelled turn says so
+        return acp.PromptResponse(stop_reason=acp.StopReason.CANCELLED)  # the spec: a cancelled turn says so
     try:
-        return PromptResponse(stop_reason=StopReason(stop or StopReason.END_TURN))
+        return acp.PromptResponse(stop_reason=acp.StopReason(stop or acp.StopReason.END_TURN))
     except ValueError:
-        known = ", ".join(repr(r.value) for r in StopReason)
+        known = ", ".join(repr(r.value) for r in acp.StopReason)
         _log.error(
             "The prompt function of %r returned %r, not a stop reason (%s)",
             app_name,

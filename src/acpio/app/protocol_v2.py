@@ -24,10 +24,11 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
+from acpio import schema as acp
 from acpio.app.agent_terminals import AgentTerminals
 from acpio.app.app_session import AppSession, PromptFunction
 from acpio.app.protocol import AppProtocol, stop_answer
@@ -37,9 +38,10 @@ from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_m
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
 from acpio.jsonrpc.typed import parse_params
-from acpio.schema import PromptRequest, PromptResponse, SessionNotification, UserMessageChunk
-from acpio.store import StoredSessions
 from acpio.versions import requested_version, select_version
+
+if TYPE_CHECKING:
+    from acpio.store import StoredSessions
 
 __all__ = ["AppProtocolV2", "AuthFunction", "AuthMethodV2"]
 
@@ -261,7 +263,7 @@ class AppProtocolV2:
 
     async def _prompt(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
         # the content blocks, in the turn's (v1) types; -32602 for what does not fit
-        request = parse_params(PromptRequest, "session/prompt", params)
+        request = parse_params(acp.PromptRequest, "session/prompt", params)
         session = self._core.open_session(cx, request.session_id)
         if session.turn is not None:
             raise InvalidRequest(
@@ -289,8 +291,8 @@ class AppProtocolV2:
         message_id = new_message_id()
         prompt = [block.to_wire() for block in request.prompt]
         for block in request.prompt:  # the neutral history: what the user said, for a later replay
-            chunk = SessionNotification(
-                session_id=session.id, update=UserMessageChunk(content=block)
+            chunk = acp.SessionNotification(
+                session_id=session.id, update=acp.UserMessageChunk(content=block)
             ).to_wire()
             keep_message_id(chunk["update"], message_id)  # a replay gives it back under its id
             self._core.record(session.id, chunk)
@@ -312,7 +314,7 @@ class AppProtocolV2:
             answer = stop_answer(stop, turn, self._core.definition.info.name)
             idle = (
                 state_update("idle", str(answer.stop_reason))
-                if isinstance(answer, PromptResponse)
+                if isinstance(answer, acp.PromptResponse)
                 else _failed(answer)
             )
         except asyncio.CancelledError:

@@ -6,23 +6,15 @@ import logging
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from acpio import schema as acp
 from acpio.errors import AcpError, ConnectionClosed, NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.otel.activity import Activity, start_tool_call
-from acpio.schema import (
-    Content,
-    Diff,
-    SessionNotification,
-    SessionUpdate,
-    Terminal,
-    TextContent,
-    ToolCall,
-    ToolCallContent,
-    ToolCallLocation,
-    ToolCallUpdate,
-)
+
+if TYPE_CHECKING:
+    from acpio.schema import SessionUpdate, ToolCallContent
 
 __all__ = ["ActiveToolCall", "OnToolError", "ReportingToolCall", "ToolKindName", "ToolStatusName"]
 
@@ -75,7 +67,7 @@ class SessionUpdates:
 
     def _post(self, update: SessionUpdate) -> None:
         self.sent.append(update)
-        self.cx.send_notification(SessionNotification(session_id=self.session_id, update=update))
+        self.cx.send_notification(acp.SessionNotification(session_id=self.session_id, update=update))
 
     def absolute(self, path: str | Path) -> Path:
         """``path`` relative to the session's cwd: ACP wants absolute paths on the wire."""
@@ -113,10 +105,10 @@ class ActiveToolCall:
 
     async def __aenter__(self) -> ActiveToolCall:
         self._span = start_tool_call(self._updates.session_id, self.id, self.title, self._kind)
-        locations = [ToolCallLocation(path=str(p)) for p in self._locations] or None
+        locations = [acp.ToolCallLocation(path=str(p)) for p in self._locations] or None
         optional = given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
         await self._updates.send(
-            ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
+            acp.ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
         )
         return self
 
@@ -128,7 +120,7 @@ class ActiveToolCall:
             return
         # sent without waiting: the turn may be being cancelled, and this must still go out
         self._updates.send_now(
-            ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed")
+            acp.ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed")
         )
 
     def _end_span(self, error: BaseException | None) -> None:
@@ -145,8 +137,8 @@ class ActiveToolCall:
         _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
         if not self._final:
             self._final = True
-            content = [Content(content=TextContent(text=str(error)))]
-            self._updates.send_now(ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
+            content = [acp.Content(content=acp.TextContent(text=str(error)))]
+            self._updates.send_now(acp.ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
 
     async def update(
         self,
@@ -170,15 +162,15 @@ class ActiveToolCall:
             )
         content: list[ToolCallContent] = []
         if text is not None:
-            content.append(Content(content=TextContent(text=text)))
+            content.append(acp.Content(content=acp.TextContent(text=text)))
         if diff is not None:
             path, old, new = diff
-            content.append(Diff(path=str(self._updates.absolute(path)), old_text=old, new_text=new))
+            content.append(acp.Diff(path=str(self._updates.absolute(path)), old_text=old, new_text=new))
         if title is not None:
             self.title = title
         self._final = self._final or status in _FINAL_STATUSES
         changed = given(status=status, title=title, content=content or None, raw_output=raw_output)
-        await self._updates.send(ToolCallUpdate(tool_call_id=self.id, **changed))
+        await self._updates.send(acp.ToolCallUpdate(tool_call_id=self.id, **changed))
 
     async def show_terminal(self, terminal_id: str) -> None:
         """Show the terminal ``terminal_id`` as this call's content (its output, live).
@@ -186,7 +178,7 @@ class ActiveToolCall:
         On v1 a terminal of the client's; on v2 one the agent runs (:meth:`~acpio.app.Turn.run_command`).
         """
         await self._updates.send(
-            ToolCallUpdate(tool_call_id=self.id, content=[Terminal(terminal_id=terminal_id)])
+            acp.ToolCallUpdate(tool_call_id=self.id, content=[acp.Terminal(terminal_id=terminal_id)])
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
+from acpio import schema as acp
 from acpio.app.agent_terminals import AgentTerminals, run_agent_terminal
 from acpio.app.client_requests import (
     CommandResult,
@@ -38,23 +39,11 @@ from acpio.app.updates_v2 import V2Updates
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
-from acpio.schema import (
-    AgentThoughtChunk,
-    ConfigOptionUpdate,
-    ContentBlock,
-    CreateTerminalRequest,
-    CurrentModeUpdate,
-    EnvVariable,
-    Plan,
-    PlanEntry,
-    ReadTextFileRequest,
-    ReadTextFileResponse,
-    TextContent,
-    WriteTextFileRequest,
-)
 
 if TYPE_CHECKING:
     from mcp import Client as McpClient
+
+    from acpio.schema import ContentBlock, PlanEntry, ReadTextFileResponse
 
 __all__ = [
     "ActiveToolCall",
@@ -139,7 +128,7 @@ class Turn(TurnBeside):
     @property
     def text(self) -> str:
         """The prompt's text blocks, joined with newlines (other blocks are left out)."""
-        return "\n".join(block.text for block in self.prompt if isinstance(block, TextContent))
+        return "\n".join(block.text for block in self.prompt if isinstance(block, acp.TextContent))
 
     @property
     def command(self) -> CommandCall | None:
@@ -169,10 +158,10 @@ class Turn(TurnBeside):
         """
         await self._change(None, mode_id)
         if self._updates.version == 1:
-            await self.update(CurrentModeUpdate(current_mode_id=mode_id))
+            await self.update(acp.CurrentModeUpdate(current_mode_id=mode_id))
         else:
             await self.update(
-                ConfigOptionUpdate(config_options=self._menu.options_state(self._settings, True))
+                acp.ConfigOptionUpdate(config_options=self._menu.options_state(self._settings, True))
             )
 
     async def set_option(self, option_id: str, value: OptionValue) -> None:
@@ -183,7 +172,7 @@ class Turn(TurnBeside):
         """
         await self._change(option_id, value)
         options = self._menu.options_state(self._settings, self._updates.version == 2)
-        await self.update(ConfigOptionUpdate(config_options=options))
+        await self.update(acp.ConfigOptionUpdate(config_options=options))
 
     # --- streaming --------------------------------------------------------------------------------
 
@@ -193,7 +182,7 @@ class Turn(TurnBeside):
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
-        await self.update(AgentThoughtChunk(content=TextContent(text=text)))
+        await self.update(acp.AgentThoughtChunk(content=acp.TextContent(text=text)))
 
     async def plan(self, entries: Sequence[str | PlanEntry]) -> None:
         """Show the plan: each entry a :class:`~acpio.schema.PlanEntry`, or text (pending, medium priority).
@@ -201,9 +190,9 @@ class Turn(TurnBeside):
         Send the whole plan again to change it: the client replaces what it showed.
         """
         await self.update(
-            Plan(
+            acp.Plan(
                 entries=[
-                    PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
+                    acp.PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
                     for e in entries
                 ]
             )
@@ -299,9 +288,9 @@ class Turn(TurnBeside):
         v2 has no client files: raises :class:`~acpio.errors.NotInProtocolVersion` there.
         """
         self._v1_only("the client's files (turn.read_file, fs/read_text_file)")
-        self.client.require(ReadTextFileRequest.METHOD)
+        self.client.require(acp.ReadTextFileRequest.METHOD)
         part = given(line=line, limit=limit)  # an explicit None would be sent as null
-        request = ReadTextFileRequest(
+        request = acp.ReadTextFileRequest(
             session_id=self.session_id, path=str(self._updates.absolute(path)), **part
         )
         answer: ReadTextFileResponse = await self.cx.send_request(request)
@@ -315,8 +304,8 @@ class Turn(TurnBeside):
         raises :class:`~acpio.errors.NotInProtocolVersion` there.
         """
         self._v1_only("the client's files (turn.write_file, fs/write_text_file)")
-        self.client.require(WriteTextFileRequest.METHOD)
-        request = WriteTextFileRequest(
+        self.client.require(acp.WriteTextFileRequest.METHOD)
+        request = acp.WriteTextFileRequest(
             session_id=self.session_id, path=str(self._updates.absolute(path)), content=content
         )
         await self.cx.send_request(request)
@@ -349,14 +338,14 @@ class Turn(TurnBeside):
             return await run_agent_terminal(
                 self._updates, self._terminals, [command, *args], where, env, output_limit, call, kill_after
             )
-        self.client.require(CreateTerminalRequest.METHOD)
+        self.client.require(acp.CreateTerminalRequest.METHOD)
         optional = given(
             args=list(args) or None,
             cwd=str(self._updates.absolute(cwd)) if cwd is not None else str(self.cwd),
-            env=[EnvVariable(name=k, value=v) for k, v in env.items()] if env else None,
+            env=[acp.EnvVariable(name=k, value=v) for k, v in env.items()] if env else None,
             output_byte_limit=output_limit,
         )
-        create = CreateTerminalRequest(session_id=self.session_id, command=command, **optional)
+        create = acp.CreateTerminalRequest(session_id=self.session_id, command=command, **optional)
         return await run_in_terminal(self.cx, create, call, kill_after)
 
     def mcp(self, name: str) -> AbstractAsyncContextManager[McpClient]:

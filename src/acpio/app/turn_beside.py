@@ -9,8 +9,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
+from acpio import schema as acp
 from acpio.app.client_requests import elicit_form, elicit_url
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited
@@ -18,19 +19,9 @@ from acpio.app.tool_calls import ActiveToolCall, SessionUpdates, given
 from acpio.app.updates_v2 import V2Updates, state_update
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
-from acpio.schema import (
-    AgentMessageChunk,
-    CompactionSummaryChunk,
-    CompactionUpdate,
-    CompleteElicitationNotification,
-    Cost,
-    Notice,
-    SessionInfoUpdate,
-    SessionNotification,
-    SessionUpdate,
-    TextContent,
-    UsageUpdate,
-)
+
+if TYPE_CHECKING:
+    from acpio.schema import SessionUpdate
 
 __all__ = ["TurnBeside"]
 
@@ -68,7 +59,7 @@ class TurnBeside:
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with its message's id)."""
         self._said.append(text)
-        await self.update(AgentMessageChunk(content=TextContent(text=text)))
+        await self.update(acp.AgentMessageChunk(content=acp.TextContent(text=text)))
 
     @asynccontextmanager
     async def waiting_for_user(self) -> AsyncIterator[None]:
@@ -112,7 +103,7 @@ class TurnBeside:
 
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client the work behind an accepted URL elicitation is done (``elicitation/complete``)."""
-        self.cx.send_notification(CompleteElicitationNotification(elicitation_id=elicitation_id))
+        self.cx.send_notification(acp.CompleteElicitationNotification(elicitation_id=elicitation_id))
         await self.cx.drain()
 
     async def notice(
@@ -128,7 +119,7 @@ class TurnBeside:
         are said as a message (``say``), so the user still reads them. On v2 every client takes them.
         """
         if self._updates.version == 2 or self.client.has("session.notices"):
-            await self.update(Notice(severity=severity, title=title, **given(description=description)))
+            await self.update(acp.Notice(severity=severity, title=title, **given(description=description)))
             return
         detail = f": {description}" if description else ""
         await self.say(f"{severity}: {title}{detail}\n")
@@ -137,12 +128,12 @@ class TurnBeside:
         self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
     ) -> None:
         """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
-        extra = {"cost": Cost(amount=cost, currency=currency)} if cost is not None else {}
-        await self.update(UsageUpdate(used=used, size=size, **extra))
+        extra = {"cost": acp.Cost(amount=cost, currency=currency)} if cost is not None else {}
+        await self.update(acp.UsageUpdate(used=used, size=size, **extra))
 
     async def set_title(self, title: str | None) -> None:
         """Give the session a title (``session_info_update``; ``None`` clears it)."""
-        await self.update(SessionInfoUpdate(title=title))
+        await self.update(acp.SessionInfoUpdate(title=title))
 
     async def compact(self, summary: str | Sequence[str], *, compaction_id: str | None = None) -> str:
         """Report a context compaction: ``in_progress``, its summary chunk by chunk, then ``completed``.
@@ -153,13 +144,13 @@ class TurnBeside:
         """
         if self._updates.version == 1 and not self.client.has("session.compaction"):
             raise CapabilityNotAdvertised(
-                SessionNotification.METHOD, "C.session.compaction", what="a compaction update"
+                acp.SessionNotification.METHOD, "C.session.compaction", what="a compaction update"
             )
         compaction_id = compaction_id or f"compaction_{uuid.uuid4().hex[:16]}"
-        await self.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
+        await self.update(acp.CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
         for chunk in [summary] if isinstance(summary, str) else summary:
             await self.update(
-                CompactionSummaryChunk(compaction_id=compaction_id, content=TextContent(text=chunk))
+                acp.CompactionSummaryChunk(compaction_id=compaction_id, content=acp.TextContent(text=chunk))
             )
-        await self.update(CompactionUpdate(compaction_id=compaction_id, status="completed"))
+        await self.update(acp.CompactionUpdate(compaction_id=compaction_id, status="completed"))
         return compaction_id

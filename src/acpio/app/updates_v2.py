@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from acpio import schema as acp
 from acpio.app.tool_calls import SessionUpdates
 from acpio.app.v2_shapes import V2Shapes, keep_message_id
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
-from acpio.schema import SessionNotification, SessionUpdate
+
+if TYPE_CHECKING:
+    from acpio.schema import SessionUpdate
 
 __all__ = ["Recorder", "SessionState", "V2ClientFeatures", "V2Updates", "state_update"]
 
@@ -74,7 +77,7 @@ class V2Updates(SessionUpdates):
         self._record = record
 
     def _post(self, update: SessionUpdate) -> None:
-        neutral = SessionNotification(session_id=self.session_id, update=update).to_wire()
+        neutral = acp.SessionNotification(session_id=self.session_id, update=update).to_wire()
         shaped = self._shapes.convert(neutral["update"])
         if shaped is None:
             raise NotInProtocolVersion(

@@ -18,8 +18,6 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from acpio.errors import InvalidParams
 from acpio.jsonrpc.connection import Connection
 from acpio.jsonrpc.dispatch import (
@@ -31,7 +29,13 @@ from acpio.jsonrpc.dispatch import (
     positional_count,
     require_async,
 )
-from acpio.jsonrpc.typed import fast_validator, message_method, message_protocol_version, validation_errors
+from acpio.jsonrpc.typed import (
+    fast_validator,
+    message_method,
+    message_protocol_version,
+    validation_error,
+    validation_errors,
+)
 
 if TYPE_CHECKING:
     from acpio.jsonrpc.role import Role
@@ -168,7 +172,7 @@ class RequestHandler:
             validate = self._validate = fast_validator(self.cls)
         try:
             request = validate({} if message.params is None else message.params)
-        except ValidationError as exc:
+        except validation_error() as exc:
             responder.respond_with_error(
                 InvalidParams({"method": self.method, "errors": validation_errors(exc)})
             )
@@ -230,7 +234,7 @@ class NotificationHandler:
             validate = self._validate = fast_validator(self.cls)
         try:
             notification = validate({} if message.params is None else message.params)
-        except ValidationError as exc:
+        except validation_error() as exc:
             raise InvalidParams({"method": self.method, "errors": validation_errors(exc)}) from exc
         if self._with_cx:
             result = await self.fn(notification, cx)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias, TypeGuard
 
 import orjson
-from pydantic_core import PydanticSerializationError
 
 from acpio.errors import InvalidRequest, ParseError, RequestError, error_from_wire
 
@@ -376,6 +375,13 @@ def _dumps(value: Any) -> bytes:
         raise NestedTooDeeply("the message is nested too deeply to be written as JSON") from None
 
 
+def _serialization_error() -> type[Exception]:
+    # looked up only when a serializer raised: the engine imports no pydantic for untyped messages
+    from pydantic_core import PydanticSerializationError
+
+    return PydanticSerializationError
+
+
 def _typed_json(value: Any) -> bytes | None:
     """The JSON text of a typed object whose class serializes itself in one step (``to_wire_json``).
 
@@ -387,7 +393,7 @@ def _typed_json(value: Any) -> bytes | None:
         return None
     try:
         return value.to_wire_json()  # type: ignore[no-any-return]
-    except PydanticSerializationError as exc:  # the same error as the generic path raises
+    except _serialization_error() as exc:  # the same error as the generic path raises
         raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
 
 

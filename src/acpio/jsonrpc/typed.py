@@ -16,13 +16,15 @@ messages; so is any pydantic model given those two attributes. Nothing here does
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, cast
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from acpio.errors import InvalidParams, ParseError
 from acpio.jsonrpc.messages import JsonValue, UntypedMessage, encode_value
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "UNSET",
@@ -117,6 +119,18 @@ def to_params(message: object) -> JsonValue:
     return params
 
 
+def validation_error() -> type[ValidationError]:
+    """Pydantic's ``ValidationError``, imported when first needed.
+
+    The engine serves untyped messages without pydantic: it is imported by the first typed message
+    class (whose module imports it anyway) or the first failed validation, as in
+    ``except validation_error() as exc``, whose class is looked up only when something was raised.
+    """
+    from pydantic import ValidationError
+
+    return ValidationError
+
+
 def validation_errors(exc: ValidationError) -> list[dict[str, JsonValue]]:
     """The errors of a failed validation as JSON: where, what, and the error type."""
     return [
@@ -130,6 +144,8 @@ def fast_validator(cls: type) -> Callable[[object], object]:
 
     Classes that are not pydantic models (any class with ``model_validate``) keep their own method.
     """
+    from pydantic import BaseModel  # once per class: the caller keeps what this returns
+
     if isinstance(cls, type) and issubclass(cls, BaseModel):
         if not cls.__pydantic_complete__:
             cls.model_rebuild()
@@ -142,7 +158,7 @@ def parse_params(cls: type[_M], method: str, params: JsonValue) -> _M:
     """Validate ``params`` into ``cls``; a failure raises ``InvalidParams`` with the errors in ``data``."""
     try:
         return cast("_Validating[_M]", cls).model_validate({} if params is None else params)
-    except ValidationError as exc:
+    except validation_error() as exc:
         raise InvalidParams({"method": method, "errors": validation_errors(exc)}) from exc
 
 

@@ -1,0 +1,83 @@
+"""The engine loads pydantic on first use: a JSON-RPC peer whose handlers take raw messages never imports it.
+
+Checked in a fresh interpreter serving a client on stdio: importing pydantic costs a process about
+as much as the rest of its start-up. (The ACP roles read the method table of ``acpio.schema``,
+whose package imports pydantic: an ``Agent`` loads it when its first connection opens.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+AGENT = """
+import sys
+from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, Unhandled, UntypedRole
+from acpio.transports import Stdio
+import acpio
+
+app = UntypedRole.builder(name="raw")
+ANSWERS = {"initialize": {"protocolVersion": 1}, "session/new": {"sessionId": "s1"}}
+
+
+@app.on_dispatch
+async def answer(message: Dispatch, cx: Connection) -> Unhandled | None:
+    if isinstance(message, RequestDispatch) and message.method in ANSWERS:
+        message.responder.respond(ANSWERS[message.method])
+        return None
+    return Unhandled(message)
+
+
+acpio.run(app.serve(Stdio()))
+print(sorted(m for m in ("pydantic", "pydantic_core", "acpio.schema") if m in sys.modules), file=sys.stderr)
+"""
+
+
+def serve(script: Path, frames: list[dict[str, object]]) -> tuple[list[object], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate("".join(json.dumps(f) + "\n" for f in frames).encode(), timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.splitlines()], err.decode().splitlines()[-1]
+
+
+def test_a_peer_with_raw_handlers_answers_without_importing_pydantic(tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    answers, loaded = serve(
+        script,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": "s1", "prompt": []},
+            },
+        ],
+    )
+    assert answers == [
+        {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1"}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {"code": -32601, "message": "Method not found", "data": "session/prompt"},
+        },
+    ]
+    assert loaded == "[]"
