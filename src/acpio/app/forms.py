@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
-from acpio.app.tool_calls import given
+from acpio.app.update_templates import given
 from acpio.schema import (
     BooleanPropertySchema,
     ElicitationSchema,

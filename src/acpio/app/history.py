@@ -7,9 +7,12 @@ list it offered (a ``session/load`` replay that already ends with the app's comm
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import itertools
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias, overload
 
+from acpio.app.update_templates import MESSAGE, Template, TextChunk
 from acpio.schema import (
     AgentMessageChunk,
     AvailableCommandsUpdate,
@@ -20,10 +23,60 @@ from acpio.schema import (
     UserMessageChunk,
 )
 
-__all__ = ["Exchange", "StoredHistory", "read_history"]
+__all__ = ["Exchange", "SentUpdates", "StoredHistory", "read_history", "unread_updates"]
 
 
-@dataclass(frozen=True)
+#: What the history keeps of one update: its model, a verb's template, or an ``agent_message_chunk``'s text.
+Kept: TypeAlias = "SessionUpdate | Template | str"
+
+
+class SentUpdates(Sequence[SessionUpdate]):
+    """Every update a turn sent, in order, kept as it was written: each model is built when it is read.
+
+    A verb's :class:`~acpio.app.update_templates.Template` keeps its values (a ``say`` only its
+    text), an update given as a model stays that model. :meth:`snapshot` is what was sent so far,
+    which later sends do not change.
+    """
+
+    __slots__ = ("_kept", "_stop")
+
+    def __init__(self, kept: list[Kept] | None = None, stop: int | None = None) -> None:
+        self._kept: list[Kept] = [] if kept is None else kept
+        self._stop = stop
+
+    def append(self, update: Kept) -> None:
+        """Keep one more update: a model, a template, or the text of an ``agent_message_chunk``."""
+        self._kept.append(update)
+
+    def snapshot(self) -> SentUpdates:
+        """The updates sent so far, as a sequence of their own (it shares what is kept, not its growth)."""
+        return SentUpdates(self._kept, len(self))
+
+    def __len__(self) -> int:
+        return len(self._kept) if self._stop is None else self._stop
+
+    def __iter__(self) -> Iterator[SessionUpdate]:
+        return map(_model, itertools.islice(self._kept, len(self)))
+
+    @overload
+    def __getitem__(self, index: int) -> SessionUpdate: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[SessionUpdate]: ...
+    def __getitem__(self, index: int | slice) -> SessionUpdate | Sequence[SessionUpdate]:
+        if isinstance(index, slice):
+            return tuple(map(_model, self._kept[: len(self)][index]))
+        return _model(self._kept[range(len(self))[index]])
+
+
+def _model(kept: Kept) -> SessionUpdate:
+    if isinstance(kept, Template):
+        return kept.model()
+    if isinstance(kept, str):
+        return TextChunk(MESSAGE, kept).model()
+    return kept
+
+
+@dataclass(frozen=True, init=False)
 class Exchange:
     """One earlier turn of the session: what the user sent, and what the agent said back."""
 
@@ -32,7 +85,32 @@ class Exchange:
     #: The text the agent streamed with :meth:`Turn.say`, joined.
     reply: str
     #: Every ``session/update`` the agent sent in the turn, in order (text, thoughts, tool calls...).
-    updates: tuple[SessionUpdate, ...] = ()
+    #: A turn's own are built when first read: a turn that streamed many keeps them small until then.
+    updates: tuple[SessionUpdate, ...]
+
+    def __init__(
+        self, prompt: tuple[ContentBlock, ...], reply: str, updates: Sequence[SessionUpdate] = ()
+    ) -> None:
+        object.__setattr__(self, "prompt", prompt)
+        object.__setattr__(self, "reply", reply)
+        object.__setattr__(self, "updates" if type(updates) is tuple else "_unread", updates)
+
+    if not TYPE_CHECKING:  # type checkers see the field: only ``updates`` may be missing, until read
+
+        def __getattr__(self, name: str) -> tuple[SessionUpdate, ...]:
+            unread = self.__dict__.get("_unread") if name == "updates" else None
+            if unread is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            updates = tuple(unread)
+            object.__setattr__(self, "updates", updates)
+            object.__delattr__(self, "_unread")
+            return updates
+
+
+def unread_updates(exchange: Exchange) -> Sequence[SessionUpdate]:
+    """The exchange's updates, without keeping their models when they were not read yet (a replay's)."""
+    unread: Sequence[SessionUpdate] | None = exchange.__dict__.get("_unread")
+    return exchange.updates if unread is None else unread
 
 
 @dataclass(frozen=True)

@@ -31,21 +31,19 @@ from acpio.app.tool_calls import (
     SessionUpdates,
     ToolKindName,
     ToolStatusName,
-    given,
 )
 from acpio.app.turn_beside import TurnBeside
+from acpio.app.update_templates import THOUGHT, PlanTemplate, TextChunk, given
 from acpio.app.updates_v2 import V2Updates
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.schema import (
-    AgentThoughtChunk,
     ConfigOptionUpdate,
     ContentBlock,
     CreateTerminalRequest,
     CurrentModeUpdate,
     EnvVariable,
-    Plan,
     PlanEntry,
     ReadTextFileRequest,
     ReadTextFileResponse,
@@ -189,25 +187,18 @@ class Turn(TurnBeside):
 
     def exchange(self) -> Exchange:
         """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
-        return Exchange(tuple(self.prompt), "".join(self._said), tuple(self._updates.sent))
+        return Exchange(tuple(self.prompt), "".join(self._said), self._updates.sent.snapshot())
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
-        await self.update(AgentThoughtChunk(content=TextContent(text=text)))
+        await self._updates.send(TextChunk(THOUGHT, text))
 
     async def plan(self, entries: Sequence[str | PlanEntry]) -> None:
         """Show the plan: each entry a :class:`~acpio.schema.PlanEntry`, or text (pending, medium priority).
 
         Send the whole plan again to change it: the client replaces what it showed.
         """
-        await self.update(
-            Plan(
-                entries=[
-                    PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
-                    for e in entries
-                ]
-            )
-        )
+        await self._updates.send(PlanTemplate(entries))
 
     @overload
     def tool_call(

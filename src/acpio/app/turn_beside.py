@@ -14,22 +14,20 @@ from typing import Literal, TypeVar
 from acpio.app.client_requests import elicit_form, elicit_url
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited
-from acpio.app.tool_calls import ActiveToolCall, SessionUpdates, given
+from acpio.app.tool_calls import ActiveToolCall, SessionUpdates
+from acpio.app.update_templates import MESSAGE, TextChunk, UsageTemplate, given
 from acpio.app.updates_v2 import V2Updates, state_update
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
 from acpio.schema import (
-    AgentMessageChunk,
     CompactionSummaryChunk,
     CompactionUpdate,
     CompleteElicitationNotification,
-    Cost,
     Notice,
     SessionInfoUpdate,
     SessionNotification,
     SessionUpdate,
     TextContent,
-    UsageUpdate,
 )
 
 __all__ = ["TurnBeside"]
@@ -68,7 +66,7 @@ class TurnBeside:
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with its message's id)."""
         self._said.append(text)
-        await self.update(AgentMessageChunk(content=TextContent(text=text)))
+        await self._updates.send(TextChunk(MESSAGE, text))
 
     @asynccontextmanager
     async def waiting_for_user(self) -> AsyncIterator[None]:
@@ -137,8 +135,7 @@ class TurnBeside:
         self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
     ) -> None:
         """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
-        extra = {"cost": Cost(amount=cost, currency=currency)} if cost is not None else {}
-        await self.update(UsageUpdate(used=used, size=size, **extra))
+        await self._updates.send(UsageTemplate(used, size, cost, currency))
 
     async def set_title(self, title: str | None) -> None:
         """Give the session a title (``session_info_update``; ``None`` clears it)."""
