@@ -138,15 +138,32 @@ def as_session(frames: list[bytes], session_id: str, instead: str) -> list[bytes
     return [frame.replace(session_id.encode(), instead.encode()) for frame in frames]
 
 
+async def attach(observer: WirePeer, session_id: str) -> list[bytes]:
+    """Attach ``observer`` to the session; the turns' updates it was replayed."""
+    observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    await observer.response_to(1)
+    asked = observer.request("_acpio/session/attach", {"sessionId": session_id, "role": "observer"})
+    replayed: list[bytes] = []
+    while True:
+        frame = await observer.recv_raw()
+        assert frame is not None
+        if orjson.loads(frame).get("id") == asked:
+            return turn_updates(replayed)
+        replayed.append(frame)
+
+
+async def attach_observer(app: AgentApp, session_id: str) -> list[bytes]:
+    """What an observer attaching now is replayed of the session's turns."""
+    async with serving(app.builder()) as observer:
+        return await attach(observer, session_id)
+
+
 async def test_v1_verbs_send_store_and_forward_the_bytes_turn_update_does(tmp_path: Path) -> None:
     read: list[acp.SessionUpdate] = []
     app = wire_app("memory:", (1,), read)
     async with serving(app.builder()) as owner, serving(app.builder()) as observer:
         session_id = await open_session(owner, tmp_path, {})
-        observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        await observer.response_to(1)
-        attach = observer.request("_acpio/session/attach", {"sessionId": session_id, "role": "observer"})
-        assert "result" in await observer.response_to(attach)
+        await attach(observer, session_id)
 
         fast = turn_updates(await frames_of_turn_v1(owner, session_id, "verbs"))
         watched: list[bytes] = []
@@ -154,6 +171,7 @@ async def test_v1_verbs_send_store_and_forward_the_bytes_turn_update_does(tmp_pa
             frame = await observer.recv_raw()
             assert frame is not None
             watched += turn_updates([frame])
+        late = await attach_observer(app, session_id)  # replayed the turn: from its history
         assert await frames_of_turn_v1(owner, session_id, "history") == []
 
         new = owner.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
@@ -166,6 +184,7 @@ async def test_v1_verbs_send_store_and_forward_the_bytes_turn_update_does(tmp_pa
     assert len(read) == len(fast)
     assert fast == typed
     assert watched == fast  # the observer got the frames the session's own client got
+    assert late == fast
     assert fast_stored == params_of(fast)  # the store keeps each update as sent
     assert typed_stored == fast_stored
 
