@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from acpio import schema as acp
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited, form_schema, form_value
-from acpio.app.tool_calls import ActiveToolCall, given
+from acpio.app.tool_calls import ActiveToolCall
+from acpio.app.update_templates import given
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
 

@@ -33,13 +33,10 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
 from acpio import schema as acp
-from acpio.app.tool_calls import given
-
-if TYPE_CHECKING:
-    from acpio.schema import ElicitationSchema
+from acpio.app.update_templates import given
 
 __all__ = ["Ask", "ElicitationAction", "Elicited", "FormError", "form_schema", "form_value"]
 
@@ -157,7 +154,7 @@ def _field(form: type[Any], name: str, hint: Any, ask: Ask, required: bool, defa
     )
 
 
-def form_schema(form: type[Any], *, title: str | None = None) -> ElicitationSchema:
+def form_schema(form: type[Any], *, title: str | None = None) -> acp.ElicitationSchema:
     """The schema of ``form`` (a dataclass; see the module docstring).
 
     Raises :class:`FormError` for a field that cannot be asked.

@@ -7,28 +7,102 @@ list it offered (a ``session/load`` replay that already ends with the app's comm
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import itertools
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias, overload
 
 from acpio import schema as acp
+from acpio.app.update_templates import MESSAGE, Template, TextChunk
 
-if TYPE_CHECKING:
-    from acpio.schema import AvailableCommandsUpdate, ContentBlock, SessionUpdate
-
-__all__ = ["Exchange", "StoredHistory", "read_history"]
+__all__ = ["Exchange", "SentUpdates", "StoredHistory", "read_history", "unread_updates"]
 
 
-@dataclass(frozen=True)
+#: What the history keeps of one update: its model, a verb's template, or an ``agent_message_chunk``'s text.
+Kept: TypeAlias = "acp.SessionUpdate | Template | str"
+
+
+class SentUpdates(Sequence["acp.SessionUpdate"]):  # quoted: the base would create the class at import
+    """Every update a turn sent, in order, kept as it was written: each model is built when it is read.
+
+    A verb's :class:`~acpio.app.update_templates.Template` keeps its values (a ``say`` only its
+    text), an update given as a model stays that model. :meth:`snapshot` is what was sent so far,
+    which later sends do not change.
+    """
+
+    __slots__ = ("_kept", "_stop")
+
+    def __init__(self, kept: list[Kept] | None = None, stop: int | None = None) -> None:
+        self._kept: list[Kept] = [] if kept is None else kept
+        self._stop = stop
+
+    def append(self, update: Kept) -> None:
+        """Keep one more update: a model, a template, or the text of an ``agent_message_chunk``."""
+        self._kept.append(update)
+
+    def snapshot(self) -> SentUpdates:
+        """The updates sent so far, as a sequence of their own (it shares what is kept, not its growth)."""
+        return SentUpdates(self._kept, len(self))
+
+    def __len__(self) -> int:
+        return len(self._kept) if self._stop is None else self._stop
+
+    def __iter__(self) -> Iterator[acp.SessionUpdate]:
+        return map(_model, itertools.islice(self._kept, len(self)))
+
+    @overload
+    def __getitem__(self, index: int) -> acp.SessionUpdate: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[acp.SessionUpdate]: ...
+    def __getitem__(self, index: int | slice) -> acp.SessionUpdate | Sequence[acp.SessionUpdate]:
+        if isinstance(index, slice):
+            return tuple(map(_model, self._kept[: len(self)][index]))
+        return _model(self._kept[range(len(self))[index]])
+
+
+def _model(kept: Kept) -> acp.SessionUpdate:
+    if isinstance(kept, Template):
+        return kept.model()
+    if isinstance(kept, str):
+        return TextChunk(MESSAGE, kept).model()
+    return kept
+
+
+@dataclass(frozen=True, init=False)
 class Exchange:
     """One earlier turn of the session: what the user sent, and what the agent said back."""
 
     #: The prompt's content blocks.
-    prompt: tuple[ContentBlock, ...]
+    prompt: tuple[acp.ContentBlock, ...]
     #: The text the agent streamed with :meth:`Turn.say`, joined.
     reply: str
     #: Every ``session/update`` the agent sent in the turn, in order (text, thoughts, tool calls...).
-    updates: tuple[SessionUpdate, ...] = ()
+    #: A turn's own are built when first read: a turn that streamed many keeps them small until then.
+    updates: tuple[acp.SessionUpdate, ...]
+
+    def __init__(
+        self, prompt: tuple[acp.ContentBlock, ...], reply: str, updates: Sequence[acp.SessionUpdate] = ()
+    ) -> None:
+        object.__setattr__(self, "prompt", prompt)
+        object.__setattr__(self, "reply", reply)
+        object.__setattr__(self, "updates" if type(updates) is tuple else "_unread", updates)
+
+    if not TYPE_CHECKING:  # type checkers see the field: only ``updates`` may be missing, until read
+
+        def __getattr__(self, name: str) -> tuple[acp.SessionUpdate, ...]:
+            unread = self.__dict__.get("_unread") if name == "updates" else None
+            if unread is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            updates = tuple(unread)
+            object.__setattr__(self, "updates", updates)
+            object.__delattr__(self, "_unread")
+            return updates
+
+
+def unread_updates(exchange: Exchange) -> Sequence[acp.SessionUpdate]:
+    """The exchange's updates, without keeping their models when they were not read yet (a replay's)."""
+    unread: Sequence[acp.SessionUpdate] | None = exchange.__dict__.get("_unread")
+    return exchange.updates if unread is None else unread
 
 
 @dataclass(frozen=True)
@@ -38,7 +112,7 @@ class StoredHistory:
     #: The session's turns, oldest first.
     exchanges: list[Exchange]
     #: The last ``available_commands_update`` it holds (``None``: none).
-    commands: AvailableCommandsUpdate | None
+    commands: acp.AvailableCommandsUpdate | None
 
 
 async def read_history(updates: AsyncIterator[bytes]) -> StoredHistory:
@@ -49,10 +123,10 @@ async def read_history(updates: AsyncIterator[bytes]) -> StoredHistory:
     :attr:`Exchange.updates`.
     """
     found: list[Exchange] = []
-    commands: AvailableCommandsUpdate | None = None
-    prompt: list[ContentBlock] = []
+    commands: acp.AvailableCommandsUpdate | None = None
+    prompt: list[acp.ContentBlock] = []
     reply: list[str] = []
-    sent: list[SessionUpdate] = []
+    sent: list[acp.SessionUpdate] = []
     async for body in updates:
         update = acp.SessionNotification.model_validate_json(body).update
         if isinstance(update, acp.AvailableCommandsUpdate):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ import orjson
 
 from acpio.app.app_session import AppSession
 from acpio.app.first_answer import Askers, Race
+from acpio.app.history import unread_updates
 from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     AcpError,
@@ -161,12 +163,11 @@ class SessionObservers:
                 {"sessionId": session.id}, message="This connection already has the session open"
             )
         # No await from here to the answer: the replay and the live updates meet without a gap.
-        for exchange in session.history:
-            self._replay(cx, session.id, exchange.prompt, exchange.updates)
-        turn = session.current
-        if turn is not None:
-            current = turn.exchange()
-            self._replay(cx, session.id, current.prompt, current.updates)
+        exchanges = list(session.history)
+        if session.current is not None:
+            exchanges.append(session.current.exchange())
+        for exchange in exchanges:
+            self._replay(cx, session.id, exchange.prompt, unread_updates(exchange))
         role: AttachRole = "controller" if request.role == "controller" else "observer"
         self._watching.setdefault(session.id, {})[cx] = role
         if role == "controller":  # asked what the turn waits for too, after the replay
@@ -234,7 +235,8 @@ class SessionObservers:
         prompt: Sequence[ContentBlock],
         updates: Sequence[SessionUpdate],
     ) -> None:
-        for update in [*(UserMessageChunk(content=block) for block in prompt), *updates]:
+        # one model at a time: a turn's history keeps its updates small until someone reads them
+        for update in itertools.chain((UserMessageChunk(content=block) for block in prompt), updates):
             cx.send_notification(SessionNotification(session_id=session_id, update=update))
 
     def _live(self, session_id: str) -> list[Connection]:

@@ -169,14 +169,14 @@ class AppProtocol:
         recorded = cx.client_features if isinstance(cx, AcpConnection) else None
         return recorded or ClientFeatures({})
 
-    def record(self, session_id: str, params: dict[str, Any]) -> None:
+    def record(self, session_id: str, params: bytes) -> None:
         """Keep a v2 turn's neutral ``session/update`` params in the session's stored history.
 
         The history is v1's shape whatever the version: a v1 ``session/load`` replays it as it is,
         a v2 ``session/resume`` converts it.
         """
         if self.stored is not None and self.stored.is_open(session_id):
-            self.stored.store.append_soon(session_id, encode_value(params))
+            self.stored.store.append_soon(session_id, params)
 
     async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
         capabilities = acp.AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)

@@ -37,6 +37,7 @@ from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_message_id, replayed
 from acpio.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RequestError
 from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
+from acpio.jsonrpc.messages import encode_value
 from acpio.jsonrpc.typed import parse_params
 from acpio.versions import requested_version, select_version
 
@@ -295,7 +296,7 @@ class AppProtocolV2:
                 session_id=session.id, update=acp.UserMessageChunk(content=block)
             ).to_wire()
             keep_message_id(chunk["update"], message_id)  # a replay gives it back under its id
-            self._core.record(session.id, chunk)
+            self._core.record(session.id, encode_value(chunk))
         updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": prompt})
         updates.post_v2(state_update("running"))
         session.current = turn

@@ -6,15 +6,16 @@ import logging
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
+
+import orjson
 
 from acpio import schema as acp
+from acpio.app.history import SentUpdates
+from acpio.app.update_templates import Template, ToolCallChange, ToolCallStart
 from acpio.errors import AcpError, ConnectionClosed, NotInProtocolVersion
-from acpio.jsonrpc import Connection
+from acpio.jsonrpc import Connection, RawJson
 from acpio.otel.activity import Activity, start_tool_call
-
-if TYPE_CHECKING:
-    from acpio.schema import SessionUpdate, ToolCallContent
 
 __all__ = ["ActiveToolCall", "OnToolError", "ReportingToolCall", "ToolKindName", "ToolStatusName"]
 
@@ -33,16 +34,15 @@ _FINAL_STATUSES = ("completed", "failed", "cancelled")
 #: ``"report"`` it in the call and go on.
 OnToolError: TypeAlias = Literal["raise", "report"]
 
-
-def given(**fields: Any) -> dict[str, Any]:
-    """The fields that have a value: the others stay unset rather than null on the wire."""
-    return {name: value for name, value in fields.items() if value is not None}
+_UPDATE: Final = "session/update"
 
 
 class SessionUpdates:
     """The ``session/update`` notifications a turn sends for its session, and the record of them.
 
-    This one writes them as v1 has them; :class:`~acpio.app.updates_v2.V2Updates` as v2 does.
+    This one writes them as v1 has them; :class:`~acpio.app.updates_v2.V2Updates` as v2 does. An
+    update is a model (``turn.update``), or the :class:`~acpio.app.update_templates.Template` of a
+    verb, written without one (its model when a value does not fit the template).
     """
 
     #: The ACP version it writes.
@@ -53,19 +53,30 @@ class SessionUpdates:
         self.session_id = session_id
         self.cwd = cwd
         #: Every update sent so far, in order (the turn's history keeps them).
-        self.sent: list[SessionUpdate] = []
+        self.sent = SentUpdates()
+        #: The params of each update up to its update object: ``{"sessionId":...,"update":``.
+        self.params_head = b'{"sessionId":' + orjson.dumps(session_id) + b',"update":'
 
-    async def send(self, update: SessionUpdate) -> None:
+    async def send(self, update: acp.SessionUpdate | Template) -> None:
         """Send ``update``, then wait while the client is behind."""
         self._post(update)
         await self.cx.drain()
 
-    def send_now(self, update: SessionUpdate) -> None:
+    def send_now(self, update: acp.SessionUpdate | Template) -> None:
         """Send ``update`` without waiting (a turn being cancelled must still get it out), unless closed."""
         if not self.cx.closed:
             self._post(update)
 
-    def _post(self, update: SessionUpdate) -> None:
+    def _post(self, update: acp.SessionUpdate | Template) -> None:
+        if isinstance(update, Template):
+            try:
+                params = self.params_head + update.update_json() + b"}"
+            except TypeError:  # a value the template does not write: the model, as the verb built it
+                update = update.model()
+            else:
+                self.sent.append(update.kept())
+                self.cx.send_notification(_UPDATE, RawJson(params))
+                return
         self.sent.append(update)
         self.cx.send_notification(acp.SessionNotification(session_id=self.session_id, update=update))
 
@@ -105,10 +116,8 @@ class ActiveToolCall:
 
     async def __aenter__(self) -> ActiveToolCall:
         self._span = start_tool_call(self._updates.session_id, self.id, self.title, self._kind)
-        locations = [acp.ToolCallLocation(path=str(p)) for p in self._locations] or None
-        optional = given(kind=self._kind, locations=locations, raw_input=self._raw_input, meta=self._meta)
         await self._updates.send(
-            acp.ToolCall(tool_call_id=self.id, title=self.title, status="pending", **optional)
+            ToolCallStart(self.id, self.title, self._kind, self._locations, self._raw_input, self._meta)
         )
         return self
 
@@ -119,9 +128,7 @@ class ActiveToolCall:
         if self._final:
             return
         # sent without waiting: the turn may be being cancelled, and this must still go out
-        self._updates.send_now(
-            acp.ToolCallUpdate(tool_call_id=self.id, status="completed" if error is None else "failed")
-        )
+        self._updates.send_now(ToolCallChange(self.id, status="completed" if error is None else "failed"))
 
     def _end_span(self, error: BaseException | None) -> None:
         span, self._span = self._span, None
@@ -137,8 +144,7 @@ class ActiveToolCall:
         _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
         if not self._final:
             self._final = True
-            content = [acp.Content(content=acp.TextContent(text=str(error)))]
-            self._updates.send_now(acp.ToolCallUpdate(tool_call_id=self.id, status="failed", content=content))
+            self._updates.send_now(ToolCallChange(self.id, status="failed", text=str(error)))
 
     async def update(
         self,
@@ -160,26 +166,23 @@ class ActiveToolCall:
             raise NotInProtocolVersion(
                 f"the tool call status {status!r}", 1, "report 'failed' (or 'in_progress') on v1"
             )
-        content: list[ToolCallContent] = []
-        if text is not None:
-            content.append(acp.Content(content=acp.TextContent(text=text)))
+        where = None
         if diff is not None:
             path, old, new = diff
-            content.append(acp.Diff(path=str(self._updates.absolute(path)), old_text=old, new_text=new))
+            where = (str(self._updates.absolute(path)), old, new)
         if title is not None:
             self.title = title
         self._final = self._final or status in _FINAL_STATUSES
-        changed = given(status=status, title=title, content=content or None, raw_output=raw_output)
-        await self._updates.send(acp.ToolCallUpdate(tool_call_id=self.id, **changed))
+        await self._updates.send(
+            ToolCallChange(self.id, status=status, title=title, text=text, diff=where, raw_output=raw_output)
+        )
 
     async def show_terminal(self, terminal_id: str) -> None:
         """Show the terminal ``terminal_id`` as this call's content (its output, live).
 
         On v1 a terminal of the client's; on v2 one the agent runs (:meth:`~acpio.app.Turn.run_command`).
         """
-        await self._updates.send(
-            acp.ToolCallUpdate(tool_call_id=self.id, content=[acp.Terminal(terminal_id=terminal_id)])
-        )
+        await self._updates.send(ToolCallChange(self.id, terminal_id=terminal_id))
 
 
 class ReportingToolCall:

@@ -32,9 +32,9 @@ from acpio.app.tool_calls import (
     SessionUpdates,
     ToolKindName,
     ToolStatusName,
-    given,
 )
 from acpio.app.turn_beside import TurnBeside
+from acpio.app.update_templates import THOUGHT, PlanTemplate, TextChunk, given
 from acpio.app.updates_v2 import V2Updates
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
@@ -42,8 +42,6 @@ from acpio.jsonrpc import Connection
 
 if TYPE_CHECKING:
     from mcp import Client as McpClient
-
-    from acpio.schema import ContentBlock, PlanEntry, ReadTextFileResponse
 
 __all__ = [
     "ActiveToolCall",
@@ -84,7 +82,7 @@ class Turn(TurnBeside):
         cx: Connection,
         session_id: str,
         cwd: Path,
-        prompt: list[ContentBlock],
+        prompt: list[acp.ContentBlock],
         client: ClientFeatures,
         settings: SessionSettings,
         menu: Menu,
@@ -178,25 +176,18 @@ class Turn(TurnBeside):
 
     def exchange(self) -> Exchange:
         """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
-        return Exchange(tuple(self.prompt), "".join(self._said), tuple(self._updates.sent))
+        return Exchange(tuple(self.prompt), "".join(self._said), self._updates.sent.snapshot())
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
-        await self.update(acp.AgentThoughtChunk(content=acp.TextContent(text=text)))
+        await self._updates.send(TextChunk(THOUGHT, text))
 
-    async def plan(self, entries: Sequence[str | PlanEntry]) -> None:
+    async def plan(self, entries: Sequence[str | acp.PlanEntry]) -> None:
         """Show the plan: each entry a :class:`~acpio.schema.PlanEntry`, or text (pending, medium priority).
 
         Send the whole plan again to change it: the client replaces what it showed.
         """
-        await self.update(
-            acp.Plan(
-                entries=[
-                    acp.PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
-                    for e in entries
-                ]
-            )
-        )
+        await self._updates.send(PlanTemplate(entries))
 
     @overload
     def tool_call(
@@ -293,7 +284,7 @@ class Turn(TurnBeside):
         request = acp.ReadTextFileRequest(
             session_id=self.session_id, path=str(self._updates.absolute(path)), **part
         )
-        answer: ReadTextFileResponse = await self.cx.send_request(request)
+        answer: acp.ReadTextFileResponse = await self.cx.send_request(request)
         return answer.content
 
     async def write_file(self, path: str | Path, content: str) -> None:

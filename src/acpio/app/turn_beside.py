@@ -9,19 +9,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from acpio import schema as acp
 from acpio.app.client_requests import elicit_form, elicit_url
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited
-from acpio.app.tool_calls import ActiveToolCall, SessionUpdates, given
+from acpio.app.tool_calls import ActiveToolCall, SessionUpdates
+from acpio.app.update_templates import MESSAGE, TextChunk, UsageTemplate, given
 from acpio.app.updates_v2 import V2Updates, state_update
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
-
-if TYPE_CHECKING:
-    from acpio.schema import SessionUpdate
 
 __all__ = ["TurnBeside"]
 
@@ -48,7 +46,7 @@ class TurnBeside:
         """The ACP version of the turn's connection (1 or 2): what its verbs write."""
         return self._updates.version
 
-    async def update(self, update: SessionUpdate) -> None:
+    async def update(self, update: acp.SessionUpdate) -> None:
         """Send one ``session/update`` for this session, then wait while the client is behind.
 
         ``update`` is the v1 model, as the session's history keeps it; on v2 it goes out in its v2
@@ -59,7 +57,7 @@ class TurnBeside:
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with its message's id)."""
         self._said.append(text)
-        await self.update(acp.AgentMessageChunk(content=acp.TextContent(text=text)))
+        await self._updates.send(TextChunk(MESSAGE, text))
 
     @asynccontextmanager
     async def waiting_for_user(self) -> AsyncIterator[None]:
@@ -128,8 +126,7 @@ class TurnBeside:
         self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
     ) -> None:
         """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
-        extra = {"cost": acp.Cost(amount=cost, currency=currency)} if cost is not None else {}
-        await self.update(acp.UsageUpdate(used=used, size=size, **extra))
+        await self._updates.send(UsageTemplate(used, size, cost, currency))
 
     async def set_title(self, title: str | None) -> None:
         """Give the session a title (``session_info_update``; ``None`` clears it)."""

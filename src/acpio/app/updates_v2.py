@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
+
+import orjson
 
 from acpio import schema as acp
 from acpio.app.tool_calls import SessionUpdates
+from acpio.app.update_templates import Template, TextChunk
 from acpio.app.v2_shapes import V2Shapes, keep_message_id
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
-from acpio.jsonrpc import Connection
-
-if TYPE_CHECKING:
-    from acpio.schema import SessionUpdate
+from acpio.jsonrpc import Connection, RawJson
+from acpio.jsonrpc.messages import encode_value
 
 __all__ = ["Recorder", "SessionState", "V2ClientFeatures", "V2Updates", "state_update"]
 
@@ -33,9 +34,9 @@ _INSTEAD: Final = {
 
 #: The foreground states of a v2 session (``state_update``).
 SessionState: TypeAlias = Literal["running", "idle", "requires_action"]
-#: ``record(session_id, params)``: keep a neutral ``session/update`` (its params, as v1 sends them)
-#: in the session's history (a store).
-Recorder: TypeAlias = Callable[[str, dict[str, Any]], None]
+#: ``record(session_id, params)``: keep a neutral ``session/update`` (the JSON of its params, as v1
+#: sends them) in the session's history (a store).
+Recorder: TypeAlias = Callable[[str, bytes], None]
 
 
 class V2ClientFeatures(ClientFeatures):
@@ -76,7 +77,14 @@ class V2Updates(SessionUpdates):
         self._shapes = V2Shapes()
         self._record = record
 
-    def _post(self, update: SessionUpdate) -> None:
+    def _post(self, update: acp.SessionUpdate | Template) -> None:
+        if isinstance(update, Template):
+            try:
+                self._write(update)
+            except TypeError:  # a value the template does not write: the model, as the verb built it
+                update = update.model()
+            else:
+                return
         neutral = acp.SessionNotification(session_id=self.session_id, update=update).to_wire()
         shaped = self._shapes.convert(neutral["update"])
         if shaped is None:
@@ -90,8 +98,23 @@ class V2Updates(SessionUpdates):
             message_id = shaped.get("messageId")
             if isinstance(message_id, str):
                 keep_message_id(neutral["update"], message_id)
-            self._record(self.session_id, neutral)
+            self._record(self.session_id, encode_value(neutral))
         self.post_v2(shaped)
+
+    def _write(self, template: Template) -> None:
+        """Send a template's v2 object and record its neutral one, as :meth:`_post` does with a model's."""
+        if isinstance(template, TextChunk):
+            opening = template.opening()
+            message_id = orjson.dumps(self._shapes.message_id(template.kind))
+            neutral = b"".join((opening, b',"_meta":{"acpio":{"messageId":', message_id, b"}}}"))
+            shaped = b"".join((opening, b',"messageId":', message_id, b"}"))
+        else:
+            neutral, shaped = template.update_json(), template.v2_json()
+            self._shapes.end_message()
+        self.sent.append(template.kept())
+        if self._record is not None:
+            self._record(self.session_id, self.params_head + neutral + b"}")
+        self.cx.send_notification(_UPDATE, RawJson(self.params_head + shaped + b"}"))
 
     def post_v2(self, update: dict[str, Any]) -> None:
         """Send a v2 update object as it is, without waiting (not kept in the neutral history)."""

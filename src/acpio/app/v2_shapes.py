@@ -134,12 +134,16 @@ class V2Shapes:
             self._message_id = new_message_id()
         return self._message_id
 
+    def end_message(self) -> None:
+        """An update that is no chunk was sent: the next chunk starts a message."""
+        self._kind = None
+
     def convert(self, update: dict[str, Any]) -> dict[str, Any] | None:
         """The v2 object of ``update`` (``None``: v2 has no such update and nothing replaces it)."""
         kind = update.get("sessionUpdate")
         if kind in _CHUNKS:
             return {**update, "messageId": self.message_id(kind)}
-        self._kind = None
+        self.end_message()
         if kind == "tool_call" or kind == "tool_call_update":
             shaped = {**update, "sessionUpdate": "tool_call_update"}
             if isinstance(update.get("content"), list):

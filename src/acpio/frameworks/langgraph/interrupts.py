@@ -22,7 +22,7 @@ from langgraph.types import Interrupt, interrupt
 from pydantic import ValidationError
 
 from acpio.app import Turn
-from acpio.app.tool_calls import given
+from acpio.app.update_templates import given
 from acpio.errors import InternalError
 from acpio.frameworks.langgraph.stream import GraphStream, ToolCallState
 from acpio.schema import (

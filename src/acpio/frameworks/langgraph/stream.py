@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 
 from acpio.app import Turn
 from acpio.app.projections import Projections
-from acpio.app.tool_calls import given
+from acpio.app.update_templates import given
 from acpio.schema import Content, Diff, PlanEntry, TextContent, ToolCall, ToolCallLocation, ToolCallUpdate
 
 __all__ = ["GraphStream", "ToolCallState"]
