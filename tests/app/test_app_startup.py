@@ -9,11 +9,9 @@ the updates a turn may send later or of the client side (``acpio.session``, ``ac
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
+
+from .._stdio_script import answer_on_stdio, initialize_and_new_session
 
 AGENT = """
 import json, sys
@@ -38,29 +36,7 @@ print(json.dumps({"created": sorted(models._lazy.created()), "loaded": loaded}),
 def test_an_app_answering_initialize_and_session_new_creates_only_what_those_need(tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "session/new",
-            "params": {"cwd": str(tmp_path), "mcpServers": []},
-        },
-    ]
-    proc = subprocess.Popen(
-        [sys.executable, str(script)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate("".join(json.dumps(r) + "\n" for r in requests).encode(), timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    answers = [json.loads(line) for line in out.splitlines()]
+    answers, report = answer_on_stdio(script, initialize_and_new_session(tmp_path))
     assert answers[0] == {
         "jsonrpc": "2.0",
         "id": 1,
@@ -72,7 +48,7 @@ def test_an_app_answering_initialize_and_session_new_creates_only_what_those_nee
     }
     assert answers[1]["id"] == 2
     assert answers[1]["result"]["sessionId"].startswith("sess_")
-    found = json.loads(err.decode().splitlines()[-1])
+    found = json.loads(report)
     # the client side of a session, and attaching (unstable, off here), are not loaded
     assert found["loaded"] == []
     created = set(found["created"])

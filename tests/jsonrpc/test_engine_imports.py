@@ -7,12 +7,9 @@ whose package imports pydantic: an ``Agent`` loads it when its first connection 
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
+
+from .._stdio_script import answer_on_stdio
 
 AGENT = """
 import sys
@@ -37,28 +34,10 @@ print(sorted(m for m in ("pydantic", "pydantic_core", "acpio.schema") if m in sy
 """
 
 
-def serve(script: Path, frames: list[dict[str, object]]) -> tuple[list[object], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(script)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate("".join(json.dumps(f) + "\n" for f in frames).encode(), timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, err.decode()
-    return [json.loads(line) for line in out.splitlines()], err.decode().splitlines()[-1]
-
-
 def test_a_peer_with_raw_handlers_answers_without_importing_pydantic(tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    answers, loaded = serve(
+    answers, loaded = answer_on_stdio(
         script,
         [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},

@@ -11,10 +11,8 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
-import os
 import pickle
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -27,6 +25,8 @@ from pydantic import BaseModel
 
 import acpio.schema as acp
 from acpio.schema import METHODS, REQUESTS, MethodSpec
+
+from .._stdio_script import answer_on_stdio, initialize_and_new_session
 
 MODELS = Path(acp.__file__).parent / "_models.py"
 
@@ -114,34 +114,12 @@ def test_an_agent_that_answered_initialize_and_session_new_created_a_third_of_th
 ) -> None:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "session/new",
-            "params": {"cwd": str(tmp_path), "mcpServers": []},
-        },
-    ]
-    proc = subprocess.Popen(
-        [sys.executable, str(script)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate("".join(json.dumps(r) + "\n" for r in requests).encode(), timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    answers = [json.loads(line) for line in out.splitlines()]
+    answers, report = answer_on_stdio(script, initialize_and_new_session(tmp_path))
     assert answers == [
         {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}},
         {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1"}},
     ]
-    created = int(err.decode().splitlines()[-1])
+    created = int(report)
     # the closure of InitializeRequest/Response and NewSessionRequest/Response: 60-odd of 228
     assert 40 <= created <= 80, created
 

@@ -1,0 +1,42 @@
+"""Run a Python script as an editor runs an agent: frames on its stdin, then its answers and stderr.
+
+For what a fresh interpreter loads before it answers (the test process has loaded everything).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def initialize_and_new_session(cwd: Path | str) -> list[dict[str, Any]]:
+    """The two requests an editor sends first: ``initialize`` (id 1) and ``session/new`` (id 2)."""
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(cwd), "mcpServers": []}},
+    ]
+
+
+def answer_on_stdio(script: Path, frames: list[dict[str, Any]]) -> tuple[list[Any], str]:
+    """Run ``script`` with ``frames`` on its stdin (then closed): the JSON lines it wrote, and the
+    last line of its stderr (what the script reports about itself)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate("".join(json.dumps(f) + "\n" for f in frames).encode(), timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.splitlines()], err.decode().splitlines()[-1]
