@@ -165,9 +165,9 @@ class Lines:
     def offer_lone_frame(self, data: bytes) -> bool:
         """Offer ``data``, a chunk just read, to ``take`` if it is one whole frame and nothing is pending.
 
-        For subclasses fed by an input callback: called there, while nothing fed before is unread. A chunk with
-        anything else (part of a line, a second frame, a line over the limit) is not offered:
-        :meth:`receive` returns it in order.
+        For subclasses fed by an input callback: called there, while nothing fed before is unread.
+        A chunk with anything else (part of a line, a second frame, a line over the limit) is not
+        offered: :meth:`receive` returns it in order.
         """
         take = self._take_lone
         if take is None or not self._waiting or self._frames or not self._splitter.empty:
