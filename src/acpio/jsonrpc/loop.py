@@ -5,6 +5,10 @@ dispatched, so handlers see messages in order. Reading never stops while request
 their responses are read by this same loop. Between two messages the loop runs the response
 callbacks made ready (``on_receiving_result``) and puts handlers added meanwhile in the chain.
 
+A response that arrives alone while the loop waits for input, with nothing received before it
+still to dispatch, is settled by the transport's input callback (``take_lone_frames``) instead of
+waking this task: the awaiting task is woken once, not twice. It then cannot overtake anything.
+
 Bad input never ends the loop: it is answered (``-32700``/``-32600`` with ``id: null``) and the
 loop goes on. The end of input calls ``on_end``; a read error calls ``on_error``.
 """
@@ -40,7 +44,7 @@ from acpio.jsonrpc.outbox import BatchAnswers, Outbox
 from acpio.jsonrpc.responses import Outcome, ResponseRouter
 from acpio.jsonrpc.role import Role
 from acpio.jsonrpc.tracing import MessageTracer
-from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.base import LoneFrames, OversizedFrame, Transport
 
 __all__ = ["DispatchLoop"]
 
@@ -122,6 +126,9 @@ class DispatchLoop:
     def start(self, name: str) -> None:
         """Start reading in a task of its own."""
         self.reader = asyncio.get_running_loop().create_task(self._read(), name=f"acpio dispatch loop {name}")
+        # Not when traced: the tracer records each message received, inside the loop.
+        if self._tracer is None and isinstance(self._transport, LoneFrames):
+            self._transport.take_lone_frames(self._settle_lone)
 
     def in_dispatch_loop(self) -> bool:
         """Whether the current task runs the chain (awaiting a response there would deadlock)."""
@@ -205,6 +212,35 @@ class DispatchLoop:
             self._on_error(exc)
             return
         await self._on_end()
+
+    def _settle_lone(self, frame: bytes) -> bool:
+        """Settle a response the transport read alone while the loop waits for input; ``True`` if it did.
+
+        The transport offers a frame only when nothing it received before is pending. Left to the
+        loop, to be read in order: anything but a response to one of our requests; any frame while
+        a message is being dispatched (the lock is held: by the loop, or by handlers being
+        activated), while response callbacks or new handlers wait, or once the connection stopped
+        reading; a response that handlers intercept, or whose consumer is a callback
+        (``on_receiving_result``), which runs inside the loop before its next message.
+        """
+        if (
+            b'"method"' in frame  # a request or a notification: not decoded twice
+            or self._lock.locked()
+            or self._ready
+            or self._chain.has_new
+            or self._chain.intercepts_responses
+            or not self._life.is_open
+        ):
+            return False
+        decoded = decode(frame)
+        if type(decoded) is not Response:
+            return False
+        reply = self.outbox.awaited(decoded.id)
+        if reply is None or reply.callback is not None:
+            return False
+        self.outbox.reply_to(decoded.id)
+        reply.settle(decoded.error if decoded.error is not None else decoded.result)
+        return True
 
     async def _traced_offer(self, message: Dispatch) -> None:
         """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""

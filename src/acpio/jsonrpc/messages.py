@@ -403,9 +403,20 @@ def encode_request(request_id: RequestId, method: str, params: object) -> bytes:
         return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}, default=_to_json)
     typed = _typed_json(params)
     if typed is not None:
+        if type(request_id) is int:  # our own ids: the envelope written directly, as orjson writes it
+            method_json = _METHODS_JSON.get(method)
+            if method_json is None:
+                method_json = orjson.dumps(method)
+                if len(_METHODS_JSON) < 256:  # method names are few; never grow without bound
+                    _METHODS_JSON[method] = method_json
+            return b'{"jsonrpc":"2.0","id":%d,"method":%b,"params":%b}' % (request_id, method_json, typed)
         head = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method})
         return b"".join((head[:-1], b',"params":', typed, b"}"))
     return _dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+# Methods of typed requests as JSON strings (typed classes are few, so this stays small).
+_METHODS_JSON: dict[str, bytes] = {}
 
 
 def encode_notification(method: str, params: object) -> bytes:

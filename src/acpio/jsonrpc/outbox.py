@@ -169,6 +169,10 @@ class Outbox:
         except ConnectionClosed:
             _log.debug("Not sending $/cancel_request for %r: connection closed", reply.id)
 
+    def awaited(self, request_id: RequestId) -> PendingReply | None:
+        """The request a response with ``request_id`` would answer, left waiting (``None``: not ours)."""
+        return self._outgoing.get(request_id)
+
     def reply_to(self, request_id: RequestId) -> PendingReply | None:
         """Take the request a response with ``request_id`` answers (``None``: not one of ours)."""
         return self._outgoing.pop(request_id)

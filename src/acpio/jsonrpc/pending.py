@@ -49,6 +49,12 @@ class OutgoingRequests(Generic[T]):
             return None
         return self._table.pop(request_id, None)
 
+    def get(self, request_id: RequestId) -> T | None:
+        """The entry a response with ``request_id`` answers, left in the table (``None`` if unknown)."""
+        if type(request_id) is not int and type(request_id) is not str:
+            return None
+        return self._table.get(request_id)
+
     def discard(self, request_id: RequestId, entry: T) -> None:
         """Forget ``request_id`` if it still maps to ``entry`` (a request that could not be sent)."""
         if self._table.get(request_id) is entry:

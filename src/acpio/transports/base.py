@@ -8,10 +8,11 @@ channel are adapters to this protocol.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Component", "OversizedFrame", "Transport"]
+__all__ = ["Component", "LoneFrames", "OversizedFrame", "Transport"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,23 @@ class Transport(Protocol):
 
     async def aclose(self) -> None:
         """Flush, then close both directions."""
+        ...
+
+
+@runtime_checkable
+class LoneFrames(Protocol):
+    """A transport that can hand a lone frame over from its input callback, before ``receive()`` would.
+
+    Optional: a connection whose transport has it settles a response that arrives alone, while it
+    waits for input, without waking its reading task (``acpio.jsonrpc``'s dispatch loop).
+    """
+
+    def take_lone_frames(self, take: Callable[[bytes], bool] | None) -> None:
+        """Offer ``take(frame)`` each frame that arrives alone while ``receive()`` waits; ``None``: stop.
+
+        Offered only while nothing received before is pending. ``take`` returns ``True`` when it
+        consumed the frame, which ``receive()`` then never returns.
+        """
         ...
 
 

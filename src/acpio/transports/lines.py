@@ -65,6 +65,11 @@ class LineSplitter:
         return self._max_line
 
     @property
+    def empty(self) -> bool:
+        """Whether no part of a line is held (nor a long line being skipped): the next chunk starts a line."""
+        return not self._buffer and not self._skipping
+
+    @property
     def buffered(self) -> int:
         """How many bytes of an unfinished line are held (never more than ``max_line + 1``)."""
         return len(self._buffer)

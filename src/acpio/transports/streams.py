@@ -76,6 +76,10 @@ class Lines:
         self._close_timeout = close_timeout
         self._at_end = False
         self._closed = False
+        #: Offered a frame that arrives alone while receive() waits (see take_lone_frames).
+        self._take_lone: Callable[[bytes], bool] | None = None
+        #: receive() waits for a chunk with no frame left to return.
+        self._waiting = False
         # Outgoing side: frames and newlines waiting for the writer task.
         self._queued: list[bytes] = []
         self._writing = False
@@ -127,10 +131,13 @@ class Lines:
         while not frames:
             if self._at_end or self._closed:
                 return None
+            self._waiting = True
             try:
                 chunk = await self._read()
             except (OSError, EOFError) as exc:
                 raise self._read_failed(exc) from exc
+            finally:
+                self._waiting = False
             if not chunk:
                 self._at_end = True
                 rest = self._splitter.finish()
@@ -145,6 +152,33 @@ class Lines:
             # New input starts a new exchange: its answer may be written at once again (see send()).
             self._eager_turn = False
         return frames.popleft()
+
+    def take_lone_frames(self, take: Callable[[bytes], bool] | None) -> None:
+        """Offer ``take(frame)`` each frame that arrives alone while :meth:`receive` waits; ``None``: stop.
+
+        Only transports fed by an input callback offer frames (:class:`~acpio.transports.AgentProcess`);
+        the others keep ``take`` and never call it. ``take`` runs in that callback, outside any task:
+        it returns ``True`` when it consumed the frame, which :meth:`receive` then never returns.
+        """
+        self._take_lone = take
+
+    def offer_lone_frame(self, data: bytes) -> bool:
+        """Offer ``data``, a chunk just read, to ``take`` if it is one whole frame and nothing is pending.
+
+        For subclasses fed by an input callback: called there, while nothing fed before is unread.
+        A chunk with anything else (part of a line, a second frame, a line over the limit) is not
+        offered: :meth:`receive` returns it in order.
+        """
+        take = self._take_lone
+        if take is None or not self._waiting or self._frames or not self._splitter.empty:
+            return False
+        if data.find(b"\n") != len(data) - 1:
+            return False
+        frame = data[:-2] if data.endswith(b"\r\n") else data[:-1]
+        if not frame or len(frame) > self._splitter.max_line or frame.isspace() or not take(frame):
+            return False
+        self._eager_turn = False  # new input: its answer may be written at once (see send())
+        return True
 
     def _read_failed(self, exc: BaseException) -> TransportError:
         """The error raised when reading fails; subclasses add what they know (an exit code)."""

@@ -155,6 +155,14 @@ class _AgentProtocol(asyncio.subprocess.SubprocessStreamProtocol):
         self.exited: asyncio.Future[None] = loop.create_future()
         #: Completes when the child's stdout pipe is closed by every process holding it.
         self.output_closed: asyncio.Future[None] = loop.create_future()
+        #: Sees each chunk of the child's stdout first; ``True``: it took the chunk (see AgentProcess).
+        self.take_stdout: Callable[[bytes], bool] | None = None
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        take = self.take_stdout
+        if fd == 1 and take is not None and isinstance(data, bytes) and take(data):
+            return
+        super().pipe_data_received(fd, data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         super().pipe_connection_lost(fd, exc)
@@ -209,6 +217,25 @@ class AgentProcess(ByteStreams):
         self._closing: asyncio.Future[None] | None = None
         self._orphans: asyncio.Task[None] | None = None
         self._exited.add_done_callback(self._on_exit)
+        #: Bytes of stdout fed to the stream reader and not read from it yet.
+        self._unread = 0
+        protocol.take_stdout = self._stdout_chunk
+
+    def _stdout_chunk(self, data: bytes) -> bool:
+        """A chunk of the child's stdout: taken as a lone frame (``take_lone_frames``), or left to read."""
+        if self._unread == 0:
+            try:
+                if self.offer_lone_frame(data):
+                    return True
+            except Exception:  # raised in the pipe's callback it would lose the chunk: read it in order
+                logger.exception("Settling a lone response from the agent failed; it is read in order")
+        self._unread += len(data)
+        return False
+
+    async def _read_chunk(self) -> bytes:
+        chunk = await super()._read_chunk()
+        self._unread -= len(chunk)
+        return chunk
 
     @classmethod
     async def start(

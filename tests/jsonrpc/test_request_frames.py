@@ -1,0 +1,110 @@
+"""The frame of a typed request: the same bytes as the envelope written by orjson around pydantic's params.
+
+``encode_request`` writes the envelope of a request with an integer id (every id this side
+allocates) directly; these tests hold it to the bytes of the generic path, for each request the
+library commonly sends, with awkward values (quotes, escapes, control characters, non-ASCII,
+explicit nulls, unknown fields, large numbers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from acpio import schema as acp
+from acpio.jsonrpc.messages import encode_request
+
+AWKWARD = 'quote " backslash \\ newline \n tab \t nul \x00 \x1f del \x7f \u2028 é 漢 😀 </script>'
+META = {"k": AWKWARD, "n": [1, -2, 1.5, 1e300, 2**63 - 1], "nested": {"none": None, "t": True}}
+
+
+def requests() -> list[Any]:
+    """One of each request the library sends commonly, filled with awkward values."""
+    text = acp.TextContent(text=AWKWARD)
+    image = acp.ImageContent(data="aGk=", mime_type="image/png")
+    link = acp.ResourceLink(name=AWKWARD, uri="file:///tmp/é x.txt", size=2**40)
+    server = acp.McpServerStdio(
+        name="srv", command="/bin/é", args=["-c", AWKWARD], env=[acp.EnvVariable(name="A", value=AWKWARD)]
+    )
+    tool = acp.ToolCallUpdate(tool_call_id="call-1", title=AWKWARD, kind=acp.ToolKind.EDIT, raw_input=META)
+    allow = acp.PermissionOption(option_id="allow", name=AWKWARD, kind=acp.PermissionOptionKind.ALLOW_ONCE)
+    reject = acp.PermissionOption(option_id="no", name="No", kind="reject_once")
+    return [
+        acp.InitializeRequest(protocol_version=1),
+        acp.InitializeRequest(
+            protocol_version=1,
+            client_capabilities=acp.ClientCapabilities(terminal=True),
+            client_info=acp.Implementation(name=AWKWARD, version="1.0"),
+            meta=META,
+        ),
+        acp.InitializeRequest(protocol_version=1, client_info=None),  # a nullable field set to null
+        acp.NewSessionRequest(cwd="/tmp/é", mcp_servers=[]),
+        acp.NewSessionRequest(cwd="/tmp", mcp_servers=[server], meta=META),
+        acp.PromptRequest(session_id="s", prompt=[text]),
+        acp.PromptRequest(session_id=AWKWARD, prompt=[text, image, link], meta=META),
+        acp.SetSessionModeRequest(session_id="s", mode_id="bench"),
+        acp.SetSessionModeRequest(session_id=AWKWARD, mode_id=AWKWARD, meta=META),
+        acp.SetSessionModeRequest(session_id="s", mode_id="m", unknown_field={"kept": [AWKWARD, None]}),
+        acp.SetSessionConfigOptionRequest(session_id="s", config_id="model", value="fast"),
+        acp.SetSessionConfigOptionRequest(session_id="s", config_id="flag", type="boolean", value=True),
+        acp.ReadTextFileRequest(session_id="s", path="/tmp/é.txt"),
+        acp.ReadTextFileRequest(session_id="s", path=AWKWARD, line=1, limit=2**32 - 1),
+        acp.WriteTextFileRequest(session_id="s", path="/tmp/a", content=AWKWARD * 100),
+        acp.CreateTerminalRequest(session_id="s", command="ls"),
+        acp.CreateTerminalRequest(
+            session_id="s",
+            command=AWKWARD,
+            args=["-la", AWKWARD],
+            env=[acp.EnvVariable(name="X", value=AWKWARD)],
+            cwd="/tmp",
+            output_byte_limit=2**53,
+        ),
+        acp.TerminalOutputRequest(session_id="s", terminal_id="t-1"),
+        acp.ReleaseTerminalRequest(session_id="s", terminal_id=AWKWARD),
+        acp.WaitForTerminalExitRequest(session_id="s", terminal_id="t-1", meta=META),
+        acp.KillTerminalRequest(session_id="s", terminal_id="t-1"),
+        acp.RequestPermissionRequest(session_id="s", tool_call=tool, options=[allow, reject]),
+    ]
+
+
+def generic_frame(request_id: int | str, method: str, params: Any) -> bytes:
+    """The frame as orjson writes the envelope, around the params as pydantic writes them."""
+    params_json = params.__pydantic_serializer__.to_json(params, by_alias=True, exclude_unset=True)
+    envelope = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": orjson.Fragment(params_json)}
+    return orjson.dumps(envelope)
+
+
+@pytest.mark.parametrize("request_id", [1, 7, 2**40, -3])
+@pytest.mark.parametrize("params", requests(), ids=lambda r: type(r).__name__)
+def test_a_typed_request_frame_has_the_generic_paths_bytes(params: Any, request_id: int) -> None:
+    frame = encode_request(request_id, params.METHOD, params)
+    assert frame == generic_frame(request_id, params.METHOD, params)
+    # and it is the JSON of the model's wire form
+    assert orjson.loads(frame) == {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": params.METHOD,
+        "params": params.to_wire(),
+    }
+
+
+def test_a_method_name_that_needs_escaping_is_written_as_orjson_writes_it() -> None:
+    class Typed:
+        """A user's typed request whose method needs escaping in JSON."""
+
+        METHOD = '_vendor/"quoted"\\é\u2028'
+
+        def to_wire_json(self) -> bytes:
+            return b'{"text":"x"}'
+
+    for request_id in (1, 2):  # the second time from the cache of method names
+        frame = encode_request(request_id, Typed.METHOD, Typed())
+        expected = {"jsonrpc": "2.0", "id": request_id, "method": Typed.METHOD, "params": {"text": "x"}}
+        assert frame == orjson.dumps(expected)
+
+
+def test_a_string_id_gets_the_same_frame_as_before() -> None:
+    params = acp.SetSessionModeRequest(session_id="s", mode_id="m")
+    assert encode_request("abc", params.METHOD, params) == generic_frame("abc", params.METHOD, params)
