@@ -131,6 +131,26 @@ async def test_round_trips_read_alone_give_each_request_its_own_answer(
     assert len(taken) == 20  # each settled from the pipe callback
 
 
+async def test_a_failure_while_settling_a_lone_response_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Raised in the pipe's callback, the chunk would be gone: it is logged and read in order instead."""
+    process = await AcpAgent([sys.executable, "-c", AGENT]).open()
+    assert isinstance(process, AgentProcess)
+
+    def broken(frame: bytes) -> bool:
+        raise RuntimeError("settling failed")
+
+    monkeypatch.setattr(process, "offer_lone_frame", broken)
+
+    async def main(cx: Connection) -> list[object]:
+        return [await cx.send_request("echo", {"i": i}) for i in range(3)]
+
+    answers = await asyncio.wait_for(builder([], 0).connect_with(process, main), TIMEOUT)
+    assert answers == [{"i": i} for i in range(3)]
+    assert "Settling a lone response from the agent failed" in caplog.text
+
+
 async def test_a_cancelled_request_gets_its_cancellation_answer_and_the_connection_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
