@@ -11,7 +11,11 @@ come on top (``run.py`` measures them together). Figures for the README come fro
 
 ``--instructions`` counts each stage's CPU instructions per update with valgrind's callgrind
 instead: slower (about half a minute per stage), but a figure that other work on the machine
-does not move, to compare two versions of a stage on a shared machine.
+does not move, to compare two versions of a stage on a shared machine. It then counts the client
+side whole, per update received, as a user's client receives it: through a typed handler
+(``on_notification``), and through ``session.read_to_string()`` (a session reading a turn from an
+in-process agent); each from the difference between two runs of different lengths, so that
+setting the connection up is not counted.
 """
 
 from __future__ import annotations
@@ -28,15 +32,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from acpio import Client
 from acpio import schema as acp
 from acpio.jsonrpc import Connection
-from acpio.jsonrpc.messages import decode, encode_notification
+from acpio.jsonrpc.messages import decode, encode_notification, notification_from_bytes, notification_head
 from acpio.jsonrpc.typed import fast_validator
+from acpio.session.turn_view import text_chunk
 from acpio.transports import Lines
 from acpio.transports.lines import LineSplitter
 
@@ -107,8 +112,8 @@ async def _agent_side(updates: int) -> float:
 async def _client_side(updates: int) -> float:
     """The benchmark client's typed handler fed ``updates`` updates read from a transport."""
     line = encode_notification("session/update", build()) + b"\n"
-    per_chunk = 256 * 1024 // len(line)
-    chunks = [line * per_chunk for _ in range(updates // per_chunk)]
+    full, rest = divmod(updates, 256 * 1024 // len(line))
+    chunks = [line * (256 * 1024 // len(line))] * full + ([line * rest] if rest else [])
     received = 0
     app = Client.builder(name="breakdown")
 
@@ -127,8 +132,65 @@ async def _client_side(updates: int) -> float:
     start = time.perf_counter()
     await app.serve(Lines(read, write))
     elapsed = time.perf_counter() - start
-    assert received == per_chunk * (updates // per_chunk), received
-    return elapsed / received * updates
+    assert received == updates, received
+    return elapsed
+
+
+async def _reading_side(updates: int) -> float:
+    """A session's ``read_to_string()`` reading a turn of ``updates`` text chunks from an agent in process.
+
+    The agent is this transport: it answers ``initialize``, ``session/new`` and ``session/prompt``
+    from the client's frames, the turn's updates written in one chunk before the prompt's answer.
+    """
+    line = encode_notification("session/update", build()) + b"\n"
+    inbox: asyncio.Queue[bytes] = asyncio.Queue()
+    results = {
+        "initialize": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []},
+        "session/new": {"sessionId": SESSION},
+        "session/prompt": {"stopReason": "end_turn"},
+    }
+
+    async def read() -> bytes:
+        return await inbox.get()
+
+    async def write(data: bytes) -> None:
+        for sent in data.splitlines():
+            message = orjson.loads(sent)
+            result = results.get(message.get("method"))
+            if result is None or "id" not in message:
+                continue
+            if message["method"] == "session/prompt":
+                inbox.put_nowait(line * updates)
+            inbox.put_nowait(orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + b"\n")
+
+    async def main(cx: Any) -> str:
+        await cx.send_request(acp.InitializeRequest(protocol_version=1))
+        async with cx.build_session("/tmp").start_session() as session:
+            session.send_prompt("stream")
+            text: str = await session.read_to_string()
+            return text
+
+    app = Client.builder(name="breakdown")
+    start = time.perf_counter()
+    text = await app.connect_with(Lines(read, write), main)
+    elapsed = time.perf_counter() - start
+    assert text == "chunk" * updates, len(text)
+    return elapsed
+
+
+#: The client side whole, as ``--instructions`` counts it per update: how a client receives them.
+SIDES: list[tuple[str, Callable[[int], Any]]] = [
+    ("whole side: a typed handler (on_notification)", _client_side),
+    ("whole side: session.read_to_string()", _reading_side),
+]
+
+
+#: Client stages that stand for another: decoding the whole frame (a method no handler of the
+#: builder names), the text of a session's text chunk read without its model (instead of
+#: validating it). Shown with a ``*``, left out of the side's sum.
+INSTEAD: Final = frozenset(
+    {"envelope: decode (orjson.loads + classify)", "text: text_chunk on the decoded params"}
+)
 
 
 #: One stage: its side, its label, the work of one call, and how many updates one call handles.
@@ -143,6 +205,8 @@ def stages() -> list[Stage]:
     frame = encode_notification("session/update", note)
     params = orjson.loads(frame)["params"]
     validate = fast_validator(acp.SessionNotification)
+    head = notification_head("session/update")
+    assert head is not None
     splitter = LineSplitter()
     block = (frame + b"\n") * 1000
     return [
@@ -162,53 +226,83 @@ def stages() -> list[Stage]:
         ),
         ("agent", "transport: frame + newline, queued", lambda: frame + b"\n", 1),
         ("client", "transport: LineSplitter.feed (per line)", lambda: splitter.feed(block), 1000),
+        (
+            "client",
+            "envelope: params cut out and decoded",
+            lambda: notification_from_bytes(frame, head, "session/update"),
+            1,
+        ),
         ("client", "envelope: decode (orjson.loads + classify)", lambda: decode(frame), 1),
         ("client", "validation: SessionNotification", lambda: validate(params), 1),
+        ("client", "text: text_chunk on the decoded params", lambda: text_chunk(params, 1), 1),
     ]
 
 
-def count_instructions(calls: int) -> int:
+def count_instructions(calls: int, stages_too: bool = True) -> int:
     """Each stage's CPU instructions per update, counted by callgrind: a figure the load does not move.
 
     Each stage runs ``calls`` times in a process of its own under ``valgrind --tool=callgrind``,
     counting only inside ``functools.reduce`` (the loop of calls, after the imports and a warm-up);
-    an empty call measured the same way is subtracted.
+    an empty call measured the same way is subtracted. Then the whole sides (:data:`SIDES`); only
+    those without ``stages_too``.
     """
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
     print(f"{'side':<7} {'stage':<45} {'instructions/update':>20}")
-    rows = [("", "(an empty call)", None, 1), *stages()]
+    rows = [("", "(an empty call)", None, 1), *stages()] if stages_too else []
     empty = 0.0
     for index, (side, label, _, per_call) in enumerate(rows):
-        with tempfile.TemporaryDirectory() as tmp:
-            done = subprocess.run(
-                [
-                    valgrind,
-                    "--tool=callgrind",
-                    "--collect-atstart=no",
-                    "--toggle-collect=functools_reduce",
-                    f"--callgrind-out-file={Path(tmp) / 'out'}",
-                    sys.executable,
-                    __file__,
-                    "--run-stage",
-                    str(index - 1),
-                    "--calls",
-                    str(calls),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        assert found is not None, done.stderr[-2000:]
-        per = int(found[1]) / calls
+        per = _callgrind(valgrind, ["--run-stage", str(index - 1), "--calls", str(calls)]) / calls
         if index == 0:
             empty = per
             continue
-        print(f"{side:<7} {label:<45} {(per - empty) / per_call:>20,.0f}")
-    print(f"\n{calls:,} calls per stage; an empty call ({empty:,.0f} instructions) subtracted")
+        print(f"{side:<7} {label + ('*' if label in INSTEAD else ''):<45} {(per - empty) / per_call:>20,.0f}")
+    if stages_too:
+        print(f"\n{calls:,} calls per stage; an empty call ({empty:,.0f} instructions) subtracted;")
+        print("* instead of another stage: what a frame read otherwise costs\n")
+    short, long = SIDE_UPDATES
+    for index, (label, _) in enumerate(SIDES):
+        counts = [
+            _callgrind(valgrind, ["--run-side", str(index), "--updates", str(n)]) for n in (short, long)
+        ]
+        print(f"{'client':<7} {label:<45} {(counts[1] - counts[0]) / (long - short):>20,.0f}")
+    print(f"\nwhole sides: the difference between {long:,} and {short:,} updates, per update")
+    return 0
+
+
+#: The two lengths of run whose difference counts a whole side.
+SIDE_UPDATES: Final = (1000, 3000)
+
+
+def _callgrind(valgrind: str, args: list[str]) -> int:
+    """The instructions counted inside ``functools.reduce`` in this script run with ``args``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run(
+            [
+                valgrind,
+                "--tool=callgrind",
+                "--collect-atstart=no",
+                "--toggle-collect=functools_reduce",
+                f"--callgrind-out-file={Path(tmp) / 'out'}",
+                sys.executable,
+                __file__,
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    assert found is not None, done.stderr[-2000:]
+    return int(found[1])
+
+
+def run_side(index: int, updates: int) -> int:
+    """Run one whole side over ``updates`` updates inside ``functools.reduce`` (``--instructions``)."""
+    side = SIDES[index][1]
+    functools.reduce(lambda count, _: asyncio.run(side(updates)) and count, range(1), 0)
     return 0
 
 
@@ -237,12 +331,18 @@ def main(argv: list[str] | None = None) -> int:
         help="count each stage's CPU instructions with valgrind's callgrind instead of timing it",
     )
     parser.add_argument("--calls", type=int, default=2000, help="calls per stage with --instructions")
+    parser.add_argument(
+        "--sides-only", action="store_true", help="with --instructions: count the whole client sides only"
+    )
     parser.add_argument("--run-stage", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--run-side", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.run_stage is not None:
         return run_stage(args.run_stage, args.calls)
+    if args.run_side is not None:
+        return run_side(args.run_side, args.updates)
     if args.instructions:
-        return count_instructions(args.calls)
+        return count_instructions(args.calls, stages_too=not args.sides_only)
     n, repeat = args.updates, args.repeat
 
     rows: list[tuple[str, str, float]] = [
@@ -256,10 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     for side, total in (("agent", agent_total), ("client", client_total)):
         own = [row for row in rows if row[0] == side]
         for _, stage, micros in own:
-            print(f"{side:<7} {stage:<45} {micros:>10.2f}")
-        rest = total - sum(micros for _, _, micros in own)
+            print(f"{side:<7} {stage + ('*' if stage in INSTEAD else ''):<45} {micros:>10.2f}")
+        rest = total - sum(micros for _, stage, micros in own if stage not in INSTEAD)
         print(f"{side:<7} {'engine and asyncio (the rest)':<45} {rest:>10.2f}")
         print(f"{side:<7} {'whole side, in process':<45} {total:>10.2f}")
+    print("\n* instead of another stage: what a frame read otherwise costs", end="")
     print(
         f"\nbest of {repeat} runs of {n:,} updates each; load average {__import__('os').getloadavg()[0]:.2f}"
     )

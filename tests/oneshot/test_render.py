@@ -33,6 +33,7 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
+from acpio.session.turn_view import MessageRole
 from acpio.transports import Direction, OversizedFrame
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -359,3 +360,38 @@ def test_json_lines_split_batches_and_keep_invalid_text() -> None:
         {"direction": "recv", "message": {"jsonrpc": "2.0", "method": "b"}},
         {"direction": "recv", "invalid": "not json"},
     ]
+
+
+# --- text chunks shown without their models ------------------------------------------------------------
+
+
+def test_a_text_chunk_read_without_its_model_shows_as_its_model_does() -> None:
+    # The prompt flow gives a plain text chunk's text to text() (session.turn_view.text_chunk): the
+    # screen must be what update() shows for the chunk's model, history and hostile text included.
+    # (Both call the renderer's _stream with the same arguments; the rich renderer's live region
+    # redraws on a timer, so its output is compared by the plain renderer's, which has none.)
+    kinds = {"agent": AgentMessageChunk, "thought": AgentThoughtChunk, "user": UserMessageChunk}
+    turn: list[tuple[MessageRole, str]] = [
+        ("user", "hi"),
+        ("thought", "let me see\n"),
+        ("agent", "one "),
+        ("agent", "two\x1b[2J\n"),
+        ("thought", ""),
+        ("agent", "three"),
+    ]
+    fast, fast_out = plain()
+    typed, typed_out = plain()
+    for history in (True, False):
+        for renderer in (fast, typed):
+            if history:
+                renderer.begin_history("s")
+        for role, text in turn:
+            fast.text(role, text)
+            typed.update(kinds[role](content=TextContent(text=text)))
+        if history:
+            fast.end_history()
+            typed.end_history()
+    fast.turn_ended("end_turn")
+    typed.turn_ended("end_turn")
+    assert "three" in fast_out.getvalue()
+    assert fast_out.getvalue() == typed_out.getvalue()

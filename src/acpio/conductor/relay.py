@@ -27,7 +27,7 @@ from typing import Final
 
 import orjson
 
-from acpio.jsonrpc.messages import JsonValue
+from acpio.jsonrpc.messages import NOTIFICATION_HEAD, JsonValue, method_at
 from acpio.transports.base import OversizedFrame
 
 from .batches import Gathering
@@ -35,19 +35,15 @@ from .batches import Gathering
 __all__ = ["RawNotification", "Relay", "plain_frame", "read_notification", "wrapped_frame"]
 
 #: How every frame passed on starts.
-_HEAD: Final = b'{"jsonrpc":"2.0","method":"'
+_HEAD: Final = NOTIFICATION_HEAD
 #: Where the method name starts.
 _AT: Final = len(_HEAD)
-#: What follows a message's method name, before its params.
-_PARAMS: Final = b'","params":'
 #: How an envelope's params start (its inner message's method name follows).
 _INNER: Final = b'{"method":"'
 #: ``{"jsonrpc":"2.0",`` before a message's ``"method"``.
 _JSONRPC: Final = b'{"jsonrpc":"2.0",'
 #: The envelope methods, current and legacy.
 _SUCCESSORS: Final = frozenset({"proxy/successor", "_proxy/successor"})
-#: Method names met so far, checked (printable ASCII, no ``\\``: JSON string text as it is).
-_NAMES: dict[bytes, str] = {}
 
 
 class RawNotification:
@@ -91,14 +87,14 @@ def read_notification(frame: bytes) -> RawNotification | None:
     """
     if not frame.startswith(_HEAD):
         return None
-    found = _method_at(frame, _AT)
+    found = method_at(frame, _AT)
     if found is None:
         return None
     method, start = found
     successor: str | None = None
     body, end = len(_JSONRPC), -1
     if method in _SUCCESSORS and frame.startswith(_INNER, start):
-        found = _method_at(frame, start + len(_INNER))
+        found = method_at(frame, start + len(_INNER))
         if found is None:
             return None
         successor, body, end = method, start + 1, -2
@@ -116,22 +112,6 @@ def read_notification(frame: bytes) -> RawNotification | None:
 
 #: How a plain frame (``-1``) and an envelope frame (``-2``) end.
 _CLOSE: Final = {-1: b"}", -2: b"}}"}
-
-
-def _method_at(frame: bytes, at: int) -> tuple[str, int] | None:
-    """The method name that starts at ``at``, and where the params after it start; ``None`` if none."""
-    close = frame.find(b'"', at)
-    if not frame.startswith(_PARAMS, close):
-        return None
-    raw = frame[at:close]
-    name = _NAMES.get(raw)
-    if name is None:
-        name = raw.decode("ascii", "replace")
-        if not raw or not raw.isascii() or "\\" in name or not name.isprintable():
-            return None
-        if len(_NAMES) < 256:  # method names are few; never grow without bound
-            _NAMES[raw] = name
-    return name, close + len(_PARAMS)
 
 
 def _body(note: RawNotification) -> memoryview:

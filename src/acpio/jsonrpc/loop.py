@@ -29,6 +29,7 @@ from acpio.jsonrpc.messages import (
     MAX_BATCH_ENTRIES,
     Batch,
     Entry,
+    Frame,
     Invalid,
     Notification,
     OversizedBatch,
@@ -39,6 +40,8 @@ from acpio.jsonrpc.messages import (
     encode_errors,
     head_request_id,
     line_head,
+    notification_from_bytes,
+    notification_head,
 )
 from acpio.jsonrpc.outbox import BatchAnswers, Outbox
 from acpio.jsonrpc.responses import Outcome, ResponseRouter
@@ -64,6 +67,7 @@ class DispatchLoop:
         "_chain",
         "_counterpart",
         "_dispatcher",
+        "_heads",
         "_life",
         "_lock",
         "_offer",
@@ -107,6 +111,13 @@ class DispatchLoop:
         #: The role's incoming-routing hook, or ``None`` when it keeps the default (a fast path).
         self._route: Callable[[str, Any], tuple[Role, str, Any]] | None = (
             role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
+        )
+        #: The frame heads of the builder's handlers' methods: their notifications' params are cut
+        #: out of the frame and decoded alone (:func:`notification_from_bytes`).
+        self._heads = tuple(
+            (head, method)
+            for method in chain.handler_methods
+            if (head := notification_head(method)) is not None
         )
         self.outbox = Outbox(
             transport,
@@ -179,6 +190,7 @@ class DispatchLoop:
         life = self._life
         offer = self._offer
         chain = self._chain
+        heads = self._heads
         try:
             while life.is_open:
                 frame = await receive()
@@ -188,7 +200,14 @@ class DispatchLoop:
                 self._dispatcher = me
                 try:
                     # One message per frame is the common case: dispatched here, one call deep.
-                    decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
+                    decoded: Frame | OversizedFrame = None
+                    if heads and type(frame) is bytes:
+                        for head, method in heads:
+                            if frame.startswith(head):
+                                decoded = notification_from_bytes(frame, head, method)
+                                break
+                    if decoded is None:
+                        decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
                     if type(decoded) is Notification:
                         await offer(self._notification(decoded))
                     elif type(decoded) is Request:

@@ -34,8 +34,10 @@ __all__ = [
     "Invalid",
     "JsonValue",
     "Notification",
+    "NOTIFICATION_HEAD",
     "NestedTooDeeply",
     "OversizedBatch",
+    "PARAMS_AFTER_METHOD",
     "RawJson",
     "Request",
     "RequestId",
@@ -53,6 +55,9 @@ __all__ = [
     "error_response_object",
     "head_request_id",
     "line_head",
+    "method_at",
+    "notification_from_bytes",
+    "notification_head",
     "result_object",
 ]
 
@@ -179,6 +184,68 @@ def line_head(frame: bytes | str) -> str:
     if isinstance(frame, bytes):
         frame = frame[: HEAD_CHARS * 4].decode("utf-8", "replace")
     return frame[:HEAD_CHARS]
+
+
+# --- notifications read from their bytes ----------------------------------------------------------
+
+#: How a notification frame starts when written the way JSON-RPC peers write them (acpio, the
+#: TypeScript SDK): ``{"jsonrpc":"2.0","method":"<name>","params":<params>}``. Such a frame can be
+#: read without decoding it whole: its method from its bytes, its params cut out as JSON text (the
+#: conductor's relay passes notifications on this way; the dispatch loop decodes only the params).
+NOTIFICATION_HEAD: Final = b'{"jsonrpc":"2.0","method":"'
+#: What follows a message's method name, before its params.
+PARAMS_AFTER_METHOD: Final = b'","params":'
+#: Method names met so far, checked (printable ASCII, no ``\\``: JSON string text as it is).
+_METHOD_NAMES: dict[bytes, str] = {}
+
+
+def method_at(frame: bytes, at: int) -> tuple[str, int] | None:
+    """The method name that starts at ``at`` in ``frame``, and where the params after it start.
+
+    ``None`` unless the name is followed by :data:`PARAMS_AFTER_METHOD` and is JSON string text that
+    reads as itself (printable ASCII without escapes): the name is then what decoding would give.
+    """
+    close = frame.find(b'"', at)
+    if not frame.startswith(PARAMS_AFTER_METHOD, close):
+        return None
+    raw = frame[at:close]
+    name = _METHOD_NAMES.get(raw)
+    if name is None:
+        name = raw.decode("ascii", "replace")
+        if not raw or not raw.isascii() or "\\" in name or not name.isprintable():
+            return None
+        if len(_METHOD_NAMES) < 256:  # method names are few; never grow without bound
+            _METHOD_NAMES[raw] = name
+    return name, close + len(PARAMS_AFTER_METHOD)
+
+
+def notification_head(method: str) -> bytes | None:
+    """How a ``method`` notification frame starts, up to its params; ``None`` for a name read otherwise.
+
+    A frame that starts with it and ends with ``}`` has its params' JSON text between the two, if
+    that text is one JSON value (what :func:`method_at` reads, for one known method).
+    """
+    head = NOTIFICATION_HEAD + method.encode() + PARAMS_AFTER_METHOD
+    return head if method_at(head, len(NOTIFICATION_HEAD)) == (method, len(head)) else None
+
+
+def notification_from_bytes(frame: bytes, head: bytes, method: str) -> Notification | None:
+    """``frame`` as the notification :func:`decode` gives, if it starts with ``head`` (``method``'s).
+
+    Only the params are decoded (the envelope's object and its classification are skipped), with
+    the same reader, into the same value. ``None`` when the frame is not exactly ``head``, one
+    JSON value and ``}``, or its params are not an object, an array or ``null``: :func:`decode`
+    then reads it (and answers what is wrong with it).
+    """
+    if not frame.startswith(head) or frame[-1:] != b"}":
+        return None
+    try:
+        params = orjson.loads(frame[len(head) : -1])
+    except orjson.JSONDecodeError:
+        return None
+    if params is None or type(params) is dict or type(params) is list:
+        return Notification(method, params)
+    return None
 
 
 def decode(frame: bytes | str) -> Frame:

@@ -71,7 +71,7 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from acpio.session.turn_view import TextAdded, TurnEvent
+from acpio.session.turn_view import MessageRole, TextAdded, TurnEvent
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction
 
@@ -102,6 +102,10 @@ class Renderer(Protocol):
 
     def update(self, update: SessionUpdate, *, history: bool = False) -> None:
         """Show a ``session/update``; ``history`` marks one replayed by ``session/load``."""
+        ...
+
+    def text(self, role: MessageRole, text: str) -> None:
+        """Show a text chunk of ``role``, read without its model, as :meth:`update` shows the chunk."""
         ...
 
     def begin_history(self, session_id: str) -> None:
@@ -271,6 +275,10 @@ class TextRenderer(ABC):
                 # a notice stands out by its severity; the other updates are side information
                 style = f"notice.{update.severity}" if isinstance(update, Notice) else "info"
                 self._lines([[(f"[{text}]", self._style(style, history))]])
+
+    def text(self, role: MessageRole, text: str) -> None:
+        """Stream a text chunk's text, as :meth:`update` streams the chunk."""
+        self._stream(role, text, self._history)
 
     def event(self, event: TurnEvent) -> None:
         """Show a v2 event: message text streamed, the rest as lines (:class:`EventLines`)."""
@@ -550,6 +558,9 @@ class JsonLinesRenderer:
         self._out.flush()
 
     def update(self, update: SessionUpdate, *, history: bool = False) -> None:
+        """Nothing: the ``session/update`` message itself was recorded."""
+
+    def text(self, role: MessageRole, text: str) -> None:
         """Nothing: the ``session/update`` message itself was recorded."""
 
     def begin_history(self, session_id: str) -> None:

@@ -101,6 +101,8 @@ from acpio.session import (
     SessionMessage,
     TurnEnded,
 )
+from acpio.session.messages import UPDATE_METHOD
+from acpio.session.turn_view import text_chunk
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, OversizedFrame, Tap
 
 if TYPE_CHECKING:
@@ -348,6 +350,23 @@ def _open_answers(from_terminal: bool) -> LineInput:
         ) from exc
 
 
+def _show_v1(renderer: Renderer, message: SessionMessage, note: Callable[[str], None]) -> None:
+    """Show an ACP v1 session message: a plain text chunk without its models, any other update with them."""
+    dispatch = message.dispatch
+    if type(dispatch) is NotificationDispatch and dispatch.method == UPDATE_METHOD:
+        chunk = text_chunk(dispatch.params, 1)
+        if chunk is not None:  # the common case (see acpio.session.turn_view.text_chunk)
+            renderer.text(chunk[0], chunk[2])
+            return
+    try:
+        update = message.update
+    except InvalidParams as exc:
+        note(f"skipped a session/update that does not match the schema: {exc}")
+        return
+    if update is not None:
+        renderer.update(update)
+
+
 class _PromptRun:
     """One run: start the agent, open the session, run the turn; end it all on a signal."""
 
@@ -589,13 +608,7 @@ class _PromptRun:
             if message.event is not None:  # the session read it into its view (or warned it is malformed)
                 self._renderer.event(message.event)
             return
-        try:
-            update = message.update
-        except InvalidParams as exc:
-            self._note(f"skipped a session/update that does not match the schema: {exc}")
-            return
-        if update is not None:
-            self._renderer.update(update)
+        _show_v1(self._renderer, message, self._note)
 
     # --- Ctrl-C --------------------------------------------------------------------------------
 

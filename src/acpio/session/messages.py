@@ -116,6 +116,13 @@ class SessionMessage:
     @property
     def text(self) -> str | None:
         """The text of an ``agent_message_chunk`` carrying text content (either version); else ``None``."""
+        from acpio.session.turn_view import text_chunk
+
+        dispatch = self.dispatch
+        if type(dispatch) is NotificationDispatch and dispatch.method == UPDATE_METHOD:
+            chunk = text_chunk(dispatch.params, self.protocol_version)
+            if chunk is not None:  # the common case, read without building the models
+                return chunk[2] if chunk[0] == "agent" else None
         update: object = self.update_v2 if self.protocol_version == 2 else self.update
         if getattr(update, "session_update", None) != "agent_message_chunk":
             return None

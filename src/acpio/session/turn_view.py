@@ -26,6 +26,8 @@ import binascii
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from acpio.jsonrpc import NotificationDispatch
+
 if TYPE_CHECKING:
     from acpio.schema import v2
     from acpio.session.messages import SessionMessage
@@ -47,6 +49,7 @@ __all__ = [
     "ToolContent",
     "TurnEvent",
     "TurnView",
+    "text_chunk",
 ]
 
 #: Whose message: the user's, the agent's answer, or the agent's thoughts.
@@ -276,6 +279,11 @@ class TurnView:
         Updates this view has no place for (commands, config options, usage...) and requests give
         ``None``. Raises :class:`~acpio.InvalidParams` for an update that does not match the schema.
         """
+        dispatch = message.dispatch
+        if type(dispatch) is NotificationDispatch and dispatch.method == "session/update":
+            chunk = text_chunk(dispatch.params, message.protocol_version)
+            if chunk is not None:  # the common case, read without building the models
+                return self._chunk(*chunk)
         if message.protocol_version == 2:
             update_v2 = message.update_v2
             return None if update_v2 is None else self.apply_update_v2(update_v2)
@@ -478,6 +486,53 @@ _MESSAGE_ROLES: dict[str, MessageRole] = {
     "agent_thought": "thought",
     "user_message": "user",
 }
+
+
+def text_chunk(params: object, protocol_version: int) -> tuple[MessageRole, str | None, str] | None:
+    """Whose, which message and what text a ``session/update``'s params add, read from their JSON.
+
+    Only for a message chunk (the agent's, its thoughts, the user's) carrying a text block, in
+    the shape every SDK writes: each object holding only the members the schema names for it (in
+    their wire spelling, ``_meta`` an object or ``null``), each value of its type. Params of that
+    shape always validate, into the same role, message id and text: reading them here skips
+    building the models. Anything else (other updates and blocks, ``annotations``, unknown
+    members, the other spelling, bad values) gives ``None``: read it through the models.
+    """
+    if type(params) is not dict:
+        return None
+    update = params.get("update")
+    if type(update) is not dict or type(params.get("sessionId")) is not str:
+        return None
+    content = update.get("content")
+    kind = update.get("sessionUpdate")
+    if type(content) is not dict or type(kind) is not str or content.get("type") != "text":
+        return None
+    role = _CHUNK_ROLES.get(kind)
+    text = content.get("text")
+    message_id = update.get("messageId")
+    if role is None or type(text) is not str:
+        return None
+    if type(message_id) is not str and (message_id is not None or protocol_version == 2):
+        return None  # v2 requires an id; v1 takes one, or null
+    # No member beyond those read, counted (cheaper than comparing key sets); else _meta may be the one.
+    identified = "messageId" in update
+    if len(params) == 2 and len(update) == 2 + identified and len(content) == 2:
+        return role, message_id, text
+    if (
+        len(params) != 2 + _meta_given(params)
+        or len(update) != 2 + identified + _meta_given(update)
+        or len(content) != 2 + _meta_given(content)
+    ):
+        return None
+    return role, message_id, text
+
+
+def _meta_given(value: dict[str, Any]) -> int:
+    """1 if ``value`` has a ``_meta`` member (an object or ``null``), 0 if none; 9 (no match) if bad."""
+    if "_meta" not in value:
+        return 0
+    meta = value["_meta"]
+    return 1 if meta is None or type(meta) is dict else 9
 
 
 def block_text(block: object) -> str:
