@@ -51,6 +51,20 @@ class _Streams:
         self.open[key] = (stream, notification.model_copy(deep=True))
         return stream.feed(text)
 
+    def pass_chunk(
+        self,
+        notification: _Chunk,
+        content: acp.TextContent | v2.TextContent,
+        kind: str,
+        message_id: str | None,
+    ) -> Forward | None:
+        """Feed a text chunk to its stream: the chunk with what comes out, or ``None`` if all is held back."""
+        text = self.feed((notification.session_id, kind, message_id), content.text, notification)
+        if not text:
+            return None
+        content.text = text
+        return Forward(notification)
+
     def flush(self, session_id: str, cx: Connection) -> None:
         """Send what the streams of ``session_id`` hold, each as a chunk like its last one."""
         for key in [key for key in self.open if key[0] == session_id]:
@@ -70,12 +84,7 @@ def transform_agent_text(app: Builder[Any], make: Callable[[], TextTransform]) -
     async def chunk_v1(notification: acp.SessionNotification, cx: Connection) -> Forward | None:
         update, session = notification.update, notification.session_id
         if isinstance(update, _V1_CHUNKS) and isinstance(update.content, acp.TextContent):
-            key = (session, update.session_update, update.message_id)
-            text = streams.feed(key, update.content.text, notification)
-            if not text:
-                return None
-            update.content.text = text
-            return Forward(notification)
+            return streams.pass_chunk(notification, update.content, update.session_update, update.message_id)
         streams.flush(session, cx)
         return Forward(notification)
 
@@ -83,12 +92,7 @@ def transform_agent_text(app: Builder[Any], make: Callable[[], TextTransform]) -
     async def chunk_v2(notification: v2.UpdateSessionNotification, cx: Connection) -> Forward | None:
         update, session = notification.update, notification.session_id
         if isinstance(update, _V2_CHUNKS) and isinstance(update.content, v2.TextContent):
-            key = (session, update.session_update, update.message_id)
-            text = streams.feed(key, update.content.text, notification)
-            if not text:
-                return None
-            update.content.text = text
-            return Forward(notification)
+            return streams.pass_chunk(notification, update.content, update.session_update, update.message_id)
         streams.flush(session, cx)
         if isinstance(update, _V2_WHOLE):
             for block in update.content if isinstance(update.content, list) else ():
