@@ -167,6 +167,8 @@ class Profile:
     #: Name a union's catch-all ``Other<Union>`` where ``Unknown<Union>`` is a def of the schema
     #: (v1 keeps its generated names: there the ``unknown`` state doubles as the catch-all).
     rename_clashing_catch_alls: bool = False
+    #: Models whose ``to_wire_json`` is a hand-written writer of ``acpio.schema._writers`` (by name).
+    writers: dict[str, str] = field(default_factory=dict)
 
     @property
     def out_dir(self) -> Path:
@@ -184,6 +186,7 @@ V1 = Profile(
     capabilities=V1_CAPABILITIES,
     extra_aliases=V1_EXTRA_ALIASES,
     aliases=V1_ALIASES,
+    writers={"SessionNotification": "session_notification_json"},
 )
 
 #: v2 patch fields found by their description: "Omitted leaves the stored value unchanged",
@@ -825,6 +828,11 @@ class Generator:
             "    construction_hook,",
             "    tagging_init,",
             ")",
+            *(
+                [f"from acpio.schema._writers import {', '.join(sorted(set(self.profile.writers.values())))}"]
+                if self.profile.writers
+                else []
+            ),
             "",
             "UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]",
             "UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]",
@@ -1110,6 +1118,9 @@ class Generator:
             body.append(line)
             if f.description:
                 body += docstring(f.description, "    ")
+        writer = self.profile.writers.get(spec.name)
+        if writer is not None:
+            body += ["", "    if not TYPE_CHECKING:", f"        to_wire_json = {writer}"]
         if spec.variant_groups:
             body += [
                 "",

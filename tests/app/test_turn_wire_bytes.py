@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from acpio import schema as acp
-from acpio.app import AgentApp, Turn, v2_shapes
+from acpio.app import AgentApp, Turn, protocol_v2, v2_shapes
 from acpio.testing import WirePeer, serving
 
 from ._wire import open_session, send_prompt
@@ -192,6 +192,9 @@ async def test_v1_verbs_send_store_and_forward_the_bytes_turn_update_does(tmp_pa
 async def test_v2_verbs_send_and_record_the_bytes_turn_update_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Only the turn's own chunks get these ids: the user message's id, minted by protocol_v2 (which
+    # imports the function by name), stays a real one whichever test imported protocol_v2 first.
+    assert protocol_v2.new_message_id is v2_shapes.new_message_id  # imported above, before this patch
     numbers = [itertools.count()]
     monkeypatch.setattr(v2_shapes, "new_message_id", lambda: f"msg_{next(numbers[0])}")
     read: list[acp.SessionUpdate] = []

@@ -22,6 +22,7 @@ import orjson
 
 from acpio import schema as acp
 from acpio.app.v2_shapes import PLAN_ID, git_patch
+from acpio.schema._writers import TEXT_CHUNK_OPENING, text_chunk_closing
 
 __all__ = [
     "MESSAGE",
@@ -39,8 +40,7 @@ __all__ = [
 MESSAGE: Final = "agent_message_chunk"
 THOUGHT: Final = "agent_thought_chunk"
 
-_CHUNK_OPENING: Final = b'{"content":{"type":"text","text":'
-_CHUNK_KINDS: Final = {kind: b'},"sessionUpdate":"%s"' % kind.encode() for kind in (MESSAGE, THOUGHT)}
+_CHUNK_KINDS: Final = {kind: text_chunk_closing(kind) for kind in (MESSAGE, THOUGHT)}
 #: orjson writes these types as pydantic writes an ``Any`` field; the others (datetimes, dataclasses,
 #: subclasses of the JSON types) it is told to refuse, and the model is sent instead.
 _PLAIN: Final = (
@@ -99,7 +99,7 @@ class TextChunk(Template):
 
     def opening(self) -> bytes:
         """The update object without its closing brace: v2 adds its ``messageId`` (or ``_meta``) there."""
-        return b"".join((_CHUNK_OPENING, _text(self.text), _CHUNK_KINDS[self.kind]))
+        return b"".join((TEXT_CHUNK_OPENING, _text(self.text), _CHUNK_KINDS[self.kind]))
 
     def update_json(self) -> bytes:
         """The chunk object."""

@@ -40,6 +40,7 @@ from acpio.schema.base import (
     construction_hook,
     tagging_init,
 )
+from acpio.schema._writers import session_notification_json
 
 UInt16: TypeAlias = Annotated[StrictInt, Field(ge=0, le=65535)]
 UInt32: TypeAlias = Annotated[StrictInt, Field(ge=0, le=4294967295)]
@@ -4347,6 +4348,9 @@ def _define_SessionNotification() -> Any:
 
         See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
         """
+
+        if not TYPE_CHECKING:
+            to_wire_json = session_notification_json
 
         if not TYPE_CHECKING:
 

@@ -1,0 +1,108 @@
+"""Hand-written ``to_wire_json`` for the generated model sent most often: a text chunk's ``session/update``.
+
+An agent streams its answer as ``SessionNotification(update=AgentMessageChunk(content=TextContent(...)))``,
+one per chunk. pydantic's serializer walks the three models for each; :func:`session_notification_json`
+recognises that exact shape (the chunk classes themselves, only the fields their constructors set, no
+unknown fields, a ``str`` text and session id) and writes the same bytes from a template. Any other
+notification, and any value the template might write differently (text that is no UTF-8), goes to
+pydantic as before. ``tests/schema/test_writers.py`` holds the two to the same bytes.
+
+The template's layout is :data:`TEXT_CHUNK_OPENING`, the text, and :func:`text_chunk_closing`: the
+turn verbs of :mod:`acpio.app` write their chunks from the same constants.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Final
+
+import orjson
+
+if TYPE_CHECKING:
+    from acpio.schema.base import AcpModel
+
+__all__ = ["TEXT_CHUNK_OPENING", "session_notification_json", "text_chunk_closing"]
+
+#: A text chunk update up to its text: pydantic writes ``content`` first, then the tag.
+TEXT_CHUNK_OPENING: Final = b'{"content":{"type":"text","text":'
+_NOTE_FIELDS: Final = frozenset(("session_id", "update"))
+_CHUNK_FIELDS: Final = frozenset(("content", "session_update"))
+_TEXT_FIELDS: Final = frozenset(("type", "text"))
+
+
+def text_chunk_closing(kind: str) -> bytes:
+    """What follows a chunk's text, for the ``sessionUpdate`` tag ``kind``, without the update's ``}``.
+
+    v2 adds its ``messageId`` (or ``_meta``) before that brace.
+    """
+    return b'},"sessionUpdate":"%s"' % kind.encode()
+
+
+@functools.cache
+def _chunks() -> dict[type[AcpModel], tuple[str, bytes]]:
+    """Each chunk class: its tag, and what follows its text (the update union has created the classes)."""
+    from acpio.schema import _models as v1
+
+    return {
+        kind: (tag, text_chunk_closing(tag))
+        for kind, tag in (
+            (v1.AgentMessageChunk, "agent_message_chunk"),
+            (v1.AgentThoughtChunk, "agent_thought_chunk"),
+            (v1.UserMessageChunk, "user_message_chunk"),
+        )
+    }
+
+
+@functools.cache
+def _text_content() -> type[AcpModel]:
+    from acpio.schema import _models as v1
+
+    return v1.TextContent
+
+
+def session_notification_json(note: AcpModel) -> bytes:
+    """``note.to_wire_json()``: a plain text chunk from the template, anything else by pydantic."""
+    fields = note.__dict__
+    session_id = fields["session_id"]
+    update = fields["update"]
+    chunk = _chunks().get(type(update))
+    if (
+        chunk is not None
+        and type(session_id) is str
+        and note.__pydantic_fields_set__ == _NOTE_FIELDS
+        and not note.__pydantic_extra__
+        and update.__pydantic_fields_set__ == _CHUNK_FIELDS
+        and not update.__pydantic_extra__
+        and update.__dict__["session_update"] == chunk[0]
+    ):
+        content = update.__dict__["content"]
+        text = content.__dict__.get("text")
+        if (
+            type(content) is _text_content()
+            and type(text) is str
+            and content.__pydantic_fields_set__ == _TEXT_FIELDS
+            and not content.__pydantic_extra__
+            and content.__dict__["type"] == "text"
+        ):
+            try:
+                return b"".join(
+                    (
+                        b'{"sessionId":',
+                        orjson.dumps(session_id),
+                        b',"update":',
+                        TEXT_CHUNK_OPENING,
+                        orjson.dumps(text),
+                        chunk[1],
+                        b"}}",
+                    )
+                )
+            except orjson.JSONEncodeError:  # a lone surrogate: pydantic raises its own error for it
+                pass
+    return _pydantic_json(note)
+
+
+def _pydantic_json(model: AcpModel) -> bytes:
+    """What every other model's ``to_wire_json`` writes."""
+    from acpio.schema.base import AcpModel
+
+    return AcpModel.to_wire_json(model)
