@@ -8,7 +8,8 @@
 Implementations: ``acpio`` (the builder style); ``acpio_app``, an ``AgentApp`` agent (an agent only: no
 client); ``official``, the official Python SDK (``agent-client-protocol``, in its own virtualenv); ``ts``,
 the official TypeScript SDK (``@agentclientprotocol/sdk`` on Node); ``bare``, a plain asyncio + orjson
-loop with no ACP library, the floor. Each has a benchmark agent and client in ``benchmarks/peers/``; the
+loop with no ACP library, the floor; ``pydantic``, the floor's agent with pydantic models and nothing of
+acpio, the typed floor (an agent only). Each has a benchmark agent and client in ``benchmarks/peers/``; the
 peers are installed by ``peers/install.py`` on first use, and a pairing whose peer cannot be installed is
 left out with the reason.
 
@@ -58,9 +59,9 @@ ROOT = HERE.parent
 PEERS = HERE / "peers"
 RESULTS = HERE / "results"
 
-IMPLEMENTATIONS = ("acpio", "acpio_app", "acpio_uvloop", "official", "ts", "bare")
+IMPLEMENTATIONS = ("acpio", "acpio_app", "acpio_uvloop", "official", "ts", "bare", "pydantic")
 #: The implementations with a benchmark agent and no client.
-AGENTS_ONLY = ("acpio_app",)
+AGENTS_ONLY = ("acpio_app", "pydantic")
 LABELS = {
     "acpio": "acpio, builder style (on asyncio's event loop, as the floor)",
     "acpio_app": "acpio's AgentApp, a prompt function calling turn.say (an agent only; on asyncio's loop)",
@@ -68,6 +69,7 @@ LABELS = {
     "official": "official Python SDK",
     "ts": "TypeScript SDK",
     "bare": "bare asyncio+orjson loop (the floor, no validation)",
+    "pydantic": "the floor's agent with pydantic models, nothing of acpio (the typed floor; an agent only)",
 }
 #: The pairings run by default (client, agent): each SDK with itself, the floor, the mixed pairs that
 #: involve acpio, the AgentApp agent, and the floor's client against acpio's agents and the TS agent
@@ -87,6 +89,7 @@ DEFAULT_PAIRS = (
     ("bare", "acpio"),
     ("bare", "acpio_app"),
     ("bare", "ts"),
+    ("bare", "pydantic"),
     ("acpio", "bare"),
 )
 assert set(PAIRS_NEEDED) <= set(DEFAULT_PAIRS)
@@ -300,7 +303,7 @@ def locate(
     found: dict[str, Implementation] = {}
     missing: dict[str, str] = {}
     python = sys.executable
-    if names & {"acpio", "acpio_app", "acpio_uvloop", "bare"}:
+    if names & {"acpio", "acpio_app", "acpio_uvloop", "bare", "pydantic"}:
         for module in ("acpio", "orjson"):
             if importlib.util.find_spec(module) is None:
                 raise BenchmarkError(
@@ -322,6 +325,8 @@ def locate(
             found["acpio_uvloop"] = _python_impl("acpio_uvloop", python, versions)
     if "bare" in names:
         found["bare"] = _python_impl("bare", python, f"orjson {version('orjson')}")
+    if "pydantic" in names:
+        found["pydantic"] = _python_impl("pydantic", python, f"pydantic {version('pydantic')}")
     install = _load_installer() if names & {"official", "ts"} else None
     if "official" in names:
         assert install is not None

@@ -4,8 +4,10 @@ Each target is a ratio between two figures of the same run (the pairings are int
 load on the machine moves both alike): a pairing's figure against another pairing's (the TypeScript
 SDK, the floor) or against another figure of its own (peak RSS against idle RSS). The round trips
 must meet theirs in every repetition, not only in the median. :func:`targets_table` prints them with
-the figures the issue was filed with, this run's, and a verdict; :func:`judge` gives the same as data
-for the JSON.
+the figures the issue was filed with, this run's, a verdict, and for the builder agent's targets the
+same ratio for the *typed floor* (``peers/pydantic_agent.py``: the floor's agent with pydantic models,
+nothing of acpio), the least those targets can reach while acpio's models are pydantic's;
+:func:`judge` gives the same as data for the JSON.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ ACPIO: Pair = ("acpio", "acpio")
 BUILDER_ALONE: Pair = ("bare", "acpio")
 APP_ALONE: Pair = ("bare", "acpio_app")
 TS_ALONE: Pair = ("bare", "ts")
+#: The floor's agent with pydantic models (``peers/pydantic_agent.py``): what a typed agent pays first.
+TYPED_FLOOR: Pair = ("bare", "pydantic")
 
 #: What a figure is, for the "this run" column.
 UNITS = {
@@ -65,6 +69,9 @@ class Goal:
     reference_key: str | None = None
     reference_label: str = ""
     each_run: bool = False
+    #: A pairing whose same figure, against the same reference, shows the least a target of the
+    #: builder style can reach while its models are pydantic's (the ``pydantic floor`` column).
+    typed_floor: Pair | None = None
 
     def describe(self) -> str:
         """``>= 0.4x bare -> bare``."""
@@ -95,6 +102,7 @@ GOALS = (
         2.5,
         TS,
         reference_label="TS (ts -> ts)",
+        typed_floor=TYPED_FLOOR,
     ),
     Goal(
         "AgentApp peak RSS streaming 100k updates in one turn (bare -> acpio_app)",
@@ -137,6 +145,7 @@ GOALS = (
         0.9,
         TS_ALONE,
         reference_label="the TS agent (bare -> ts)",
+        typed_floor=TYPED_FLOOR,
     ),
     Goal(
         "spawn -> `initialize` answer, AgentApp (bare -> acpio_app)",
@@ -157,6 +166,7 @@ GOALS = (
         1.45,
         FLOOR,
         reference_label="the floor's agent",
+        typed_floor=TYPED_FLOOR,
     ),
     Goal(
         "idle RSS, AgentApp (bare -> acpio_app)",
@@ -172,7 +182,9 @@ GOALS = (
 
 #: The pairings a run needs for every target to be judged.
 PAIRS_NEEDED = tuple(
-    dict.fromkeys(pair for goal in GOALS for pair in (goal.judged, goal.reference) if pair is not None)
+    dict.fromkeys(
+        pair for goal in GOALS for pair in (goal.judged, goal.reference, goal.typed_floor) if pair is not None
+    )
 )
 
 
@@ -184,6 +196,8 @@ class Judgement:
     values: tuple[float, ...]
     ratios: tuple[float, ...]
     verdict: str
+    #: The typed floor's ratio against the same reference (its median), when the goal names one.
+    typed_floor_ratio: float | None = None
 
     def as_json(self) -> dict[str, object]:
         """The judgement for the run's JSON file."""
@@ -196,6 +210,7 @@ class Judgement:
             "ratios": list(self.ratios),
             "target": self.goal.describe(),
             "verdict": self.verdict,
+            "typed_floor_ratio": self.typed_floor_ratio,
         }
 
 
@@ -204,8 +219,9 @@ def judge(goal: Goal, results: Mapping[Pair, Figures]) -> Judgement:
     judged = results.get(goal.judged)
     source = results.get(goal.reference or goal.judged)
     reference_key = goal.reference_key or goal.key
+    floor = _typed_floor_ratio(goal, results)
     if judged is None or source is None:
-        return Judgement(goal, (), (), "not measured")
+        return Judgement(goal, (), (), "not measured", floor)
     if goal.each_run:
         mine, theirs = judged.by_repetition(goal.key), source.by_repetition(reference_key)
         runs = sorted(run for run in mine.keys() & theirs.keys() if theirs[run])
@@ -216,7 +232,7 @@ def judge(goal: Goal, results: Mapping[Pair, Figures]) -> Judgement:
         values = () if value is None else (value,)
         ratios = () if value is None or not reference else (value / reference,)
     if not ratios:
-        return Judgement(goal, values, ratios, "not measured")
+        return Judgement(goal, values, ratios, "not measured", floor)
     missed = sum(not goal.meets(ratio) for ratio in ratios)
     if not missed:
         verdict = "met"
@@ -224,7 +240,17 @@ def judge(goal: Goal, results: Mapping[Pair, Figures]) -> Judgement:
         verdict = "missed"
     else:
         verdict = f"missed in {missed} of {len(ratios)} runs"
-    return Judgement(goal, values, ratios, verdict)
+    return Judgement(goal, values, ratios, verdict, floor)
+
+
+def _typed_floor_ratio(goal: Goal, results: Mapping[Pair, Figures]) -> float | None:
+    """The median of the goal's figure for its typed floor, over the reference's median."""
+    floor = results.get(goal.typed_floor) if goal.typed_floor is not None else None
+    source = results.get(goal.reference or goal.judged)
+    if floor is None or source is None:
+        return None
+    value, reference = floor.median(goal.key), source.median(goal.reference_key or goal.key)
+    return value / reference if value is not None and reference else None
 
 
 def _this_run(judgement: Judgement) -> str:
@@ -240,10 +266,11 @@ def targets_table(results: Mapping[Pair, Figures]) -> tuple[str, list[Judgement]
     """Issue 34's targets as a Markdown table (the README takes it as it is), and the judgements."""
     judgements = [judge(goal, results) for goal in GOALS]
     lines = [
-        "| figure | when issue 34 was filed | this run | target | verdict |",
-        "|---|---|---|---|---|",
+        "| figure | when issue 34 was filed | this run | target | verdict | pydantic floor |",
+        "|---|---|---|---|---|---|",
     ]
     for judgement in judgements:
         cells = (judgement.goal.label, judgement.goal.filed, _this_run(judgement), judgement.goal.describe())
-        lines.append(f"| {' | '.join(cells)} | {judgement.verdict} |")
+        floor = "-" if judgement.typed_floor_ratio is None else f"{judgement.typed_floor_ratio:.2f}x"
+        lines.append(f"| {' | '.join(cells)} | {judgement.verdict} | {floor} |")
     return "\n".join(lines), judgements

@@ -66,6 +66,7 @@ def test_a_quick_acpio_run_prints_one_table_and_writes_the_json(tmp_path: Path) 
         "-",
         ">= 2.5x TS (ts -> ts)",
         "not measured",
+        "-",  # the typed floor did not run either
     ]
     # The interpreter the peers ran on, and whether it is optimised, stated for each implementation.
     assert "driver: CPython " in done.stdout
@@ -90,11 +91,11 @@ def test_a_quick_acpio_run_prints_one_table_and_writes_the_json(tmp_path: Path) 
 
 @pytest.mark.slow  # 20-40 s on a loaded 2-core machine
 def test_the_agentapp_agent_is_measured_pinned_and_judged_against_the_floor(tmp_path: Path) -> None:
-    # The AgentApp agent (an agent only) against the floor's client, round trips pinned to one CPU.
+    # The AgentApp agent and the typed floor (agents only) against the floor's client, pinned to one CPU.
     output = tmp_path / "results.json"
     done = run(
         "--pairs",
-        "bare:acpio_app,bare:bare",
+        "bare:acpio_app,bare:bare,bare:pydantic",
         "--scenarios",
         "pinned,stream",
         "--repeat",
@@ -113,7 +114,7 @@ def test_the_agentapp_agent_is_measured_pinned_and_judged_against_the_floor(tmp_
     assert "acpio_app: acpio's AgentApp" in done.stdout
 
     document = json.loads(output.read_text())
-    app, floor = (result["medians"] for result in document["results"])
+    app, floor, typed_floor = (result["medians"] for result in document["results"])
     assert set(app) == {
         "pinned_req_per_s",
         "pinned_p50_us",
@@ -138,6 +139,15 @@ def test_the_agentapp_agent_is_measured_pinned_and_judged_against_the_floor(tmp_
     assert judged["ratios"] == [ratio]
     peak = target_row(done.stdout, "AgentApp peak RSS streaming 100k updates in one turn (bare -> acpio_app)")
     assert peak[4] == ("met" if app["peak_rss_mb"] <= 1.2 * app["idle_rss_mb"] else "missed")
+
+    # The typed floor (the floor's agent with pydantic models) beside the builder agent's targets.
+    assert "pydantic: the floor's agent with pydantic models" in done.stdout
+    typed_idle = typed_floor["idle_rss_mb"] / floor["idle_rss_mb"]
+    idle = target_row(done.stdout, "idle RSS, builder agent (bare -> acpio)")
+    assert (idle[4], idle[5]) == ("not measured", f"{typed_idle:.2f}x")  # the builder agent did not run
+    [judged_idle] = [t for t in document["targets"] if t["figure"] == idle[0]]
+    assert judged_idle["typed_floor_ratio"] == typed_idle
+    assert target_row(done.stdout, "idle RSS, AgentApp (bare -> acpio_app)")[5] == "-"
 
 
 def test_only_the_chosen_scenario_runs(tmp_path: Path) -> None:
