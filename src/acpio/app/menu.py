@@ -2,7 +2,8 @@
 
 :class:`Menu` holds what the app declared and turns it into the protocol's shapes (the setup
 answer's ``modes`` and ``configOptions``, ``available_commands_update``); :class:`SessionSettings`
-is one session's current choices.
+is one session's current choices. Modes and options are kept as declared and written as JSON
+(:meth:`Menu.setup_wire`, the same bytes as the models): their models are built only when read.
 """
 
 from __future__ import annotations
@@ -61,9 +62,7 @@ class _Option:
     choices: Mapping[str, str] | None = None  # None: a boolean option
 
     def state(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> SessionConfigOption:
-        described: dict[str, Any] = {"description": self.description} if self.description else {}
-        if self.category:
-            described["category"] = self.category
+        described = self._described()
         if self.choices is None:
             return acp.SessionConfigOption(
                 id=self.id, name=self.name, type="boolean", current_value=value, **described
@@ -74,14 +73,63 @@ class _Option:
             id=self.id, name=self.name, type="select", current_value=value, options=options, **described
         )
 
+    def state_wire(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`state`'s ``to_wire()``, written without the model (in its field order)."""
+        state: dict[str, Any] = {"id": self.id, "name": self.name, **self._described()}
+        state["type"] = "boolean" if self.choices is None else "select"
+        state["currentValue"] = value
+        if self.choices is not None:
+            offered = self.choices if choices is None else choices
+            state["options"] = [{"value": v, "name": label} for v, label in offered.items()]
+        return state
+
+    def _described(self) -> dict[str, Any]:
+        described: dict[str, Any] = {"description": self.description} if self.description else {}
+        if self.category:
+            described["category"] = self.category
+        return described
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """A mode the app declared (its ``SessionMode`` is built when first read)."""
+
+    id: str
+    name: str
+    description: str | None
+
+    def model(self) -> SessionMode:
+        described = {"description": self.description} if self.description is not None else {}
+        return acp.SessionMode(id=self.id, name=self.name, **described)
+
+    def wire(self) -> dict[str, str]:
+        """:meth:`model`'s ``to_wire()``, written without the model."""
+        mode = {"id": self.id, "name": self.name}
+        if self.description is not None:
+            mode["description"] = self.description
+        return mode
+
 
 class Menu:
     """The commands, modes and config options an app declared (see :class:`~acpio.app.AgentApp`)."""
 
     def __init__(self) -> None:
         self.commands: list[AvailableCommand] = []
-        self.modes: list[SessionMode] = []
         self.options: list[_Option] = []
+        self._modes: list[_Mode] = []
+        self._mode_models: list[SessionMode] | None = None
+
+    @property
+    def has_modes(self) -> bool:
+        """Whether the app declared modes (without building their models)."""
+        return bool(self._modes)
+
+    @property
+    def modes(self) -> list[SessionMode]:
+        """The modes the app declared, as models (built when first read)."""
+        if self._mode_models is None:
+            self._mode_models = [mode.model() for mode in self._modes]
+        return self._mode_models
 
     # --- declaring --------------------------------------------------------------------------------
 
@@ -97,10 +145,10 @@ class Menu:
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
-        if any(m.id == mode_id for m in self.modes):
+        if any(m.id == mode_id for m in self._modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
-        described = {"description": description} if description is not None else {}
-        self.modes.append(acp.SessionMode(id=mode_id, name=name, **described))
+        self._modes.append(_Mode(mode_id, name, description))
+        self._mode_models = None
 
     def add_select(
         self,
@@ -129,7 +177,7 @@ class Menu:
 
     def check_v2(self) -> None:
         """Raise ``ValueError`` when the modes cannot be v2's ``mode`` option (an option has that id)."""
-        if self.modes and any(o.id == MODE_CONFIG_ID for o in self.options):
+        if self._modes and any(o.id == MODE_CONFIG_ID for o in self.options):
             raise ValueError(
                 f"The app has modes and a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are the "
                 f"option {MODE_CONFIG_ID!r}; give the option another id to serve v2"
@@ -138,7 +186,7 @@ class Menu:
     def settings(self, client: ClientFeatures) -> SessionSettings:
         """A new session's settings: the first mode, every option at its default."""
         return SessionSettings(
-            mode=self.modes[0].id if self.modes else None,
+            mode=self._modes[0].id if self._modes else None,
             options={o.id: o.default for o in self.options},
             booleans=client.boolean_config_options,
         )
@@ -148,7 +196,7 @@ class Menu:
     ) -> SessionSettings:
         """A stored session's settings: its mode and option values where still declared and valid."""
         settings = self.settings(client)
-        if mode is not None and any(m.id == mode for m in self.modes):
+        if mode is not None and any(m.id == mode for m in self._modes):
             settings.mode = mode
         for option in self.options:
             value = values.get(option.id)
@@ -177,6 +225,26 @@ class Menu:
             fields["modes"] = acp.SessionModeState(current_mode_id=settings.mode, available_modes=list(modes))
         if self.options:
             fields["config_options"] = self.options_state(settings)
+        return fields
+
+    def setup_wire(self, settings: SessionSettings) -> dict[str, Any] | None:
+        """:meth:`setup` as JSON, in the models' field order, without building them.
+
+        ``None`` when the session was offered modes or choices of its own (models the user built:
+        :meth:`setup` writes them).
+        """
+        if settings.modes is not None or settings.choices:
+            return None
+        fields: dict[str, Any] = {}
+        if self._modes and settings.mode is not None:
+            modes = [mode.wire() for mode in self._modes]
+            fields["modes"] = {"currentModeId": settings.mode, "availableModes": modes}
+        if self.options:
+            fields["configOptions"] = [
+                o.state_wire(settings.options[o.id])
+                for o in self.options
+                if o.choices is not None or settings.booleans
+            ]
         return fields
 
     def options_state(self, settings: SessionSettings, with_mode: bool = False) -> list[SessionConfigOption]:
@@ -218,9 +286,10 @@ class Menu:
 
     def check_mode(self, mode_id: str, settings: SessionSettings | None = None) -> None:
         """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a mode offered (to the session)."""
-        modes = self.modes if settings is None else self.modes_of(settings)
-        if all(m.id != mode_id for m in modes):
-            raise InvalidParams({"modeId": mode_id, "modes": [m.id for m in modes]}, message="Unknown mode")
+        offered = self._modes if settings is None or settings.modes is None else settings.modes
+        ids = [m.id for m in offered]
+        if mode_id not in ids:
+            raise InvalidParams({"modeId": mode_id, "modes": ids}, message="Unknown mode")
 
     def set_option(self, settings: SessionSettings, option_id: str, value: Any) -> None:
         """Set an option; ``InvalidParams`` (-32602) for an unknown option or a value it cannot take."""
