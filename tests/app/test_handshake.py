@@ -216,6 +216,7 @@ async def test_user_code_reads_the_same_session_values_either_way(tmp_path: Path
                     session.client.read_text_file,
                     session.settings.mode,
                     dict(session.settings.options),
+                    getattr(session.cx, "protocol_version", None),  # recorded from the answer
                 )
             )
 
@@ -233,3 +234,4 @@ async def test_user_code_reads_the_same_session_values_either_way(tmp_path: Path
     assert len(seen) == 2
     assert seen[0] == seen[1]
     assert seen[0][:5] == (tmp_path, (), (tmp_path / "lib",), True, True)
+    assert seen[0][-1] == 1
