@@ -23,6 +23,7 @@ app = AgentApp("startup", version="1.0", title="Start-up", mcp=True)
 app.mode("ask", "Ask", description="Asks first")
 app.mode("code", "Code")
 app.select_option("model", "Model", {"small": "Small", "big": "Big"}, default="big", category="model")
+app.command("review", "Review the changes", hint="a path")
 
 
 @app.prompt
@@ -70,6 +71,19 @@ def test_an_app_answers_its_handshake_without_importing_pydantic(tmp_path: Path)
                 "sessionId": SESSION_ID,
                 "modes": {"currentModeId": "ask", "availableModes": modes},
                 "configOptions": [{**option, "options": choices}],
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": SESSION_ID,
+                "update": {
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": [
+                        {"name": "review", "description": "Review the changes", "input": {"hint": "a path"}}
+                    ],
+                },
             },
         },
         {"jsonrpc": "2.0", "id": 3, "result": {}},

@@ -235,3 +235,25 @@ async def test_user_code_reads_the_same_session_values_either_way(tmp_path: Path
     assert seen[0] == seen[1]
     assert seen[0][:5] == (tmp_path, (), (tmp_path / "lib",), True, True)
     assert seen[0][-1] == 1
+
+
+async def test_the_commands_go_out_after_the_answer_as_the_bytes_of_their_models(tmp_path: Path) -> None:
+    app = with_modes()
+    app.command("review", "Review the diff")
+    app.command("/fix", 'Fix "it" ✓\u2028', hint="the file")
+    app.prompt(_prompt)
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", {"protocolVersion": 1})
+        await peer.response_to(1)
+        peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session_id = orjson.loads(await peer.recv_raw() or b"{}")["result"]["sessionId"]
+        frame = await peer.recv_raw()
+    commands = [
+        acp.AvailableCommand(name="review", description="Review the diff", input=None),
+        acp.AvailableCommand(
+            name="fix", description='Fix "it" ✓\u2028', input=acp.UnstructuredCommandInput(hint="the file")
+        ),
+    ]
+    update = acp.AvailableCommandsUpdate(available_commands=commands)
+    params = acp.SessionNotification(session_id=session_id, update=update).to_wire_json()
+    assert frame == b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}"

@@ -2,8 +2,9 @@
 
 :class:`Menu` holds what the app declared and turns it into the protocol's shapes (the setup
 answer's ``modes`` and ``configOptions``, ``available_commands_update``); :class:`SessionSettings`
-is one session's current choices. Modes and options are kept as declared and written as JSON
-(:meth:`Menu.setup_wire`, the same bytes as the models): their models are built only when read.
+is one session's current choices. Commands, modes and options are kept as declared and written as
+JSON (:meth:`Menu.setup_wire`, :meth:`Menu.commands_wire`: the same bytes as the models): their
+models are built only when needed.
 """
 
 from __future__ import annotations
@@ -110,12 +111,34 @@ class _Mode:
         return mode
 
 
+@dataclass(frozen=True)
+class _Command:
+    """A slash command the app declared (its ``AvailableCommand`` is built when first read)."""
+
+    name: str
+    description: str
+    hint: str | None
+
+    def model(self) -> AvailableCommand:
+        command_input = acp.UnstructuredCommandInput(hint=self.hint) if self.hint is not None else None
+        return acp.AvailableCommand(name=self.name, description=self.description, input=command_input)
+
+    def wire(self) -> dict[str, Any]:
+        """:meth:`model`'s ``to_wire()``, written without the model (``input`` is set, maybe null)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input": None if self.hint is None else {"hint": self.hint},
+        }
+
+
 class Menu:
     """The commands, modes and config options an app declared (see :class:`~acpio.app.AgentApp`)."""
 
     def __init__(self) -> None:
-        self.commands: list[AvailableCommand] = []
         self.options: list[_Option] = []
+        #: The slash commands, in the order declared.
+        self.commands: list[_Command] = []
         self._modes: list[_Mode] = []
         self._mode_models: list[SessionMode] | None = None
 
@@ -140,8 +163,7 @@ class Menu:
             raise ValueError(f"A command name is one word without spaces, like 'review'; not {name!r}")
         if any(c.name == name for c in self.commands):
             raise ValueError(f"The command /{name} is declared twice")
-        command_input = acp.UnstructuredCommandInput(hint=hint) if hint is not None else None
-        self.commands.append(acp.AvailableCommand(name=name, description=description, input=command_input))
+        self.commands.append(_Command(name, description, hint))
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
@@ -274,7 +296,12 @@ class Menu:
 
     def commands_update(self) -> AvailableCommandsUpdate:
         """The ``available_commands_update`` that lists the declared commands."""
-        return acp.AvailableCommandsUpdate(available_commands=list(self.commands))
+        return acp.AvailableCommandsUpdate(available_commands=[c.model() for c in self.commands])
+
+    def commands_wire(self) -> dict[str, Any]:
+        """:meth:`commands_update`'s ``to_wire()``, written without models."""
+        commands = [c.wire() for c in self.commands]
+        return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
 
     def change(self, settings: SessionSettings, config_id: str | None, value: Any) -> None:
         """Set the mode (``config_id`` ``None``) or an option; ``InvalidParams`` (-32602) if it cannot."""

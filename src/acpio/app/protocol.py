@@ -158,13 +158,10 @@ class AppProtocol:
     def offer_commands(self, cx: Connection, session_id: str) -> None:
         """Send the app's commands to a session (``available_commands_update``, in the client's version)."""
         if self._menu.commands and not cx.closed:
-            update = self._menu.commands_update()
+            commands = self._menu.commands_wire()  # the model's JSON, without the model
+            update = V2Shapes().convert(commands) if cx in self.v2_clients else commands
             with contextlib.suppress(ConnectionClosed):  # the client left right after the answer
-                if cx in self.v2_clients:
-                    shaped = V2Shapes().convert(update.to_wire())
-                    cx.send_notification("session/update", {"sessionId": session_id, "update": shaped})
-                else:
-                    cx.send_notification(acp.SessionNotification(session_id=session_id, update=update))
+                cx.send_notification("session/update", {"sessionId": session_id, "update": update})
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
