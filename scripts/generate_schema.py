@@ -9,7 +9,8 @@ For each protocol version N (1 and 2; ``--version N`` for one), reads ``vN/schem
 (every type), ``vN/schema.json`` (to mark what is stable) and ``vN/meta.unstable.json`` (the method
 names), and writes the package of that version (``acpio.schema`` for v1, ``acpio.schema.v2`` for
 v2): ``_models.py`` (each class created on first use), ``_models.pyi`` (the same classes as type
-checkers read them) and ``methods.py``. ``--check`` writes nothing and exits 1 when the committed
+checkers read them), ``_names.py`` (their names, which the package reads without importing
+pydantic) and ``methods.py``. ``--check`` writes nothing and exits 1 when the committed
 files differ from what the schema gives. See ``docs/schema.md`` for the rules this script applies.
 """
 
@@ -869,9 +870,8 @@ class Generator:
             out += ["", f"{name}: TypeAlias = {source}"]
             out += docstring(self.defs[name].get("description"), "")
         out.append("")
-        public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
         out.append("__all__ = [")
-        out += [f"    {n!r}," for n in [*public, "UNSTABLE_TYPES"]]
+        out += [f"    {n!r}," for n in self.public_names()]
         out.append("]")
         out += ["", ""]
         unstable = sorted(
@@ -903,6 +903,20 @@ class Generator:
         out += self.emit_lazy(sources)
         out.append("")
         return "\n".join(out), "\n".join(stub)
+
+    def public_names(self) -> list[str]:
+        """The names ``_models.py`` exports: every class, enum, alias and union, and ``UNSTABLE_TYPES``."""
+        public = sorted(set(self.models) | set(self.enums) | set(self.aliases) | set(self.unions))
+        return [*public, "UNSTABLE_TYPES"]
+
+    def emit_names(self, header: str) -> str:
+        """``_names.py``: the names of ``_models.py``, which the package reads without importing pydantic."""
+        out = [header, '__all__ = ["NAMES"]', ""]
+        out.append("#: Every public name of ``_models.py`` (its ``__all__``), in the same order.")
+        out.append("NAMES: tuple[str, ...] = (")
+        out += [f"    {n!r}," for n in self.public_names()]
+        out += [")", ""]
+        return "\n".join(out)
 
     def emit_lazy(self, sources: dict[str, list[str]]) -> list[str]:
         """The classes, unions and class aliases, each the body of a function that creates it.
@@ -1250,10 +1264,10 @@ class Generator:
         out = [header, "from __future__ import annotations", ""]
         if self.profile is V1:
             out.append("from acpio.schema._lazy import lazy_spec")
-            out.append("from acpio.schema.base import MethodSpec")
+            out.append("from acpio.schema.method_spec import MethodSpec")
         else:
             out.append("from acpio.schema._lazy import lazy_specs")
-            out.append("from acpio.schema.base import MethodSpec")
+            out.append("from acpio.schema.method_spec import MethodSpec")
             out += ["", f"lazy_spec = lazy_specs({self.profile.package + '._models'!r})"]
         out += ["", '__all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS", "SCHEMA_SOURCE"]', ""]
         out.append("#: The schema these models were generated from (``acpio --version`` prints it).")
@@ -1339,6 +1353,11 @@ def generate(spec: Path, profile: Profile) -> tuple[Generator, dict[Path, str]]:
     return gen, {
         out / "_models.py": models,
         out / "_models.pyi": stub,
+        out / "_names.py": gen.emit_names(
+            header.format(
+                doc=f"The names of the {version} models, generated: read without importing pydantic."
+            )
+        ),
         out / "methods.py": gen.emit_methods(
             header.format(doc=f"The {version} method table, generated."), schema_source(spec, profile, digest)
         ),

@@ -1,8 +1,8 @@
 """The engine loads pydantic on first use: a JSON-RPC peer whose handlers take raw messages never imports it.
 
 Checked in a fresh interpreter serving a client on stdio: importing pydantic costs a process about
-as much as the rest of its start-up. (The ACP roles read the method table of ``acpio.schema``,
-whose package imports pydantic: an ``Agent`` loads it when its first connection opens.)
+as much as the rest of its start-up. (``acpio.schema``'s package and method table load without
+it too: an ``AgentApp`` answering its handshake, ``tests/app/test_app_startup.py``.)
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import pytest
 from pydantic import BaseModel
 
 import acpio.schema as acp
+import acpio.schema._models  # noqa: F401  (the package reads the names without importing it)
 from acpio.schema import METHODS, REQUESTS, MethodSpec
 
 from .._stdio_script import answer_on_stdio, initialize_and_new_session
@@ -129,8 +130,10 @@ def test_every_public_name_resolves_and_unknown_names_raise() -> None:
         """
         import json
         import acpio.schema as acp
+        from acpio.schema._names import NAMES
         listed = dir(acp)
         missing = [n for n in acp.__all__ if n not in listed]
+        import acpio.schema._models  # the package reads the names without importing it
         models = acp._models.__all__
         values = {n: getattr(acp, n) is getattr(acp._models, n) for n in acp.__all__ if n in models}
         errors = []
@@ -140,9 +143,12 @@ def test_every_public_name_resolves_and_unknown_names_raise() -> None:
             except AttributeError as e:
                 errors.append(str(e))
         same = all(values.values())
-        print(json.dumps({"missing": missing, "same": same, "count": len(values), "errors": errors}))
+        named = list(NAMES) == models
+        found = {"missing": missing, "same": same, "count": len(values), "errors": errors}
+        print(json.dumps({**found, "named": named}))
         """
     )
+    assert found["named"] is True
     assert found["missing"] == []
     assert found["same"] is True
     assert found["count"] == len(acp._models.__all__)

@@ -23,13 +23,10 @@ from acpio.app.app_session import (
     PromptFunction,
     StopReasonName,
 )
-from acpio.app.protocol import AppDefinition, AppProtocol
+from acpio.app.definition import AppDefinition
+from acpio.app.protocol import AppProtocol
 from acpio.jsonrpc import Builder
 from acpio.roles import Agent
-from acpio.schema import (
-    Implementation,
-    PromptCapabilities,
-)
 from acpio.store import SessionStore, open_store
 from acpio.transports.base import Component, Transport
 from acpio.transports.listener import Listener
@@ -37,6 +34,7 @@ from acpio.transports.stdio import Stdio
 
 if TYPE_CHECKING:
     from acpio.app.protocol_v2 import AppProtocolV2, AuthFunction
+    from acpio.schema import Implementation, PromptCapabilities
     from acpio.version_router import VersionRouter
 
 __all__ = [
@@ -114,14 +112,7 @@ class AgentApp:
         self.protocols: tuple[Literal[1, 2], ...] = tuple(sorted(set(protocols)))
         if 2 in self.protocols and store is None:
             store = "memory:"
-        info = (
-            Implementation(name=name, version=version)
-            if title is None
-            else Implementation(name=name, version=version, title=title)
-        )
-        self._app = AppDefinition(
-            info, prompt_capabilities or PromptCapabilities(), error_details, mcp, unstable
-        )
+        self._app = AppDefinition(name, version, title, prompt_capabilities, error_details, mcp, unstable)
         self._menu = self._app.menu
         self._protocol = AppProtocol(self._app, open_store(store) if isinstance(store, str) else store)
         stored = self._protocol.stored
@@ -137,7 +128,7 @@ class AgentApp:
         return self._app.info
 
     def __repr__(self) -> str:
-        return f"<AgentApp {self.info.name!r}>"
+        return f"<AgentApp {self._app.name!r}>"
 
     def prompt(self, fn: PromptFunction) -> PromptFunction:
         """Register the prompt function (a decorator on an ``async def`` taking a ``Turn``).
@@ -308,7 +299,7 @@ class AgentApp:
                 f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)"
             )
         # mcp/message (MCP over ACP) is an unstable method
-        app = Agent.builder(name=self.info.name, unstable=self._app.mcp or self._app.unstable)
+        app = Agent.builder(name=self._app.name, unstable=self._app.mcp or self._app.unstable)
         if version == 1:
             self._protocol.register(app)
             return app

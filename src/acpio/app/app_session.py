@@ -6,19 +6,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from acpio.app.history import Exchange
 from acpio.app.menu import Menu, OptionValue, SessionSettings
 from acpio.app.turn import Turn
 from acpio.capabilities import ClientFeatures
 from acpio.jsonrpc import Connection
-from acpio.schema import (
-    InitializeRequest,
-    InitializeResponse,
-    SessionMode,
-    StopReason,
-)
+
+if TYPE_CHECKING:
+    from acpio.schema import InitializeRequest, InitializeResponse, SessionMode, StopReason
 
 __all__ = [
     "AppSession",
@@ -34,7 +31,8 @@ __all__ = [
 StopReasonName: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 #: A prompt function: takes the :class:`~acpio.app.Turn`, returns why the turn stopped (``None``:
 #: ``end_turn``).
-PromptFunction: TypeAlias = Callable[[Turn], Awaitable[StopReason | StopReasonName | None]]
+#: (The aliases that name models are strings: reading them creates no class, imports no pydantic.)
+PromptFunction: TypeAlias = "Callable[[Turn], Awaitable[StopReason | StopReasonName | None]]"
 
 
 @dataclass
@@ -112,9 +110,9 @@ class AppSession:
 
 #: ``await fn(request, answer)`` before ``initialize`` is answered: it may change ``answer`` (auth
 #: methods, capabilities) or return another one.
-InitializeFunction: TypeAlias = Callable[
-    [InitializeRequest, InitializeResponse], Awaitable[InitializeResponse | None]
-]
+InitializeFunction: TypeAlias = (
+    "Callable[[InitializeRequest, InitializeResponse], Awaitable[InitializeResponse | None]]"
+)
 #: ``await fn(session)`` when a session is opened, before the answer: it may offer the session its
 #: own modes and choices, or raise a :class:`~acpio.RequestError` to refuse it.
 OpenFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]

@@ -2,7 +2,9 @@
 
 :class:`Menu` holds what the app declared and turns it into the protocol's shapes (the setup
 answer's ``modes`` and ``configOptions``, ``available_commands_update``); :class:`SessionSettings`
-is one session's current choices.
+is one session's current choices. Commands, modes and options are kept as declared and written as
+JSON (:meth:`Menu.setup_wire`, :meth:`Menu.commands_wire`: the same bytes as the models): their
+models are built only when needed.
 """
 
 from __future__ import annotations
@@ -61,9 +63,7 @@ class _Option:
     choices: Mapping[str, str] | None = None  # None: a boolean option
 
     def state(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> SessionConfigOption:
-        described: dict[str, Any] = {"description": self.description} if self.description else {}
-        if self.category:
-            described["category"] = self.category
+        described = self._described()
         if self.choices is None:
             return acp.SessionConfigOption(
                 id=self.id, name=self.name, type="boolean", current_value=value, **described
@@ -74,14 +74,85 @@ class _Option:
             id=self.id, name=self.name, type="select", current_value=value, options=options, **described
         )
 
+    def state_wire(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`state`'s ``to_wire()``, written without the model (in its field order)."""
+        state: dict[str, Any] = {"id": self.id, "name": self.name, **self._described()}
+        state["type"] = "boolean" if self.choices is None else "select"
+        state["currentValue"] = value
+        if self.choices is not None:
+            offered = self.choices if choices is None else choices
+            state["options"] = [{"value": v, "name": label} for v, label in offered.items()]
+        return state
+
+    def _described(self) -> dict[str, Any]:
+        described: dict[str, Any] = {"description": self.description} if self.description else {}
+        if self.category:
+            described["category"] = self.category
+        return described
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """A mode the app declared (its ``SessionMode`` is built when first read)."""
+
+    id: str
+    name: str
+    description: str | None
+
+    def model(self) -> SessionMode:
+        described = {"description": self.description} if self.description is not None else {}
+        return acp.SessionMode(id=self.id, name=self.name, **described)
+
+    def wire(self) -> dict[str, str]:
+        """:meth:`model`'s ``to_wire()``, written without the model."""
+        mode = {"id": self.id, "name": self.name}
+        if self.description is not None:
+            mode["description"] = self.description
+        return mode
+
+
+@dataclass(frozen=True)
+class _Command:
+    """A slash command the app declared (its ``AvailableCommand`` is built when first read)."""
+
+    name: str
+    description: str
+    hint: str | None
+
+    def model(self) -> AvailableCommand:
+        command_input = acp.UnstructuredCommandInput(hint=self.hint) if self.hint is not None else None
+        return acp.AvailableCommand(name=self.name, description=self.description, input=command_input)
+
+    def wire(self) -> dict[str, Any]:
+        """:meth:`model`'s ``to_wire()``, written without the model (``input`` is set, maybe null)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input": None if self.hint is None else {"hint": self.hint},
+        }
+
 
 class Menu:
     """The commands, modes and config options an app declared (see :class:`~acpio.app.AgentApp`)."""
 
     def __init__(self) -> None:
-        self.commands: list[AvailableCommand] = []
-        self.modes: list[SessionMode] = []
         self.options: list[_Option] = []
+        #: The slash commands, in the order declared.
+        self.commands: list[_Command] = []
+        self._modes: list[_Mode] = []
+        self._mode_models: list[SessionMode] | None = None
+
+    @property
+    def has_modes(self) -> bool:
+        """Whether the app declared modes (without building their models)."""
+        return bool(self._modes)
+
+    @property
+    def modes(self) -> list[SessionMode]:
+        """The modes the app declared, as models (built when first read)."""
+        if self._mode_models is None:
+            self._mode_models = [mode.model() for mode in self._modes]
+        return self._mode_models
 
     # --- declaring --------------------------------------------------------------------------------
 
@@ -92,15 +163,14 @@ class Menu:
             raise ValueError(f"A command name is one word without spaces, like 'review'; not {name!r}")
         if any(c.name == name for c in self.commands):
             raise ValueError(f"The command /{name} is declared twice")
-        command_input = acp.UnstructuredCommandInput(hint=hint) if hint is not None else None
-        self.commands.append(acp.AvailableCommand(name=name, description=description, input=command_input))
+        self.commands.append(_Command(name, description, hint))
 
     def add_mode(self, mode_id: str, name: str, description: str | None) -> None:
         """Declare a session mode."""
-        if any(m.id == mode_id for m in self.modes):
+        if any(m.id == mode_id for m in self._modes):
             raise ValueError(f"The mode {mode_id!r} is declared twice")
-        described = {"description": description} if description is not None else {}
-        self.modes.append(acp.SessionMode(id=mode_id, name=name, **described))
+        self._modes.append(_Mode(mode_id, name, description))
+        self._mode_models = None
 
     def add_select(
         self,
@@ -129,7 +199,7 @@ class Menu:
 
     def check_v2(self) -> None:
         """Raise ``ValueError`` when the modes cannot be v2's ``mode`` option (an option has that id)."""
-        if self.modes and any(o.id == MODE_CONFIG_ID for o in self.options):
+        if self._modes and any(o.id == MODE_CONFIG_ID for o in self.options):
             raise ValueError(
                 f"The app has modes and a config option {MODE_CONFIG_ID!r}: on ACP v2 the modes are the "
                 f"option {MODE_CONFIG_ID!r}; give the option another id to serve v2"
@@ -138,7 +208,7 @@ class Menu:
     def settings(self, client: ClientFeatures) -> SessionSettings:
         """A new session's settings: the first mode, every option at its default."""
         return SessionSettings(
-            mode=self.modes[0].id if self.modes else None,
+            mode=self._modes[0].id if self._modes else None,
             options={o.id: o.default for o in self.options},
             booleans=client.boolean_config_options,
         )
@@ -148,7 +218,7 @@ class Menu:
     ) -> SessionSettings:
         """A stored session's settings: its mode and option values where still declared and valid."""
         settings = self.settings(client)
-        if mode is not None and any(m.id == mode for m in self.modes):
+        if mode is not None and any(m.id == mode for m in self._modes):
             settings.mode = mode
         for option in self.options:
             value = values.get(option.id)
@@ -179,6 +249,26 @@ class Menu:
             fields["config_options"] = self.options_state(settings)
         return fields
 
+    def setup_wire(self, settings: SessionSettings) -> dict[str, Any] | None:
+        """:meth:`setup` as JSON, in the models' field order, without building them.
+
+        ``None`` when the session was offered modes or choices of its own (models the user built:
+        :meth:`setup` writes them).
+        """
+        if settings.modes is not None or settings.choices:
+            return None
+        fields: dict[str, Any] = {}
+        if self._modes and settings.mode is not None:
+            modes = [mode.wire() for mode in self._modes]
+            fields["modes"] = {"currentModeId": settings.mode, "availableModes": modes}
+        if self.options:
+            fields["configOptions"] = [
+                o.state_wire(settings.options[o.id])
+                for o in self.options
+                if o.choices is not None or settings.booleans
+            ]
+        return fields
+
     def options_state(self, settings: SessionSettings, with_mode: bool = False) -> list[SessionConfigOption]:
         """Every option the client may see, with its current value.
 
@@ -206,7 +296,12 @@ class Menu:
 
     def commands_update(self) -> AvailableCommandsUpdate:
         """The ``available_commands_update`` that lists the declared commands."""
-        return acp.AvailableCommandsUpdate(available_commands=list(self.commands))
+        return acp.AvailableCommandsUpdate(available_commands=[c.model() for c in self.commands])
+
+    def commands_wire(self) -> dict[str, Any]:
+        """:meth:`commands_update`'s ``to_wire()``, written without models."""
+        commands = [c.wire() for c in self.commands]
+        return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
 
     def change(self, settings: SessionSettings, config_id: str | None, value: Any) -> None:
         """Set the mode (``config_id`` ``None``) or an option; ``InvalidParams`` (-32602) if it cannot."""
@@ -218,9 +313,10 @@ class Menu:
 
     def check_mode(self, mode_id: str, settings: SessionSettings | None = None) -> None:
         """Raise ``InvalidParams`` (-32602) unless ``mode_id`` is a mode offered (to the session)."""
-        modes = self.modes if settings is None else self.modes_of(settings)
-        if all(m.id != mode_id for m in modes):
-            raise InvalidParams({"modeId": mode_id, "modes": [m.id for m in modes]}, message="Unknown mode")
+        offered = self._modes if settings is None or settings.modes is None else settings.modes
+        ids = [m.id for m in offered]
+        if mode_id not in ids:
+            raise InvalidParams({"modeId": mode_id, "modes": ids}, message="Unknown mode")
 
     def set_option(self, settings: SessionSettings, option_id: str, value: Any) -> None:
         """Set an option; ``InvalidParams`` (-32602) for an unknown option or a value it cannot take."""

@@ -13,9 +13,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -24,21 +21,17 @@ from acpio import schema as acp
 from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
     AppSession,
-    ChangeFunction,
-    CloseFunction,
-    InitializeFunction,
-    OpenFunction,
     PromptFunction,
 )
+from acpio.app.definition import AppDefinition
+from acpio.app.handshake import AppHandler, Handshake
 from acpio.app.history import read_history
-from acpio.app.menu import Menu
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
 from acpio.errors import (
     ConnectionClosed,
     InternalError,
-    InvalidParams,
     InvalidRequest,
     RequestError,
     ResourceNotFound,
@@ -46,24 +39,15 @@ from acpio.errors import (
 from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.jsonrpc.messages import encode_value
 from acpio.otel.activity import start_prompt_turn
-from acpio.versions import select_version
 
 if TYPE_CHECKING:
     from acpio.app.observers import SessionObservers
     from acpio.schema import (
         CancelNotification,
-        Implementation,
-        InitializeRequest,
-        InitializeResponse,
-        NewSessionRequest,
-        NewSessionResponse,
-        PromptCapabilities,
         PromptRequest,
         PromptResponse,
         SetSessionConfigOptionRequest,
         SetSessionConfigOptionResponse,
-        SetSessionModeRequest,
-        SetSessionModeResponse,
         StopReason,
     )
     from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
@@ -86,25 +70,6 @@ def _observers() -> type[SessionObservers]:
     from acpio.app.observers import SessionObservers
 
     return SessionObservers
-
-
-@dataclass
-class AppDefinition:
-    """What an app declares: its identity, its prompt function and hooks, what it offers."""
-
-    #: The ``agentInfo`` the app answers ``initialize`` with.
-    info: Implementation
-    prompt_capabilities: PromptCapabilities
-    error_details: bool
-    mcp: bool
-    unstable: bool
-    prompt: PromptFunction | None = None
-    on_initialize: list[InitializeFunction] = field(default_factory=list[InitializeFunction])
-    on_open: list[OpenFunction] = field(default_factory=list[OpenFunction])
-    on_close: list[CloseFunction] = field(default_factory=list[CloseFunction])
-    on_change: list[ChangeFunction] = field(default_factory=list[ChangeFunction])
-    handlers: list[Callable[..., Any]] = field(default_factory=list[Callable[..., Any]])
-    menu: Menu = field(default_factory=Menu)
 
 
 class AppProtocol:
@@ -144,18 +109,19 @@ class AppProtocol:
 
     def register(self, app: Builder[AcpConnection]) -> None:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
-        app.on_request(acp.InitializeRequest, self._initialize)
+        handshake = Handshake(self)
+        app.with_handler(AppHandler("initialize", handshake.initialize, handshake.raw_initialize))
         if self.stored is not None:
             self.stored.register(app)
         else:
-            app.on_request(acp.NewSessionRequest, self._new_session)
+            app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
             app.on_close(self._connection_closed)
-        app.on_request(acp.PromptRequest, self._start_turn)
-        app.on_notification(acp.CancelNotification, self._cancel)
-        if self._menu.modes:
-            app.on_request(acp.SetSessionModeRequest, self._set_mode)
+        app.with_handler(AppHandler("session/prompt", self._start_turn))
+        app.with_handler(AppHandler("session/cancel", self._cancel, notification=True))
+        if self._menu.has_modes:
+            app.with_handler(AppHandler("session/set_mode", handshake.set_mode, handshake.raw_set_mode))
         if self._menu.options:
-            app.on_request(acp.SetSessionConfigOptionRequest, self._set_option)
+            app.with_handler(AppHandler("session/set_config_option", self._set_option))
         if self.observers is not None:
             self.observers.register(app)
         for handler in self._app.handlers:
@@ -178,52 +144,6 @@ class AppProtocol:
         if self.stored is not None and self.stored.is_open(session_id):
             self.stored.store.append_soon(session_id, params)
 
-    async def _initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
-        capabilities = acp.AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
-        if self._app.mcp:
-            capabilities.mcp_capabilities = acp.McpCapabilities(acp=True, http=True)
-        if self.stored is not None:
-            capabilities = self.stored.agent_capabilities(capabilities)
-        if self.observers is not None:  # acpio's extension, named like the store's hint
-            meta = dict(capabilities.meta or {})
-            from acpio.session.attach import ATTACH_ROLES
-
-            meta["acpio"] = {**meta.get("acpio", {}), "attach": {"roles": list(ATTACH_ROLES)}}
-            capabilities.meta = meta
-        answer = acp.InitializeResponse(
-            protocol_version=select_version(request.protocol_version, (1,)),
-            agent_capabilities=capabilities,
-            agent_info=self._app.info,
-        )
-        for hook in self._app.on_initialize:
-            answer = await hook(request, answer) or answer
-        return answer
-
-    async def _new_session(
-        self, request: NewSessionRequest, responder: Responder[NewSessionResponse], cx: Connection
-    ) -> None:
-        cwd = Path(request.cwd)
-        if not cwd.is_absolute():
-            raise InvalidParams({"cwd": request.cwd, "reason": "cwd must be an absolute path"})
-        session_id = f"sess_{uuid.uuid4().hex}"
-        client = self.client_features(cx)
-        session = AppSession(
-            cx,
-            session_id,
-            cwd,
-            self._menu.settings(client),
-            client,
-            self._menu,
-            tuple(server.to_wire() for server in request.mcp_servers or ()),
-            tuple(Path(d) for d in request.additional_directories or ()),
-        )
-        for hook in self._app.on_open:
-            await hook(session)
-        self.sessions[session_id] = session
-        setup = self._menu.setup(session.settings)
-        responder.respond(acp.NewSessionResponse(session_id=session_id, **setup))
-        self.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
-
     def send_options(self, session: AppSession) -> None:
         """Send ``config_option_update`` with every option to ``session``, in its client's version."""
         cx = session.cx
@@ -238,13 +158,10 @@ class AppProtocol:
     def offer_commands(self, cx: Connection, session_id: str) -> None:
         """Send the app's commands to a session (``available_commands_update``, in the client's version)."""
         if self._menu.commands and not cx.closed:
-            update = self._menu.commands_update()
+            commands = self._menu.commands_wire()  # the model's JSON, without the model
+            update = V2Shapes().convert(commands) if cx in self.v2_clients else commands
             with contextlib.suppress(ConnectionClosed):  # the client left right after the answer
-                if cx in self.v2_clients:
-                    shaped = V2Shapes().convert(update.to_wire())
-                    cx.send_notification("session/update", {"sessionId": session_id, "update": shaped})
-                else:
-                    cx.send_notification(acp.SessionNotification(session_id=session_id, update=update))
+                cx.send_notification("session/update", {"sessionId": session_id, "update": update})
 
     async def _opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """A stored session was set up on ``cx`` (new, load or resume): its settings as stored."""
@@ -337,11 +254,6 @@ class AppProtocol:
             raise ResourceNotFound({"sessionId": session_id}, message="Unknown session")
         return session
 
-    async def _set_mode(self, request: SetSessionModeRequest, cx: Connection) -> SetSessionModeResponse:
-        session = self.open_session(cx, request.session_id)
-        await self.change_setting(session, None, request.mode_id, asked=True)
-        return acp.SetSessionModeResponse()
-
     async def _set_option(
         self, request: SetSessionConfigOptionRequest, cx: Connection
     ) -> SetSessionConfigOptionResponse:
@@ -415,7 +327,7 @@ class AppProtocol:
         self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
     ) -> None:
         answer: PromptResponse | RequestError | None = None
-        span = start_prompt_turn(session.id, self._app.info.name)
+        span = start_prompt_turn(session.id, self._app.name)
         try:
             self.begun.add(session.id)
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
@@ -428,10 +340,10 @@ class AppProtocol:
         except RequestError as error:
             answer = error
         except Exception as error:
-            _log.exception("The prompt function of %r failed", self._app.info.name)
+            _log.exception("The prompt function of %r failed", self._app.name)
             answer = InternalError.for_exception(error, details=self._app.error_details)
         else:
-            answer = stop_answer(stop, turn, self._app.info.name)
+            answer = stop_answer(stop, turn, self._app.name)
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None

@@ -108,7 +108,7 @@ class AppProtocolV2:
         }
 
     def __repr__(self) -> str:
-        return f"<AppProtocolV2 {self._app.info.name!r}>"
+        return f"<AppProtocolV2 {self._app.name!r}>"
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Answer the v2 methods of the app; pass on the rest (``-32601`` from the role)."""
@@ -126,7 +126,7 @@ class AppProtocolV2:
         except RequestError as error:
             message.responder.respond_with_error(error)
         except Exception as error:
-            _log.exception("%s failed in %r", message.method, self._app.info.name)
+            _log.exception("%s failed in %r", message.method, self._app.name)
             message.responder.respond_with_error(
                 InternalError.for_exception(error, details=self._app.error_details)
             )
@@ -152,7 +152,7 @@ class AppProtocolV2:
             session["mcp"] = {"http": {}}
         answer: dict[str, Any] = {
             "protocolVersion": VERSION,
-            "info": self._app.info.to_wire(),
+            "info": self._app.info_wire(),
             "capabilities": {"session": session},
         }
         if self.auth_methods:
@@ -312,7 +312,7 @@ class AppProtocolV2:
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
                 raise asyncio.CancelledError
             stop = await fn(turn)
-            answer = stop_answer(stop, turn, self._core.definition.info.name)
+            answer = stop_answer(stop, turn, self._core.definition.name)
             idle = (
                 state_update("idle", str(answer.stop_reason))
                 if isinstance(answer, acp.PromptResponse)
@@ -325,7 +325,7 @@ class AppProtocolV2:
         except RequestError as error:
             idle = _failed(error)
         except Exception as error:
-            _log.exception("The prompt function of %r failed", self._app.info.name)
+            _log.exception("The prompt function of %r failed", self._app.name)
             idle = _failed(InternalError.for_exception(error, details=self._app.error_details))
         finally:
             session.history.append(turn.exchange())

@@ -15,12 +15,16 @@ class being created): an agent creates the few dozen it needs, not all 220.
 
 from typing import TYPE_CHECKING
 
-from acpio.schema._models import __all__ as _model_names
-from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse, MethodSpec
+from acpio.schema._names import NAMES as _model_names
+from acpio.schema.method_spec import MethodSpec
 from acpio.schema.methods import METHODS, NOTIFICATIONS, REQUESTS
 
 if TYPE_CHECKING:
     from acpio.schema._models import *  # noqa: F403
+    from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse
+
+#: The models' bases, read from ``acpio.schema.base`` (which imports pydantic) when first used.
+_BASES = ("AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse")
 
 __all__ = [
     "METHODS",
@@ -38,4 +42,6 @@ __all__ = [
 if not TYPE_CHECKING:
     from acpio.schema._lazy import forward_module
 
-    __getattr__, __dir__ = forward_module(globals(), "acpio.schema._models", _model_names, __all__)
+    __getattr__, __dir__ = forward_module(
+        globals(), {"acpio.schema.base": _BASES, "acpio.schema._models": _model_names}, __all__
+    )

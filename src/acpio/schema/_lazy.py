@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from acpio.schema.base import MethodSpec
+from acpio.schema.method_spec import MethodSpec
 
 __all__ = ["LazyNames", "LazySpec", "forward_module", "lazy_spec", "lazy_specs"]
 
@@ -98,19 +98,21 @@ class LazyNames:
 
 
 def forward_module(
-    namespace: dict[str, Any], source: str, names: Iterable[str], public: Iterable[str]
+    namespace: dict[str, Any], sources: Mapping[str, Iterable[str]], public: Iterable[str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for a module that re-exports ``names`` of module ``source``.
+    """``__getattr__`` and ``__dir__`` for a module that re-exports the names of other modules.
 
-    A name is read from ``source`` (which may create it) the first time, then kept in
-    ``namespace``. Any other name raises :class:`AttributeError`.
+    ``sources`` maps a module to the names re-exported from it. A name is read from its module
+    (which may import pydantic, or create the class) the first time, then kept in ``namespace``.
+    Any other name raises :class:`AttributeError`.
     """
     module = namespace["__name__"]
-    forwarded = frozenset(names)
+    forwarded = {name: source for source, names in sources.items() for name in names}
     listed = tuple(public)
 
     def __getattr__(name: str) -> Any:
-        if name not in forwarded:
+        source = forwarded.get(name)
+        if source is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(source), name)
         namespace[name] = value

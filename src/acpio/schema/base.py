@@ -14,12 +14,11 @@ extension messages declared by users follow the same convention.
 # again for every generated subclass, which is far cheaper for real objects than for strings.
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
-__all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "MethodSpec", "wire_name"]
+__all__ = ["AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse", "wire_name"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -172,23 +171,3 @@ class AcpResponse(AcpModel):
     """Result of a request. ``METHOD`` names the request it answers."""
 
     METHOD: ClassVar[str]
-
-
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
-    """One row of the method table: everything acpio knows about an ACP method.
-
-    ``direction`` is who sends it: ``"client_to_agent"``, ``"agent_to_client"``, ``"both"``, or
-    ``"proxy"`` for the proxy-chain methods a conductor and its proxies exchange.
-    ``capability`` names the capability that must be advertised before the method may be used,
-    as a path from ``A`` (the agent's ``agentCapabilities``) or ``C`` (the client's
-    ``clientCapabilities``), for example ``"A.loadSession"``; ``None`` when the method is baseline.
-    """
-
-    method: str
-    direction: Literal["client_to_agent", "agent_to_client", "both", "proxy"]
-    kind: Literal["request", "notification"]
-    params: type[AcpModel | AcpJson]
-    result: type[AcpModel | AcpJson] | None
-    stable: bool
-    capability: str | None

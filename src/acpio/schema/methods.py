@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from acpio.schema._lazy import lazy_spec
-from acpio.schema.base import MethodSpec
+from acpio.schema.method_spec import MethodSpec
 
 __all__ = ["METHODS", "NOTIFICATIONS", "REQUESTS", "SCHEMA_SOURCE"]
 

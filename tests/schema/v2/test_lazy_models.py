@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from acpio.schema import v2
+from acpio.schema.v2 import _models  # noqa: F401  (the package reads the names without importing it)
 
 from ..test_lazy_models import describe
 
@@ -69,6 +70,7 @@ def test_importing_v2_creates_no_class_of_either_version() -> None:
 EXCHANGE = """
 import json
 from acpio.schema import v2
+from acpio.schema.v2 import _models  # noqa: F401  (the package reads the names without importing it)
 v2.InitializeRequest.model_validate({"protocolVersion": 2, "info": {"name": "c", "version": "1"}})
 v2.InitializeResponse(protocol_version=2, info=v2.Implementation(name="a", version="1")).to_wire()
 v2.NewSessionRequest.model_validate({"cwd": "/p", "mcpServers": []})
@@ -104,8 +106,11 @@ def test_every_public_name_resolves_and_unknown_names_raise() -> None:
         """
         import json
         import acpio.schema.v2 as v2
+        from acpio.schema.v2._names import NAMES
         missing = [n for n in v2.__all__ if n not in dir(v2)]
+        import acpio.schema.v2._models  # the package reads the names without importing it
         same = all(getattr(v2, n) is getattr(v2._models, n) for n in v2._models.__all__)
+        same = same and list(NAMES) == v2._models.__all__
         try:
             v2.NoSuchModel
         except AttributeError as e:

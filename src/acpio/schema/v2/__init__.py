@@ -14,12 +14,16 @@ Nothing here is imported by ``import acpio`` or ``import acpio.schema``. See ``d
 
 from typing import TYPE_CHECKING
 
-from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse, MethodSpec
-from acpio.schema.v2._models import __all__ as _model_names
+from acpio.schema.method_spec import MethodSpec
+from acpio.schema.v2._names import NAMES as _model_names
 from acpio.schema.v2.methods import METHODS, NOTIFICATIONS, REQUESTS
 
 if TYPE_CHECKING:
+    from acpio.schema.base import AcpJson, AcpModel, AcpNotification, AcpRequest, AcpResponse
     from acpio.schema.v2._models import *  # noqa: F403
+
+#: The models' bases, read from ``acpio.schema.base`` (which imports pydantic) when first used.
+_BASES = ("AcpJson", "AcpModel", "AcpNotification", "AcpRequest", "AcpResponse")
 
 __all__ = [
     "METHODS",
@@ -37,4 +41,6 @@ __all__ = [
 if not TYPE_CHECKING:
     from acpio.schema._lazy import forward_module
 
-    __getattr__, __dir__ = forward_module(globals(), "acpio.schema.v2._models", _model_names, __all__)
+    __getattr__, __dir__ = forward_module(
+        globals(), {"acpio.schema.base": _BASES, "acpio.schema.v2._models": _model_names}, __all__
+    )

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from acpio.schema._lazy import lazy_specs
-from acpio.schema.base import MethodSpec
+from acpio.schema.method_spec import MethodSpec
 
 lazy_spec = lazy_specs('acpio.schema.v2._models')
 

@@ -1,0 +1,259 @@
+"""The handshake answers written from the raw params are the bytes the typed path writes.
+
+Each app is served twice on a real in-process channel: once with the params as clients send them
+(camelCase: the raw answer), once with the same params in snake_case, which the models accept and
+the raw answer leaves to the typed handler (the models, as before). The frames must be the same
+bytes (session ids aside); ``tests/app/test_app_startup.py`` shows the raw answers import no pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from acpio import schema as acp
+from acpio.app import AgentApp, AppSession, Turn
+from acpio.testing import serving
+
+WIRE = {"version": "protocolVersion", "servers": "mcpServers", "session": "sessionId", "mode": "modeId"}
+SNAKE = {"version": "protocol_version", "servers": "mcp_servers", "session": "session_id", "mode": "mode_id"}
+BOOLEANS: dict[str, Any] = {"fs": {"readTextFile": True}, "session": {"configOptions": {"boolean": {}}}}
+
+
+async def _prompt(turn: Turn) -> None:
+    await turn.say("hi")
+
+
+def bare() -> AgentApp:
+    return AgentApp("bare")
+
+
+def described() -> AgentApp:
+    capabilities = acp.PromptCapabilities(image=True, embedded_context=True, meta={"k": [1, None, "\u2028"]})
+    return AgentApp(
+        'ünï "côde"\u2028',
+        version="2.0.1-β",
+        title="Tïtle\n\t<x>",
+        prompt_capabilities=capabilities,
+        mcp=True,
+    )
+
+
+def with_modes() -> AgentApp:
+    app = AgentApp("modes")
+    app.mode("ask", "Ask", description="Asks before it edits")
+    app.mode("code", 'Code "fast"')
+    app.mode("quiet", "Quiet", description="")
+    return app
+
+
+def with_options() -> AgentApp:
+    app = with_modes()
+    app.select_option(
+        "model", "Model", {"small": "Small", "big": "Big ✓"}, default="big", description="d", category="model"
+    )
+    app.select_option("effort", "Effort", {"low": "Low"}, default="low", description="")
+    app.boolean_option("web", "Web search", default=True, description="Searches the web")
+    app.boolean_option("plain", "Plain", default=False)
+    return app
+
+
+def with_initialize_hook() -> AgentApp:
+    app = with_modes()
+
+    @app.on_initialize
+    async def auth(request: acp.InitializeRequest, answer: acp.InitializeResponse) -> None:
+        answer.auth_methods = [acp.AuthMethodAgent(id="login", name="Log in")]
+
+    return app
+
+
+def with_open_hook() -> AgentApp:
+    app = with_options()
+
+    @app.on_open
+    async def offer(session: AppSession) -> None:
+        session.offer_modes([acp.SessionMode(id="code", name="Code only")])
+        session.offer_choices("model", {"tiny": "Tiny"})
+
+    return app
+
+
+APPS: dict[str, Callable[[], AgentApp]] = {
+    "bare": bare,
+    "described": described,
+    "modes": with_modes,
+    "modes and options": with_options,
+    "an initialize hook (typed both times)": with_initialize_hook,
+    "an open hook offering its own modes and choices (models both times)": with_open_hook,
+}
+
+
+async def handshake(
+    app: AgentApp, cwd: Path, capabilities: dict[str, Any] | None, keys: dict[str, str]
+) -> list[bytes]:
+    """The answers to ``initialize``, ``session/new`` and (with modes) ``session/set_mode``, as bytes."""
+    app.prompt(_prompt)
+    initialize: dict[str, Any] = {keys["version"]: 1}
+    if capabilities is not None:
+        initialize["clientCapabilities"] = capabilities
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", initialize)
+        frames = [await peer.recv_raw()]
+        peer.request("session/new", {"cwd": str(cwd), keys["servers"]: []})
+        frames.append(await peer.recv_raw())
+        session_id = orjson.loads(frames[-1] or b"{}")["result"]["sessionId"]
+        if app.sessions[0].settings.mode is not None:
+            peer.request("session/set_mode", {keys["session"]: session_id, keys["mode"]: "code"})
+            frames.append(await peer.recv_raw())
+    return [(frame or b"").replace(session_id.encode(), b"SESSION") for frame in frames]
+
+
+@pytest.mark.parametrize("capabilities", [None, BOOLEANS], ids=["no capabilities", "boolean options"])
+@pytest.mark.parametrize("make", APPS.values(), ids=APPS.keys())
+async def test_the_handshake_answers_are_the_bytes_of_the_typed_path(
+    make: Callable[[], AgentApp], capabilities: dict[str, Any] | None, tmp_path: Path
+) -> None:
+    raw = await handshake(make(), tmp_path, capabilities, WIRE)
+    typed = await handshake(make(), tmp_path, capabilities, SNAKE)
+    assert raw == typed
+    assert all(b'"result"' in frame for frame in raw), raw
+
+
+async def test_the_answers_say_what_the_app_declared(tmp_path: Path) -> None:
+    initialize, new, set_mode = [
+        orjson.loads(f)["result"] for f in await handshake(with_options(), tmp_path, BOOLEANS, WIRE)
+    ]
+    assert initialize == {
+        "protocolVersion": 1,
+        "agentCapabilities": {"promptCapabilities": {}},
+        "agentInfo": {"name": "modes", "version": "0.1.0"},
+    }
+    assert new["modes"] == {
+        "currentModeId": "ask",
+        "availableModes": [
+            {"id": "ask", "name": "Ask", "description": "Asks before it edits"},
+            {"id": "code", "name": 'Code "fast"'},
+            {"id": "quiet", "name": "Quiet", "description": ""},
+        ],
+    }
+    assert [(o["id"], o["type"], o["currentValue"]) for o in new["configOptions"]] == [
+        ("model", "select", "big"),
+        ("effort", "select", "low"),
+        ("web", "boolean", True),
+        ("plain", "boolean", False),
+    ]
+    assert set_mode == {}
+    hooked = [
+        orjson.loads(f)["result"] for f in await handshake(with_initialize_hook(), tmp_path, None, WIRE)
+    ]
+    assert hooked[0]["authMethods"] == [{"id": "login", "name": "Log in"}]
+    offered = [orjson.loads(f)["result"] for f in await handshake(with_open_hook(), tmp_path, None, WIRE)]
+    assert offered[1]["modes"] == {
+        "currentModeId": "code",
+        "availableModes": [{"id": "code", "name": "Code only"}],
+    }
+
+
+BAD = [
+    ("initialize", {}),
+    ("initialize", {"protocolVersion": "1"}),
+    ("initialize", {"protocolVersion": 70000}),
+    ("initialize", {"protocolVersion": True}),
+    ("initialize", [1]),
+    ("session/new", {"cwd": 5, "mcpServers": []}),
+    ("session/new", {"cwd": "/tmp"}),
+    ("session/new", {"cwd": "/tmp", "mcpServers": [{"name": "x"}]}),
+    ("session/new", {"cwd": "/tmp", "mcpServers": [], "additionalDirectories": [1]}),
+    ("session/new", {"cwd": "relative/dir", "mcpServers": []}),
+    ("session/set_mode", {"sessionId": "s", "modeId": 3}),
+    ("session/set_mode", {"sessionId": "unknown", "modeId": "code"}),
+]
+
+
+@pytest.mark.parametrize(("method", "params"), BAD, ids=[f"{m} {p}" for m, p in BAD])
+async def test_params_that_are_not_plainly_well_formed_get_the_typed_paths_error(
+    method: str, params: Any, tmp_path: Path
+) -> None:
+    app = with_modes()
+    app.prompt(_prompt)
+    async with serving(app.builder()) as peer:
+        if method != "initialize":
+            peer.request("initialize", {"protocolVersion": 1})
+            await peer.response_to(1)
+        asked = peer.request(method, params)
+        answer = await peer.response_to(asked)
+    error = answer["error"]
+    if "unknown" in str(params):
+        assert error["code"] == -32002  # no such session, as the typed handler says
+    elif "relative" in str(params):
+        assert error["code"] == -32602
+        assert error["data"] == {"cwd": "relative/dir", "reason": "cwd must be an absolute path"}
+    else:
+        assert error["code"] == -32602
+        assert error["data"]["method"] == method  # the validation errors of the typed handler
+        assert error["data"]["errors"]
+
+
+async def test_user_code_reads_the_same_session_values_either_way(tmp_path: Path) -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def make() -> AgentApp:
+        app = with_options()
+
+        @app.on_open
+        async def record(session: AppSession) -> None:
+            seen.append(
+                (
+                    session.cwd,
+                    session.mcp_servers,
+                    session.additional_directories,
+                    session.client.boolean_config_options,
+                    session.client.read_text_file,
+                    session.settings.mode,
+                    dict(session.settings.options),
+                    getattr(session.cx, "protocol_version", None),  # recorded from the answer
+                )
+            )
+
+        return app
+
+    for keys in (WIRE, SNAKE):
+        app = make()
+        app.prompt(_prompt)
+        async with serving(app.builder()) as peer:
+            peer.request("initialize", {keys["version"]: 1, "clientCapabilities": BOOLEANS})
+            await peer.response_to(1)
+            extra = {"additionalDirectories": [str(tmp_path / "lib")], "_meta": {"x": 1}}
+            asked = peer.request("session/new", {"cwd": str(tmp_path), keys["servers"]: None, **extra})
+            assert "result" in await peer.response_to(asked)
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+    assert seen[0][:5] == (tmp_path, (), (tmp_path / "lib",), True, True)
+    assert seen[0][-1] == 1
+
+
+async def test_the_commands_go_out_after_the_answer_as_the_bytes_of_their_models(tmp_path: Path) -> None:
+    app = with_modes()
+    app.command("review", "Review the diff")
+    app.command("/fix", 'Fix "it" ✓\u2028', hint="the file")
+    app.prompt(_prompt)
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", {"protocolVersion": 1})
+        await peer.response_to(1)
+        peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session_id = orjson.loads(await peer.recv_raw() or b"{}")["result"]["sessionId"]
+        frame = await peer.recv_raw()
+    commands = [
+        acp.AvailableCommand(name="review", description="Review the diff", input=None),
+        acp.AvailableCommand(
+            name="fix", description='Fix "it" ✓\u2028', input=acp.UnstructuredCommandInput(hint="the file")
+        ),
+    ]
+    update = acp.AvailableCommandsUpdate(available_commands=commands)
+    params = acp.SessionNotification(session_id=session_id, update=update).to_wire_json()
+    assert frame == b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}"
