@@ -13,7 +13,6 @@ turn verbs of :mod:`acpio.app` write their chunks from the same constants.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Final
 
 import orjson
@@ -38,26 +37,33 @@ def text_chunk_closing(kind: str) -> bytes:
     return b'},"sessionUpdate":"%s"' % kind.encode()
 
 
-@functools.cache
-def _chunks() -> dict[type[AcpModel], tuple[str, bytes]]:
-    """Each chunk class: its tag, and what follows its text (the update union has created the classes)."""
-    from acpio.schema import _models as v1
+#: Each chunk class of the generated module, by name: its tag, and what follows its text.
+_CHUNKS: Final = {
+    name: (tag, text_chunk_closing(tag))
+    for name, tag in (
+        ("AgentMessageChunk", "agent_message_chunk"),
+        ("AgentThoughtChunk", "agent_thought_chunk"),
+        ("UserMessageChunk", "user_message_chunk"),
+    )
+}
+#: Where the generated classes are (the writer names them, not imports them: they import it).
+_GENERATED: Final = "acpio.schema._models"
+#: What each class seen so far is to the template: a chunk's tag and closing, ``True`` for the text
+#: content class, ``None`` for any other (a handful of classes: an update's or a content's).
+_SEEN: dict[type, tuple[str, bytes] | bool | None] = {}
 
-    return {
-        kind: (tag, text_chunk_closing(tag))
-        for kind, tag in (
-            (v1.AgentMessageChunk, "agent_message_chunk"),
-            (v1.AgentThoughtChunk, "agent_thought_chunk"),
-            (v1.UserMessageChunk, "user_message_chunk"),
-        )
-    }
 
-
-@functools.cache
-def _text_content() -> type[AcpModel]:
-    from acpio.schema import _models as v1
-
-    return v1.TextContent
+def _role(kind: type) -> tuple[str, bytes] | bool | None:
+    """What ``kind`` is to the template (see ``_SEEN``), found by its name in the generated module."""
+    if kind.__module__ != _GENERATED:
+        role: tuple[str, bytes] | bool | None = None
+    elif kind.__name__ == "TextContent":
+        role = True
+    else:
+        role = _CHUNKS.get(kind.__name__)
+    if len(_SEEN) < 256:  # classes are few; a program making them by the thousand is not cached
+        _SEEN[kind] = role
+    return role
 
 
 def session_notification_json(note: AcpModel) -> bytes:
@@ -65,9 +71,10 @@ def session_notification_json(note: AcpModel) -> bytes:
     fields = note.__dict__
     session_id = fields["session_id"]
     update = fields["update"]
-    chunk = _chunks().get(type(update))
+    kind = type(update)
+    chunk = _SEEN[kind] if kind in _SEEN else _role(kind)
     if (
-        chunk is not None
+        type(chunk) is tuple
         and type(session_id) is str
         and note.__pydantic_fields_set__ == _NOTE_FIELDS
         and not note.__pydantic_extra__
@@ -77,8 +84,9 @@ def session_notification_json(note: AcpModel) -> bytes:
     ):
         content = update.__dict__["content"]
         text = content.__dict__.get("text")
+        kind = type(content)
         if (
-            type(content) is _text_content()
+            (_SEEN[kind] if kind in _SEEN else _role(kind)) is True
             and type(text) is str
             and content.__pydantic_fields_set__ == _TEXT_FIELDS
             and not content.__pydantic_extra__
