@@ -116,8 +116,6 @@ class _StdioEnd:
         self._waiter: asyncio.Future[bytes | None] | None = None
         #: The chunk the readable callback read for a wait that was cancelled before it resumed.
         self._unclaimed: bytes | None = None
-        #: The last chunk filled a whole read: more may be there already, read it before waiting.
-        self._more = True
         self._reading_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -142,17 +140,15 @@ class _StdioEnd:
         data = self._unclaimed
         if data is not None:
             self._unclaimed = None
-        elif self._more or self._reading_loop is None:
-            # Not watched yet (or just unwatched: input came while nobody waited), or the last read
-            # was full: what is there is read now. Otherwise the watched descriptor's callback reads
-            # it (see _on_readable), without a failed read and a second wake-up per chunk.
+        else:
+            # What is there already is read now (the peer often wrote while this side worked);
+            # otherwise the watched descriptor's callback reads it (see _on_readable).
             with contextlib.suppress(BlockingIOError):
                 data = os.read(self.fd, READ_SIZE)
         if data is None:
             data = await self._wait_readable()
             if data is None:  # closed while waiting
                 return b""
-        self._more = len(data) == READ_SIZE
         if not data:
             self._stop_reading()  # end of input: the descriptor would read as ready forever
         return data
