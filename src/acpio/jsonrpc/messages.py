@@ -46,6 +46,7 @@ __all__ = [
     "cancel_target",
     "classify",
     "decode",
+    "decode_response",
     "encode_error",
     "encode_errors",
     "encode_notification",
