@@ -165,8 +165,11 @@ class AcpConnection(Connection):
         self._agent = agent_role(role)
         #: The client, when it is the counterpart of an agent's connection (``None`` elsewhere).
         self._client: Role | None = None
-        if self._agent is None and (client := client_role(role)) == role.counterpart():
+        counterpart = role.counterpart()
+        if self._agent is None and (client := client_role(role)) == counterpart:
             self._client = client
+        #: The counterpart's role, made once: every typed request sent asks whom it addresses.
+        self._counterpart_role = counterpart
         #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
         #: connection; elsewhere the agent's answer (and what this side advertised itself).
         self.peer_state = PeerState("client" if self._client is not None else "agent")
@@ -267,7 +270,7 @@ class AcpConnection(Connection):
         to_agent = typed and self._addresses(peer, self._agent)
         if to_agent:
             # A proxy's successor is initialized by the conductor; a closed connection raises below.
-            client = self.counterpart == self._agent and not self.closed
+            client = self._counterpart_role == self._agent and not self.closed
             message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
         if to_agent and method == _INITIALIZE_METHOD:
@@ -281,5 +284,5 @@ class AcpConnection(Connection):
         if role is None:
             return False
         if peer is None:
-            return self.counterpart == role
+            return self._counterpart_role == role
         return peer == role or peer is type(role)

@@ -217,6 +217,9 @@ class _Features:
 
 def _capability_for(method: str, protocol_version: int = 1) -> tuple[bool, str | None]:
     """Whether ``method`` exists in ``protocol_version`` (extension methods always do), and its capability."""
+    found = _CAPABILITIES.get((method, protocol_version))
+    if found is not None:
+        return found
     if protocol_version >= 2:
         from acpio.schema.v2 import NOTIFICATIONS, REQUESTS
     else:
@@ -224,8 +227,16 @@ def _capability_for(method: str, protocol_version: int = 1) -> tuple[bool, str |
 
     spec = REQUESTS.get(method) or NOTIFICATIONS.get(method)
     if spec is None:
-        return protocol_version < 2 or method.startswith("_"), None
-    return True, spec.capability
+        found = (protocol_version < 2 or method.startswith("_"), None)
+    else:
+        found = (True, spec.capability)
+    if len(_CAPABILITIES) < 1024:  # the methods sent are few; extension names never grow it without bound
+        _CAPABILITIES[method, protocol_version] = found
+    return found
+
+
+#: :func:`_capability_for`'s answers (the method tables are fixed): every typed request sent is checked.
+_CAPABILITIES: dict[tuple[str, int], tuple[bool, str | None]] = {}
 
 
 #: What replaced each v1 method of the agent that v2 removed.

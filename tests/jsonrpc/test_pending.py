@@ -16,6 +16,16 @@ def test_outgoing_ids_are_fresh_and_matched_with_their_exact_type() -> None:
     assert len(table) == 1
 
 
+def test_outgoing_pop_if_takes_only_a_wanted_entry_with_the_exact_id() -> None:
+    table: OutgoingRequests[str] = OutgoingRequests()
+    request_id = table.allocate("a")
+    assert table.pop_if(request_id, lambda entry: entry == "b") is None  # not wanted: left waiting
+    assert table.pop_if(str(request_id), lambda entry: True) is None  # "1" does not answer 1
+    assert len(table) == 1
+    assert table.pop_if(request_id, lambda entry: entry == "a") == "a"
+    assert len(table) == 0
+
+
 def test_outgoing_drain_returns_everything_oldest_first() -> None:
     table: OutgoingRequests[str] = OutgoingRequests()
     for name in "abc":

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from acpio import schema as acp
-from acpio.jsonrpc.messages import encode_request
+from acpio.jsonrpc.messages import Response, decode, decode_response, encode_request, encode_result
 
 AWKWARD = 'quote " backslash \\ newline \n tab \t nul \x00 \x1f del \x7f \u2028 é 漢 😀 </script>'
 META = {"k": AWKWARD, "n": [1, -2, 1.5, 1e300, 2**63 - 1], "nested": {"none": None, "t": True}}
@@ -108,3 +108,65 @@ def test_a_method_name_that_needs_escaping_is_written_as_orjson_writes_it() -> N
 def test_a_string_id_gets_the_same_frame_as_before() -> None:
     params = acp.SetSessionModeRequest(session_id="s", mode_id="m")
     assert encode_request("abc", params.METHOD, params) == generic_frame("abc", params.METHOD, params)
+
+
+def results() -> list[Any]:
+    """Typed results an agent answers with, empty and filled with awkward values."""
+    return [
+        acp.SetSessionModeResponse(),
+        acp.SetSessionModeResponse(meta=META),
+        acp.NewSessionResponse(session_id=AWKWARD),
+        acp.InitializeResponse(protocol_version=1, agent_info=acp.Implementation(name=AWKWARD, version="1")),
+        acp.PromptResponse(stop_reason=acp.StopReason.END_TURN, meta=META),
+    ]
+
+
+@pytest.mark.parametrize("request_id", [0, 1, -3, 2**63 - 1, -(2**63), 2**64 - 1, "abc", None])
+@pytest.mark.parametrize("result", results(), ids=lambda r: type(r).__name__)
+def test_a_typed_result_frame_has_the_generic_paths_bytes(result: Any, request_id: int | str | None) -> None:
+    """The answer's envelope, written directly for an integer id, is the one orjson writes."""
+    result_json = result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_unset=True)
+    expected = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": orjson.Fragment(result_json)})
+    assert encode_result(request_id, result) == expected
+
+
+@pytest.mark.parametrize("request_id", [2**64, -(2**63) - 1])
+def test_a_result_for_an_id_orjson_cannot_write_is_refused_as_before(request_id: int) -> None:
+    with pytest.raises(TypeError):
+        encode_result(request_id, acp.SetSessionModeResponse())
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"jsonrpc":"2.0","id":7,"result":{}}',
+        b'{"result":null,"id":-1,"jsonrpc":"2.0"}',
+        b'{"jsonrpc":"2.0","id":"7","result":{"a":[1]}}',
+        b'{"jsonrpc":"2.0","id":null,"result":1}',
+        b'{"jsonrpc":"2.0","id":true,"result":{}}',
+        b'{"jsonrpc":"2.0","id":1.0,"result":{}}',
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}',
+        b'{"jsonrpc":"1.0","id":7,"result":{}}',
+        b'{"id":7,"result":{},"extra":1}',
+        b'{"jsonrpc":"2.0","id":7,"result":{},"extra":1}',
+        b'{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}',
+        b'{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found"}}',
+        b'{"jsonrpc":"2.0","result":{}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"a"}',
+        b'{"jsonrpc":"2.0","method":"a","params":{}}',
+        b'[{"jsonrpc":"2.0","id":7,"result":{}}]',
+        b'{"jsonrpc":"2.0","id":7,"result":',
+        b"7",
+    ],
+)
+def test_decode_response_gives_what_decode_gives_for_a_response_and_none_otherwise(frame: bytes) -> None:
+    decoded, response = decode(frame), decode_response(frame)
+    if type(decoded) is not Response:
+        assert response is None
+        return
+    assert response is not None
+    assert (response.id, response.result, type(response.id)) == (decoded.id, decoded.result, type(decoded.id))
+    assert (response.error is None) == (decoded.error is None)
+    if response.error is not None and decoded.error is not None:
+        assert type(response.error) is type(decoded.error)
+        assert response.error.to_wire() == decoded.error.to_wire()

@@ -196,3 +196,47 @@ def test_an_idle_reader_does_not_spin_on_pending_input_or_after_end_of_input() -
     report = dict(item.split("=") for item in stderr.decode().split()[-2:])
     assert float(report["unread"]) < 0.3, report
     assert float(report["after_end"]) < 0.3, report
+
+
+# A receive() cancelled after the loop's callback read its chunk, before the task resumed: the chunk
+# is not lost, the next receive() returns it. The task waits with its reader watched, the parent
+# writes, and the cancel lands in the pass after the callback ran (asyncio runs callbacks in order).
+CANCELLED_CHILD = r"""
+import asyncio, select, sys
+from acpio.transports import Stdio
+
+async def main():
+    transport = Stdio()
+    waiting = asyncio.create_task(transport.receive())
+    await asyncio.sleep(0)  # receive() finds nothing to read: it waits on the watched descriptor
+    print("waiting", file=sys.stderr, flush=True)
+    select.select([0], [], [], 10)  # the parent wrote: the next pass of the loop reads it
+    await asyncio.sleep(0)  # the pass in which the callback reads the chunk for the waiting task
+    await asyncio.sleep(0)  # resumed before that task: it has the chunk and has not run yet
+    waiting.cancel()
+    try:
+        await waiting
+    except asyncio.CancelledError:
+        print("cancelled", file=sys.stderr)
+    while (frame := await transport.receive()) is not None:
+        transport.send(frame)
+    await transport.aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_a_receive_cancelled_after_its_chunk_was_read_loses_nothing() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CANCELLED_CHILD],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+    )
+    assert child.stderr is not None
+    assert child.stderr.readline() == b"waiting\n"
+    stdout, stderr = child.communicate(b'{"a":1}\n{"b":2}\n', timeout=30)
+    assert child.returncode == 0, stderr.decode()
+    assert b"cancelled" in stderr
+    assert stdout.splitlines() == [b'{"a":1}', b'{"b":2}']

@@ -402,6 +402,29 @@ async def test_a_lone_frame_goes_out_at_once_and_the_rest_of_the_turn_in_one_wri
     await transport.aclose()
 
 
+async def test_after_the_writer_ran_a_lone_frame_goes_out_at_once_again() -> None:
+    """Frames sent in later turns, with no input between: the writer's pass ends the batching."""
+    never = asyncio.Event()
+
+    async def read() -> bytes:
+        await never.wait()
+        return b""
+
+    transport, written = recording(read)
+    transport.send(b'{"id":1}')  # written in send()
+    await asyncio.sleep(0)
+    transport.send(b'{"id":2}')  # no input since: left to the writer, which runs next
+    assert written == [b'{"id":1}\n']
+    async with asyncio.timeout(TIMEOUT):
+        await transport.drain()
+    assert written == [b'{"id":1}\n', b'{"id":2}\n']
+    transport.send(b'{"id":3}')  # the writer ran and sleeps: written in send() again
+    assert written == [b'{"id":1}\n', b'{"id":2}\n', b'{"id":3}\n']
+    assert transport.statistics()["writes"] == 3
+    never.set()
+    await transport.aclose()
+
+
 async def test_the_answer_to_new_input_goes_out_at_once_even_in_the_same_turn() -> None:
     """A request read without waiting (it had arrived) is answered in send() too, not by the writer."""
     chunks = [b'{"id":1}\n', b'{"id":2}\n']

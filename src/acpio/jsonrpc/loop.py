@@ -36,6 +36,7 @@ from acpio.jsonrpc.messages import (
     Request,
     Response,
     decode,
+    decode_response,
     encode_error,
     encode_errors,
     head_request_id,
@@ -251,15 +252,10 @@ class DispatchLoop:
             or not self._life.is_open
         ):
             return False
-        decoded = decode(frame)
-        if type(decoded) is not Response:
+        response = decode_response(frame)
+        if response is None:
             return False
-        reply = self.outbox.awaited(decoded.id)
-        if reply is None or reply.callback is not None:
-            return False
-        self.outbox.reply_to(decoded.id)
-        reply.settle(decoded.error if decoded.error is not None else decoded.result)
-        return True
+        return self.outbox.settle_awaited(response)
 
     async def _traced_offer(self, message: Dispatch) -> None:
         """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""

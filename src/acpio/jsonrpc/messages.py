@@ -46,6 +46,7 @@ __all__ = [
     "cancel_target",
     "classify",
     "decode",
+    "decode_response",
     "encode_error",
     "encode_errors",
     "encode_notification",
@@ -269,6 +270,29 @@ def decode(frame: bytes | str) -> Frame:
             return OversizedBatch(len(value), _request_ids(value))
         return Batch([classify(item) for item in value])
     return Invalid(InvalidRequest({"reason": "a JSON-RPC message must be an object"}))
+
+
+def decode_response(frame: bytes) -> Response | None:
+    """The response ``frame`` holds, or ``None`` for anything else (a request, a batch, bad input).
+
+    The same :class:`Response` as :func:`decode` gives; a plain success response (``jsonrpc``, an
+    integer ``id`` and ``result``, nothing else: the answer to one of our requests) is read without
+    classifying its keys.
+    """
+    try:
+        value = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        type(value) is dict
+        and len(value) == 3
+        and type(value.get("id")) is int
+        and "result" in value
+        and value.get("jsonrpc") == "2.0"
+    ):
+        return Response(value["id"], value["result"], None)
+    entry = classify(value)
+    return entry if type(entry) is Response else None
 
 
 def _request_ids(entries: list[Any]) -> list[str | int]:
@@ -519,9 +543,17 @@ def encode_result(request_id: RequestId, result: object) -> bytes:
     """One success response frame. Raises ``TypeError`` if ``result`` cannot be serialized."""
     typed = _typed_json(result)
     if typed is not None:
+        if type(request_id) is int and _INT64_MIN <= request_id <= _UINT64_MAX:
+            # the envelope written directly, as orjson writes it (it refuses ints beyond 64 bits)
+            return b'{"jsonrpc":"2.0","id":%d,"result":%b}' % (request_id, typed)
         head = orjson.dumps({"jsonrpc": "2.0", "id": request_id})
         return b"".join((head[:-1], b',"result":', typed, b"}"))
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+# The integers orjson writes.
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
 
 
 def encode_error(request_id: RequestId, error: RequestError) -> bytes:

@@ -19,6 +19,7 @@ from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
     JsonValue,
     RequestId,
+    Response,
     cancel_target,
     encode_error,
     encode_notification,
@@ -169,9 +170,17 @@ class Outbox:
         except ConnectionClosed:
             _log.debug("Not sending $/cancel_request for %r: connection closed", reply.id)
 
-    def awaited(self, request_id: RequestId) -> PendingReply | None:
-        """The request a response with ``request_id`` would answer, left waiting (``None``: not ours)."""
-        return self._outgoing.get(request_id)
+    def settle_awaited(self, response: Response) -> bool:
+        """Settle the request ``response`` answers if a task awaits it; ``False``: not ours, or a callback's.
+
+        A request whose consumer is a callback (``on_receiving_result``) is left waiting: its
+        response is dispatched in order, by the loop.
+        """
+        reply = self._outgoing.pop_if(response.id, _awaited)
+        if reply is None:
+            return False
+        reply.settle(response.error if response.error is not None else response.result)
+        return True
 
     def reply_to(self, request_id: RequestId) -> PendingReply | None:
         """Take the request a response with ``request_id`` answers (``None``: not one of ours)."""
@@ -254,6 +263,10 @@ class Outbox:
                 responder.id,
                 responder.method,
             )
+
+
+def _awaited(reply: PendingReply) -> bool:
+    return reply.callback is None
 
 
 class BatchAnswers:

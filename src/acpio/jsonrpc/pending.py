@@ -49,11 +49,15 @@ class OutgoingRequests(Generic[T]):
             return None
         return self._table.pop(request_id, None)
 
-    def get(self, request_id: RequestId) -> T | None:
-        """The entry a response with ``request_id`` answers, left in the table (``None`` if unknown)."""
+    def pop_if(self, request_id: RequestId, wanted: Callable[[T], bool]) -> T | None:
+        """:meth:`pop` the entry ``request_id`` answers if ``wanted(entry)``; else leave it (``None``)."""
         if type(request_id) is not int and type(request_id) is not str:
             return None
-        return self._table.get(request_id)
+        entry = self._table.get(request_id)
+        if entry is None or not wanted(entry):
+            return None
+        del self._table[request_id]
+        return entry
 
     def discard(self, request_id: RequestId, entry: T) -> None:
         """Forget ``request_id`` if it still maps to ``entry`` (a request that could not be sent)."""

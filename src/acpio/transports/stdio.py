@@ -112,7 +112,10 @@ class _StdioEnd:
             os.set_blocking(fd, False)
         self._worker = _Worker(f"acpio {name}") if self.mode == "thread" else None
         self._inflight: asyncio.Future[bytes] | None = None
-        self._waiter: asyncio.Future[None] | None = None
+        #: What a wait for the descriptor resolves: the chunk read (reads), ``None`` (writes, closing).
+        self._waiter: asyncio.Future[bytes | None] | None = None
+        #: The chunk the readable callback read for a wait that was cancelled before it resumed.
+        self._unclaimed: bytes | None = None
         self._reading_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -130,17 +133,25 @@ class _StdioEnd:
             data = await asyncio.shield(inflight)
             self._inflight = None
             return data
-        while True:
-            try:
+        return await self._read_watched()
+
+    async def _read_watched(self) -> bytes:
+        """The next chunk of a descriptor the event loop watches (a pipe, a socket)."""
+        data = self._unclaimed
+        if data is not None:
+            self._unclaimed = None
+        else:
+            # What is there already is read now (the peer often wrote while this side worked);
+            # otherwise the watched descriptor's callback reads it (see _on_readable).
+            with contextlib.suppress(BlockingIOError):
                 data = os.read(self.fd, READ_SIZE)
-            except BlockingIOError:
-                await self._wait_readable()
-            else:
-                if not data:
-                    self._stop_reading()  # end of input: the descriptor would read as ready forever
-                return data
-            if self._closed:
+        if data is None:
+            data = await self._wait_readable()
+            if data is None:  # closed while waiting
                 return b""
+        if not data:
+            self._stop_reading()  # end of input: the descriptor would read as ready forever
+        return data
 
     async def write(self, data: bytes) -> None:
         """Write all of ``data``."""
@@ -168,7 +179,8 @@ class _StdioEnd:
         except BlockingIOError:
             return 0
 
-    async def _wait_readable(self) -> None:
+    async def _wait_readable(self) -> bytes | None:
+        """The next chunk, read by :meth:`_on_readable` once the descriptor is ready; ``None``: closed."""
         # The reader stays registered across waits while input keeps arriving and being read:
         # registering and removing it around every wait cost two epoll_ctl calls per message. It
         # is removed when input is ready but nobody waits for it (the loop would report it again
@@ -178,18 +190,33 @@ class _StdioEnd:
             self._stop_reading()
             loop.add_reader(self.fd, self._on_readable)
             self._reading_loop = loop
-        self._waiter = waiter = loop.create_future()
+        waiter: asyncio.Future[bytes | None] = loop.create_future()
+        self._waiter = waiter
         try:
-            await waiter
+            return await waiter
+        except asyncio.CancelledError:
+            # Cancelled after the callback read a chunk for it: the next read() returns that chunk.
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._unclaimed = waiter.result()
+            raise
         finally:
             self._waiter = None
 
     def _on_readable(self) -> None:
+        # Reads here, in the loop's callback: the waiting task is woken once, with the chunk (a
+        # wake-up to read it would leave the descriptor ready for one more pass of the loop).
         waiter = self._waiter
         if waiter is None or waiter.done():
             self._stop_reading()
-        else:
-            waiter.set_result(None)
+            return
+        try:
+            data = os.read(self.fd, READ_SIZE)
+        except BlockingIOError:
+            return  # not ready after all: wait on
+        except OSError as exc:
+            waiter.set_exception(exc)
+            return
+        waiter.set_result(data)
 
     def _wake(self) -> None:
         waiter = self._waiter

@@ -83,7 +83,7 @@ class Lines:
         # Outgoing side: frames and newlines waiting for the writer task.
         self._queued: list[bytes] = []
         self._writing = False
-        #: A lone frame was written by send() in this turn of the event loop (see send()).
+        #: A lone frame was written by send() since the last input or the writer's last pass (see send()).
         self._eager_turn = False
         self._writer: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
@@ -223,14 +223,14 @@ class Lines:
         self._queued_total += len(frame) + 1
         if not self._writing:
             if len(queued) == 1 and not self._eager_turn and self._idle():
-                # A lone frame while the writer sleeps (an answer, a request): written now, as
-                # waiting for the writer task would cost its latency a turn of the event loop. The
-                # writer sleeps on; the frames sent after this one in the same turn go to it and
-                # out in one write, so a burst is not written a frame at a time.
+                # A lone frame while the writer sleeps (an answer, a request): written now, not a
+                # loop turn later by the writer, which sleeps on. Later frames go to it, out in one
+                # write (a burst is not written frame by frame) until new input (its answer goes out
+                # at once again) or the writer's next pass: a callback to end the turn cost each
+                # round trip one more pass of the event loop on each side.
                 self._write_queued_now()
                 if not self._queued:
                     self._eager_turn = True
-                    asyncio.get_running_loop().call_soon(self._end_eager_turn)
                     return
             elif len(queued) >= self._eager_at:  # a long queue: written now, without waiting
                 self._write_queued_now()
@@ -243,9 +243,6 @@ class Lines:
             self._writer = asyncio.get_running_loop().create_task(
                 self._write_loop(), name=f"acpio writer for {self._label}"
             )
-
-    def _end_eager_turn(self) -> None:
-        self._eager_turn = False
 
     def _idle(self) -> bool:
         """Whether the writer task sleeps with nothing queued (or was never started), and may write now."""
@@ -293,6 +290,7 @@ class Lines:
         try:
             while True:
                 if not self._queued:
+                    self._eager_turn = False  # what send() wrote at once went out before this
                     if self._write_nowait is not None:
                         self._eager_at = _EAGER_WRITE_ENTRIES  # the peer caught up
                     self._notify_drained()

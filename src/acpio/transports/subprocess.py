@@ -175,6 +175,37 @@ class _AgentProtocol(asyncio.subprocess.SubprocessStreamProtocol):
             self.exited.set_result(None)
 
 
+class _DirectStdout(asyncio.Protocol):
+    """The protocol of the child's stdout pipe: each chunk goes to the process protocol at once.
+
+    asyncio's own pipe protocol hands chunks on with ``call_soon``: a response then cost the
+    client one more pass of the event loop before it was read. End of output and flow control go
+    on to asyncio's protocol, which keeps the subprocess transport's bookkeeping.
+    """
+
+    __slots__ = ("_original", "_protocol")
+
+    def __init__(self, original: asyncio.BaseProtocol, protocol: _AgentProtocol) -> None:
+        self._original = original
+        self._protocol = protocol
+
+    def data_received(self, data: bytes) -> None:
+        self._protocol.pipe_data_received(1, data)
+
+    def eof_received(self) -> bool | None:
+        eof_received = getattr(self._original, "eof_received", None)
+        return eof_received() if eof_received is not None else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._original.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._original.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._original.resume_writing()
+
+
 class AgentProcess(ByteStreams):
     """The transport to a running agent process (made by :meth:`AcpAgent.open`).
 
@@ -220,6 +251,11 @@ class AgentProcess(ByteStreams):
         #: Bytes of stdout fed to the stream reader and not read from it yet.
         self._unread = 0
         protocol.take_stdout = self._stdout_chunk
+        stdout_pipe = transport.get_pipe_transport(1)
+        if stdout_pipe is not None:
+            # Chunks read after this point are delivered in the pipe's callback; those read before
+            # were queued with call_soon by asyncio and run first, in order.
+            stdout_pipe.set_protocol(_DirectStdout(stdout_pipe.get_protocol(), protocol))
 
     def _stdout_chunk(self, data: bytes) -> bool:
         """A chunk of the child's stdout: taken as a lone frame (``take_lone_frames``), or left to read."""
