@@ -43,16 +43,8 @@ from acpio.app.update_templates import (
 from acpio.app.updates_v2 import V2Updates
 from acpio.transports import Channel
 
-#: Text that JSON writers disagree on when they disagree at all.
-AWKWARD = [
-    "",
-    'quote " and backslash \\ and slash /',
-    "controls \x00\x01\x08\t\n\x0b\x0c\r\x1b\x1f and DEL \x7f and C1 \x85\x9f",
-    "line separators \u2028 \u2029 and BOM \ufeff",
-    "non-BMP \U0001f600 \U00010348 and combining e\u0301",
-    "</script> & <!-- html -->",
-    "\\u0041 is not A",
-]
+from .._awkward_text import AWKWARD
+
 SESSION = 'sess "1" \\ ü'  # the session id is written into every frame: make it awkward too
 CWD = Path("/work")
 

@@ -19,15 +19,8 @@ from acpio import schema as acp
 from acpio.jsonrpc.messages import encode_notification
 from acpio.schema import _writers
 
-AWKWARD = [
-    "",
-    'quote " and backslash \\ and slash /',
-    "controls \x00\x01\x08\t\n\x0b\x0c\r\x1b\x1f and DEL \x7f and C1 \x85\x9f",
-    "line separators \u2028 \u2029 and BOM \ufeff",
-    "non-BMP \U0001f600 \U00010348 and combining e\u0301",
-    "</script> & <!-- html -->",
-    "\\u0041 is not A",
-]
+from .._awkward_text import AWKWARD
+
 CHUNKS = [acp.AgentMessageChunk, acp.AgentThoughtChunk, acp.UserMessageChunk]
 
 
