@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeAlias, Union
 
 from acpio.app.history import Exchange
 from acpio.app.menu import Menu, OptionValue, SessionSettings
@@ -31,8 +31,9 @@ __all__ = [
 StopReasonName: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 #: A prompt function: takes the :class:`~acpio.app.Turn`, returns why the turn stopped (``None``:
 #: ``end_turn``).
-#: (The aliases that name models are strings: reading them creates no class, imports no pydantic.)
-PromptFunction: TypeAlias = "Callable[[Turn], Awaitable[StopReason | StopReasonName | None]]"
+#: (The models the aliases name are forward references, so that reading an alias creates no class
+#: and imports no pydantic, while the alias stays a typing object: ``PromptFunction | None`` works.)
+PromptFunction: TypeAlias = Callable[[Turn], Awaitable[Union["StopReason", StopReasonName, None]]]
 
 
 @dataclass
@@ -110,9 +111,9 @@ class AppSession:
 
 #: ``await fn(request, answer)`` before ``initialize`` is answered: it may change ``answer`` (auth
 #: methods, capabilities) or return another one.
-InitializeFunction: TypeAlias = (
-    "Callable[[InitializeRequest, InitializeResponse], Awaitable[InitializeResponse | None]]"
-)
+InitializeFunction: TypeAlias = Callable[
+    ["InitializeRequest", "InitializeResponse"], Awaitable[Optional["InitializeResponse"]]
+]
 #: ``await fn(session)`` when a session is opened, before the answer: it may offer the session its
 #: own modes and choices, or raise a :class:`~acpio.RequestError` to refuse it.
 OpenFunction: TypeAlias = Callable[[AppSession], Awaitable[None]]
