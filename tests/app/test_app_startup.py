@@ -107,6 +107,8 @@ def test_an_app_streams_a_plain_prompt_without_importing_pydantic(tmp_path: Path
             "method": "session/prompt",
             "params": {"sessionId": SESSION_ID, "prompt": blocks},
         },
+        # no turn of that session runs: nothing happens, and nothing is loaded for it
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "sess_other"}},
     ]
     answers, report = answer_on_stdio(script, frames, last_id=3)
     updates = [a["params"]["update"] for a in answers if a.get("method") == "session/update"]

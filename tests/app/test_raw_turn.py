@@ -74,7 +74,9 @@ def make_app(outcome: Any, seen: list[tuple[Any, ...]]) -> AgentApp:
     return app
 
 
-async def frames_until_answer(peer: WirePeer, request_id: int, *, cancel: str | None = None) -> list[bytes]:
+async def frames_until_answer(
+    peer: WirePeer, request_id: int, *, cancel: dict[str, str] | None = None
+) -> list[bytes]:
     """Every frame up to the answer to ``request_id`` (with ``cancel``: the turn cancelled as it waits)."""
     frames: list[bytes] = []
     while True:
@@ -83,7 +85,7 @@ async def frames_until_answer(peer: WirePeer, request_id: int, *, cancel: str | 
         frames.append(frame)
         message = orjson.loads(frame)
         if cancel is not None and b'"waiting"' in frame:
-            peer.notify("session/cancel", {"sessionId": cancel})
+            peer.notify("session/cancel", cancel)
         if message.get("id") == request_id and "method" not in message:
             return frames
 
@@ -99,7 +101,9 @@ async def run_turn(
     async with serving(make_app(outcome, seen).builder()) as peer:
         session_id = await open_session(peer, cwd, {})
         asked = peer.request("session/prompt", {key: session_id, "prompt": blocks, **extra})
-        frames = await frames_until_answer(peer, asked, cancel=session_id if outcome == "wait" else None)
+        frames = await frames_until_answer(
+            peer, asked, cancel={key: session_id} if outcome == "wait" else None
+        )
     return [frame.replace(session_id.encode(), b"SESSION") for frame in frames], seen
 
 
@@ -140,6 +144,7 @@ async def test_each_way_a_turn_ends_is_answered_with_the_bytes_of_the_typed_path
 
 
 async def test_a_cancelled_turn_is_answered_with_the_bytes_of_the_typed_path(tmp_path: Path) -> None:
+    # the raw cancel (sessionId) of a raw turn, then the typed cancel (session_id) of a typed turn
     raw, _ = await run_turn("wait", [text("hi")], WIRE, tmp_path)
     typed, _ = await run_turn("wait", [text("hi")], SNAKE, tmp_path)
     assert raw == typed

@@ -28,7 +28,7 @@ from acpio.app.app_session import (
 from acpio.app.definition import AppDefinition
 from acpio.app.handshake import AppHandler, Handshake
 from acpio.app.history import read_history
-from acpio.app.raw_turn import RawPrompt, plain_prompt
+from acpio.app.raw_turn import PlainTurns, RawPrompt
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
@@ -45,7 +45,6 @@ from acpio.otel.activity import start_prompt_turn
 
 if TYPE_CHECKING:
     from acpio.app.observers import SessionObservers
-    from acpio.jsonrpc import JsonValue
     from acpio.schema import (
         CancelNotification,
         PromptRequest,
@@ -122,9 +121,12 @@ class AppProtocol:
         else:
             app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
             app.on_close(self._connection_closed)
-        plain = self.stored is None and self.observers is None  # nothing needs a plain prompt's models
-        app.with_handler(AppHandler("session/prompt", self._prompted, self._raw_prompt if plain else None))
-        app.with_handler(AppHandler("session/cancel", self._cancel, notification=True))
+        plain = None  # a store and attaching need a prompt's models
+        if self.stored is None and self.observers is None:
+            plain = PlainTurns(self._start_turn, self._cancel_session)
+        app.with_handler(AppHandler("session/prompt", self._prompted, plain.prompt if plain else None))
+        cancel = plain.cancel if plain else None
+        app.with_handler(AppHandler("session/cancel", self._cancel, notification=True, raw_notice=cancel))
         if self._menu.has_modes:
             app.with_handler(AppHandler("session/set_mode", handshake.set_mode, handshake.raw_set_mode))
         if self._menu.options:
@@ -294,14 +296,6 @@ class AppProtocol:
             if record.config.get(option_id) != value:
                 await self.stored.store.set_config(session.id, option_id, value)
 
-    async def _raw_prompt(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
-        """Start a turn from ``session/prompt``'s raw params, when they are a plain text prompt."""
-        plain = plain_prompt(params)
-        if plain is None:
-            return False
-        self._start_turn(plain[0], plain[1], responder, cx)
-        return True
-
     async def _prompted(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
@@ -385,8 +379,11 @@ class AppProtocol:
                 self.observers.turn_answered(session.id, answer)
 
     async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
+        await self._cancel_session(notification.session_id, cx)
+
+    async def _cancel_session(self, session_id: str, cx: Connection) -> None:
         with contextlib.suppress(RequestError):  # a notification gets no error: not its session, nothing
-            session = self.open_session(cx, notification.session_id, control=True)
+            session = self.open_session(cx, session_id, control=True)
             if session.turn is not None and session.current is not None:
                 self.cancel_turn(session)
 
