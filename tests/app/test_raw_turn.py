@@ -213,3 +213,22 @@ async def test_a_plain_prompt_for_an_unknown_session_gets_the_typed_paths_error(
             )
     assert answers[0] == answers[1]
     assert answers[0]["error"]["code"] == -32002
+
+
+async def test_a_prompt_function_may_replace_the_prompt_it_reads(tmp_path: Path) -> None:
+    app = AgentApp("replaced")
+    seen: list[tuple[str, str]] = []
+
+    @app.prompt
+    async def prompt(turn: Turn) -> None:
+        before = turn.text
+        turn.prompt = [acp.TextContent(text="other")]
+        seen.append((before, turn.text))
+
+    async with serving(app.builder()) as peer:
+        session_id = await open_session(peer, tmp_path, {})
+        answer = await peer.response_to(
+            peer.request("session/prompt", {"sessionId": session_id, "prompt": [text("hi")]})
+        )
+    assert answer["result"] == {"stopReason": "end_turn"}
+    assert seen == [("hi", "other")]

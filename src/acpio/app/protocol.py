@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     )
     from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 
-__all__ = ["AppDefinition", "AppProtocol", "plain_stop_answer", "stop_answer"]
+__all__ = ["AppDefinition", "AppProtocol", "stop_answer", "turn_answer"]
 
 _STOP_REASONS = frozenset(get_args(StopReasonName))
 
@@ -356,16 +356,14 @@ class AppProtocol:
         except asyncio.CancelledError:
             if not turn.cancel_requested:
                 raise  # the connection is ending, not the turn
-            answer = plain_stop_answer(None, turn) if plain else stop_answer(None, turn, self._app.name)
+            answer = turn_answer(None, turn, self._app.name, plain=plain)
         except RequestError as error:
             answer = error
         except Exception as error:
             _log.exception("The prompt function of %r failed", self._app.name)
             answer = InternalError.for_exception(error, details=self._app.error_details)
         else:
-            answer = (plain_stop_answer(stop, turn) if plain else None) or stop_answer(
-                stop, turn, self._app.name
-            )
+            answer = turn_answer(stop, turn, self._app.name, plain=plain)
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
@@ -412,16 +410,17 @@ def stop_answer(stop: StopReason | str | None, turn: Turn, app_name: str) -> Pro
         return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
 
 
-def plain_stop_answer(stop: object, turn: Turn) -> dict[str, Any] | None:
-    """The answer ``{"stopReason": ...}`` for a plain known stop reason, as the models write it.
+def turn_answer(
+    stop: StopReason | str | None, turn: Turn, app_name: str, *, plain: bool
+) -> PromptResponse | dict[str, Any] | RequestError:
+    """The answer to the turn's ``session/prompt``: :func:`stop_answer`'s, or its JSON for a plain turn.
 
-    ``None`` (the prompt function returned nothing) is ``end_turn``; a cancelled turn says
-    ``cancelled``; anything else is ``None``: the typed answer (:func:`~acpio.app.protocol.stop_answer`).
+    A plain turn (``acpio.app.raw_turn``) that was cancelled, or ended with a known stop reason (or
+    ``None``: ``end_turn``), is answered without models, with the JSON they write.
     """
-    if turn.cancel_requested:
-        return {"stopReason": "cancelled"}
-    if stop is None:
-        return {"stopReason": "end_turn"}
-    if type(stop) is str and stop in _STOP_REASONS:
-        return {"stopReason": stop}
-    return None
+    if plain:
+        if turn.cancel_requested:
+            return {"stopReason": "cancelled"}
+        if stop is None or (type(stop) is str and stop in _STOP_REASONS):
+            return {"stopReason": stop or "end_turn"}
+    return stop_answer(stop, turn, app_name)

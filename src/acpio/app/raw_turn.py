@@ -7,7 +7,7 @@ any) and the app has nothing that needs the typed values (no store, no attaching
 a :class:`RawPrompt`, whose models are built when user code first reads them
 (:attr:`~acpio.app.Turn.prompt`, :attr:`~acpio.app.Exchange.prompt`), while
 :attr:`~acpio.app.Turn.text` reads the raw text; the turn's answer is written as the models
-would (:func:`~acpio.app.protocol.plain_stop_answer`). A ``session/cancel`` whose params hold only
+would (:func:`~acpio.app.protocol.turn_answer`). A ``session/cancel`` whose params hold only
 the string ``sessionId`` (and ``_meta``) is taken raw too. :class:`PlainTurns` is how the app
 registers both. Anything else takes the typed path, with its answers and errors.
 """

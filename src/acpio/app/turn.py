@@ -133,6 +133,10 @@ class Turn(TurnBeside):
             self._prompt = list(self._raw)
         return self._prompt
 
+    @prompt.setter
+    def prompt(self, blocks: list[acp.ContentBlock]) -> None:
+        self._prompt = blocks
+
     @property
     def text(self) -> str:
         """The prompt's text blocks, joined with newlines (other blocks are left out)."""
