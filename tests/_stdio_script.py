@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,14 @@ def initialize_and_new_session(cwd: Path | str) -> list[dict[str, Any]]:
     ]
 
 
-def answer_on_stdio(script: Path, frames: list[dict[str, Any]]) -> tuple[list[Any], str]:
+def answer_on_stdio(
+    script: Path, frames: list[dict[str, Any]], *, last_id: int | None = None
+) -> tuple[list[Any], str]:
     """Run ``script`` with ``frames`` on its stdin (then closed): the JSON lines it wrote, and the
-    last line of its stderr (what the script reports about itself)."""
+    last line of its stderr (what the script reports about itself).
+
+    With ``last_id``, stdin is closed only once the answer to that request is read (the end of
+    input ends the connection, and would cancel a turn still running)."""
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdin=subprocess.PIPE,
@@ -32,11 +38,26 @@ def answer_on_stdio(script: Path, frames: list[dict[str, Any]]) -> tuple[list[An
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    killer = threading.Timer(60, os.killpg, (proc.pid, signal.SIGKILL))
+    killer.start()
     try:
-        out, err = proc.communicate("".join(json.dumps(f) + "\n" for f in frames).encode(), timeout=60)
+        data = "".join(json.dumps(f) + "\n" for f in frames).encode()
+        lines: list[bytes] = []
+        if last_id is not None:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            data = b""
+            while line := proc.stdout.readline():
+                lines.append(line)
+                if json.loads(line).get("id") == last_id and "method" not in json.loads(line):
+                    break
+        out, err = proc.communicate(data)
     finally:
+        killer.cancel()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 0, err.decode()
-    return [json.loads(line) for line in out.splitlines()], err.decode().splitlines()[-1]
+    return [json.loads(line) for line in [*lines, *out.splitlines()]], err.decode().splitlines()[-1]

@@ -4,7 +4,8 @@ Counted in a fresh interpreter (the test process has loaded everything long ago)
 serves one client on stdio, as an editor starts it. Importing pydantic costs a process about as
 much as the rest of its start-up, and creating a model class about half a millisecond: an app whose
 handshake answers the library fills in writes them from the raw params (``acpio.app.handshake``)
-and loads neither, nor the client side (``acpio.session``, ``acpio.client``).
+and loads neither, nor the client side (``acpio.session``, ``acpio.client``). Nor does a plain
+text prompt whose turn streams with ``say`` (``acpio.app.raw_turn``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ app.command("review", "Review the changes", hint="a path")
 
 @app.prompt
 async def prompt(turn: Turn) -> StopReasonName:
-    await turn.say("hi")
-    return "end_turn"
+    for word in turn.text.split():
+        await turn.say(word)
+    return "max_tokens" if turn.command is None else "refusal"
 
 
 app.run()
@@ -91,3 +93,29 @@ def test_an_app_answers_its_handshake_without_importing_pydantic(tmp_path: Path)
     found = json.loads(report)
     # the answers are written from the raw params: no model class, not even pydantic, is loaded
     assert found == {"pydantic": False, "created": [], "loaded": []}
+
+
+def test_an_app_streams_a_plain_prompt_without_importing_pydantic(tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    blocks = [{"type": "text", "text": "stream two"}, {"type": "text", "text": "words"}]
+    frames = [
+        *initialize_and_new_session(tmp_path),
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": SESSION_ID, "prompt": blocks},
+        },
+        # no turn of that session runs: nothing happens, and nothing is loaded for it
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "sess_other"}},
+    ]
+    answers, report = answer_on_stdio(script, frames, last_id=3)
+    updates = [a["params"]["update"] for a in answers if a.get("method") == "session/update"]
+    said = updates[1:]  # after the commands
+    assert said == [
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word}}
+        for word in ("stream", "two", "words")
+    ]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "max_tokens"}}
+    assert json.loads(report) == {"pydantic": False, "created": [], "loaded": []}

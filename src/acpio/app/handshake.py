@@ -28,10 +28,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from acpio import schema as acp
 from acpio.app.app_session import AppSession
+from acpio.app.raw_turn import plain_params
 from acpio.errors import InvalidParams
 from acpio.jsonrpc import (
     Connection,
@@ -58,10 +59,12 @@ if TYPE_CHECKING:
         SetSessionModeResponse,
     )
 
-__all__ = ["AppHandler", "Handshake", "RawAnswer"]
+__all__ = ["AppHandler", "Handshake", "RawAnswer", "RawNotice"]
 
 #: Answers a request from its raw params (``True``), or leaves it to the typed handler (``False``).
 RawAnswer = Callable[["JsonValue", Responder[Any], Connection], Awaitable[bool]]
+#: Takes a notification from its raw params (``True``), or leaves it to the typed handler (``False``).
+RawNotice = Callable[["JsonValue", Connection], Awaitable[bool]]
 
 _NEW_SESSION_KEYS = frozenset({"cwd", "mcpServers", "additionalDirectories", "_meta"})
 _SET_MODE_KEYS = frozenset({"sessionId", "modeId", "_meta"})
@@ -73,11 +76,12 @@ class AppHandler:
 
     ``fn`` is called as a :class:`~acpio.jsonrpc.RequestHandler` (or, with ``notification``, a
     :class:`~acpio.jsonrpc.NotificationHandler`) of the method's v1 params class, read from the
-    method table and created on the first message that needs it. ``method`` is what the
-    connection counts as handled (:attr:`~acpio.jsonrpc.Connection.handler_methods`).
+    method table and created on the first message that needs it. ``raw`` answers a request first,
+    ``raw_notice`` takes a notification first. ``method`` is what the connection counts as handled
+    (:attr:`~acpio.jsonrpc.Connection.handler_methods`).
     """
 
-    __slots__ = ("_dispatch", "_fn", "_notification", "_raw", "_typed", "method")
+    __slots__ = ("_dispatch", "_fn", "_notification", "_raw", "_raw_notice", "_typed", "method")
 
     def __init__(
         self,
@@ -86,10 +90,12 @@ class AppHandler:
         raw: RawAnswer | None = None,
         *,
         notification: bool = False,
+        raw_notice: RawNotice | None = None,
     ) -> None:
         self.method = method
         self._fn = fn
         self._raw = raw
+        self._raw_notice = raw_notice
         self._notification = notification
         self._dispatch = NotificationDispatch if notification else RequestDispatch
         self._typed: RequestHandler | NotificationHandler | None = None
@@ -103,17 +109,22 @@ class AppHandler:
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
         """Answer from the raw params when the raw answer takes them, else through the typed handler."""
-        raw = self._raw
-        if raw is not None and speaks(cx, 1):
-            assert isinstance(message, RequestDispatch)
-            if await raw(message.params, message.responder, cx):
-                return None
+        raw = self._raw is not None or self._raw_notice is not None
+        if raw and speaks(cx, 1) and await self._take_raw(message, cx):
+            return None
         typed = self._typed
         if typed is None:
             table = acp.NOTIFICATIONS if self._notification else acp.REQUESTS
             kind = NotificationHandler if self._notification else RequestHandler
             typed = self._typed = kind(table[self.method].params, self._fn)
         return await typed.handle(message, cx)
+
+    async def _take_raw(self, message: Dispatch, cx: Connection) -> bool:
+        if self._raw_notice is not None:
+            return await self._raw_notice(message.params, cx)
+        assert self._raw is not None
+        assert isinstance(message, RequestDispatch)
+        return await self._raw(message.params, message.responder, cx)
 
 
 class Handshake:
@@ -168,7 +179,7 @@ class Handshake:
 
     async def raw_new_session(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
         """Open a session from ``session/new``'s raw params, when they are plainly well-formed."""
-        if not _plain(params, _NEW_SESSION_KEYS) or type(params.get("cwd")) is not str:
+        if not plain_params(params, _NEW_SESSION_KEYS) or type(params.get("cwd")) is not str:
             return False
         if params.get("mcpServers", 0) not in ([], None):  # required; servers are kept as models write them
             return False
@@ -224,7 +235,7 @@ class Handshake:
 
     async def raw_set_mode(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
         """Set a session's mode from ``session/set_mode``'s raw params, when they are two strings."""
-        if not _plain(params, _SET_MODE_KEYS):
+        if not plain_params(params, _SET_MODE_KEYS):
             return False
         session_id, mode_id = params.get("sessionId"), params.get("modeId")
         if type(session_id) is not str or type(mode_id) is not str:
@@ -241,8 +252,3 @@ class Handshake:
     async def _set_mode(self, cx: Connection, session_id: str, mode_id: str) -> None:
         protocol = self._protocol
         await protocol.change_setting(protocol.open_session(cx, session_id), None, mode_id, asked=True)
-
-
-def _plain(params: JsonValue, keys: frozenset[str]) -> TypeGuard[dict[str, Any]]:
-    """Whether ``params`` is an object whose keys are among ``keys`` (wire spellings only)."""
-    return type(params) is dict and params.keys() <= keys

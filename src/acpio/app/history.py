@@ -72,7 +72,7 @@ def _model(kept: Kept) -> acp.SessionUpdate:
 class Exchange:
     """One earlier turn of the session: what the user sent, and what the agent said back."""
 
-    #: The prompt's content blocks.
+    #: The prompt's content blocks (a turn's plain text prompt: built when first read).
     prompt: tuple[acp.ContentBlock, ...]
     #: The text the agent streamed with :meth:`Turn.say`, joined.
     reply: str
@@ -81,22 +81,33 @@ class Exchange:
     updates: tuple[acp.SessionUpdate, ...]
 
     def __init__(
-        self, prompt: tuple[acp.ContentBlock, ...], reply: str, updates: Sequence[acp.SessionUpdate] = ()
+        self,
+        prompt: Sequence[acp.ContentBlock],
+        reply: str,
+        updates: Sequence[acp.SessionUpdate] = (),
     ) -> None:
-        object.__setattr__(self, "prompt", prompt)
+        # a sequence that is no tuple (a turn's RawPrompt, its SentUpdates) is read into one when first read
+        object.__setattr__(self, "prompt" if type(prompt) is tuple else "_unread_prompt", prompt)
         object.__setattr__(self, "reply", reply)
         object.__setattr__(self, "updates" if type(updates) is tuple else "_unread", updates)
 
-    if not TYPE_CHECKING:  # type checkers see the field: only ``updates`` may be missing, until read
+    if (
+        not TYPE_CHECKING
+    ):  # type checkers see the fields: ``prompt`` and ``updates`` may be missing, until read
 
-        def __getattr__(self, name: str) -> tuple[acp.SessionUpdate, ...]:
-            unread = self.__dict__.get("_unread") if name == "updates" else None
+        def __getattr__(self, name: str) -> tuple[object, ...]:
+            slot = _UNREAD.get(name)
+            unread = self.__dict__.get(slot) if slot is not None else None
             if unread is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            updates = tuple(unread)
-            object.__setattr__(self, "updates", updates)
-            object.__delattr__(self, "_unread")
-            return updates
+            read = tuple(unread)
+            object.__setattr__(self, name, read)
+            object.__delattr__(self, slot)
+            return read
+
+
+#: Where an :class:`Exchange` keeps each field that is read when first asked for.
+_UNREAD = {"prompt": "_unread_prompt", "updates": "_unread"}
 
 
 def unread_updates(exchange: Exchange) -> Sequence[acp.SessionUpdate]:

@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import functools
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 from weakref import WeakKeyDictionary
 
 from acpio import schema as acp
@@ -22,10 +23,12 @@ from acpio.acp_connection import AcpConnection
 from acpio.app.app_session import (
     AppSession,
     PromptFunction,
+    StopReasonName,
 )
 from acpio.app.definition import AppDefinition
 from acpio.app.handshake import AppHandler, Handshake
 from acpio.app.history import read_history
+from acpio.app.raw_turn import PlainTurns, RawPrompt
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
@@ -52,7 +55,9 @@ if TYPE_CHECKING:
     )
     from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 
-__all__ = ["AppDefinition", "AppProtocol", "stop_answer"]
+__all__ = ["AppDefinition", "AppProtocol", "stop_answer", "turn_answer"]
+
+_STOP_REASONS = frozenset(get_args(StopReasonName))
 
 _log = logging.getLogger("acpio.app")
 
@@ -116,8 +121,12 @@ class AppProtocol:
         else:
             app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
             app.on_close(self._connection_closed)
-        app.with_handler(AppHandler("session/prompt", self._start_turn))
-        app.with_handler(AppHandler("session/cancel", self._cancel, notification=True))
+        plain = None  # a store and attaching need a prompt's models
+        if self.stored is None and self.observers is None:
+            plain = PlainTurns(self._start_turn, self._cancel_session)
+        app.with_handler(AppHandler("session/prompt", self._prompted, plain.prompt if plain else None))
+        cancel = plain.cancel if plain else None
+        app.with_handler(AppHandler("session/cancel", self._cancel, notification=True, raw_notice=cancel))
         if self._menu.has_modes:
             app.with_handler(AppHandler("session/set_mode", handshake.set_mode, handshake.raw_set_mode))
         if self._menu.options:
@@ -287,13 +296,23 @@ class AppProtocol:
             if record.config.get(option_id) != value:
                 await self.stored.store.set_config(session.id, option_id, value)
 
-    async def _start_turn(
+    async def _prompted(
         self, request: PromptRequest, responder: Responder[PromptResponse], cx: Connection
     ) -> None:
-        session = self.open_session(cx, request.session_id, control=True)
+        self._start_turn(request.session_id, request.prompt, responder, cx)
+
+    def _start_turn(
+        self,
+        session_id: str,
+        prompt: Sequence[acp.ContentBlock],
+        responder: Responder[Any],
+        cx: Connection,
+    ) -> None:
+        """Start the turn of a prompt: typed (models), or plain (a :class:`RawPrompt`, read when needed)."""
+        session = self.open_session(cx, session_id, control=True)
         if session.turn is not None:
             raise InvalidRequest(
-                {"sessionId": request.session_id},
+                {"sessionId": session_id},
                 message="A turn is already running in this session: await its answer, or send session/cancel",
             )
         assert self._app.prompt is not None  # AgentApp.builder() refuses an app without one
@@ -301,9 +320,9 @@ class AppProtocol:
         observers = self.observers
         turn = Turn(
             owner,
-            request.session_id,
+            session_id,
             session.cwd,
-            list(request.prompt),
+            prompt,
             self.client_features(owner),
             session.settings,
             self._menu,
@@ -313,20 +332,21 @@ class AppProtocol:
             askers=observers.askers(session.id, owner) if observers is not None else None,
         )
         if self.stored is not None:  # what the user said, for session/load to replay
-            for block in request.prompt:
+            for block in prompt:
                 update = acp.SessionNotification(
-                    session_id=request.session_id, update=acp.UserMessageChunk(content=block)
+                    session_id=session_id, update=acp.UserMessageChunk(content=block)
                 )
-                self.stored.store.append_soon(request.session_id, encode_value(update))
+                self.stored.store.append_soon(session_id, encode_value(update))
         session.current = turn
         if self.observers is not None:
-            self.observers.prompted(request.session_id, request.prompt, cx)
-        session.turn = owner.spawn(self._run_turn(self._app.prompt, turn, session, responder))
+            self.observers.prompted(session_id, prompt, cx)
+        plain = isinstance(prompt, RawPrompt)  # its answer is written without models when it can be
+        session.turn = owner.spawn(self._run_turn(self._app.prompt, turn, session, responder, plain))
 
     async def _run_turn(
-        self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[PromptResponse]
+        self, fn: PromptFunction, turn: Turn, session: AppSession, responder: Responder[Any], plain: bool
     ) -> None:
-        answer: PromptResponse | RequestError | None = None
+        answer: PromptResponse | dict[str, Any] | RequestError | None = None
         span = start_prompt_turn(session.id, self._app.name)
         try:
             self.begun.add(session.id)
@@ -336,14 +356,14 @@ class AppProtocol:
         except asyncio.CancelledError:
             if not turn.cancel_requested:
                 raise  # the connection is ending, not the turn
-            answer = acp.PromptResponse(stop_reason=acp.StopReason.CANCELLED)
+            answer = turn_answer(None, turn, self._app.name, plain=plain)
         except RequestError as error:
             answer = error
         except Exception as error:
             _log.exception("The prompt function of %r failed", self._app.name)
             answer = InternalError.for_exception(error, details=self._app.error_details)
         else:
-            answer = stop_answer(stop, turn, self._app.name)
+            answer = turn_answer(stop, turn, self._app.name, plain=plain)
         finally:
             session.history.append(turn.exchange())
             session.turn = session.current = None
@@ -353,11 +373,15 @@ class AppProtocol:
             if answer is not None:
                 responder.respond_with_result(answer)
             if self.observers is not None:
+                assert not isinstance(answer, dict)  # a turn with observers is typed: never plain
                 self.observers.turn_answered(session.id, answer)
 
     async def _cancel(self, notification: CancelNotification, cx: Connection) -> None:
+        await self._cancel_session(notification.session_id, cx)
+
+    async def _cancel_session(self, session_id: str, cx: Connection) -> None:
         with contextlib.suppress(RequestError):  # a notification gets no error: not its session, nothing
-            session = self.open_session(cx, notification.session_id, control=True)
+            session = self.open_session(cx, session_id, control=True)
             if session.turn is not None and session.current is not None:
                 self.cancel_turn(session)
 
@@ -384,3 +408,19 @@ def stop_answer(stop: StopReason | str | None, turn: Turn, app_name: str) -> Pro
             known,
         )
         return InternalError({"details": f"the prompt function returned {stop!r}, not one of {known}"})
+
+
+def turn_answer(
+    stop: StopReason | str | None, turn: Turn, app_name: str, *, plain: bool
+) -> PromptResponse | dict[str, Any] | RequestError:
+    """The answer to the turn's ``session/prompt``: :func:`stop_answer`'s, or its JSON for a plain turn.
+
+    A plain turn (``acpio.app.raw_turn``) that was cancelled, or ended with a known stop reason (or
+    ``None``: ``end_turn``), is answered without models, with the JSON they write.
+    """
+    if plain:
+        if turn.cancel_requested:
+            return {"stopReason": "cancelled"}
+        if stop is None or (type(stop) is str and stop in _STOP_REASONS):
+            return {"stopReason": stop or "end_turn"}
+    return stop_answer(stop, turn, app_name)

@@ -25,6 +25,7 @@ from acpio.app.client_requests import (
 from acpio.app.first_answer import Askers
 from acpio.app.history import Exchange
 from acpio.app.menu import CommandCall, Menu, OptionValue, SessionSettings
+from acpio.app.raw_turn import RawPrompt
 from acpio.app.tool_calls import (
     ActiveToolCall,
     OnToolError,
@@ -82,7 +83,7 @@ class Turn(TurnBeside):
         cx: Connection,
         session_id: str,
         cwd: Path,
-        prompt: list[acp.ContentBlock],
+        prompt: Sequence[acp.ContentBlock],
         client: ClientFeatures,
         settings: SessionSettings,
         menu: Menu,
@@ -100,8 +101,9 @@ class Turn(TurnBeside):
         self.session_id = session_id
         #: The session's working directory (relative paths given to the turn resolve against it).
         self.cwd = cwd
-        #: The prompt's content blocks, as the client sent them.
-        self.prompt = prompt
+        # a RawPrompt (a plain text prompt, see acpio.app.raw_turn) is kept as its texts until read
+        self._raw = prompt if isinstance(prompt, RawPrompt) else None
+        self._prompt: list[acp.ContentBlock] | None = None if self._raw is not None else list(prompt)
         #: What the client advertised at ``initialize``: ``client.read_text_file``,
         #: ``client.write_text_file``, ``client.terminal``... say what the turn may ask of it.
         self.client = client
@@ -124,8 +126,22 @@ class Turn(TurnBeside):
         return f"<Turn session={self.session_id!r}>"
 
     @property
+    def prompt(self) -> list[acp.ContentBlock]:
+        """The prompt's content blocks, as the client sent them."""
+        if self._prompt is None:
+            assert self._raw is not None
+            self._prompt = list(self._raw)
+        return self._prompt
+
+    @prompt.setter
+    def prompt(self, blocks: list[acp.ContentBlock]) -> None:
+        self._prompt = blocks
+
+    @property
     def text(self) -> str:
         """The prompt's text blocks, joined with newlines (other blocks are left out)."""
+        if self._prompt is None and self._raw is not None:
+            return "\n".join(self._raw.texts)
         return "\n".join(block.text for block in self.prompt if isinstance(block, acp.TextContent))
 
     @property
@@ -176,7 +192,8 @@ class Turn(TurnBeside):
 
     def exchange(self) -> Exchange:
         """The turn as the history keeps it: its prompt, what was said and every update sent so far."""
-        return Exchange(tuple(self.prompt), "".join(self._said), self._updates.sent.snapshot())
+        prompt = self._raw if self._prompt is None and self._raw is not None else tuple(self.prompt)
+        return Exchange(prompt, "".join(self._said), self._updates.sent.snapshot())
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
