@@ -91,9 +91,8 @@ class Exchange:
         object.__setattr__(self, "reply", reply)
         object.__setattr__(self, "updates" if type(updates) is tuple else "_unread", updates)
 
-    if (
-        not TYPE_CHECKING
-    ):  # type checkers see the fields: ``prompt`` and ``updates`` may be missing, until read
+    # Type checkers see the fields: ``prompt`` and ``updates`` may be missing, until read.
+    if not TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> tuple[object, ...]:
             slot = _UNREAD.get(name)

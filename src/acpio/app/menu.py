@@ -63,19 +63,11 @@ class _Option:
     choices: Mapping[str, str] | None = None  # None: a boolean option
 
     def state(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> SessionConfigOption:
-        described = self._described()
-        if self.choices is None:
-            return acp.SessionConfigOption(
-                id=self.id, name=self.name, type="boolean", current_value=value, **described
-            )
-        offered = self.choices if choices is None else choices
-        options = [acp.SessionConfigSelectOption(value=v, name=label) for v, label in offered.items()]
-        return acp.SessionConfigOption(
-            id=self.id, name=self.name, type="select", current_value=value, options=options, **described
-        )
+        """The option's ``SessionConfigOption`` at ``value``: :meth:`state_wire`'s JSON, validated."""
+        return acp.SessionConfigOption.model_validate(self.state_wire(value, choices))
 
     def state_wire(self, value: OptionValue, choices: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """:meth:`state`'s ``to_wire()``, written without the model (in its field order)."""
+        """The option's JSON at ``value``, in the model's field order (``state`` validates it)."""
         state: dict[str, Any] = {"id": self.id, "name": self.name, **self._described()}
         state["type"] = "boolean" if self.choices is None else "select"
         state["currentValue"] = value
@@ -100,11 +92,11 @@ class _Mode:
     description: str | None
 
     def model(self) -> SessionMode:
-        described = {"description": self.description} if self.description is not None else {}
-        return acp.SessionMode(id=self.id, name=self.name, **described)
+        """The mode's ``SessionMode``: :meth:`wire`'s JSON, validated."""
+        return acp.SessionMode.model_validate(self.wire())
 
     def wire(self) -> dict[str, str]:
-        """:meth:`model`'s ``to_wire()``, written without the model."""
+        """The mode's JSON, as the model writes it (``description`` only when given)."""
         mode = {"id": self.id, "name": self.name}
         if self.description is not None:
             mode["description"] = self.description
@@ -120,11 +112,11 @@ class _Command:
     hint: str | None
 
     def model(self) -> AvailableCommand:
-        command_input = acp.UnstructuredCommandInput(hint=self.hint) if self.hint is not None else None
-        return acp.AvailableCommand(name=self.name, description=self.description, input=command_input)
+        """The command's ``AvailableCommand``: :meth:`wire`'s JSON, validated."""
+        return acp.AvailableCommand.model_validate(self.wire())
 
     def wire(self) -> dict[str, Any]:
-        """:meth:`model`'s ``to_wire()``, written without the model (``input`` is set, maybe null)."""
+        """The command's JSON, as the model writes it (``input`` is set, maybe null)."""
         return {
             "name": self.name,
             "description": self.description,
