@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from acpio.oneshot import LineInput, PromptOptions, run_prompt
-from acpio.oneshot.run import PolicyName
+from acpio.oneshot import LineInput, PolicyName, PromptOptions, run_prompt
 
 from ._hostile import ScriptedAgent, Step
 from ._support import TIMEOUT

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from acpio.agents.testy import TestyOptions, testy_agent
-from acpio.oneshot import ExitCode, PromptFailed, PromptOptions, run_prompt
+from acpio.oneshot import ExitCode, OutputMode, PromptFailed, PromptOptions, run_prompt
 from acpio.oneshot.controls import Controls
 from acpio.oneshot.elicitation import ElicitationSettings, Elicitor, FormField, form_fields
-from acpio.oneshot.run import OutputMode
 from acpio.schema import CreateElicitationRequest, ElicitationSchema
 
 

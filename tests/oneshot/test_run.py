@@ -15,9 +15,16 @@ from typing import Any
 
 import pytest
 
-from acpio.oneshot import ExitCode, LineInput, PromptFailed, PromptOptions, run_prompt
-from acpio.oneshot import run as run_module
-from acpio.oneshot.run import OutputMode, PolicyName
+from acpio.oneshot import (
+    ExitCode,
+    LineInput,
+    OutputMode,
+    PolicyName,
+    PromptFailed,
+    PromptOptions,
+    opening,
+    run_prompt,
+)
 
 testy = pytest.importorskip(
     "acpio.agents.testy", reason="the testy agent (acpio.agents.testy) is not available"
@@ -240,7 +247,7 @@ async def wait_for_silence(
     monkeypatch: pytest.MonkeyPatch, note_after: float, init_timeout: float, cwd: Path
 ) -> tuple[PromptFailed, str]:
     """A prompt to :func:`silent_agent`, noting the wait after ``note_after`` s: the failure, the stderr."""
-    monkeypatch.setattr(run_module, "STILL_WAITING_AFTER", note_after)
+    monkeypatch.setattr(opening, "STILL_WAITING_AFTER", note_after)
     err = io.StringIO()
     options = PromptOptions(agent=silent_agent(), prompt="hi", cwd=cwd, init_timeout=init_timeout)
     with pytest.raises(PromptFailed) as caught:

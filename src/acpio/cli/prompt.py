@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
 
     from acpio.cli import CliError
     from acpio.oneshot import PolicyName, PromptOptions
-    from acpio.oneshot.run import DEFAULT_INIT_TIMEOUT
+    from acpio.oneshot.options import DEFAULT_INIT_TIMEOUT
     from acpio.transports import AgentCommand
 
     if not args.agent:

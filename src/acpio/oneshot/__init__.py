@@ -1,6 +1,9 @@
 """The one-shot client behind ``acpio prompt``: one prompt, one turn, shown as it happens.
 
-* :mod:`~acpio.oneshot.run`: the flow (:func:`run_prompt`, :class:`PromptOptions`, :class:`ExitCode`);
+* :mod:`~acpio.oneshot.run`: the flow (:func:`run_prompt`), given :class:`PromptOptions`, ending
+  with an :class:`ExitCode` (both in :mod:`~acpio.oneshot.options`);
+* :mod:`~acpio.oneshot.opening`: ``initialize`` and the session, new or continued;
+  :mod:`~acpio.oneshot.failures`: what the user reads when the agent fails;
 * :mod:`~acpio.oneshot.answers`: the answers to the agent's requests during the turn;
 * :mod:`acpio.client` (shared with every client): ``fs/*`` confined to one directory
   (:class:`~acpio.client.ConfinedFiles`), the ``--allow`` and ``--deny`` policies;
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, DenyPolicy, PermissionPolicy
+from acpio.oneshot.answers import PolicyName
+from acpio.oneshot.options import ExitCode, OutputMode, PromptFailed, PromptOptions
 from acpio.oneshot.permissions import AskPolicy, LineInput
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
-from acpio.oneshot.run import ExitCode, OutputMode, PolicyName, PromptFailed, PromptOptions, run_prompt
+from acpio.oneshot.run import run_prompt
 from acpio.oneshot.terminals import OutputBuffer, Terminals, TerminalSnapshot
 
 __all__ = [

@@ -34,25 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import functools
 import logging
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, TextIO, TypeAlias, cast
+from typing import IO, Any, TextIO, cast
 
 import orjson
 
 from acpio._process_control import handling_endings, signal_exit_code
-from acpio.capabilities import LATEST_PROTOCOL_VERSION, CapabilityNotAdvertised, UnsupportedProtocolVersion
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, DenyPolicy, PermissionPolicy
 from acpio.errors import (
     AcpError,
-    AuthRequired,
     ConnectionClosed,
     InvalidParams,
     RequestError,
@@ -67,166 +63,34 @@ from acpio.jsonrpc import (
     ResponseDispatch,
     Unhandled,
 )
-from acpio.oneshot.answers import PolicyName, RequestAnswers
-from acpio.oneshot.auth import LoginFailed, authenticate
-from acpio.oneshot.controls import (
-    ControlError,
-    Controls,
-    ElicitationMessages,
-    apply_controls,
-    client_capabilities,
-)
-from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
+from acpio.oneshot.answers import RequestAnswers
+from acpio.oneshot.controls import ControlError, ElicitationMessages, apply_controls
+from acpio.oneshot.elicitation import Elicitor
+from acpio.oneshot.failures import agent_gone
 from acpio.oneshot.interactive import CommandWatch, LineReader, PipeReader, TerminalReader, converse
 from acpio.oneshot.notes import Notes, StdoutWatch, logging_to, specification_warnings_to
+from acpio.oneshot.opening import open_session
+from acpio.oneshot.options import (
+    SESSIONS_END_WITH_PROCESS,
+    ExitCode,
+    OutputMode,
+    PromptFailed,
+    PromptOptions,
+)
 from acpio.oneshot.permissions import AskPolicy, LineInput
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import Terminals
-from acpio.profiles import EditorProfile, GuardedTransport, ProfileGuard
+from acpio.profiles import GuardedTransport, ProfileGuard
 from acpio.roles import Client
-from acpio.schema import (
-    ClientCapabilities,
-    Implementation,
-    InitializeRequest,
-    InitializeResponse,
-    NewSessionRequest,
-)
-from acpio.session import (
-    ActiveSession,
-    McpServerList,
-    ProtocolChoice,
-    SessionBuilder,
-    SessionConnection,
-    SessionMessage,
-    TurnEnded,
-)
+from acpio.session import ActiveSession, SessionConnection, SessionMessage, TurnEnded
 from acpio.session.messages import UPDATE_METHOD
 from acpio.session.turn_view import text_chunk
 from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, OversizedFrame, Tap
 
-if TYPE_CHECKING:
-    from acpio.schema import v2
-
-__all__ = [
-    "DEFAULT_INIT_TIMEOUT",
-    "ExitCode",
-    "OutputMode",
-    "PolicyName",
-    "PromptFailed",
-    "PromptOptions",
-    "run_prompt",
-]
+__all__ = ["run_prompt"]
 
 _log = logging.getLogger("acpio.oneshot")
-
-#: How the turn is shown: ``rich`` (a terminal), ``plain`` (text without colour) or ``json`` (JSON lines).
-OutputMode: TypeAlias = Literal["rich", "plain", "json"]
-
-#: Lines of the agent's stderr shown when it fails.
-_STDERR_LINES: Final = 12
-#: The capability an agent whose sessions end with its process sets (``acpio testy`` with its store
-#: in memory): then no ``--session`` hint is printed, since a later run could not continue the session.
-SESSIONS_END_WITH_PROCESS: Final = "_meta.acpio.sessionsEndWithProcess"
-
-#: Seconds the agent has to answer ``initialize`` unless :attr:`PromptOptions.init_timeout` says otherwise.
-DEFAULT_INIT_TIMEOUT: Final = 30.0
-
-#: Seconds without an answer to ``initialize`` after which acpio says it is still waiting, and why.
-STILL_WAITING_AFTER: Final = 5.0
-
-
-class ExitCode(enum.IntEnum):
-    """The exit codes of ``acpio prompt``."""
-
-    #: The turn ended with ``end_turn``.
-    OK = 0
-    #: A usage mistake (bad option, no such directory, a session the agent cannot continue).
-    USAGE = 2
-    #: The agent could not be started, did not answer ``initialize`` in time, or exited (or broke the
-    #: connection) before the turn ended.
-    AGENT_FAILED = 3
-    #: The agent answered ``initialize``, the session setup or ``session/prompt`` with an error.
-    AGENT_ERROR = 4
-    #: The turn ended for another reason: ``max_tokens``, ``max_turn_requests``, ``refusal``.
-    STOPPED = 5
-    #: Stopped by SIGHUP, or because the parent process exited; the agent and its commands were ended.
-    HANGUP = 129
-    #: The turn was cancelled (Ctrl-C), or the run was stopped by a second Ctrl-C.
-    CANCELLED = 130
-    #: Stopped by SIGTERM; the agent and its commands were ended.
-    TERMINATED = 143
-
-
-class PromptFailed(AcpError):
-    """``acpio prompt`` could not complete: ``message`` says why, ``exit_code`` is what to exit with."""
-
-    def __init__(self, message: str, exit_code: ExitCode) -> None:
-        message = sanitize(message)  # it quotes the agent (its errors, its stderr): printed on a terminal
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True)
-class PromptOptions:
-    """What ``acpio prompt`` was asked to do."""
-
-    #: The agent to start: a command, or any component (an in-process agent builder, say).
-    agent: AgentCommand | Component
-    #: The prompt text.
-    prompt: str
-    #: The session's working directory; the agent's file access and commands are confined to it.
-    cwd: Path
-    #: A session to continue (load or resume) instead of starting a new one.
-    session_id: str | None = None
-    #: How permission requests are answered.
-    permissions: PolicyName = "deny"
-    #: A policy file (``--policy``, :func:`acpio.client.load_policy`): its rules answer the
-    #: permission requests and the agent's commands; what they ``ask`` goes to ``permissions``'
-    #: ``ask`` (``deny`` or ``allow``: refused, nobody to ask).
-    policy: Path | None = None
-    #: Under ``allow``: the variables deciding what runs or loads (``PATH``, ``LD_PRELOAD``... see
-    #: :data:`~acpio.oneshot.terminals.RISKY_VARIABLES`) that the agent's commands may set
-    #: (``--allow-env``); a command setting another one is refused.
-    allow_env: frozenset[str] = frozenset()
-    #: How the turn is shown.
-    output: OutputMode = "plain"
-    #: For ``ask``: read the answers from ``/dev/tty`` rather than stdin (stdin carried the prompt).
-    answers_from_terminal: bool = False
-    #: Seconds the agent has to answer ``initialize``; ``None`` or 0: no limit.
-    init_timeout: float | None = DEFAULT_INIT_TIMEOUT
-    #: Show the agent's stderr as it comes, the extension notifications it sends, and acpio's
-    #: informational log records (``--verbose``).
-    verbose: bool = False
-    #: Proxies to run in front of the agent, first to last (``--proxy``): commands or components,
-    #: run with the agent by a conductor (:class:`acpio.conductor.Chain`).
-    proxies: tuple[AgentCommand | Component, ...] = ()
-    #: Write the conductor's trace of every message between the client, the proxies and the agent
-    #: to this file (``--trace``; ``acpio trace view FILE`` shows it).
-    trace: Path | None = None
-    #: Record the conversation with the agent to this file as a cassette, secrets and local paths
-    #: redacted (``--record``; :mod:`acpio.trace.cassette`, ``acpio replay FILE`` replays it).
-    record: Path | None = None
-    #: More directories the session may use besides ``cwd`` (``--add-dir``): sent as the session's
-    #: ``additionalDirectories``, and the agent's file access is allowed there too.
-    add_dirs: tuple[Path, ...] = ()
-    #: A conversation (``-i``): after the first turn (none when ``prompt`` is empty), ask for the
-    #: next prompt, until ``:quit`` or the end of input (:mod:`acpio.oneshot.interactive`).
-    interactive: bool = False
-    #: MCP servers for the session (``--mcp``, :mod:`acpio.oneshot.mcp_servers`): declarations
-    #: (``McpServerStdio``, ``McpServerHttp``...) and servers acpio serves over the connection
-    #: (:class:`acpio.mcp.McpServer`, anything with ``attach``).
-    mcp_servers: tuple[Any, ...] = ()
-    #: How elicitations are answered (``--answer``, ``--answers``, ``--urls``, ``--decline-elicitations``).
-    elicitation: ElicitationSettings = field(default_factory=ElicitationSettings)
-    #: The mode and config options to set, and the auth method to log in with, before the prompt.
-    controls: Controls = field(default_factory=Controls)
-    #: The ACP version to speak (``--protocol``): ``"negotiate"`` offers v2 and accepts v1.
-    protocol: ProtocolChoice = "negotiate"
-    #: Act as this editor (``--as zed``): advertise its capabilities and ``clientInfo``, drop what it
-    #: drops, and warn (:class:`~acpio.AcpSpecificationWarning`) of what it would not take.
-    editor: EditorProfile | None = None
 
 
 async def run_prompt(
@@ -440,7 +304,7 @@ class _PromptRun:
             code = self._ended_code()
         except (TransportError, ConnectionClosed) as exc:
             if not self._ended and self._output_failure is None:
-                message = _agent_gone(self._agent_process, exc, self._watch)
+                message = agent_gone(self._agent_process, exc, self._watch)
                 raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
             code = self._ended_code()
         except OSError:
@@ -529,7 +393,7 @@ class _PromptRun:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
         cx.add_dynamic_handler(self._commands).run_indefinitely()
         self._renderer.status("waiting for the agent to initialize")
-        session = await _open_session(
+        session = await open_session(
             cx, self._options, self._files.root, self._renderer, self._agent_process, self._watch, self._note
         )
         # Requests for any other session are answered at once (they would otherwise wait, parked).
@@ -621,7 +485,13 @@ class _PromptRun:
         if session is not None and not self._turn_running and self.lines is not None:
             self._note("(leave with Ctrl-D or :quit)", fresh_line=True)
             return
-        if session is not None and self._turn_running and self._cancel_tool_call(session):
+        if (
+            session is not None
+            and self._turn_running
+            and not self._tool_call_cancel_sent
+            and _cancel_tool_call(session, self._note)
+        ):
+            self._tool_call_cancel_sent = True
             return
         if session is not None and self._turn_running and not self._answers.cancelled.is_set():
             self._answers.cancelled.set()
@@ -630,37 +500,6 @@ class _PromptRun:
             self._note("cancelling the turn (press Ctrl-C again to stop at once)", fresh_line=True)
             return
         self._abort()
-
-    def _cancel_tool_call(self, session: ActiveSession) -> bool:
-        """v2: the first Ctrl-C sends ``tool_call/cancel`` for a running tool call that allows it.
-
-        Like a shell's Ctrl-C, it stops the work under way and the turn goes on; the next Ctrl-C
-        cancels the turn. ``False``: no such tool call (or v1), cancel the turn.
-        """
-        from acpio.schema import v2
-
-        running = [
-            call
-            for call in session.view.tool_calls.values()
-            if call.cancellable and call.status not in ("completed", "failed", "cancelled")
-        ]
-        if session.protocol_version != 2 or not running or self._tool_call_cancel_sent:
-            return False
-        call = running[-1]
-        self._tool_call_cancel_sent = True
-        request = v2.CancelToolCallRequest(session_id=session.session_id, tool_call_id=call.tool_call_id)
-
-        async def refused(result: v2.CancelToolCallResponse | AcpError) -> None:
-            if isinstance(result, AcpError):
-                self._note(f"the agent refused tool_call/cancel: {result}")
-
-        with contextlib.suppress(AcpError):
-            session.connection.send_request(request).on_receiving_result(refused)
-        self._note(
-            f"cancelling {call.title or call.tool_call_id} (tool_call/cancel; Ctrl-C again cancels the turn)",
-            fresh_line=True,
-        )
-        return True
 
     def on_ending_signal(self, number: int) -> None:
         """SIGTERM or SIGHUP: end the agent and its commands in order (a second one: at once)."""
@@ -710,230 +549,35 @@ class _PromptRun:
         self._notes.note(text, fresh_line=fresh_line)
 
 
-async def _open_session(
-    cx: SessionConnection,
-    options: PromptOptions,
-    root: Path,
-    renderer: Renderer,
-    process: AgentProcess | None,
-    watch: StdoutWatch,
-    note: Callable[[str], None],
-) -> ActiveSession:
-    """``initialize``, then a new session in ``root``, or the one ``options.session_id`` names continued."""
-    initialized = await _initialize(cx, options, process, watch, note)
-    if not isinstance(initialized, InitializeResponse):
-        controls = options.controls
-        if controls.auth_method is not None or controls.mode is not None or controls.options:
-            raise PromptFailed(
-                "The agent speaks ACP v2, where acpio prompt cannot log in (--auth), set a mode (--mode) "
-                "or config options (--option) yet; run it with --protocol 1 to speak v1 with an agent "
-                "that also does",
-                ExitCode.USAGE,
-            )
-        if options.session_id is not None:  # session/resume is in v2's baseline; nothing is replayed
-            return await _resume_v2_session(cx, options.session_id, root, options)
-        return await _new_session(cx, root, None, options)
-    if options.controls.auth_method is not None:
-        try:
-            await authenticate(cx, initialized, options.controls.auth_method)
-        except LoginFailed as exc:
-            raise PromptFailed(str(exc), ExitCode.AGENT_ERROR) from exc
-    renderer.status("opening the session")
-    if options.session_id is None:
-        return await _new_session(cx, root, initialized, options)
-    return await _continue_session(cx, options, root, renderer)
+def _cancel_tool_call(session: ActiveSession, note: Callable[..., None]) -> bool:
+    """v2: a Ctrl-C sends ``tool_call/cancel`` for a running tool call that allows it.
 
-
-def _capabilities(options: PromptOptions) -> ClientCapabilities:
-    """What this run advertises (:func:`~acpio.oneshot.controls.client_capabilities`), or the editor's."""
-    if options.editor is not None:
-        return ClientCapabilities.model_validate(options.editor.client_capabilities)
-    return client_capabilities(options.elicitation, terminal_auth=options.controls.terminal_auth)
-
-
-def _client_info(options: PromptOptions) -> Implementation:
-    """The ``clientInfo`` of this run: acpio prompt's, or the ``--as`` editor's."""
-    from acpio import __version__
-
-    if options.editor is not None:
-        return Implementation.model_validate(options.editor.client_info)
-    return Implementation(name="acpio", title="acpio prompt", version=__version__)
-
-
-async def _initialize(
-    cx: SessionConnection,
-    options: PromptOptions,
-    process: AgentProcess | None,
-    watch: StdoutWatch,
-    note: Callable[[str], None],
-) -> InitializeResponse | v2.InitializeResponse:
-    """``initialize``, advertising what this client serves (:func:`_capabilities`), as ``--protocol`` says.
-
-    After :data:`STILL_WAITING_AFTER` seconds without an answer, ``note`` says why that may be.
+    Like a shell's Ctrl-C, it stops the work under way and the turn goes on; the next Ctrl-C
+    cancels the turn. ``False``: no such tool call (or v1), cancel the turn.
     """
-    request = InitializeRequest(
-        protocol_version=LATEST_PROTOCOL_VERSION,
-        client_capabilities=_capabilities(options),
-        client_info=_client_info(options),
+    from acpio.schema import v2
+
+    running = [
+        call
+        for call in session.view.tool_calls.values()
+        if call.cancellable and call.status not in ("completed", "failed", "cancelled")
+    ]
+    if session.protocol_version != 2 or not running:
+        return False
+    call = running[-1]
+    request = v2.CancelToolCallRequest(session_id=session.session_id, tool_call_id=call.tool_call_id)
+
+    async def refused(result: v2.CancelToolCallResponse | AcpError) -> None:
+        if isinstance(result, AcpError):
+            note(f"the agent refused tool_call/cancel: {result}")
+
+    with contextlib.suppress(AcpError):
+        session.connection.send_request(request).on_receiving_result(refused)
+    note(
+        f"cancelling {call.title or call.tool_call_id} (tool_call/cancel; Ctrl-C again cancels the turn)",
+        fresh_line=True,
     )
-    limit = options.init_timeout or None
-    still_waiting = None
-    if limit is None or limit > STILL_WAITING_AFTER:
-        still_waiting = asyncio.get_running_loop().call_later(
-            STILL_WAITING_AFTER, note, _still_waiting(process, limit)
-        )
-    try:
-        async with asyncio.timeout(limit):
-            response = await cx.initialize(request)
-    except TimeoutError as exc:
-        assert limit is not None
-        message = _no_initialize_answer(process, limit, watch.first_non_json)
-        raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
-    except UnsupportedProtocolVersion as exc:
-        raise PromptFailed(_unsupported_version(exc, cx.protocol), ExitCode.AGENT_ERROR) from exc
-    except RequestError as exc:
-        if watch.echoed:  # cat: our initialize came back as a request, our error answer as the reply
-            raise PromptFailed(_echoes(process), ExitCode.AGENT_FAILED) from exc
-        if isinstance(exc.data, dict) and {"lane", "component"} <= exc.data.keys():
-            # A conductor answers this way when it lost a component. Our own (--proxy, --trace) has
-            # logged the component's stderr already; one given as --agent has only this error to tell it.
-            own = bool(options.proxies) or options.trace is not None
-            message = exc.message if own else _component_failed(exc.message, exc.data)
-            raise PromptFailed(message, ExitCode.AGENT_FAILED) from exc
-        raise PromptFailed(f"The agent refused initialize: {exc}", ExitCode.AGENT_ERROR) from exc
-    else:
-        watch.answered = True
-    finally:
-        if still_waiting is not None:
-            still_waiting.cancel()
-        watch.stop()
-    if (summary := watch.summary()) is not None:
-        _log.warning("%s", summary)
-    return response
-
-
-def _still_waiting(process: AgentProcess | None, limit: float | None) -> str:
-    """The note for an agent slow to answer ``initialize``: why that usually is, how to stop or wait."""
-    name = _named(process)
-    until = f"gives up after {limit:g} s" if limit is not None else "waits with no limit"
-    return (
-        f"still waiting for the agent{name} to answer initialize ({STILL_WAITING_AFTER:g} s so far): the "
-        "program may not be an ACP agent, may need a flag such as --acp, or may be waiting for a login; "
-        f"acpio {until} (--init-timeout SECONDS changes that), Ctrl-C stops now"
-    )
-
-
-def _echoes(process: AgentProcess | None) -> str:
-    name = _named(process)
-    return (
-        f"The agent{name} sent acpio's own messages back (its initialize request, then acpio's answer to "
-        "it): it echoes its input, as cat does, and is not an ACP agent. Check the command: it must start "
-        "an ACP agent (some need a flag such as --acp)"
-    )
-
-
-async def _new_session(
-    cx: SessionConnection, root: Path, initialized: InitializeResponse | None, options: PromptOptions
-) -> ActiveSession:
-    request = NewSessionRequest(cwd=str(root), mcp_servers=[])
-    if options.add_dirs:
-        request.additional_directories = [str(directory.resolve()) for directory in options.add_dirs]
-    try:
-        return await _with_mcp_servers(cx.build_session_from(request), options).start_session()
-    except CapabilityNotAdvertised as exc:
-        raise _not_taken(exc) from exc
-    except AuthRequired as exc:
-        offered = initialized.auth_methods if initialized is not None else None
-        methods = ", ".join(str(getattr(m, "id", m)) for m in offered or ()) or "none"
-        raise PromptFailed(
-            f"The agent requires authentication before session/new ({exc.message}); log in with "
-            f"--auth METHOD (its methods: {methods})",
-            ExitCode.AGENT_ERROR,
-        ) from exc
-    except RequestError as exc:
-        raise PromptFailed(f"The agent refused session/new: {exc}", ExitCode.AGENT_ERROR) from exc
-
-
-async def _continue_session(
-    cx: SessionConnection, options: PromptOptions, root: Path, renderer: Renderer
-) -> ActiveSession:
-    """``session/load`` (showing the replayed history) or else ``session/resume``, as the agent can."""
-    session_id = options.session_id
-    assert session_id is not None
-    features = cx.agent_features
-    builder: SessionBuilder[Any]
-    if features is not None and features.load_session:
-        builder = cx.build_session_load(session_id, root)
-    elif features is not None and features.resume_session:
-        builder = cx.build_session_resume(session_id, root)
-    else:
-        raise PromptFailed(
-            f"The agent cannot continue session {session_id!r}: it advertises neither loadSession "
-            "(session/load) nor sessionCapabilities.resume (session/resume). Leave out --session to "
-            "start a new session.",
-            ExitCode.USAGE,
-        )
-    try:
-        session = await _with_mcp_servers(builder, options).start_session()
-    except CapabilityNotAdvertised as exc:
-        raise _not_taken(exc) from exc
-    except RequestError as exc:
-        raise PromptFailed(
-            f"The agent refused {builder.method} for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
-        ) from exc
-    _show_history(session, renderer)
-    return session
-
-
-async def _resume_v2_session(
-    cx: SessionConnection, session_id: str, root: Path, options: PromptOptions
-) -> ActiveSession:
-    """v2's ``session/resume`` of ``session_id``: the session goes on where it was."""
-    builder = cx.build_session_resume(session_id, root)
-    try:
-        return await _with_mcp_servers(builder, options).start_session()
-    except RequestError as exc:
-        raise PromptFailed(
-            f"The agent refused session/resume for session {session_id!r}: {exc}", ExitCode.AGENT_ERROR
-        ) from exc
-
-
-def _with_mcp_servers(builder: SessionBuilder[Any], options: PromptOptions) -> SessionBuilder[Any]:
-    """``--mcp``: the declared servers, and those acpio serves itself over the connection."""
-    declared = [server for server in options.mcp_servers if not hasattr(server, "attach")]
-    if declared:
-        builder = builder.with_mcp_server(McpServerList(declared))
-    for hosted in (server for server in options.mcp_servers if hasattr(server, "attach")):
-        builder = builder.with_mcp_server(hosted)
-    return builder
-
-
-def _not_taken(exc: CapabilityNotAdvertised) -> PromptFailed:
-    """An ``--add-dir`` or ``--mcp`` the agent does not advertise: a usage mistake, said before sending."""
-    if "additionalDirectories" in str(exc):
-        return PromptFailed(
-            f"--add-dir: the agent does not take more directories than its cwd ({exc})", ExitCode.USAGE
-        )
-    return PromptFailed(f"--mcp: the agent does not take this kind of MCP server ({exc})", ExitCode.USAGE)
-
-
-def _show_history(session: ActiveSession, renderer: Renderer) -> None:
-    """Show, dimmed, the conversation ``session/load`` replayed (nothing for ``session/resume``)."""
-    shown = False
-    for message in session.history:
-        try:
-            update = message.update
-        except InvalidParams as exc:
-            _log.warning("Skipping a replayed session/update that does not match the schema: %s", exc)
-            continue
-        if update is None:
-            continue
-        if not shown:
-            shown = True
-            renderer.begin_history(session.session_id)
-        renderer.update(update, history=True)
-    if shown:
-        renderer.end_history()
+    return True
 
 
 class _ExtensionNotes:
@@ -976,99 +620,6 @@ class _OtherSessions:
         else:
             _log.debug("Dropping %s for unknown session %r", message.method, session_id)
         return None
-
-
-def _agent_gone(process: AgentProcess | None, exc: AcpError, watch: StdoutWatch) -> str:
-    """One line saying how the agent went away, then the last lines of its stderr."""
-    if process is None:
-        return f"The agent closed the connection: {exc}"
-    name = process.command.display()
-    waiting = f" before answering {exc.method}" if isinstance(exc, ConnectionClosed) and exc.method else ""
-    if not watch.answered:
-        waiting = f" before answering initialize{_not_an_agent(watch)}"
-    returncode = process.returncode
-    cause = exc.__cause__ if isinstance(exc.__cause__, TransportError) else exc
-    if returncode is not None:
-        how = (
-            f"was killed by {_signal_name(-returncode)}"
-            if returncode < 0
-            else f"exited with exit code {returncode}"
-        )
-        headline = f"The agent {name!r} {how}{waiting}"
-    elif isinstance(cause, TransportError):  # a read or write failure while it still runs
-        headline = str(cause).split("\n", 1)[0].rstrip(".")
-    else:
-        headline = f"The agent {name!r} closed the connection{waiting}"
-    tail = process.stderr_tail
-    if not tail:
-        return f"{headline}; it wrote nothing on stderr."
-    lines = tail.splitlines()[-_STDERR_LINES:]
-    return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
-
-
-def _component_failed(message: str, data: dict[str, object]) -> str:
-    """A conductor's error about a component it lost: its message, then the component's stderr it sent."""
-    tail = data.get("stderr")
-    if not isinstance(tail, str) or not tail.strip():
-        return message
-    lines = tail.splitlines()[-_STDERR_LINES:]
-    return f"{message}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
-
-
-def _not_an_agent(watch: StdoutWatch) -> str:
-    """Why an agent gone before answering ``initialize`` may be no ACP agent: what it printed, if anything."""
-    if watch.echoed:
-        return ", after sending acpio's own messages back (it echoes its input, as cat does): no ACP agent"
-    if watch.first_non_json is not None:
-        printed = f"after writing {watch.first_non_json!r} on its stdout, which is not ACP"
-    else:
-        printed = "without writing anything on its stdout"
-    return f", {printed}: check that the command starts an ACP agent (some need a flag such as --acp)"
-
-
-def _unsupported_version(error: UnsupportedProtocolVersion, protocol: ProtocolChoice) -> str:
-    """The error of an agent answering another version than ``--protocol``: which flag works with it."""
-    if protocol == 2 and error.version == 1:
-        return (
-            "The agent speaks ACP protocol version 1, but this client speaks only 2 (--protocol 2): "
-            "leave --protocol out (acpio then negotiates and speaks v1 with it) or pass --protocol 1."
-        )
-    return str(error)
-
-
-def _no_initialize_answer(process: AgentProcess | None, limit: float, first_non_json: str | None) -> str:
-    """One line saying the agent did not answer ``initialize``, with a hint, then the end of its stderr."""
-    name = _named(process)
-    if first_non_json is not None:
-        headline = (
-            f"The agent{name} did not answer initialize within {limit:g} s, and what it wrote on its "
-            f"stdout is not ACP: {first_non_json!r}. An ACP agent writes only JSON-RPC messages there; "
-            "check that the command starts the agent in its ACP mode (a flag such as --acp), or that "
-            "it is an ACP agent at all"
-        )
-    else:
-        headline = (
-            f"The agent{name} did not answer initialize within {limit:g} s: it may be waiting for input "
-            "(a login or setup question), may not speak ACP on its stdin and stdout (check its command "
-            "and flags), or may need longer to start (--init-timeout SECONDS, 0 to wait forever)"
-        )
-    tail = process.stderr_tail if process is not None else None
-    if not tail:
-        return f"{headline}; it wrote nothing on stderr."
-    lines = tail.splitlines()[-_STDERR_LINES:]
-    return f"{headline}. The end of its stderr:\n" + "\n".join(f"  | {line}" for line in lines)
-
-
-def _named(process: AgentProcess | None) -> str:
-    """`` 'COMMAND'``, the agent's command quoted after a space; empty for an agent run in-process."""
-    return f" {process.command.display()!r}" if process is not None else ""
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _rule_policy(options: PromptOptions, ask: PermissionPolicy | None, err: TextIO) -> PermissionPolicy:
