@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from acpio import schema as acp
 from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.schema import v2
 from acpio.testing import serving
@@ -48,6 +49,30 @@ async def test_initialize_answers_with_info_capabilities_and_auth_methods() -> N
     assert result["authMethods"] == [
         {"methodId": "token", "name": "API token", "type": "agent", "description": "Paste a token"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("given", "offered"),
+    [
+        (None, None),
+        ({"image": True}, {"image": {}}),
+        ({"audio": True, "embedded_context": True}, {"audio": {}, "embeddedContext": {}}),
+        ({"image": True, "audio": False, "embedded_context": True}, {"image": {}, "embeddedContext": {}}),
+    ],
+)
+async def test_the_prompt_capabilities_are_offered_in_v2_shape(
+    given: dict[str, bool] | None, offered: dict[str, Any] | None
+) -> None:
+    capabilities = None if given is None else acp.PromptCapabilities(**given)
+    app = v2_app(prompt_capabilities=capabilities)
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        result = await initialize_v2(peer)
+    assert result["capabilities"]["session"].get("prompt") == offered
 
 
 async def test_a_v2_only_app_refuses_a_v1_initialize_with_32022() -> None:

@@ -119,3 +119,40 @@ def test_an_app_streams_a_plain_prompt_without_importing_pydantic(tmp_path: Path
     ]
     assert answers[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "max_tokens"}}
     assert json.loads(report) == {"pydantic": False, "created": [], "loaded": []}
+
+
+V2_AGENT = """
+import json, sys
+from acpio.app import AgentApp, StopReasonName, Turn
+
+app = AgentApp("startup", version="1.0", protocols=(2,))
+
+
+@app.prompt
+async def prompt(turn: Turn) -> StopReasonName:
+    await turn.say(turn.text)
+    return "end_turn"
+
+
+app.run()
+v1 = sys.modules.get("acpio.schema._models")
+print(json.dumps({"v1 created": sorted(v1._lazy.created()) if v1 is not None else []}), file=sys.stderr)
+"""
+
+
+def test_an_app_serving_v2_alone_creates_no_v1_model(tmp_path: Path) -> None:
+    """Its sessions live in a store; the store's v1 handlers are for v1 clients, and none came.
+
+    Importing them created ~150 v1 model classes, a fifth of such an app's start-up.
+    """
+    script = tmp_path / "agent.py"
+    script.write_text(V2_AGENT)
+    initialize = {"protocolVersion": 2, "info": {"name": "editor", "version": "1"}, "capabilities": {}}
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path)}},
+    ]
+    answers, report = answer_on_stdio(script, frames)
+    assert answers[0]["result"]["protocolVersion"] == 2
+    assert answers[1]["result"]["sessionId"]
+    assert json.loads(report) == {"v1 created": []}

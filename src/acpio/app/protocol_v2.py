@@ -139,13 +139,9 @@ class AppProtocolV2:
     async def _initialize(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
         select_version(requested_version(params), (VERSION,))  # -32022 below v2 (served alone)
         self._core.v2_clients[cx] = V2ClientFeatures.from_capabilities(params.get("capabilities"))
-        prompt = self._app.prompt_capabilities
+        prompt = self._app.prompt_wire()  # v1's promptCapabilities: offered here in v2's shape
         session: dict[str, Any] = {"delete": {}, "additionalDirectories": {}}
-        offered: dict[str, Any] = {
-            k: {} for k, on in (("image", prompt.image), ("audio", prompt.audio)) if on
-        }
-        if prompt.embedded_context:
-            offered["embeddedContext"] = {}
+        offered: dict[str, Any] = {k: {} for k in ("image", "audio", "embeddedContext") if prompt.get(k)}
         if offered:
             session["prompt"] = offered
         if self._app.mcp:

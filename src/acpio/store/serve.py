@@ -32,47 +32,9 @@ from typing import Any, Final, TypeAlias
 
 import orjson
 
+from acpio import schema as acp
 from acpio.errors import InvalidParams
 from acpio.jsonrpc import Builder, Connection, RawJson
-from acpio.schema import (
-    AgentCapabilities,
-    ArchiveSessionRequest,
-    ArchiveSessionResponse,
-    CloseSessionRequest,
-    CloseSessionResponse,
-    DeleteSessionRequest,
-    DeleteSessionResponse,
-    ForkSessionRequest,
-    ForkSessionResponse,
-    ListSessionsRequest,
-    ListSessionsResponse,
-    LoadSessionRequest,
-    LoadSessionResponse,
-    NewSessionRequest,
-    NewSessionResponse,
-    ResumeSessionRequest,
-    ResumeSessionResponse,
-    SessionArchiveCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionConfigOption,
-    SessionDeleteCapabilities,
-    SessionForkCapabilities,
-    SessionInfo,
-    SessionInfoUpdate,
-    SessionListCapabilities,
-    SessionModeState,
-    SessionNotification,
-    SessionResumeCapabilities,
-    SessionStatusCapabilities,
-    SessionStatusRequest,
-    SessionStatusResponse,
-    SessionTitleCapabilities,
-    SetSessionTitleRequest,
-    SetSessionTitleResponse,
-    UnarchiveSessionRequest,
-    UnarchiveSessionResponse,
-)
 from acpio.store.base import ArchiveFilter, SessionRecord, SessionStore, StoreError, session_id_of
 
 __all__ = ["CloseHook", "OpenHook", "SessionSetup", "StoredSessions", "serve_sessions"]
@@ -88,8 +50,8 @@ _DRAIN_EVERY: Final = 256
 class SessionSetup:
     """What a session-setup answer carries beside the id: the session's modes and config options."""
 
-    modes: SessionModeState | None = None
-    config_options: list[SessionConfigOption] | None = field(default=None)
+    modes: acp.SessionModeState | None = None
+    config_options: list[acp.SessionConfigOption] | None = field(default=None)
 
     def fields(self) -> dict[str, Any]:
         """The fields to put in an answer: those set (an unset one is left out, not sent as ``null``)."""
@@ -173,19 +135,19 @@ class StoredSessions:
             handlers += [self.fork, self.archive, self.unarchive, self.status, self.set_title]
         return handlers
 
-    def agent_capabilities(self, base: AgentCapabilities | None = None) -> AgentCapabilities:
+    def agent_capabilities(self, base: acp.AgentCapabilities | None = None) -> acp.AgentCapabilities:
         """``base`` (default: none) with the capabilities of the methods served here turned on."""
-        capabilities = base.model_copy(deep=True) if base is not None else AgentCapabilities()
-        session = capabilities.session_capabilities or SessionCapabilities()
-        session.list = SessionListCapabilities()
-        session.resume = SessionResumeCapabilities()
-        session.close = SessionCloseCapabilities()
-        session.delete = SessionDeleteCapabilities()
+        capabilities = base.model_copy(deep=True) if base is not None else acp.AgentCapabilities()
+        session = capabilities.session_capabilities or acp.SessionCapabilities()
+        session.list = acp.SessionListCapabilities()
+        session.resume = acp.SessionResumeCapabilities()
+        session.close = acp.SessionCloseCapabilities()
+        session.delete = acp.SessionDeleteCapabilities()
         if self.unstable:
-            session.fork = SessionForkCapabilities()
-            session.archive = SessionArchiveCapabilities()
-            session.status = SessionStatusCapabilities()
-            session.title = SessionTitleCapabilities()
+            session.fork = acp.SessionForkCapabilities()
+            session.archive = acp.SessionArchiveCapabilities()
+            session.status = acp.SessionStatusCapabilities()
+            session.title = acp.SessionTitleCapabilities()
         capabilities.session_capabilities = session
         capabilities.load_session = True
         if not self.store.outlives_process:
@@ -225,7 +187,7 @@ class StoredSessions:
 
     # --- setup --------------------------------------------------------------------------------------
 
-    async def new(self, req: NewSessionRequest, cx: Connection) -> NewSessionResponse:
+    async def new(self, req: acp.NewSessionRequest, cx: Connection) -> acp.NewSessionResponse:
         """``session/new``: a new stored session, open on this connection."""
         _check_cwd("session/new", req.cwd)
         record = await self.store.create(
@@ -234,9 +196,9 @@ class StoredSessions:
             mcp_servers=_wire(req.mcp_servers),
         )
         setup = await self.opened(record, "session/new", cx)
-        return NewSessionResponse(session_id=record.session_id, **setup.fields())
+        return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
 
-    async def load(self, req: LoadSessionRequest, cx: Connection) -> LoadSessionResponse:
+    async def load(self, req: acp.LoadSessionRequest, cx: Connection) -> acp.LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""
         record = await self.reopen(
             "session/load", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
@@ -260,17 +222,17 @@ class StoredSessions:
         finally:
             self._replaying.discard(session_id)
         setup = await self.opened(record, "session/load", cx)
-        return LoadSessionResponse(**setup.fields())
+        return acp.LoadSessionResponse(**setup.fields())
 
-    async def resume(self, req: ResumeSessionRequest, cx: Connection) -> ResumeSessionResponse:
+    async def resume(self, req: acp.ResumeSessionRequest, cx: Connection) -> acp.ResumeSessionResponse:
         """``session/resume``: open the session again without replaying anything."""
         record = await self.reopen(
             "session/resume", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
         )
         setup = await self.opened(record, "session/resume", cx)
-        return ResumeSessionResponse(**setup.fields())
+        return acp.ResumeSessionResponse(**setup.fields())
 
-    async def fork(self, req: ForkSessionRequest, cx: Connection) -> ForkSessionResponse:
+    async def fork(self, req: acp.ForkSessionRequest, cx: Connection) -> acp.ForkSessionResponse:
         """``session/fork`` (unstable): a new open session with a copy of the history."""
         _check_cwd("session/fork", req.cwd)
         await self.store.flush()
@@ -281,7 +243,7 @@ class StoredSessions:
             mcp_servers=None if req.mcp_servers is None else _wire(req.mcp_servers),
         )
         setup = await self.opened(record, "session/fork", cx)
-        return ForkSessionResponse(session_id=record.session_id, **setup.fields())
+        return acp.ForkSessionResponse(session_id=record.session_id, **setup.fields())
 
     async def reopen(
         self,
@@ -322,7 +284,7 @@ class StoredSessions:
 
     # --- the rest -----------------------------------------------------------------------------------
 
-    async def list(self, req: ListSessionsRequest) -> ListSessionsResponse:
+    async def list(self, req: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         """``session/list``: a page of stored sessions, most recently updated first."""
         if req.cwd is not None:
             _check_cwd("session/list", req.cwd)
@@ -330,51 +292,51 @@ class StoredSessions:
         if self.unstable and req.archived in ("include", "only"):
             archived = "include" if req.archived == "include" else "only"
         page = await self.store.list(cwd=req.cwd, cursor=req.cursor, archived=archived)
-        answer = ListSessionsResponse(sessions=[self._info(record) for record in page.sessions])
+        answer = acp.ListSessionsResponse(sessions=[self._info(record) for record in page.sessions])
         if page.next_cursor is not None:
             answer.next_cursor = page.next_cursor
         return answer
 
-    def _info(self, record: SessionRecord) -> SessionInfo:
-        info = SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
+    def _info(self, record: SessionRecord) -> acp.SessionInfo:
+        info = acp.SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
         if record.title is not None:
             info.title = record.title
         if self.unstable:
             info.archived = record.archived
         return info
 
-    async def close(self, req: CloseSessionRequest) -> CloseSessionResponse:
+    async def close(self, req: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         """``session/close``: stop the session's work and give it up; it stays stored (unknown: -32002)."""
         await self.store.require(req.session_id)
         await self.shut(req.session_id)
-        return CloseSessionResponse()
+        return acp.CloseSessionResponse()
 
-    async def delete(self, req: DeleteSessionRequest) -> DeleteSessionResponse:
+    async def delete(self, req: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
         """``session/delete``: stop the session's work and forget it (an unknown id succeeds)."""
         await self.shut(req.session_id)
         await self.store.delete(req.session_id)
-        return DeleteSessionResponse()
+        return acp.DeleteSessionResponse()
 
-    async def archive(self, req: ArchiveSessionRequest) -> ArchiveSessionResponse:
+    async def archive(self, req: acp.ArchiveSessionRequest) -> acp.ArchiveSessionResponse:
         """``session/archive`` (unstable): close the session if open, hide it from default listings."""
         await self.store.require(req.session_id)
         await self.shut(req.session_id)
         await self.store.archive(req.session_id)
-        return ArchiveSessionResponse()
+        return acp.ArchiveSessionResponse()
 
-    async def unarchive(self, req: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
+    async def unarchive(self, req: acp.UnarchiveSessionRequest) -> acp.UnarchiveSessionResponse:
         """``session/unarchive`` (unstable): list the session again (it is not opened)."""
         await self.store.unarchive(req.session_id)
-        return UnarchiveSessionResponse()
+        return acp.UnarchiveSessionResponse()
 
-    async def status(self, req: SessionStatusRequest) -> SessionStatusResponse:
+    async def status(self, req: acp.SessionStatusRequest) -> acp.SessionStatusResponse:
         """``session/status`` (unstable): ``open`` or ``saved``, with no side effect."""
         status = await self.store.status(req.session_id)
         if status is None:
             await self.store.require(req.session_id)  # raises -32002
-        return SessionStatusResponse(status=status or "saved")
+        return acp.SessionStatusResponse(status=status or "saved")
 
-    async def set_title(self, req: SetSessionTitleRequest) -> SetSessionTitleResponse:
+    async def set_title(self, req: acp.SetSessionTitleRequest) -> acp.SetSessionTitleResponse:
         """``session/set_title`` (unstable): store the title, trimmed (``-32602`` if that leaves nothing).
 
         Where the session is open (on this connection or another client's), a ``session_info_update``
@@ -386,9 +348,9 @@ class StoredSessions:
         record = await self.store.set_title(req.session_id, title)
         owner = self._live.get(req.session_id)
         if owner is not None:
-            info = SessionInfoUpdate(title=title, updated_at=record.updated_at)
-            owner.send_notification(SessionNotification(session_id=req.session_id, update=info))
-        return SetSessionTitleResponse(title=title)
+            info = acp.SessionInfoUpdate(title=title, updated_at=record.updated_at)
+            owner.send_notification(acp.SessionNotification(session_id=req.session_id, update=info))
+        return acp.SetSessionTitleResponse(title=title)
 
     async def shut(self, session_id: str) -> None:
         """End the session's life on its connection, if it is open: the agent's hook, then the store."""
