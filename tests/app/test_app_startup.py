@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .._stdio_script import answer_on_stdio, initialize_and_new_session
 
 AGENT = """
@@ -125,7 +127,7 @@ V2_AGENT = """
 import json, sys
 from acpio.app import AgentApp, StopReasonName, Turn
 
-app = AgentApp("startup", version="1.0", protocols=(2,))
+app = AgentApp("startup", version="1.0", protocols=PROTOCOLS)
 
 
 @app.prompt
@@ -136,17 +138,24 @@ async def prompt(turn: Turn) -> StopReasonName:
 
 app.run()
 v1 = sys.modules.get("acpio.schema._models")
-print(json.dumps({"v1 created": sorted(v1._lazy.created()) if v1 is not None else []}), file=sys.stderr)
+created = sorted(v1._lazy.created()) if v1 is not None else []
+print(json.dumps({"pydantic": "pydantic" in sys.modules, "v1 created": created}), file=sys.stderr)
 """
 
 
-def test_an_app_serving_v2_alone_creates_no_v1_model(tmp_path: Path) -> None:
-    """Its sessions live in a store; the store's v1 handlers are for v1 clients, and none came.
+@pytest.mark.parametrize("protocols", [(2,), (1, 2)])
+def test_an_app_serving_a_v2_client_imports_no_pydantic_and_creates_no_v1_model(
+    tmp_path: Path, protocols: tuple[int, ...]
+) -> None:
+    """Nor pydantic: the router takes a plain ``initialize`` without the models, and v2's answers are JSON.
 
-    Importing them created ~150 v1 model classes, a fifth of such an app's start-up.
+    Its sessions live in a store; the store's v1 handlers are for v1 clients, and none came.
+
+    Importing them created ~150 v1 model classes, and registering them (an app serving both
+    versions made its v1 builder before any client came) ~70 more: half such an app's start-up.
     """
     script = tmp_path / "agent.py"
-    script.write_text(V2_AGENT)
+    script.write_text(V2_AGENT.replace("PROTOCOLS", repr(protocols)))
     initialize = {"protocolVersion": 2, "info": {"name": "editor", "version": "1"}, "capabilities": {}}
     frames = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
@@ -155,4 +164,4 @@ def test_an_app_serving_v2_alone_creates_no_v1_model(tmp_path: Path) -> None:
     answers, report = answer_on_stdio(script, frames)
     assert answers[0]["result"]["protocolVersion"] == 2
     assert answers[1]["result"]["sessionId"]
-    assert json.loads(report) == {"v1 created": []}
+    assert json.loads(report) == {"pydantic": False, "v1 created": []}

@@ -9,7 +9,7 @@ any way a builder is served or to add handlers of one's own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from acpio import running
@@ -289,15 +289,8 @@ class AgentApp:
         app on one endpoint. Raises ``RuntimeError`` when no prompt function is registered (the app
         could answer no prompt), ``ValueError`` for a version the app does not serve.
         """
-        if self._app.prompt is None:
-            raise RuntimeError(
-                f"{self!r} has no prompt function: decorate one with @app.prompt before serving the app"
-            )
         version = self.protocols[0] if protocol is None else protocol
-        if version not in self.protocols:
-            raise ValueError(
-                f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)"
-            )
+        self._check_servable(version)
         # mcp/message (MCP over ACP) is an unstable method
         app = Agent.builder(name=self._app.name, unstable=self._app.mcp or self._app.unstable)
         if version == 1:
@@ -306,7 +299,6 @@ class AgentApp:
         # both made by __init__ when the app serves v2
         assert self._v2 is not None
         assert self._protocol.stored is not None
-        self._menu.check_v2()
         app.with_handler(self._v2)
         app.on_close(self._protocol.stored.connection_closed)
         app.with_spawned(self._protocol.stored.watch)
@@ -322,7 +314,22 @@ class AgentApp:
             return self.builder()
         from acpio.version_router import VersionRouter
 
-        return VersionRouter({version: self.builder(version) for version in self.protocols})
+        for version in self.protocols:
+            self._check_servable(version)
+        return VersionRouter({version: _BuiltWhenRouted(self, version) for version in self.protocols})
+
+    def _check_servable(self, version: int) -> None:
+        """Raise what :meth:`builder` raises for ``version``, without building anything."""
+        if self._app.prompt is None:
+            raise RuntimeError(
+                f"{self!r} has no prompt function: decorate one with @app.prompt before serving the app"
+            )
+        if version not in self.protocols:
+            raise ValueError(
+                f"{self!r} serves ACP {self.protocols}, not {version}: AgentApp(..., protocols=...)"
+            )
+        if version == 2:
+            self._menu.check_v2()
 
     async def serve(self, target: Transport | Listener | Component) -> None:
         """Serve one client on ``target`` until it closes the connection; or every client of a listener.
@@ -342,3 +349,25 @@ class AgentApp:
         The event loop is :func:`acpio.run`'s: uvloop when installed (``acpio[fast]``).
         """
         running.run(self.serve(Stdio()))
+
+
+class _BuiltWhenRouted:
+    """One version's builder of an app behind its router, made when the first client of that version comes.
+
+    A builder registers its version's typed handlers, and so creates their model classes: an app
+    serving v1 and v2 would create v1's for a v2 client, and v2's for a v1 client.
+    """
+
+    __slots__ = ("_app", "_builder", "_version")
+
+    def __init__(self, app: AgentApp, version: Literal[1, 2]) -> None:
+        self._app = app
+        self._version: Literal[1, 2] = version
+        self._builder: Builder[AcpConnection] | None = None
+
+    def serve(self, target: Transport) -> Awaitable[None]:
+        """Serve one routed connection with the version's builder (made now if it is the first)."""
+        builder = self._builder
+        if builder is None:
+            builder = self._builder = self._app.builder(self._version)
+        return builder.serve(target)
