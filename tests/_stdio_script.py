@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,13 @@ def initialize_and_new_session(cwd: Path | str) -> list[dict[str, Any]]:
 
 
 def answer_on_stdio(
-    script: Path, frames: list[dict[str, Any]], *, last_id: int | None = None
+    script: Path, frames: list[dict[str, Any]], *, until: Callable[[dict[str, Any]], bool] | None = None
 ) -> tuple[list[Any], str]:
     """Run ``script`` with ``frames`` on its stdin (then closed): the JSON lines it wrote, and the
     last line of its stderr (what the script reports about itself).
 
-    With ``last_id``, stdin is closed only once the answer to that request is read (the end of
-    input ends the connection, and would cancel a turn still running)."""
+    With ``until``, stdin is closed only once a line it holds true is read (the end of input ends
+    the connection, and would cancel a turn still running); :func:`answer_to` makes one."""
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdin=subprocess.PIPE,
@@ -43,7 +44,7 @@ def answer_on_stdio(
     try:
         data = "".join(json.dumps(f) + "\n" for f in frames).encode()
         lines: list[bytes] = []
-        if last_id is not None:
+        if until is not None:
             assert proc.stdin is not None
             assert proc.stdout is not None
             proc.stdin.write(data)
@@ -51,7 +52,7 @@ def answer_on_stdio(
             data = b""
             while line := proc.stdout.readline():
                 lines.append(line)
-                if json.loads(line).get("id") == last_id and "method" not in json.loads(line):
+                if until(json.loads(line)):
                     break
         out, err = proc.communicate(data)
     finally:
@@ -61,3 +62,8 @@ def answer_on_stdio(
             proc.wait()
     assert proc.returncode == 0, err.decode()
     return [json.loads(line) for line in [*lines, *out.splitlines()]], err.decode().splitlines()[-1]
+
+
+def answer_to(request_id: int) -> Callable[[dict[str, Any]], bool]:
+    """An ``until`` of :func:`answer_on_stdio`: the answer to request ``request_id``."""
+    return lambda line: line.get("id") == request_id and "method" not in line

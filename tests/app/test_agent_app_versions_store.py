@@ -11,11 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from acpio import schema as acp
 from acpio.app import AgentApp, StopReasonName, Turn
+from acpio.jsonrpc.messages import encode_value
+from acpio.store import open_store
 from acpio.testing import serving
 
 from ._wire import open_session, send_prompt
-from ._wire_v2 import initialize_v2, kinds, open_session_v2, run_turn
+from ._wire_v2 import initialize_v2, is_idle, kinds, open_session_v2, run_turn
 
 TIMEOUT = 10.0
 
@@ -151,3 +156,62 @@ async def test_a_v2_replay_keeps_each_message_id_the_client_was_told(tmp_path: P
     assert (agent["sessionUpdate"], agent["messageId"]) == ("agent_message", said.pop())
     assert "_meta" not in user  # acpio's note of the id stays in the store
     assert "_meta" not in agent
+
+
+PROMPTS: list[list[dict[str, Any]]] = [
+    [{"type": "text", "text": "plain"}, {"type": "text", "text": 'two blocks, é \u2028 "quoted"'}],
+    [{"type": "text", "text": "with a note", "annotations": {"priority": 0.5}}],
+    [
+        {"type": "text", "text": "and a picture"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
+    ],
+]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=["plain text", "annotated text", "mixed blocks"])
+async def test_a_v2_prompt_is_stored_as_the_models_write_it(
+    tmp_path: Path, prompt: list[dict[str, Any]]
+) -> None:
+    """What the user said goes into the neutral history as v1's ``SessionNotification`` writes it.
+
+    A plain text prompt takes no models (``acpio.app.raw_turn``), any other prompt is validated;
+    both write each block's chunk as its ``UserMessageChunk`` would, with the message id noted.
+    """
+    store = tmp_path / "sessions.db"
+    app = AgentApp("echo", protocols=(2,), store=f"sqlite:///{store}")
+    read: list[list[str]] = []
+
+    @app.prompt
+    async def respond(turn: Turn) -> StopReasonName:
+        read.append([block.type for block in turn.prompt])
+        return "end_turn"
+
+    async with serving(app.builder(), timeout=TIMEOUT) as peer:
+        session_id, _ = await open_session_v2(peer, tmp_path)
+        frames: list[Any] = []
+        asked = peer.request("session/prompt", {"sessionId": session_id, "prompt": prompt})
+        answer = await peer.response_to(asked, frames)
+        await peer.until(is_idle)
+    message_id = answer["result"]["messageId"]
+    user = next(f["params"]["update"] for f in frames if f.get("method") == "session/update")
+    blocks = acp.PromptRequest.model_validate({"sessionId": session_id, "prompt": prompt}).prompt
+    assert user == {
+        "sessionUpdate": "user_message",
+        "messageId": message_id,
+        "content": [b.to_wire() for b in blocks],
+    }
+    assert read == [[block["type"] for block in prompt]]
+    expected = []
+    for block in blocks:
+        note = acp.SessionNotification(
+            session_id=session_id, update=acp.UserMessageChunk(content=block)
+        ).to_wire()
+        note["update"]["_meta"] = {"acpio": {"messageId": message_id}}
+        expected.append(encode_value(note))
+    reopened = open_store(f"sqlite:///{store}")
+    try:
+        history = [body async for body in reopened.history(session_id)]
+    finally:
+        await reopened.aclose()
+    assert history[: len(blocks)] == expected

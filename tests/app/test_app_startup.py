@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .._stdio_script import answer_on_stdio, initialize_and_new_session
+from .._stdio_script import answer_on_stdio, answer_to, initialize_and_new_session
 
 AGENT = """
 import json, sys, uuid
@@ -112,7 +113,7 @@ def test_an_app_streams_a_plain_prompt_without_importing_pydantic(tmp_path: Path
         # no turn of that session runs: nothing happens, and nothing is loaded for it
         {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "sess_other"}},
     ]
-    answers, report = answer_on_stdio(script, frames, last_id=3)
+    answers, report = answer_on_stdio(script, frames, until=answer_to(3))
     updates = [a["params"]["update"] for a in answers if a.get("method") == "session/update"]
     said = updates[1:]  # after the commands
     assert said == [
@@ -124,9 +125,10 @@ def test_an_app_streams_a_plain_prompt_without_importing_pydantic(tmp_path: Path
 
 
 V2_AGENT = """
-import json, sys
+import json, sys, uuid
 from acpio.app import AgentApp, StopReasonName, Turn
 
+uuid.uuid4 = lambda: uuid.UUID(int=1)  # the session's id, for the prompt frame written beforehand
 app = AgentApp("startup", version="1.0", protocols=PROTOCOLS)
 
 
@@ -147,7 +149,8 @@ print(json.dumps({"pydantic": "pydantic" in sys.modules, "v1 created": created})
 def test_an_app_serving_a_v2_client_imports_no_pydantic_and_creates_no_v1_model(
     tmp_path: Path, protocols: tuple[int, ...]
 ) -> None:
-    """Nor pydantic: the router takes a plain ``initialize`` without the models, and v2's answers are JSON.
+    """Nor pydantic, up to the end of a plain text turn: the router takes a plain ``initialize``
+    without the models, v2's answers are JSON, and so is the turn of a text prompt.
 
     Its sessions live in a store; the store's v1 handlers are for v1 clients, and none came.
 
@@ -158,11 +161,26 @@ def test_an_app_serving_a_v2_client_imports_no_pydantic_and_creates_no_v1_model(
     script = tmp_path / "agent.py"
     script.write_text(V2_AGENT.replace("PROTOCOLS", repr(protocols)))
     initialize = {"protocolVersion": 2, "info": {"name": "editor", "version": "1"}, "capabilities": {}}
+    prompt = {"sessionId": SESSION_ID, "prompt": [{"type": "text", "text": "hello"}]}
     frames = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
         {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path)}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt},
     ]
-    answers, report = answer_on_stdio(script, frames)
+    answers, report = answer_on_stdio(script, frames, until=_idle)
     assert answers[0]["result"]["protocolVersion"] == 2
-    assert answers[1]["result"]["sessionId"]
+    assert answers[1]["result"]["sessionId"] == SESSION_ID
+    updates = [a["params"]["update"] for a in answers if a.get("method") == "session/update"]
+    assert [u["sessionUpdate"] for u in updates] == [
+        "user_message",
+        "state_update",
+        "agent_message_chunk",
+        "state_update",
+    ]
+    assert updates[2]["content"] == {"type": "text", "text": "hello"}
+    assert updates[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
     assert json.loads(report) == {"pydantic": False, "v1 created": []}
+
+
+def _idle(line: dict[str, Any]) -> bool:
+    return line.get("params", {}).get("update", {}).get("state") == "idle"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -31,7 +31,8 @@ import orjson
 from acpio import schema as acp
 from acpio.app.agent_terminals import AgentTerminals
 from acpio.app.app_session import AppSession, PromptFunction
-from acpio.app.protocol import AppProtocol, stop_answer
+from acpio.app.protocol import AppProtocol, turn_answer
+from acpio.app.raw_turn import plain_prompt
 from acpio.app.turn import Turn
 from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_message_id, replayed
@@ -259,9 +260,16 @@ class AppProtocolV2:
     # --- turns ------------------------------------------------------------------------------------------
 
     async def _prompt(self, params: dict[str, Any], cx: Connection) -> dict[str, Any]:
-        # the content blocks, in the turn's (v1) types; -32602 for what does not fit
-        request = parse_params(acp.PromptRequest, "session/prompt", params)
-        session = self._core.open_session(cx, request.session_id)
+        plain = plain_prompt(params)  # text blocks: the models are built if the prompt function reads them
+        blocks: Sequence[acp.ContentBlock]
+        if plain is not None:
+            session_id, blocks = plain
+            said = [{"type": "text", "text": text} for text in plain[1].texts]
+        else:  # the content blocks, in the turn's (v1) types; -32602 for what does not fit
+            request = parse_params(acp.PromptRequest, "session/prompt", params)
+            session_id, blocks = request.session_id, list(request.prompt)
+            said = [block.to_wire() for block in blocks]
+        session = self._core.open_session(cx, session_id)
         if session.turn is not None:
             raise InvalidRequest(
                 {"sessionId": session.id},
@@ -275,7 +283,7 @@ class AppProtocolV2:
             cx,
             session.id,
             session.cwd,
-            list(request.prompt),
+            blocks,
             self._core.client_features(cx),
             session.settings,
             self._menu,
@@ -286,14 +294,12 @@ class AppProtocolV2:
             terminals=terminals,
         )
         message_id = new_message_id()
-        prompt = [block.to_wire() for block in request.prompt]
-        for block in request.prompt:  # the neutral history: what the user said, for a later replay
-            chunk = acp.SessionNotification(
-                session_id=session.id, update=acp.UserMessageChunk(content=block)
-            ).to_wire()
-            keep_message_id(chunk["update"], message_id)  # a replay gives it back under its id
-            self._core.record(session.id, encode_value(chunk))
-        updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": prompt})
+        for content in said:  # the neutral history: what the user said, for a later replay
+            # v1's SessionNotification of a UserMessageChunk, as its model writes it
+            update = {"content": content, "sessionUpdate": "user_message_chunk"}
+            keep_message_id(update, message_id)  # a replay gives it back under its id
+            self._core.record(session.id, encode_value({"sessionId": session.id, "update": update}))
+        updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": said})
         updates.post_v2(state_update("running"))
         session.current = turn
         session.turn = cx.spawn(self._run_turn(self._app.prompt, turn, session, updates))
@@ -308,12 +314,13 @@ class AppProtocolV2:
             if turn.cancel_requested:  # session/cancel came before the task began: end it as cancelled
                 raise asyncio.CancelledError
             stop = await fn(turn)
-            answer = stop_answer(stop, turn, self._core.definition.name)
-            idle = (
-                state_update("idle", str(answer.stop_reason))
-                if isinstance(answer, acp.PromptResponse)
-                else _failed(answer)
-            )
+            answer = turn_answer(stop, turn, self._core.definition.name, plain=True)
+            if isinstance(answer, RequestError):
+                idle = _failed(answer)
+            elif isinstance(answer, dict):  # a known reason: no model
+                idle = state_update("idle", answer["stopReason"])
+            else:
+                idle = state_update("idle", str(answer.stop_reason))
         except asyncio.CancelledError:
             if not turn.cancel_requested:
                 raise

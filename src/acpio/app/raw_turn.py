@@ -9,7 +9,9 @@ a :class:`RawPrompt`, whose models are built when user code first reads them
 :attr:`~acpio.app.Turn.text` reads the raw text; the turn's answer is written as the models
 would (:func:`~acpio.app.protocol.turn_answer`). A ``session/cancel`` whose params hold only
 the string ``sessionId`` (and ``_meta``) is taken raw too. :class:`PlainTurns` is how the app
-registers both. Anything else takes the typed path, with its answers and errors.
+registers both. Anything else takes the typed path, with its answers and errors. On ACP v2
+(``acpio.app.protocol_v2``) a plain prompt starts its turn the same way, whatever the app has: the
+user's message is recorded and echoed as JSON, and the turn's end is a ``state_update``.
 """
 
 from __future__ import annotations
