@@ -17,8 +17,9 @@ import orjson
 import pytest
 
 from acpio import schema as acp
-from acpio.app import AgentApp, Turn
+from acpio.app import AgentApp, StopReasonName, Turn
 from acpio.errors import InvalidParams
+from acpio.store import open_store
 from acpio.testing import WirePeer, serving
 
 from ._wire import open_session
@@ -232,3 +233,42 @@ async def test_a_prompt_function_may_replace_the_prompt_it_reads(tmp_path: Path)
         )
     assert answer["result"] == {"stopReason": "end_turn"}
     assert seen == [("hi", "other")]
+
+
+def storing_app(path: Path, lazy: list[bool]) -> AgentApp:
+    """An app keeping its sessions in SQLite at ``path``; ``lazy`` notes whether each prompt was raw."""
+    app = AgentApp("raw", store=f"sqlite:///{path}")
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        lazy.append("prompt" not in vars(turn.exchange()))
+        await turn.say(turn.text)
+        return "end_turn"
+
+    return app
+
+
+@pytest.mark.parametrize("blocks", PROMPTS.values(), ids=PROMPTS.keys())
+async def test_an_app_with_a_store_takes_a_plain_prompt_raw_and_stores_the_typed_paths_bytes(
+    blocks: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """The user's blocks go into the store as their ``UserMessageChunk`` models write them."""
+    stored: dict[str, list[bytes]] = {}
+    for key in (WIRE, SNAKE):
+        path = tmp_path / f"{key}.db"
+        lazy: list[bool] = []
+        app = storing_app(path, lazy)
+        async with serving(app.builder()) as peer:
+            session_id = await open_session(peer, tmp_path, {})
+            asked = peer.request("session/prompt", {key: session_id, "prompt": blocks})
+            frames = await frames_until_answer(peer, asked)
+        assert frames[-1] == b'{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}'
+        assert lazy == [key == WIRE]  # the raw path for the wire's spelling, the typed one else
+        store = open_store(f"sqlite:///{path}")
+        try:
+            history = [body async for body in store.history(session_id)]
+        finally:
+            await store.aclose()
+        stored[key] = [body.replace(session_id.encode(), b"SESSION") for body in history]
+    assert stored[WIRE] == stored[SNAKE]
+    assert len(stored[WIRE]) == len(blocks) + 1  # each block, then what the agent said

@@ -28,7 +28,7 @@ from acpio.app.app_session import (
 from acpio.app.definition import AppDefinition
 from acpio.app.handshake import AppHandler, Handshake
 from acpio.app.history import read_history
-from acpio.app.raw_turn import PlainTurns, RawPrompt
+from acpio.app.raw_turn import PlainTurns, RawPrompt, user_chunks
 from acpio.app.turn import Turn
 from acpio.app.v2_shapes import V2Shapes
 from acpio.capabilities import ClientFeatures
@@ -40,7 +40,6 @@ from acpio.errors import (
     ResourceNotFound,
 )
 from acpio.jsonrpc import Builder, Connection, Responder
-from acpio.jsonrpc.messages import encode_value
 from acpio.otel.activity import start_prompt_turn
 
 if TYPE_CHECKING:
@@ -121,8 +120,8 @@ class AppProtocol:
         else:
             app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
             app.on_close(self._connection_closed)
-        plain = None  # a store and attaching need a prompt's models
-        if self.stored is None and self.observers is None:
+        plain = None  # attaching needs a prompt's models
+        if self.observers is None:
             plain = PlainTurns(self._start_turn, self._cancel_session)
         app.with_handler(AppHandler("session/prompt", self._prompted, plain.prompt if plain else None))
         cancel = plain.cancel if plain else None
@@ -332,11 +331,8 @@ class AppProtocol:
             askers=observers.askers(session.id, owner) if observers is not None else None,
         )
         if self.stored is not None:  # what the user said, for session/load to replay
-            for block in prompt:
-                update = acp.SessionNotification(
-                    session_id=session_id, update=acp.UserMessageChunk(content=block)
-                )
-                self.stored.store.append_soon(session_id, encode_value(update))
+            for chunk in user_chunks(session_id, prompt):
+                self.stored.store.append_soon(session_id, chunk)
         session.current = turn
         if self.observers is not None:
             self.observers.prompted(session_id, prompt, cx)

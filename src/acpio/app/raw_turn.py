@@ -2,14 +2,14 @@
 
 Most prompts are text: ``{"sessionId": ..., "prompt": [{"type": "text", "text": ...}, ...]}``.
 When the params are exactly that (each block holds only those two keys; ``_meta`` an object, if
-any) and the app has nothing that needs the typed values (no store, no attaching: see
+any) and the app has nothing that needs the typed values (no attaching: see
 ``acpio.app.handshake``), the turn starts from the raw params: :func:`plain_prompt` reads them into
 a :class:`RawPrompt`, whose models are built when user code first reads them
 (:attr:`~acpio.app.Turn.prompt`, :attr:`~acpio.app.Exchange.prompt`), while
 :attr:`~acpio.app.Turn.text` reads the raw text; the turn's answer is written as the models
 would (:func:`~acpio.app.protocol.turn_answer`). A ``session/cancel`` whose params hold only
 the string ``sessionId`` (and ``_meta``) is taken raw too. :class:`PlainTurns` is how the app
-registers both. Anything else takes the typed path, with its answers and errors. On ACP v2
+registers both; a store keeps what the user said as its models would (:func:`user_chunks`). Anything else takes the typed path, with its answers and errors. On ACP v2
 (``acpio.app.protocol_v2``) a plain prompt starts its turn the same way, whatever the app has: the
 user's message is recorded and echoed as JSON, and the turn's end is a ``state_update``.
 """
@@ -20,11 +20,12 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, overload
 
 from acpio import schema as acp
+from acpio.jsonrpc.messages import encode_value
 
 if TYPE_CHECKING:
     from acpio.jsonrpc import Connection, JsonValue, Responder
 
-__all__ = ["PlainTurns", "RawPrompt", "plain_params", "plain_prompt"]
+__all__ = ["PlainTurns", "RawPrompt", "plain_params", "plain_prompt", "user_chunks"]
 
 #: Starts a turn: ``start(session_id, prompt, responder, cx)`` (raises the typed path's errors).
 StartTurn: TypeAlias = "Callable[[str, Sequence[acp.ContentBlock], Responder[Any], Connection], None]"
@@ -34,6 +35,7 @@ CancelTurn: TypeAlias = "Callable[[str, Connection], Awaitable[None]]"
 _CANCEL_KEYS = frozenset({"sessionId", "_meta"})
 _PROMPT_KEYS = frozenset({"sessionId", "prompt", "_meta"})
 _TEXT_BLOCK_KEYS = {"type", "text"}
+_USER_CHUNK = "user_message_chunk"
 
 
 class RawPrompt(Sequence["acp.ContentBlock"]):  # quoted: the base would create the class at import
@@ -118,3 +120,20 @@ class PlainTurns:
 def plain_params(params: JsonValue, keys: frozenset[str]) -> TypeGuard[dict[str, Any]]:
     """Whether ``params`` is an object whose keys are among ``keys`` (wire spellings only)."""
     return type(params) is dict and params.keys() <= keys
+
+
+def user_chunks(session_id: str, prompt: Sequence[acp.ContentBlock]) -> list[bytes]:
+    """What the user said, as a store keeps it: each block's v1 ``session/update`` params.
+
+    A plain prompt's as the JSON its ``UserMessageChunk`` models write (their text-chunk template
+    writes the same bytes), without building them.
+    """
+    if isinstance(prompt, RawPrompt):
+        chunks = [
+            {"content": {"type": "text", "text": t}, "sessionUpdate": _USER_CHUNK} for t in prompt.texts
+        ]
+        return [encode_value({"sessionId": session_id, "update": chunk}) for chunk in chunks]
+    notes = (
+        acp.SessionNotification(session_id=session_id, update=acp.UserMessageChunk(content=b)) for b in prompt
+    )
+    return [encode_value(note) for note in notes]
