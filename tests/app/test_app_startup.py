@@ -184,3 +184,30 @@ def test_an_app_serving_a_v2_client_imports_no_pydantic_and_creates_no_v1_model(
 
 def _idle(line: dict[str, Any]) -> bool:
     return line.get("params", {}).get("update", {}).get("state") == "idle"
+
+
+STORED_AGENT = """
+import json, sys
+from acpio.app import AgentApp, StopReasonName, Turn
+
+app = AgentApp("startup", store="memory:")
+
+
+@app.prompt
+async def prompt(turn: Turn) -> StopReasonName:
+    return "end_turn"
+
+
+app.run()
+print(json.dumps({"pydantic": "pydantic" in sys.modules}), file=sys.stderr)
+"""
+
+
+def test_an_app_with_a_store_answers_initialize_without_importing_pydantic(tmp_path: Path) -> None:
+    """The store's capabilities are written as JSON, and its handlers made on their first message."""
+    script = tmp_path / "agent.py"
+    script.write_text(STORED_AGENT)
+    answers, report = answer_on_stdio(script, initialize_and_new_session(tmp_path)[:1])
+    capabilities = answers[0]["result"]["agentCapabilities"]
+    assert capabilities["sessionCapabilities"] == {"list": {}, "delete": {}, "resume": {}, "close": {}}
+    assert json.loads(report) == {"pydantic": False}

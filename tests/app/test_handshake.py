@@ -257,3 +257,32 @@ async def test_the_commands_go_out_after_the_answer_as_the_bytes_of_their_models
     update = acp.AvailableCommandsUpdate(available_commands=commands)
     params = acp.SessionNotification(session_id=session_id, update=update).to_wire_json()
     assert frame == b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}"
+
+
+def stored_app(store: str, declared: bool) -> AgentApp:
+    """An app keeping its sessions in ``store``: bare, or ``declared`` (options, MCP, prompt capabilities)."""
+    if not declared:
+        return AgentApp("stored", store=store)
+    capabilities = acp.PromptCapabilities(image=True, meta={"k": "\u2028"})
+    app = AgentApp("stored", title="Stored", prompt_capabilities=capabilities, mcp=True, store=store)
+    app.mode("ask", "Ask")
+    app.mode("code", "Code")
+    app.boolean_option("web", "Web search", default=True)
+    return app
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["bare", "declared"])
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_an_app_with_a_store_answers_with_the_bytes_of_the_typed_path(
+    store: str, declared: bool, tmp_path: Path
+) -> None:
+    """Its ``initialize`` is written without models too, with the store's capabilities and hint."""
+    answers = {}
+    for name, keys in (("raw", WIRE), ("typed", SNAKE)):
+        url = "memory:" if store == "memory" else f"sqlite:///{tmp_path / name}.db"
+        answers[name] = await handshake(stored_app(url, declared), tmp_path, BOOLEANS, keys)
+    assert answers["raw"] == answers["typed"]
+    capabilities = orjson.loads(answers["raw"][0])["result"]["agentCapabilities"]
+    assert capabilities["loadSession"] is True
+    assert set(capabilities["sessionCapabilities"]) == {"list", "delete", "resume", "close"}
+    assert ("_meta" in capabilities) == (store == "memory")  # its sessions end with the process

@@ -8,8 +8,9 @@ JSON the models would write: the same bytes, and pydantic is not imported. Anyth
 to the typed handler, as before (the same answers, the same ``-32602`` for bad params):
 
 * ``initialize``: typed when the app has an :meth:`~acpio.app.AgentApp.on_initialize` hook
-  (it takes the models), a store (its capabilities are added to the model) or is ``unstable``
-  (attaching adds its ``_meta``); or when ``protocolVersion`` is not an integer in 0..65535.
+  (it takes the models) or is ``unstable`` (attaching adds its ``_meta``, a store its unstable
+  methods); or when ``protocolVersion`` is not an integer in 0..65535. A store's capabilities
+  are written as JSON (:meth:`~acpio.store.StoredSessions.agent_capabilities_wire`).
 * ``session/new`` (an app without a store): typed unless the params hold only ``cwd`` (a
   string), ``mcpServers`` (empty or ``null``: servers are kept as their models write them),
   ``additionalDirectories`` (strings or ``null``) and ``_meta``. The answer is written without
@@ -137,7 +138,7 @@ class Handshake:
     async def raw_initialize(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
         """Answer ``initialize`` without models, when nothing needs them."""
         protocol = self._protocol
-        if self._app.on_initialize or protocol.stored is not None or protocol.observers is not None:
+        if self._app.on_initialize or protocol.observers is not None:
             return False
         version = params.get("protocolVersion") if isinstance(params, dict) else None
         if type(version) is not int or not 0 <= version <= _UINT16_MAX:
@@ -145,6 +146,11 @@ class Handshake:
         capabilities: dict[str, Any] = {"promptCapabilities": self._app.prompt_wire()}
         if self._app.mcp:
             capabilities["mcpCapabilities"] = {"http": True, "acp": True}
+        if protocol.stored is not None:
+            with_store = protocol.stored.agent_capabilities_wire(capabilities)
+            if with_store is None:
+                return False
+            capabilities = with_store
         responder.respond(
             {
                 "protocolVersion": select_version(version, (1,)),

@@ -115,8 +115,10 @@ class AppProtocol:
         """Serve the app's protocol on ``app``, an ``Agent`` builder."""
         handshake = Handshake(self)
         app.with_handler(AppHandler("initialize", handshake.initialize, handshake.raw_initialize))
-        if self.stored is not None:
-            self.stored.register(app)
+        if self.stored is not None:  # each handler, and its models, made on its method's first message
+            for method, handler in self.stored.handlers().items():
+                app.with_handler(AppHandler(method, handler))
+            self.stored.register_upkeep(app)
         else:
             app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
             app.on_close(self._connection_closed)

@@ -1,17 +1,17 @@
 """How an :class:`~acpio.app.AgentApp` takes a plain ``session/prompt`` without building a model.
 
-Most prompts are text: ``{"sessionId": ..., "prompt": [{"type": "text", "text": ...}, ...]}``.
-When the params are exactly that (each block holds only those two keys; ``_meta`` an object, if
-any) and the app has nothing that needs the typed values (no attaching: see
-``acpio.app.handshake``), the turn starts from the raw params: :func:`plain_prompt` reads them into
-a :class:`RawPrompt`, whose models are built when user code first reads them
-(:attr:`~acpio.app.Turn.prompt`, :attr:`~acpio.app.Exchange.prompt`), while
-:attr:`~acpio.app.Turn.text` reads the raw text; the turn's answer is written as the models
-would (:func:`~acpio.app.protocol.turn_answer`). A ``session/cancel`` whose params hold only
-the string ``sessionId`` (and ``_meta``) is taken raw too. :class:`PlainTurns` is how the app
-registers both; a store keeps what the user said as its models would (:func:`user_chunks`). Anything else takes the typed path, with its answers and errors. On ACP v2
-(``acpio.app.protocol_v2``) a plain prompt starts its turn the same way, whatever the app has: the
-user's message is recorded and echoed as JSON, and the turn's end is a ``state_update``.
+Most prompts are text: ``{"sessionId": ..., "prompt": [{"type": "text", "text": ...}, ...]}``. When
+the params are exactly that (each block holds only those two keys; ``_meta`` an object, if any) and
+the app has nothing that needs the typed values (no attaching: see ``acpio.app.handshake``), the
+turn starts from the raw params: :func:`plain_prompt` reads them into a :class:`RawPrompt`, whose
+models are built when user code first reads them (:attr:`~acpio.app.Turn.prompt`,
+:attr:`~acpio.app.Exchange.prompt`), while :attr:`~acpio.app.Turn.text` reads the raw text; the
+turn's answer is written as the models would (:func:`~acpio.app.protocol.turn_answer`). A
+``session/cancel`` whose params hold only the string ``sessionId`` (and ``_meta``) is taken raw too.
+:class:`PlainTurns` is how the app registers both; a store keeps what the user said as its models
+would (:func:`user_chunks`). Anything else takes the typed path, with its answers and errors. On ACP
+v2 (``acpio.app.protocol_v2``) a plain prompt starts its turn the same way, whatever the app has:
+the user's message is recorded and echoed as JSON, and the turn's end is a ``state_update``.
 """
 
 from __future__ import annotations

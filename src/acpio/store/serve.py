@@ -116,23 +116,37 @@ class StoredSessions:
 
     def register(self, builder: Builder[Connection]) -> None:
         """Register the session handlers, the recorder and the end-of-connection cleanup on ``builder``."""
-        for handler in self._handlers():
+        for handler in self.handlers().values():
             builder.on_request(handler)
+        self.register_upkeep(builder)
+
+    def register_upkeep(self, builder: Builder[Connection]) -> None:
+        """Register what :meth:`register` adds beside the handlers: the recorder and the cleanups.
+
+        For an agent that registers the handlers (:meth:`handlers`) its own way.
+        """
         builder.on_send_notification(self.record)
         builder.on_close(self.connection_closed)
         builder.with_spawned(self.watch)
 
-    def _handlers(self) -> list[Callable[..., Awaitable[Any]]]:
-        handlers: list[Callable[..., Awaitable[Any]]] = [
-            self.new,
-            self.load,
-            self.resume,
-            self.list,
-            self.close,
-            self.delete,
-        ]
+    def handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        """The typed handler of each session method served, by its method name."""
+        handlers: dict[str, Callable[..., Awaitable[Any]]] = {
+            "session/new": self.new,
+            "session/load": self.load,
+            "session/resume": self.resume,
+            "session/list": self.list,
+            "session/close": self.close,
+            "session/delete": self.delete,
+        }
         if self.unstable:
-            handlers += [self.fork, self.archive, self.unarchive, self.status, self.set_title]
+            handlers |= {
+                "session/fork": self.fork,
+                "session/archive": self.archive,
+                "session/unarchive": self.unarchive,
+                "session/status": self.status,
+                "session/set_title": self.set_title,
+            }
         return handlers
 
     def agent_capabilities(self, base: acp.AgentCapabilities | None = None) -> acp.AgentCapabilities:
@@ -155,6 +169,20 @@ class StoredSessions:
             meta = dict(capabilities.meta or {})
             meta["acpio"] = {**meta.get("acpio", {}), "sessionsEndWithProcess": True}
             capabilities.meta = meta
+        return capabilities
+
+    def agent_capabilities_wire(self, base: dict[str, Any]) -> dict[str, Any] | None:
+        """:meth:`agent_capabilities` as JSON, in the models' field order, without building them.
+
+        ``base`` holds ``promptCapabilities`` and, if any, ``mcpCapabilities`` (nothing this adds).
+        ``None`` with the unstable methods on: :meth:`agent_capabilities` writes those.
+        """
+        if self.unstable:
+            return None
+        session: dict[str, Any] = {"list": {}, "delete": {}, "resume": {}, "close": {}}
+        capabilities = {"loadSession": True, **base, "sessionCapabilities": session}
+        if not self.store.outlives_process:
+            capabilities["_meta"] = {"acpio": {"sessionsEndWithProcess": True}}
         return capabilities
 
     # --- recording ----------------------------------------------------------------------------------
