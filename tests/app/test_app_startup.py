@@ -203,11 +203,13 @@ print(json.dumps({"pydantic": "pydantic" in sys.modules}), file=sys.stderr)
 """
 
 
-def test_an_app_with_a_store_answers_initialize_without_importing_pydantic(tmp_path: Path) -> None:
-    """The store's capabilities are written as JSON, and its handlers made on their first message."""
+def test_an_app_with_a_store_answers_its_handshake_without_importing_pydantic(tmp_path: Path) -> None:
+    """The store's capabilities and its new session's answer are written as JSON, and its other
+    handlers made on their methods' first messages."""
     script = tmp_path / "agent.py"
     script.write_text(STORED_AGENT)
-    answers, report = answer_on_stdio(script, initialize_and_new_session(tmp_path)[:1])
+    answers, report = answer_on_stdio(script, initialize_and_new_session(tmp_path))
     capabilities = answers[0]["result"]["agentCapabilities"]
     assert capabilities["sessionCapabilities"] == {"list": {}, "delete": {}, "resume": {}, "close": {}}
+    assert answers[1]["result"]["sessionId"].startswith("sess_")
     assert json.loads(report) == {"pydantic": False}

@@ -11,7 +11,8 @@ to the typed handler, as before (the same answers, the same ``-32602`` for bad p
   (it takes the models) or is ``unstable`` (attaching adds its ``_meta``, a store its unstable
   methods); or when ``protocolVersion`` is not an integer in 0..65535. A store's capabilities
   are written as JSON (:meth:`~acpio.store.StoredSessions.agent_capabilities_wire`).
-* ``session/new`` (an app without a store): typed unless the params hold only ``cwd`` (a
+* ``session/new`` (through the store's :meth:`~acpio.store.StoredSessions.answer_new`, for an
+  app with one): typed unless the params hold only ``cwd`` (a
   string), ``mcpServers`` (empty or ``null``: servers are kept as their models write them),
   ``additionalDirectories`` (strings or ``null``) and ``_meta``. The answer is written without
   models unless an :meth:`~acpio.app.AgentApp.on_open` hook offered the session modes or choices
@@ -185,16 +186,19 @@ class Handshake:
 
     async def raw_new_session(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
         """Open a session from ``session/new``'s raw params, when they are plainly well-formed."""
-        if not plain_params(params, _NEW_SESSION_KEYS) or type(params.get("cwd")) is not str:
+        plain = _plain_new_session(params)
+        if plain is None:
             return False
-        if params.get("mcpServers", 0) not in ([], None):  # required; servers are kept as models write them
+        await self._open_new(responder, cx, plain[0], (), plain[1], raw=True)
+        return True
+
+    async def raw_stored_new(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
+        """Open a stored session from ``session/new``'s raw params, when they are plainly well-formed."""
+        plain = _plain_new_session(params)
+        if plain is None:
             return False
-        directories = params.get("additionalDirectories")
-        if directories is not None and (
-            type(directories) is not list or any(type(d) is not str for d in directories)
-        ):
-            return False
-        await self._open_new(responder, cx, params["cwd"], (), directories or (), raw=True)
+        assert self._protocol.stored is not None  # registered for an app with a store
+        responder.respond(await self._protocol.stored.answer_new(*plain, cx))
         return True
 
     async def new_session(
@@ -258,3 +262,21 @@ class Handshake:
     async def _set_mode(self, cx: Connection, session_id: str, mode_id: str) -> None:
         protocol = self._protocol
         await protocol.change_setting(protocol.open_session(cx, session_id), None, mode_id, asked=True)
+
+
+def _plain_new_session(params: JsonValue) -> tuple[str, list[str]] | None:
+    """The ``cwd`` and ``additionalDirectories`` of plainly well-formed ``session/new`` params, else ``None``.
+
+    Plain: only those keys, ``mcpServers`` (empty or ``null``: servers are kept as their models
+    write them) and ``_meta``, with values of the schema's types.
+    """
+    if not plain_params(params, _NEW_SESSION_KEYS) or type(params.get("cwd")) is not str:
+        return None
+    if params.get("mcpServers", 0) not in ([], None):  # required
+        return None
+    directories = params.get("additionalDirectories")
+    if directories is not None and (
+        type(directories) is not list or any(type(d) is not str for d in directories)
+    ):
+        return None
+    return params["cwd"], directories or []

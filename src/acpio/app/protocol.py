@@ -117,7 +117,8 @@ class AppProtocol:
         app.with_handler(AppHandler("initialize", handshake.initialize, handshake.raw_initialize))
         if self.stored is not None:  # each handler, and its models, made on its method's first message
             for method, handler in self.stored.handlers().items():
-                app.with_handler(AppHandler(method, handler))
+                raw = handshake.raw_stored_new if method == "session/new" else None
+                app.with_handler(AppHandler(method, handler, raw))
             self.stored.register_upkeep(app)
         else:
             app.with_handler(AppHandler("session/new", handshake.new_session, handshake.raw_new_session))
@@ -213,7 +214,8 @@ class AppProtocol:
             asyncio.get_running_loop().call_soon(self.offer_commands, cx, record.session_id)
         from acpio.store.serve import SessionSetup
 
-        return SessionSetup(**self._menu.setup(settings))
+        wire = self._menu.setup_wire(settings)
+        return SessionSetup(wire=wire) if wire is not None else SessionSetup(**self._menu.setup(settings))
 
     async def _closed(self, session_id: str) -> None:
         """A stored session closes (closed, deleted, loaded elsewhere, its connection ended)."""

@@ -48,14 +48,19 @@ _DRAIN_EVERY: Final = 256
 
 @dataclass(slots=True)
 class SessionSetup:
-    """What a session-setup answer carries beside the id: the session's modes and config options."""
+    """What a session-setup answer carries beside the id: the session's modes and config options.
+
+    Either as models, or as their JSON (``wire``: ``modes`` and ``configOptions``, as the models
+    write them), which :meth:`StoredSessions.answer_new` sends without building a model.
+    """
 
     modes: acp.SessionModeState | None = None
     config_options: list[acp.SessionConfigOption] | None = field(default=None)
+    wire: dict[str, Any] | None = None
 
     def fields(self) -> dict[str, Any]:
         """The fields to put in an answer: those set (an unset one is left out, not sent as ``null``)."""
-        found: dict[str, Any] = {}
+        found: dict[str, Any] = dict(self.wire or {})  # the models read their JSON as well
         if self.modes is not None:
             found["modes"] = self.modes
         if self.config_options is not None:
@@ -217,14 +222,28 @@ class StoredSessions:
 
     async def new(self, req: acp.NewSessionRequest, cx: Connection) -> acp.NewSessionResponse:
         """``session/new``: a new stored session, open on this connection."""
-        _check_cwd("session/new", req.cwd)
-        record = await self.store.create(
-            req.cwd,
-            additional_directories=req.additional_directories or (),
-            mcp_servers=_wire(req.mcp_servers),
-        )
-        setup = await self.opened(record, "session/new", cx)
+        record, setup = await self._new(req.cwd, req.additional_directories or (), _wire(req.mcp_servers), cx)
         return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
+
+    async def answer_new(
+        self, cwd: str, additional_directories: Sequence[str], cx: Connection
+    ) -> dict[str, Any] | acp.NewSessionResponse:
+        """:meth:`new` from a ``session/new`` of plain values and no MCP servers: its answer as JSON.
+
+        The JSON the models write, without them, when the ``on_open`` hook gave its setup as JSON
+        (:attr:`SessionSetup.wire`); else the model, as :meth:`new` answers.
+        """
+        record, setup = await self._new(cwd, additional_directories, [], cx)
+        if setup.modes is None and setup.config_options is None:
+            return {"sessionId": record.session_id, **(setup.wire or {})}
+        return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
+
+    async def _new(
+        self, cwd: str, directories: Sequence[str], servers: list[dict[str, Any]], cx: Connection
+    ) -> tuple[SessionRecord, SessionSetup]:
+        _check_cwd("session/new", cwd)
+        record = await self.store.create(cwd, additional_directories=directories, mcp_servers=servers)
+        return record, await self.opened(record, "session/new", cx)
 
     async def load(self, req: acp.LoadSessionRequest, cx: Connection) -> acp.LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""
