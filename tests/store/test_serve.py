@@ -13,6 +13,7 @@ import pytest
 
 from acpio import Agent
 from acpio.jsonrpc import Builder, Connection
+from acpio.jsonrpc.handlers import message_type_from
 from acpio.schema import (
     AgentMessageChunk,
     PromptRequest,
@@ -24,6 +25,7 @@ from acpio.schema import (
     TextContent,
 )
 from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions, serve_sessions
+from acpio.store.memory import MemoryStore
 from acpio.testing import WirePeer, serving
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -376,3 +378,13 @@ def test_serve_sessions_reads_the_unstable_switch_off_the_builder(unstable: bool
 
     sessions = serve_sessions(Agent.builder(unstable=unstable), MemoryStore())
     assert sessions.unstable is unstable
+
+
+@pytest.mark.parametrize("unstable", [False, True], ids=["stable", "unstable"])
+def test_each_handler_is_named_by_the_method_its_message_carries(unstable: bool) -> None:
+    """``handlers()`` is how an app registers each one for its method: the name must be the message's."""
+    handlers = StoredSessions(MemoryStore(), unstable=unstable).handlers()
+    assert {method: message_type_from(fn, "request").METHOD for method, fn in handlers.items()} == {
+        method: method for method in handlers
+    }
+    assert len(handlers) == (11 if unstable else 6)

@@ -136,23 +136,17 @@ class StoredSessions:
 
     def handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
         """The typed handler of each session method served, by its method name."""
-        handlers: dict[str, Callable[..., Awaitable[Any]]] = {
-            "session/new": self.new,
-            "session/load": self.load,
-            "session/resume": self.resume,
-            "session/list": self.list,
-            "session/close": self.close,
-            "session/delete": self.delete,
-        }
+        served: list[Callable[..., Awaitable[Any]]] = [
+            self.new,
+            self.load,
+            self.resume,
+            self.list,
+            self.close,
+            self.delete,
+        ]
         if self.unstable:
-            handlers |= {
-                "session/fork": self.fork,
-                "session/archive": self.archive,
-                "session/unarchive": self.unarchive,
-                "session/status": self.status,
-                "session/set_title": self.set_title,
-            }
-        return handlers
+            served += [self.fork, self.archive, self.unarchive, self.status, self.set_title]
+        return {f"session/{handler.__name__}": handler for handler in served}  # each method's name
 
     def agent_capabilities(self, base: acp.AgentCapabilities | None = None) -> acp.AgentCapabilities:
         """``base`` (default: none) with the capabilities of the methods served here turned on."""
@@ -339,18 +333,10 @@ class StoredSessions:
         if self.unstable and req.archived in ("include", "only"):
             archived = "include" if req.archived == "include" else "only"
         page = await self.store.list(cwd=req.cwd, cursor=req.cursor, archived=archived)
-        answer = acp.ListSessionsResponse(sessions=[self._info(record) for record in page.sessions])
+        answer = acp.ListSessionsResponse(sessions=[_info(record, self.unstable) for record in page.sessions])
         if page.next_cursor is not None:
             answer.next_cursor = page.next_cursor
         return answer
-
-    def _info(self, record: SessionRecord) -> acp.SessionInfo:
-        info = acp.SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
-        if record.title is not None:
-            info.title = record.title
-        if self.unstable:
-            info.archived = record.archived
-        return info
 
     async def close(self, req: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         """``session/close``: stop the session's work and give it up; it stays stored (unknown: -32002)."""
@@ -452,6 +438,16 @@ def serve_sessions(
     )
     sessions.register(builder)
     return sessions
+
+
+def _info(record: SessionRecord, unstable: bool) -> acp.SessionInfo:
+    """A stored session as ``session/list`` lists it (``archived`` with the unstable methods)."""
+    info = acp.SessionInfo(session_id=record.session_id, cwd=record.cwd, updated_at=record.updated_at)
+    if record.title is not None:
+        info.title = record.title
+    if unstable:
+        info.archived = record.archived
+    return info
 
 
 def _check_cwd(method: str, cwd: str) -> None:
