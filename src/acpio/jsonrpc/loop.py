@@ -1,9 +1,12 @@
 """The dispatch loop: one task reads a connection's frames and offers each message to the chain inline.
 
 There is no task per message: a handler runs to completion before the next message is
-dispatched, so handlers see messages in order. Reading never stops while requests are pending:
-their responses are read by this same loop. Between two messages the loop runs the response
-callbacks made ready (``on_receiving_result``) and puts handlers added meanwhile in the chain.
+dispatched, so handlers see messages in order. A burst of frames costs no coroutine per frame
+beyond the handlers': a frame the transport already holds is taken with ``receive_nowait()``,
+and the chain's :class:`~acpio.jsonrpc.dispatch_lock.DispatchLock` with a plain call when free.
+Reading never stops while requests are pending: their responses are read by this same loop.
+Between two messages the loop runs the response callbacks made ready (``on_receiving_result``)
+and puts handlers added meanwhile in the chain.
 
 A response that arrives alone while the loop waits for input, with nothing received before it
 still to dispatch, is settled by the transport's input callback (``take_lone_frames``) instead of
@@ -23,13 +26,13 @@ from typing import Any
 from acpio.errors import InvalidRequest, ParseError
 from acpio.jsonrpc.chain import HandlerChain
 from acpio.jsonrpc.dispatch import Dispatch, NotificationDispatch, RequestDispatch, ResponseDispatch
+from acpio.jsonrpc.dispatch_lock import DispatchLock
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
     MAX_BATCH_ENTRIES,
     Batch,
     Entry,
-    Frame,
     Invalid,
     Notification,
     OversizedBatch,
@@ -41,14 +44,14 @@ from acpio.jsonrpc.messages import (
     encode_errors,
     head_request_id,
     line_head,
-    notification_from_bytes,
     notification_head,
+    params_from,
 )
 from acpio.jsonrpc.outbox import BatchAnswers, Outbox
 from acpio.jsonrpc.responses import Outcome, ResponseRouter
 from acpio.jsonrpc.role import Role
 from acpio.jsonrpc.tracing import MessageTracer
-from acpio.transports.base import LoneFrames, OversizedFrame, Transport
+from acpio.transports.base import BufferedFrames, LoneFrames, OversizedFrame, Transport
 
 __all__ = ["DispatchLoop"]
 
@@ -114,11 +117,11 @@ class DispatchLoop:
             role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
         )
         #: The frame heads of the builder's handlers' methods: their notifications' params are cut
-        #: out of the frame and decoded alone (:func:`notification_from_bytes`).
+        #: out of the frame and decoded alone (:func:`~acpio.jsonrpc.messages.params_from`).
         self._heads = tuple(
-            (head, method)
+            (head, len(head), method)
             for method in chain.handler_methods
-            if (head := notification_head(method)) is not None
+            if method != CANCEL_METHOD and (head := notification_head(method)) is not None
         )
         self.outbox = Outbox(
             transport,
@@ -129,7 +132,7 @@ class DispatchLoop:
             tracer=tracer,
         )
         self._ready: list[tuple[_Callback, Outcome]] = []
-        self._lock = asyncio.Lock()
+        self._lock = DispatchLock()
         self.reader: asyncio.Task[None] | None = None
         #: The task running the chain right now (the loop, or a dynamic-handler activation).
         self._dispatcher: asyncio.Task[Any] | None = None
@@ -160,12 +163,13 @@ class DispatchLoop:
             self._spawn(self._activate_outside)
 
     async def _activate_outside(self) -> None:
-        async with self._lock:
-            self._dispatcher = asyncio.current_task()
-            try:
-                await self._between_messages()
-            finally:
-                self._dispatcher = None
+        await self._lock.acquire()
+        self._dispatcher = asyncio.current_task()
+        try:
+            await self._between_messages()
+        finally:
+            self._dispatcher = None
+            self._lock.release()
 
     async def _run_ready(self) -> None:
         while self._ready:
@@ -185,45 +189,65 @@ class DispatchLoop:
     # --- reading ----------------------------------------------------------------------------------
 
     async def _read(self) -> None:
-        receive = self._transport.receive
+        transport = self._transport
+        receive = transport.receive
+        # A frame already held is taken with a plain call: no coroutine per frame of a burst.
+        nowait = transport.receive_nowait if isinstance(transport, BufferedFrames) else None
         lock = self._lock
         me = asyncio.current_task()
         life = self._life
         offer = self._offer
         chain = self._chain
         heads = self._heads
+        route = self._route
+        counterpart = self._counterpart
+        open_ = Phase.OPEN
         try:
-            while life.is_open:
-                frame = await receive()
+            while life.phase is open_:
+                frame = None if nowait is None else nowait()
                 if frame is None:
-                    break
-                await lock.acquire()
+                    frame = await receive()
+                    if frame is None:
+                        break
+                if not lock.try_acquire():
+                    await lock.acquire()
                 self._dispatcher = me
                 try:
-                    # One message per frame is the common case: dispatched here, one call deep.
-                    decoded: Frame | OversizedFrame = None
+                    # One message per frame is the common case: dispatched here, one call deep. A
+                    # notification of a method the builder's handlers name has its params cut out.
+                    dispatch: NotificationDispatch | None = None
                     if heads and type(frame) is bytes:
-                        for head, method in heads:
+                        for head, start, method in heads:
                             if frame.startswith(head):
-                                decoded = notification_from_bytes(frame, head, method)
+                                try:
+                                    params = params_from(frame, start)
+                                except ValueError:
+                                    break  # decoded whole below, which answers what is wrong
+                                dispatch = (
+                                    NotificationDispatch(method, params, counterpart)
+                                    if route is None
+                                    else self._notification(Notification(method, params))
+                                )
                                 break
-                    if decoded is None:
+                    if dispatch is not None:
+                        await offer(dispatch)
+                    else:
                         decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
-                    if type(decoded) is Notification:
-                        await offer(self._notification(decoded))
-                    elif type(decoded) is Request:
-                        await offer(self._request(decoded, None))
-                    elif type(decoded) is Response:
-                        await self._response(decoded)
-                    elif decoded is not None:
-                        await self._other(decoded)
+                        if type(decoded) is Notification:
+                            await offer(self._notification(decoded))
+                        elif type(decoded) is Request:
+                            await offer(self._request(decoded, None))
+                        elif type(decoded) is Response:
+                            await self._response(decoded)
+                        elif decoded is not None:
+                            await self._other(decoded)
                     if self._ready or chain.has_new:
                         await self._between_messages()
                 finally:
                     self._dispatcher = None
                     lock.release()
                 # Not held while the next frame is awaited: a large message would be kept twice.
-                frame = decoded = None
+                frame = decoded = dispatch = params = None
             else:
                 return
         except asyncio.CancelledError:
@@ -277,7 +301,7 @@ class DispatchLoop:
         elif isinstance(decoded, Batch):
             await self._batch(decoded)
         elif isinstance(decoded, OversizedBatch):
-            self._refuse(decoded)
+            self.outbox.emit_quietly(_refusal(decoded))
         else:
             await self._entry(decoded, None)
 
@@ -296,27 +320,6 @@ class DispatchLoop:
         if invalid:
             _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
         answers.seal()
-
-    def _refuse(self, batch: OversizedBatch) -> None:
-        """Answer a batch over the cap, none of it dispatched: each request in it under its own id.
-
-        The errors go out as one array, or as one error object (``id: null``) if it holds no request.
-        """
-        _log.warning(
-            "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
-            batch.size,
-            MAX_BATCH_ENTRIES,
-            len(batch.ids),
-        )
-        error = InvalidRequest(
-            {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
-            message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
-            "none was processed",
-        )
-        if batch.ids:
-            self.outbox.emit_quietly(encode_errors(batch.ids, error))
-        else:
-            self.outbox.emit_quietly(encode_error(None, error))
 
     async def _entry(self, entry: Entry, batch: BatchAnswers | None) -> None:
         kind = type(entry)
@@ -384,3 +387,22 @@ class DispatchLoop:
         await self._chain.offer(
             ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer)
         )
+
+
+def _refusal(batch: OversizedBatch) -> bytes:
+    """The answer to a batch over the cap, none of it dispatched: each request in it under its own id.
+
+    The errors go out as one array, or as one error object (``id: null``) if it holds no request.
+    """
+    _log.warning(
+        "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
+        batch.size,
+        MAX_BATCH_ENTRIES,
+        len(batch.ids),
+    )
+    error = InvalidRequest(
+        {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
+        message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
+        "none was processed",
+    )
+    return encode_errors(batch.ids, error) if batch.ids else encode_error(None, error)
