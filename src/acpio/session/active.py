@@ -206,8 +206,10 @@ class ActiveSession:
         """
         self._check_active("read_update")
         read: SessionMessage | TurnEnded | None = self._reader.take_end()
+        items = self._inbox.items
         while read is None:  # an acceptance reads as None: the v2 turn may have ended with it
-            read = self._reader.read(await self._next_item()) or self._reader.take_end()
+            item = items.popleft() if items else await self._next_item()
+            read = self._reader.read(item) or self._reader.take_end()
         if isinstance(read, TurnEnded):
             self.last_response = read.response
             self.stop_reason = read.stop_reason

@@ -95,9 +95,13 @@ class SessionRouter:
         return peer is None or peer == source
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        """Queue or forward the message; decline anything else."""
+        """Queue or forward the message; decline anything else.
+
+        The chain calls :meth:`accepts` before this (and so does a registration replaying parked
+        messages): it is not checked twice.
+        """
         mode = self.mode
-        if mode == "detached" or not self.accepts(message):
+        if mode == "detached":
             return Unhandled(message)
         if mode == "forward":
             cx.send_proxied_message_to(self.client, message)
