@@ -59,6 +59,9 @@ _log = logging.getLogger("acpio.jsonrpc")
 
 _Callback = Callable[[Outcome], Awaitable[None]]
 
+#: How many methods the loop looks at to cut their notifications' params out (:meth:`DispatchLoop._learn`).
+_LEARNED_METHODS = 32
+
 
 class DispatchLoop:
     """Reads one connection's input and dispatches it (see the module docstring).
@@ -83,6 +86,7 @@ class DispatchLoop:
         "_spawn",
         "_tracer",
         "_transport",
+        "_tried",
         "outbox",
         "reader",
     )
@@ -116,13 +120,16 @@ class DispatchLoop:
         self._route: Callable[[str, Any], tuple[Role, str, Any]] | None = (
             role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
         )
-        #: The frame heads of the builder's handlers' methods: their notifications' params are cut
-        #: out of the frame and decoded alone (:func:`~acpio.jsonrpc.messages.params_from`).
+        #: The frame heads of the builder's handlers' methods, and of the methods of notifications
+        #: received since (see :meth:`_learn`): their params are cut out of the frame and decoded
+        #: alone (:func:`~acpio.jsonrpc.messages.params_from`).
         self._heads = tuple(
             (head, len(head), method)
             for method in chain.handler_methods
             if method != CANCEL_METHOD and (head := notification_head(method)) is not None
         )
+        #: The methods whose head was looked for (their frames are cut, or are not written so).
+        self._tried = {method for _, _, method in self._heads}
         self.outbox = Outbox(
             transport,
             role,
@@ -214,7 +221,7 @@ class DispatchLoop:
                 self._dispatcher = me
                 try:
                     # One message per frame is the common case: dispatched here, one call deep. A
-                    # notification of a method the builder's handlers name has its params cut out.
+                    # notification of a method in the heads (see _learn) has its params cut out.
                     dispatch: NotificationDispatch | None = None
                     if heads and type(frame) is bytes:
                         for head, start, method in heads:
@@ -234,6 +241,8 @@ class DispatchLoop:
                     else:
                         decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
                         if type(decoded) is Notification:
+                            if len(self._tried) < _LEARNED_METHODS and type(frame) is bytes:
+                                heads = self._learn(frame, decoded.method)
                             await offer(self._notification(decoded))
                         elif type(decoded) is Request:
                             await offer(self._request(decoded, None))
@@ -256,6 +265,20 @@ class DispatchLoop:
             self._on_error(exc)
             return
         await self._on_end()
+
+    def _learn(self, frame: bytes, method: str) -> tuple[tuple[bytes, int, str], ...]:
+        """The heads, with ``method``'s when its notification ``frame`` (decoded whole) starts with it.
+
+        A peer that writes one notification of a method the usual way writes the next ones so too
+        (a session's stream of ``session/update``): those are cut out as the builder's methods are.
+        Each method is looked at once, and at most :data:`_LEARNED_METHODS` of them.
+        """
+        if method not in self._tried:
+            self._tried.add(method)
+            head = notification_head(method)
+            if method != CANCEL_METHOD and head is not None and frame.startswith(head):
+                self._heads = (*self._heads, (head, len(head), method))
+        return self._heads
 
     def _settle_lone(self, frame: bytes) -> bool:
         """Settle a response the transport read alone while the loop waits for input; ``True`` if it did.

@@ -267,7 +267,7 @@ class ActiveSession:
         view = self.view
         answers = TurnAnswers(self._cx, permissions, files, view)
         already = view.text  # what read_update() gave before this call is not read again
-        async for message in self:
+        while not isinstance(message := await self.read_update(), TurnEnded):  # as `async for`, a layer less
             if message.is_request:
                 await answers.answer(message)
         text = view.text

@@ -86,7 +86,8 @@ class SessionRouter:
         kind = type(message)
         if kind is not NotificationDispatch and kind is not RequestDispatch:
             return False
-        if message.session_id != self.session_id:
+        params = message.params  # message.session_id, inline: this runs for every message
+        if type(params) is not dict or params.get("sessionId") != self.session_id:
             return False
         source = self.source
         if source is None:

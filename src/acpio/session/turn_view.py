@@ -56,13 +56,43 @@ __all__ = [
 MessageRole: TypeAlias = Literal["user", "agent", "thought"]
 
 
-@dataclass(slots=True)
 class MessageView:
     """One message of the conversation: its id (``None`` for v1 chunks without one), whose, its text."""
 
-    message_id: str | None
-    role: MessageRole
-    text: str = ""
+    __slots__ = ("_parts", "message_id", "role")
+
+    def __init__(self, message_id: str | None, role: MessageRole, text: str = "") -> None:
+        self.message_id = message_id
+        self.role = role
+        #: The text in pieces, joined when read: a message streamed in 100,000 chunks is not copied
+        #: once per chunk.
+        self._parts = [text]
+
+    @property
+    def text(self) -> str:
+        """The message's text so far."""
+        parts = self._parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0]
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._parts = [value]
+
+    def add(self, text: str) -> None:
+        """Append ``text`` to the message."""
+        self._parts.append(text)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MessageView:
+            return NotImplemented
+        return (self.message_id, self.role, self.text) == (other.message_id, other.role, other.text)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"MessageView(message_id={self.message_id!r}, role={self.role!r}, text={self.text!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,7 +491,7 @@ class TurnView:
 
     def _chunk(self, role: MessageRole, message_id: str | None, text: str) -> TextAdded:
         message = self._message(role, message_id)
-        message.text += text
+        message.add(text)
         return TextAdded(message, text)
 
     def _call(self, tool_call_id: str) -> ToolCallView:
