@@ -482,9 +482,11 @@ class TurnView:
                 self.messages.append(known)
             return known
         # v1 chunks without an id continue the last message of the turn if it is the same role's
-        current = self.messages[self._turn_start :]
-        if current and current[-1].role == role and current[-1].message_id is None:
-            return current[-1]
+        messages = self.messages
+        if len(messages) > self._turn_start:
+            last = messages[-1]
+            if last.role == role and last.message_id is None:
+                return last
         message = MessageView(None, role)
         self.messages.append(message)
         return message
