@@ -97,7 +97,7 @@ class LineSplitter:
             max_line = self._max_line
             # Without a \r in the chunk (nor at the end of the line held from the last one), no line
             # ends with one: not checked line by line.
-            crlf = b"\r" in data or parts[0].endswith(b"\r")
+            crlf = data.find(b"\r") != -1 or parts[0].endswith(b"\r")  # not `in`: it tries an int first
             for line in parts:
                 if crlf and line.endswith(b"\r"):
                     line = line[:-1]
