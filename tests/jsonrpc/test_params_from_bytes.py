@@ -168,3 +168,25 @@ async def test_invalid_params_are_logged_as_before(caplog: pytest.LogCaptureFixt
         and '"loc": ["sessionId"]' in r.getMessage()
         for r in caplog.records
     )
+
+
+async def test_a_method_received_before_is_cut_out_too_into_what_decoding_gives(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No builder handler names it: the first frame is decoded whole, the next ones are cut (learned)."""
+    caplog.set_level(logging.WARNING, logger="acpio")
+    frames = [TEXT, *ALL]
+    learned, learned_written = await run_client(frames, typed=False)
+    learned_log = [r.getMessage() for r in caplog.records]
+    caplog.clear()
+    one_by_one: list[Any] = []
+    written: list[bytes] = []
+    for frame in frames:  # each alone: decoded whole
+        received, answers = await run_client([frame], typed=False)
+        one_by_one += received
+        written += answers
+    assert [wire(m) for m in learned] == [wire(m) for m in one_by_one]
+    assert learned == one_by_one
+    # the same answers (a -32601 goes out after the -32700s written at once, whichever run)
+    assert sorted(b"".join(learned_written).splitlines()) == sorted(b"".join(written).splitlines())
+    assert learned_log == [r.getMessage() for r in caplog.records]

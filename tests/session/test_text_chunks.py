@@ -15,7 +15,7 @@ from acpio.errors import InvalidParams
 from acpio.jsonrpc import NotificationDispatch
 from acpio.session import turn_view
 from acpio.session.messages import SessionMessage
-from acpio.session.turn_view import TurnView, text_chunk
+from acpio.session.turn_view import MessageView, TurnView, text_chunk
 
 
 def chunk(kind: str = "agent_message_chunk", content: Any = None, **update: Any) -> dict[str, Any]:
@@ -107,3 +107,27 @@ def test_the_shortcut_reads_exactly_the_plain_text_chunks() -> None:
     )
     assert [text_chunk(params, version) for version, params in READ_BY_MODELS] == [None] * len(READ_BY_MODELS)
     assert text_chunk(chunk(messageId="m1"), 2) == ("agent", "m1", "hi")
+
+
+def test_a_message_streamed_in_many_chunks_reads_as_its_text_joined_at_every_point() -> None:
+    view = TurnView()
+    view.start_turn()
+    pieces = [f"{i}é " for i in range(2000)]
+    for i, piece in enumerate(pieces):
+        view.apply(
+            SessionMessage(
+                NotificationDispatch("session/update", chunk(content={"type": "text", "text": piece})), 1
+            )
+        )
+        if i % 500 == 0:  # read midway: later chunks still add to it
+            assert view.text == "".join(pieces[: i + 1])
+    (message,) = view.messages
+    assert message.text == "".join(pieces) == view.text
+    assert message == MessageView(None, "agent", "".join(pieces))
+    assert repr(MessageView("m", "user", "x")) == "MessageView(message_id='m', role='user', text='x')"
+    message.text = "replaced"  # a v2 whole-message upsert
+    message.add("!")
+    assert message.text == "replaced!"
+    assert message != MessageView(None, "thought", "replaced!")
+    with pytest.raises(TypeError):
+        hash(message)

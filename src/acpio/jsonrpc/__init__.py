@@ -4,6 +4,7 @@ It knows nothing of ACP beyond "a message's params may carry a ``sessionId``". I
 importing only those above it in this list (``make lint`` checks it):
 
 * :mod:`~acpio.jsonrpc.tracing`: the hook a tracer (:mod:`acpio.otel`) is told of every message through;
+* :mod:`~acpio.jsonrpc.dispatch_lock`: the fair lock the chain runs under, taken by a plain call when free;
 * :mod:`~acpio.jsonrpc.messages`: decode a frame's envelope, build outgoing frames (no I/O);
 * :mod:`~acpio.jsonrpc.pending`: ids, requests in flight both ways, cancel flags (no I/O);
 * :mod:`~acpio.jsonrpc.typed`: typed messages: method, params validation, result parsing, :data:`UNSET`;

@@ -178,6 +178,7 @@ class HandlerChain:
         "_warned",
         "after_each",
         "handler_methods",
+        "has_new",
         "intercepts_responses",
     )
 
@@ -207,6 +208,8 @@ class HandlerChain:
         self._joined = itertools.count()
         #: Added, not yet in the chain: activated by the dispatch loop between two messages.
         self._new: list[DynamicHandlerRegistration] = []
+        #: Whether handlers were added and wait for :meth:`activate_new` (read for every message).
+        self.has_new = False
         self._links: tuple[_Link, ...] = ()
         #: Whether a handler may see responses (any untyped handler): else they skip the chain.
         self.intercepts_responses = False
@@ -225,12 +228,8 @@ class HandlerChain:
         """Register ``handler``; it joins the chain at the next :meth:`activate_new`."""
         registration = DynamicHandlerRegistration(self, handler)
         self._new.append(registration)
+        self.has_new = True
         return registration
-
-    @property
-    def has_new(self) -> bool:
-        """Whether handlers were added and wait for :meth:`activate_new`."""
-        return bool(self._new)
 
     def remove(self, registration: DynamicHandlerRegistration) -> None:
         """Take ``registration`` out of the chain (or out of the handlers waiting to join)."""
@@ -245,6 +244,7 @@ class HandlerChain:
             self._relink(scope)
         elif registration in self._new:
             self._new.remove(registration)
+            self.has_new = bool(self._new)
 
     def _relink(self, scope: str | None = None) -> None:
         """The links after the dynamic handlers changed (``scope``: only that session's changed)."""
@@ -272,6 +272,7 @@ class HandlerChain:
         """Put the added handlers in the chain, each first offered the parked messages, in order."""
         while self._new:
             registration = self._new.pop(0)
+            self.has_new = bool(self._new)
             if not registration.active:
                 continue
             registration.order = next(self._joined)

@@ -1,9 +1,12 @@
 """The dispatch loop: one task reads a connection's frames and offers each message to the chain inline.
 
 There is no task per message: a handler runs to completion before the next message is
-dispatched, so handlers see messages in order. Reading never stops while requests are pending:
-their responses are read by this same loop. Between two messages the loop runs the response
-callbacks made ready (``on_receiving_result``) and puts handlers added meanwhile in the chain.
+dispatched, so handlers see messages in order. A burst of frames costs no coroutine per frame
+beyond the handlers': a frame the transport already holds is taken with ``receive_nowait()``,
+and the chain's :class:`~acpio.jsonrpc.dispatch_lock.DispatchLock` with a plain call when free.
+Reading never stops while requests are pending: their responses are read by this same loop.
+Between two messages the loop runs the response callbacks made ready (``on_receiving_result``)
+and puts handlers added meanwhile in the chain.
 
 A response that arrives alone while the loop waits for input, with nothing received before it
 still to dispatch, is settled by the transport's input callback (``take_lone_frames``) instead of
@@ -23,13 +26,13 @@ from typing import Any
 from acpio.errors import InvalidRequest, ParseError
 from acpio.jsonrpc.chain import HandlerChain
 from acpio.jsonrpc.dispatch import Dispatch, NotificationDispatch, RequestDispatch, ResponseDispatch
+from acpio.jsonrpc.dispatch_lock import DispatchLock
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
     MAX_BATCH_ENTRIES,
     Batch,
     Entry,
-    Frame,
     Invalid,
     Notification,
     OversizedBatch,
@@ -41,20 +44,23 @@ from acpio.jsonrpc.messages import (
     encode_errors,
     head_request_id,
     line_head,
-    notification_from_bytes,
     notification_head,
+    params_from,
 )
 from acpio.jsonrpc.outbox import BatchAnswers, Outbox
 from acpio.jsonrpc.responses import Outcome, ResponseRouter
 from acpio.jsonrpc.role import Role
 from acpio.jsonrpc.tracing import MessageTracer
-from acpio.transports.base import LoneFrames, OversizedFrame, Transport
+from acpio.transports.base import BufferedFrames, LoneFrames, OversizedFrame, Transport
 
 __all__ = ["DispatchLoop"]
 
 _log = logging.getLogger("acpio.jsonrpc")
 
 _Callback = Callable[[Outcome], Awaitable[None]]
+
+#: How many methods the loop looks at to cut their notifications' params out (:meth:`DispatchLoop._learn`).
+_LEARNED_METHODS = 32
 
 
 class DispatchLoop:
@@ -80,6 +86,7 @@ class DispatchLoop:
         "_spawn",
         "_tracer",
         "_transport",
+        "_tried",
         "outbox",
         "reader",
     )
@@ -113,13 +120,16 @@ class DispatchLoop:
         self._route: Callable[[str, Any], tuple[Role, str, Any]] | None = (
             role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
         )
-        #: The frame heads of the builder's handlers' methods: their notifications' params are cut
-        #: out of the frame and decoded alone (:func:`notification_from_bytes`).
+        #: The frame heads of the builder's handlers' methods, and of the methods of notifications
+        #: received since (see :meth:`_learn`): their params are cut out of the frame and decoded
+        #: alone (:func:`~acpio.jsonrpc.messages.params_from`).
         self._heads = tuple(
-            (head, method)
+            (head, len(head), method)
             for method in chain.handler_methods
-            if (head := notification_head(method)) is not None
+            if method != CANCEL_METHOD and (head := notification_head(method)) is not None
         )
+        #: The methods whose head was looked for (their frames are cut, or are not written so).
+        self._tried = {method for _, _, method in self._heads}
         self.outbox = Outbox(
             transport,
             role,
@@ -129,7 +139,7 @@ class DispatchLoop:
             tracer=tracer,
         )
         self._ready: list[tuple[_Callback, Outcome]] = []
-        self._lock = asyncio.Lock()
+        self._lock = DispatchLock()
         self.reader: asyncio.Task[None] | None = None
         #: The task running the chain right now (the loop, or a dynamic-handler activation).
         self._dispatcher: asyncio.Task[Any] | None = None
@@ -160,12 +170,13 @@ class DispatchLoop:
             self._spawn(self._activate_outside)
 
     async def _activate_outside(self) -> None:
-        async with self._lock:
-            self._dispatcher = asyncio.current_task()
-            try:
-                await self._between_messages()
-            finally:
-                self._dispatcher = None
+        await self._lock.acquire()
+        self._dispatcher = asyncio.current_task()
+        try:
+            await self._between_messages()
+        finally:
+            self._dispatcher = None
+            self._lock.release()
 
     async def _run_ready(self) -> None:
         while self._ready:
@@ -185,45 +196,67 @@ class DispatchLoop:
     # --- reading ----------------------------------------------------------------------------------
 
     async def _read(self) -> None:
-        receive = self._transport.receive
+        transport = self._transport
+        receive = transport.receive
+        # A frame already held is taken with a plain call: no coroutine per frame of a burst.
+        nowait = transport.receive_nowait if isinstance(transport, BufferedFrames) else None
         lock = self._lock
         me = asyncio.current_task()
         life = self._life
         offer = self._offer
         chain = self._chain
         heads = self._heads
+        route = self._route
+        counterpart = self._counterpart
+        open_ = Phase.OPEN
         try:
-            while life.is_open:
-                frame = await receive()
+            while life.phase is open_:
+                frame = None if nowait is None else nowait()
                 if frame is None:
-                    break
-                await lock.acquire()
+                    frame = await receive()
+                    if frame is None:
+                        break
+                if not lock.try_acquire():
+                    await lock.acquire()
                 self._dispatcher = me
                 try:
-                    # One message per frame is the common case: dispatched here, one call deep.
-                    decoded: Frame | OversizedFrame = None
+                    # One message per frame is the common case: dispatched here, one call deep. A
+                    # notification of a method in the heads (see _learn) has its params cut out.
+                    dispatch: NotificationDispatch | None = None
                     if heads and type(frame) is bytes:
-                        for head, method in heads:
+                        for head, start, method in heads:
                             if frame.startswith(head):
-                                decoded = notification_from_bytes(frame, head, method)
+                                try:
+                                    params = params_from(frame, start)
+                                except ValueError:
+                                    break  # decoded whole below, which answers what is wrong
+                                dispatch = (
+                                    NotificationDispatch(method, params, counterpart)
+                                    if route is None
+                                    else self._notification(Notification(method, params))
+                                )
                                 break
-                    if decoded is None:
+                    if dispatch is not None:
+                        await offer(dispatch)
+                    else:
                         decoded = frame if isinstance(frame, OversizedFrame) else decode(frame)
-                    if type(decoded) is Notification:
-                        await offer(self._notification(decoded))
-                    elif type(decoded) is Request:
-                        await offer(self._request(decoded, None))
-                    elif type(decoded) is Response:
-                        await self._response(decoded)
-                    elif decoded is not None:
-                        await self._other(decoded)
+                        if type(decoded) is Notification:
+                            if len(self._tried) < _LEARNED_METHODS and type(frame) is bytes:
+                                heads = self._learn(frame, decoded.method)
+                            await offer(self._notification(decoded))
+                        elif type(decoded) is Request:
+                            await offer(self._request(decoded, None))
+                        elif type(decoded) is Response:
+                            await self._response(decoded)
+                        elif decoded is not None:
+                            await self._other(decoded)
                     if self._ready or chain.has_new:
                         await self._between_messages()
                 finally:
                     self._dispatcher = None
                     lock.release()
                 # Not held while the next frame is awaited: a large message would be kept twice.
-                frame = decoded = None
+                frame = decoded = dispatch = params = None
             else:
                 return
         except asyncio.CancelledError:
@@ -232,6 +265,20 @@ class DispatchLoop:
             self._on_error(exc)
             return
         await self._on_end()
+
+    def _learn(self, frame: bytes, method: str) -> tuple[tuple[bytes, int, str], ...]:
+        """The heads, with ``method``'s when its notification ``frame`` (decoded whole) starts with it.
+
+        A peer that writes one notification of a method the usual way writes the next ones so too
+        (a session's stream of ``session/update``): those are cut out as the builder's methods are.
+        Each method is looked at once, and at most :data:`_LEARNED_METHODS` of them.
+        """
+        if method not in self._tried:
+            self._tried.add(method)
+            head = notification_head(method)
+            if method != CANCEL_METHOD and head is not None and frame.startswith(head):
+                self._heads = (*self._heads, (head, len(head), method))
+        return self._heads
 
     def _settle_lone(self, frame: bytes) -> bool:
         """Settle a response the transport read alone while the loop waits for input; ``True`` if it did.
@@ -277,7 +324,7 @@ class DispatchLoop:
         elif isinstance(decoded, Batch):
             await self._batch(decoded)
         elif isinstance(decoded, OversizedBatch):
-            self._refuse(decoded)
+            self.outbox.emit_quietly(_refusal(decoded))
         else:
             await self._entry(decoded, None)
 
@@ -296,27 +343,6 @@ class DispatchLoop:
         if invalid:
             _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
         answers.seal()
-
-    def _refuse(self, batch: OversizedBatch) -> None:
-        """Answer a batch over the cap, none of it dispatched: each request in it under its own id.
-
-        The errors go out as one array, or as one error object (``id: null``) if it holds no request.
-        """
-        _log.warning(
-            "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
-            batch.size,
-            MAX_BATCH_ENTRIES,
-            len(batch.ids),
-        )
-        error = InvalidRequest(
-            {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
-            message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
-            "none was processed",
-        )
-        if batch.ids:
-            self.outbox.emit_quietly(encode_errors(batch.ids, error))
-        else:
-            self.outbox.emit_quietly(encode_error(None, error))
 
     async def _entry(self, entry: Entry, batch: BatchAnswers | None) -> None:
         kind = type(entry)
@@ -384,3 +410,22 @@ class DispatchLoop:
         await self._chain.offer(
             ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer)
         )
+
+
+def _refusal(batch: OversizedBatch) -> bytes:
+    """The answer to a batch over the cap, none of it dispatched: each request in it under its own id.
+
+    The errors go out as one array, or as one error object (``id: null``) if it holds no request.
+    """
+    _log.warning(
+        "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
+        batch.size,
+        MAX_BATCH_ENTRIES,
+        len(batch.ids),
+    )
+    error = InvalidRequest(
+        {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
+        message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
+        "none was processed",
+    )
+    return encode_errors(batch.ids, error) if batch.ids else encode_error(None, error)

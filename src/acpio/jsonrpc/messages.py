@@ -59,6 +59,7 @@ __all__ = [
     "method_at",
     "notification_from_bytes",
     "notification_head",
+    "params_from",
     "result_object",
 ]
 
@@ -238,15 +239,27 @@ def notification_from_bytes(frame: bytes, head: bytes, method: str) -> Notificat
     JSON value and ``}``, or its params are not an object, an array or ``null``: :func:`decode`
     then reads it (and answers what is wrong with it).
     """
-    if not frame.startswith(head) or frame[-1:] != b"}":
+    if not frame.startswith(head):
         return None
     try:
-        params = orjson.loads(frame[len(head) : -1])
-    except orjson.JSONDecodeError:
+        return Notification(method, params_from(frame, len(head)))
+    except ValueError:
         return None
+
+
+def params_from(frame: bytes, start: int) -> JsonValue:
+    """The params of a notification ``frame`` whose head (up to its params) is ``start`` bytes long.
+
+    What :func:`notification_from_bytes` reads, without the head check and without building the
+    :class:`Notification` (the dispatch loop's own path). Raises ``ValueError`` when the frame is
+    not read so: :func:`decode` reads it then.
+    """
+    if frame[-1] != 0x7D:  # }
+        raise ValueError("the frame does not end right after its params")
+    params = orjson.loads(frame[start:-1])  # orjson.JSONDecodeError is a ValueError
     if params is None or type(params) is dict or type(params) is list:
-        return Notification(method, params)
-    return None
+        return params
+    raise ValueError("the params are no object, array or null")
 
 
 def decode(frame: bytes | str) -> Frame:

@@ -206,8 +206,10 @@ class ActiveSession:
         """
         self._check_active("read_update")
         read: SessionMessage | TurnEnded | None = self._reader.take_end()
+        items = self._inbox.items
         while read is None:  # an acceptance reads as None: the v2 turn may have ended with it
-            read = self._reader.read(await self._next_item()) or self._reader.take_end()
+            item = items.popleft() if items else await self._next_item()
+            read = self._reader.read(item) or self._reader.take_end()
         if isinstance(read, TurnEnded):
             self.last_response = read.response
             self.stop_reason = read.stop_reason
@@ -265,7 +267,7 @@ class ActiveSession:
         view = self.view
         answers = TurnAnswers(self._cx, permissions, files, view)
         already = view.text  # what read_update() gave before this call is not read again
-        async for message in self:
+        while not isinstance(message := await self.read_update(), TurnEnded):  # as `async for`, a layer less
             if message.is_request:
                 await answers.answer(message)
         text = view.text

@@ -86,7 +86,8 @@ class SessionRouter:
         kind = type(message)
         if kind is not NotificationDispatch and kind is not RequestDispatch:
             return False
-        if message.session_id != self.session_id:
+        params = message.params  # message.session_id, inline: this runs for every message
+        if type(params) is not dict or params.get("sessionId") != self.session_id:
             return False
         source = self.source
         if source is None:
@@ -95,9 +96,13 @@ class SessionRouter:
         return peer is None or peer == source
 
     async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        """Queue or forward the message; decline anything else."""
+        """Queue or forward the message; decline anything else.
+
+        The chain calls :meth:`accepts` before this (and so does a registration replaying parked
+        messages): it is not checked twice.
+        """
         mode = self.mode
-        if mode == "detached" or not self.accepts(message):
+        if mode == "detached":
             return Unhandled(message)
         if mode == "forward":
             cx.send_proxied_message_to(self.client, message)

@@ -56,13 +56,43 @@ __all__ = [
 MessageRole: TypeAlias = Literal["user", "agent", "thought"]
 
 
-@dataclass(slots=True)
 class MessageView:
     """One message of the conversation: its id (``None`` for v1 chunks without one), whose, its text."""
 
-    message_id: str | None
-    role: MessageRole
-    text: str = ""
+    __slots__ = ("_parts", "message_id", "role")
+
+    def __init__(self, message_id: str | None, role: MessageRole, text: str = "") -> None:
+        self.message_id = message_id
+        self.role = role
+        #: The text in pieces, joined when read: a message streamed in 100,000 chunks is not copied
+        #: once per chunk.
+        self._parts = [text]
+
+    @property
+    def text(self) -> str:
+        """The message's text so far."""
+        parts = self._parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0]
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._parts = [value]
+
+    def add(self, text: str) -> None:
+        """Append ``text`` to the message."""
+        self._parts.append(text)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MessageView:
+            return NotImplemented
+        return (self.message_id, self.role, self.text) == (other.message_id, other.role, other.text)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"MessageView(message_id={self.message_id!r}, role={self.role!r}, text={self.text!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,16 +482,18 @@ class TurnView:
                 self.messages.append(known)
             return known
         # v1 chunks without an id continue the last message of the turn if it is the same role's
-        current = self.messages[self._turn_start :]
-        if current and current[-1].role == role and current[-1].message_id is None:
-            return current[-1]
+        messages = self.messages
+        if len(messages) > self._turn_start:
+            last = messages[-1]
+            if last.role == role and last.message_id is None:
+                return last
         message = MessageView(None, role)
         self.messages.append(message)
         return message
 
     def _chunk(self, role: MessageRole, message_id: str | None, text: str) -> TextAdded:
         message = self._message(role, message_id)
-        message.text += text
+        message.add(text)
         return TextAdded(message, text)
 
     def _call(self, tool_call_id: str) -> ToolCallView:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Component", "LoneFrames", "OversizedFrame", "Transport"]
+__all__ = ["BufferedFrames", "Component", "LoneFrames", "OversizedFrame", "Transport"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,23 @@ class LoneFrames(Protocol):
 
         Offered only while nothing received before is pending. ``take`` returns ``True`` when it
         consumed the frame, which ``receive()`` then never returns.
+        """
+        ...
+
+
+@runtime_checkable
+class BufferedFrames(Protocol):
+    """A transport that hands over a frame it already holds with a plain call, before ``receive()`` would.
+
+    Optional: a connection whose transport has it reads a burst of buffered frames without a
+    coroutine per frame (``acpio.jsonrpc``'s dispatch loop), and awaits ``receive()`` only when
+    nothing is held.
+    """
+
+    def receive_nowait(self) -> bytes | OversizedFrame | None:
+        """The frame ``receive()`` would return at once, if one is held; ``None`` if none is.
+
+        ``None`` does not mean the end of input: ``receive()`` reports that.
         """
         ...
 

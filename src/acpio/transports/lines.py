@@ -95,8 +95,11 @@ class LineSplitter:
                 parts[0] = bytes(self._buffer)
                 self._buffer.clear()
             max_line = self._max_line
+            # Without a \r in the chunk (nor at the end of the line held from the last one), no line
+            # ends with one: not checked line by line.
+            crlf = data.find(b"\r") != -1 or parts[0].endswith(b"\r")  # not `in`: it tries an int first
             for line in parts:
-                if line.endswith(b"\r"):
+                if crlf and line.endswith(b"\r"):
                     line = line[:-1]
                 if len(line) > max_line:
                     out.append(OversizedFrame(len(line), line[:HEAD_SIZE]))

@@ -72,6 +72,7 @@ class Lines:
         self._close = close
         self._splitter = LineSplitter(max_line)
         self._frames: deque[bytes | OversizedFrame] = deque()
+        self._nowait = type(self).receive is Lines.receive  # never past a subclass's own receive()
         self._label = label
         self._close_timeout = close_timeout
         self._at_end = False
@@ -152,6 +153,10 @@ class Lines:
             # New input starts a new exchange: its answer may be written at once again (see send()).
             self._eager_turn = False
         return frames.popleft()
+
+    def receive_nowait(self) -> bytes | OversizedFrame | None:
+        """The frame :meth:`receive` would return at once if one is held; else (or if overridden) ``None``."""
+        return self._frames.popleft() if self._frames and self._nowait else None
 
     def take_lone_frames(self, take: Callable[[bytes], bool] | None) -> None:
         """Offer ``take(frame)`` each frame that arrives alone while :meth:`receive` waits; ``None``: stop.
