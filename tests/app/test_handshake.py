@@ -8,16 +8,21 @@ bytes (session ids aside); ``tests/app/test_app_startup.py`` shows the raw answe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acpio import schema as acp
 from acpio.app import AgentApp, AppSession, Turn
 from acpio.testing import serving
+
+from ._wire import typed_only
 
 WIRE = {"version": "protocolVersion", "servers": "mcpServers", "session": "sessionId", "mode": "modeId"}
 SNAKE = {"version": "protocol_version", "servers": "mcp_servers", "session": "session_id", "mode": "mode_id"}
@@ -257,6 +262,115 @@ async def test_the_commands_go_out_after_the_answer_as_the_bytes_of_their_models
     update = acp.AvailableCommandsUpdate(available_commands=commands)
     params = acp.SessionNotification(session_id=session_id, update=update).to_wire_json()
     assert frame == b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}"
+
+
+# --- any params: the raw answers against the typed path's ----------------------------------------
+
+versions = st.one_of(
+    st.integers(min_value=-3, max_value=4),
+    st.sampled_from([65535, 65536, 2**40, 1.0, 2.5, True, False, "1", None, [1], {"v": 1}]),
+)
+#: Values where the schema has an object, a bool, a string or a list: right, wrong, null.
+odd = st.sampled_from([None, 5, "x", True, [], {}, {"_meta": {"k": 1}}, {"unknown": [1]}])
+capabilities = st.one_of(
+    odd,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "fs": st.one_of(odd, st.fixed_dictionaries({}, optional={"readTextFile": st.booleans() | odd})),
+            "terminal": st.booleans() | odd,
+            "session": st.one_of(odd, st.just({"configOptions": {"boolean": {}}})),
+            "_meta": odd,
+        },
+    ),
+)
+servers = st.sampled_from(
+    [
+        {"name": "local", "command": "/bin/srv", "args": ["-v"], "env": [{"name": "A", "value": "1"}]},
+        {"name": "local", "command": "srv", "args": [], "env": []},  # a relative command
+        {
+            "type": "http",
+            "name": "web",
+            "url": "https://example.com/mcp",
+            "headers": [{"name": "H", "value": "v"}],
+        },
+        {"type": "sse", "name": "events", "url": "https://example.com/sse", "headers": []},
+        {"type": "ftp", "name": "unknown"},
+        {"name": "no command"},
+        5,
+    ]
+)
+directories = st.one_of(
+    odd, st.lists(st.sampled_from(["/tmp/lib", "relative/lib", "", 5, None, "/tmp/ü \u2028"]), max_size=2)
+)
+extra = st.fixed_dictionaries({}, optional={"_meta": odd, "unknown": odd})
+
+
+@st.composite
+def handshakes(draw: st.DrawFn) -> list[tuple[str, Any]]:
+    """The params of ``initialize``, ``session/new`` and ``session/set_mode``, as a client may send them."""
+    initialize = {**draw(extra), "protocolVersion": draw(versions)}
+    for key, value in (("clientCapabilities", capabilities), ("clientInfo", odd)):
+        if draw(st.booleans()):
+            initialize[key] = draw(value)
+    new: dict[str, Any] = {
+        **draw(extra),
+        "cwd": draw(st.sampled_from(["/tmp/work", "/", "rel/dir", "", 5, None])),
+    }
+    if draw(st.integers(0, 3)):
+        new["mcpServers"] = draw(st.one_of(st.just([]), st.none(), st.lists(servers, max_size=2), odd))
+    if draw(st.booleans()):
+        new["additionalDirectories"] = draw(directories)
+    if draw(st.integers(0, 5)) == 0:
+        new = draw(st.sampled_from([[], None]))  # params that are no object  # type: ignore[arg-type]
+    mode = {
+        **draw(extra),
+        "sessionId": draw(st.sampled_from(["SESSION", "unknown", 5])),
+        "modeId": draw(st.sampled_from(["code", "ask", "nope", 3, None])),
+    }
+    return [("initialize", initialize), ("session/new", new), ("session/set_mode", mode)]
+
+
+async def answers(steps: list[tuple[str, Any]], protocols: tuple[int, ...]) -> tuple[list[bytes], list[Any]]:
+    """A fresh app's answers to ``steps`` (``SESSION``: the session it opened), and what its hook saw."""
+    seen: list[Any] = []
+    app = AgentApp("props", protocols=protocols)  # type: ignore[arg-type]
+    app.mode("ask", "Ask")
+    app.mode("code", "Code")
+    app.boolean_option("web", "Web", default=True)
+    app.prompt(_prompt)
+
+    @app.on_open
+    async def record(session: AppSession) -> None:
+        features = session.client
+        seen.append(
+            (session.cwd, session.mcp_servers, session.additional_directories, features.read_text_file)
+        )
+
+    frames: list[bytes] = []
+    session_id = "SESSION"
+    async with serving(app.component()) as peer:  # type: ignore[arg-type]
+        for method, params in steps:
+            if isinstance(params, dict) and params.get("sessionId") == "SESSION":
+                params = {**params, "sessionId": session_id}
+            asked = peer.request(method, params)
+            frame = orjson.dumps(await peer.response_to(asked))
+            opened = orjson.loads(frame).get("result") or {}
+            if method == "session/new" and isinstance(opened.get("sessionId"), str):
+                session_id = opened["sessionId"]
+            frames.append(frame.replace(session_id.encode(), b"SESSION"))
+    return frames, seen
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=handshakes(), protocols=st.sampled_from([(1,), (1,), (1, 2)]))
+def test_any_handshake_gets_the_answers_of_the_typed_path(
+    steps: list[tuple[str, Any]], protocols: tuple[int, ...]
+) -> None:
+    raw = asyncio.run(answers(steps, protocols))
+    with typed_only():
+        typed = asyncio.run(answers(steps, protocols))
+    assert raw == typed
 
 
 def stored_app(store: str, declared: bool) -> AgentApp:
