@@ -400,3 +400,85 @@ async def test_an_app_with_a_store_answers_with_the_bytes_of_the_typed_path(
     assert capabilities["loadSession"] is True
     assert set(capabilities["sessionCapabilities"]) == {"list", "delete", "resume", "close"}
     assert ("_meta" in capabilities) == (store == "memory")  # its sessions end with the process
+
+
+#: Text an app may declare: any, the empty string, and what JSON writers escape.
+declared = st.one_of(st.text(max_size=12), st.sampled_from(["", 'q "x" \\', "\u2028\ufeff\x00", "é 漢 😀"]))
+
+
+@st.composite
+def menus(draw: st.DrawFn) -> tuple[Callable[[], AgentApp], bool]:
+    """How to make an app declaring modes, select and boolean options, and commands of any text.
+
+    And whether it declares commands (sent after the ``session/new`` answer).
+    """
+    info = (draw(declared) or "app", draw(declared) or "1", draw(st.none() | declared))
+    maybe = st.none() | declared
+    modes = [
+        (mode_id, draw(declared), draw(maybe))
+        for mode_id in draw(st.lists(declared, unique=True, max_size=3))
+    ]
+    options: list[tuple[Any, ...]] = []
+    for option_id in draw(st.lists(declared, unique=True, max_size=3)):
+        if draw(st.booleans()):
+            choices = draw(st.dictionaries(declared, declared, min_size=1, max_size=3))
+            default = draw(st.sampled_from(sorted(choices)))
+            options.append((option_id, draw(declared), choices, default, draw(maybe), draw(maybe)))
+        else:
+            options.append((option_id, draw(declared), draw(st.booleans()), draw(maybe)))
+    words = st.text(
+        st.characters(blacklist_categories=("Z", "Cc", "Cs"), blacklist_characters="/"), min_size=1
+    )
+    names = draw(st.lists(words, unique=True, max_size=2))
+    commands = [(name, draw(declared), draw(maybe)) for name in names]
+
+    def make() -> AgentApp:
+        name, version, title = info
+        app = AgentApp(name, version=version, title=title)
+        for mode_id, mode_name, description in modes:
+            app.mode(mode_id, mode_name, description=description)
+        for option in options:
+            if len(option) == 6:
+                option_id, label, choices, default, description, category = option
+                app.select_option(
+                    option_id, label, choices, default=default, description=description, category=category
+                )
+            else:
+                option_id, label, default, description = option
+                app.boolean_option(option_id, label, default=default, description=description)
+        for command, description, hint in commands:
+            app.command(command, description, hint=hint)
+        app.prompt(_prompt)
+        return app
+
+    return make, bool(commands)
+
+
+async def setup_frames(app: AgentApp, capabilities: dict[str, Any], commands: bool) -> list[bytes]:
+    """The answers to ``initialize``, ``session/new`` and ``session/set_mode``, and the commands sent."""
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        frames = [await peer.recv_raw() or b""]
+        peer.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+        frames.append(await peer.recv_raw() or b"")
+        [session] = app.sessions
+        if commands:
+            frames.append(await peer.recv_raw() or b"")
+        if session.settings.mode is not None:
+            peer.request("session/set_mode", {"sessionId": session.id, "modeId": session.settings.mode})
+            frames.append(await peer.recv_raw() or b"")
+    return [frame.replace(session.id.encode(), b"SESSION") for frame in frames]
+
+
+@settings(max_examples=40, deadline=None)
+@given(menu=menus(), booleans=st.booleans())
+def test_any_declared_menu_is_answered_with_the_bytes_of_the_typed_path(
+    menu: tuple[Callable[[], AgentApp], bool], booleans: bool
+) -> None:
+    make, commands = menu
+    capabilities = BOOLEANS if booleans else {}
+    raw = asyncio.run(setup_frames(make(), capabilities, commands))
+    with typed_only():
+        typed = asyncio.run(setup_frames(make(), capabilities, commands))
+    assert raw == typed
+    assert all(b'"error"' not in frame for frame in raw), raw
