@@ -342,10 +342,10 @@ async def answers(steps: list[tuple[str, Any]], protocols: tuple[int, ...]) -> t
 
     @app.on_open
     async def record(session: AppSession) -> None:
-        features = session.client
-        seen.append(
-            (session.cwd, session.mcp_servers, session.additional_directories, features.read_text_file)
-        )
+        client = session.client
+        version = getattr(session.cx, "protocol_version", None)  # recorded from the answer
+        features = (client.read_text_file, client.terminal, client.boolean_config_options, version)
+        seen.append((session.cwd, session.mcp_servers, session.additional_directories, features))
 
     frames: list[bytes] = []
     session_id = "SESSION"
