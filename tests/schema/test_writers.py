@@ -257,7 +257,7 @@ def changed(note: acp.SessionNotification, change: tuple[str, str, Any]) -> acp.
     return note
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     note_class=st.sampled_from([acp.SessionNotification, PrefixedNote, StampedNote]),
     kind=st.sampled_from(CHUNKS),
