@@ -331,10 +331,12 @@ def handshakes(draw: st.DrawFn) -> list[tuple[str, Any]]:
     return [("initialize", initialize), ("session/new", new), ("session/set_mode", mode)]
 
 
-async def answers(steps: list[tuple[str, Any]], protocols: tuple[int, ...]) -> tuple[list[bytes], list[Any]]:
+async def answers(
+    steps: list[tuple[str, Any]], protocols: tuple[int, ...], store: str | None = None
+) -> tuple[list[bytes], list[Any]]:
     """A fresh app's answers to ``steps`` (``SESSION``: the session it opened), and what its hook saw."""
     seen: list[Any] = []
-    app = AgentApp("props", protocols=protocols)  # type: ignore[arg-type]
+    app = AgentApp("props", protocols=protocols, store=store)  # type: ignore[arg-type]
     app.mode("ask", "Ask")
     app.mode("code", "Code")
     app.boolean_option("web", "Web", default=True)
@@ -363,13 +365,17 @@ async def answers(steps: list[tuple[str, Any]], protocols: tuple[int, ...]) -> t
 
 
 @settings(max_examples=40, deadline=None)
-@given(steps=handshakes(), protocols=st.sampled_from([(1,), (1,), (1, 2)]))
+@given(
+    steps=handshakes(),
+    protocols=st.sampled_from([(1,), (1,), (1, 2)]),
+    store=st.sampled_from([None, None, "memory:"]),
+)
 def test_any_handshake_gets_the_answers_of_the_typed_path(
-    steps: list[tuple[str, Any]], protocols: tuple[int, ...]
+    steps: list[tuple[str, Any]], protocols: tuple[int, ...], store: str | None
 ) -> None:
-    raw = asyncio.run(answers(steps, protocols))
+    raw = asyncio.run(answers(steps, protocols, store))
     with typed_only():
-        typed = asyncio.run(answers(steps, protocols))
+        typed = asyncio.run(answers(steps, protocols, store))
     assert raw == typed
 
 
