@@ -1,10 +1,16 @@
-"""The editor's side of the app tests: open a session, send a prompt (raw JSON-RPC on a WirePeer)."""
+"""The editor's side of the app tests: open a session, send a prompt (raw JSON-RPC on a WirePeer).
+
+:func:`typed_only` turns the app's raw answers off, for the tests that hold them to the typed path.
+"""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from acpio.app.handshake import AppHandler
 from acpio.testing import WirePeer
 
 
@@ -21,3 +27,12 @@ def send_prompt(peer: WirePeer, session_id: str, text: str) -> Any:
     return peer.request(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
     )
+
+
+def typed_only() -> AbstractContextManager[object]:
+    """The app's handlers with their raw answers off: every message takes the typed path."""
+
+    async def decline(self: AppHandler, message: object, cx: object) -> bool:
+        return False
+
+    return mock.patch.object(AppHandler, "_take_raw", decline)

@@ -8,16 +8,21 @@ bytes (session ids aside); ``tests/app/test_app_startup.py`` shows the raw answe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acpio import schema as acp
 from acpio.app import AgentApp, AppSession, Turn
 from acpio.testing import serving
+
+from ._wire import typed_only
 
 WIRE = {"version": "protocolVersion", "servers": "mcpServers", "session": "sessionId", "mode": "modeId"}
 SNAKE = {"version": "protocol_version", "servers": "mcp_servers", "session": "session_id", "mode": "mode_id"}
@@ -259,6 +264,121 @@ async def test_the_commands_go_out_after_the_answer_as_the_bytes_of_their_models
     assert frame == b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}"
 
 
+# --- any params: the raw answers against the typed path's ----------------------------------------
+
+versions = st.one_of(
+    st.integers(min_value=-3, max_value=4),
+    st.sampled_from([65535, 65536, 2**40, 1.0, 2.5, True, False, "1", None, [1], {"v": 1}]),
+)
+#: Values where the schema has an object, a bool, a string or a list: right, wrong, null.
+odd = st.sampled_from([None, 5, "x", True, [], {}, {"_meta": {"k": 1}}, {"unknown": [1]}])
+capabilities = st.one_of(
+    odd,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "fs": st.one_of(odd, st.fixed_dictionaries({}, optional={"readTextFile": st.booleans() | odd})),
+            "terminal": st.booleans() | odd,
+            "session": st.one_of(odd, st.just({"configOptions": {"boolean": {}}})),
+            "_meta": odd,
+        },
+    ),
+)
+servers = st.sampled_from(
+    [
+        {"name": "local", "command": "/bin/srv", "args": ["-v"], "env": [{"name": "A", "value": "1"}]},
+        {"name": "local", "command": "srv", "args": [], "env": []},  # a relative command
+        {
+            "type": "http",
+            "name": "web",
+            "url": "https://example.com/mcp",
+            "headers": [{"name": "H", "value": "v"}],
+        },
+        {"type": "sse", "name": "events", "url": "https://example.com/sse", "headers": []},
+        {"type": "ftp", "name": "unknown"},
+        {"name": "no command"},
+        5,
+    ]
+)
+directories = st.one_of(
+    odd, st.lists(st.sampled_from(["/tmp/lib", "relative/lib", "", 5, None, "/tmp/ü \u2028"]), max_size=2)
+)
+extra = st.fixed_dictionaries({}, optional={"_meta": odd, "unknown": odd})
+
+
+@st.composite
+def handshakes(draw: st.DrawFn) -> list[tuple[str, Any]]:
+    """The params of ``initialize``, ``session/new`` and ``session/set_mode``, as a client may send them."""
+    initialize = {**draw(extra), "protocolVersion": draw(versions)}
+    for key, value in (("clientCapabilities", capabilities), ("clientInfo", odd)):
+        if draw(st.booleans()):
+            initialize[key] = draw(value)
+    new: dict[str, Any] = {
+        **draw(extra),
+        "cwd": draw(st.sampled_from(["/tmp/work", "/", "rel/dir", "", 5, None])),
+    }
+    if draw(st.integers(0, 3)):
+        new["mcpServers"] = draw(st.one_of(st.just([]), st.none(), st.lists(servers, max_size=2), odd))
+    if draw(st.booleans()):
+        new["additionalDirectories"] = draw(directories)
+    if draw(st.integers(0, 5)) == 0:
+        new = draw(st.sampled_from([[], None]))  # params that are no object  # type: ignore[arg-type]
+    mode = {
+        **draw(extra),
+        "sessionId": draw(st.sampled_from(["SESSION", "unknown", 5])),
+        "modeId": draw(st.sampled_from(["code", "ask", "nope", 3, None])),
+    }
+    return [("initialize", initialize), ("session/new", new), ("session/set_mode", mode)]
+
+
+async def answers(
+    steps: list[tuple[str, Any]], protocols: tuple[int, ...], store: str | None = None
+) -> tuple[list[bytes], list[Any]]:
+    """A fresh app's answers to ``steps`` (``SESSION``: the session it opened), and what its hook saw."""
+    seen: list[Any] = []
+    app = AgentApp("props", protocols=protocols, store=store)  # type: ignore[arg-type]
+    app.mode("ask", "Ask")
+    app.mode("code", "Code")
+    app.boolean_option("web", "Web", default=True)
+    app.prompt(_prompt)
+
+    @app.on_open
+    async def record(session: AppSession) -> None:
+        client = session.client
+        version = getattr(session.cx, "protocol_version", None)  # recorded from the answer
+        features = (client.read_text_file, client.terminal, client.boolean_config_options, version)
+        seen.append((session.cwd, session.mcp_servers, session.additional_directories, features))
+
+    frames: list[bytes] = []
+    session_id = "SESSION"
+    async with serving(app.component()) as peer:  # type: ignore[arg-type]
+        for method, params in steps:
+            if isinstance(params, dict) and params.get("sessionId") == "SESSION":
+                params = {**params, "sessionId": session_id}
+            asked = peer.request(method, params)
+            frame = orjson.dumps(await peer.response_to(asked))
+            opened = orjson.loads(frame).get("result") or {}
+            if method == "session/new" and isinstance(opened.get("sessionId"), str):
+                session_id = opened["sessionId"]
+            frames.append(frame.replace(session_id.encode(), b"SESSION"))
+    return frames, seen
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=handshakes(),
+    protocols=st.sampled_from([(1,), (1,), (1, 2)]),
+    store=st.sampled_from([None, None, "memory:"]),
+)
+def test_any_handshake_gets_the_answers_of_the_typed_path(
+    steps: list[tuple[str, Any]], protocols: tuple[int, ...], store: str | None
+) -> None:
+    raw = asyncio.run(answers(steps, protocols, store))
+    with typed_only():
+        typed = asyncio.run(answers(steps, protocols, store))
+    assert raw == typed
+
+
 def stored_app(store: str, declared: bool) -> AgentApp:
     """An app keeping its sessions in ``store``: bare, or ``declared`` (options, MCP, prompt capabilities)."""
     if not declared:
@@ -286,3 +406,85 @@ async def test_an_app_with_a_store_answers_with_the_bytes_of_the_typed_path(
     assert capabilities["loadSession"] is True
     assert set(capabilities["sessionCapabilities"]) == {"list", "delete", "resume", "close"}
     assert ("_meta" in capabilities) == (store == "memory")  # its sessions end with the process
+
+
+#: Text an app may declare: any, the empty string, and what JSON writers escape.
+declared = st.one_of(st.text(max_size=12), st.sampled_from(["", 'q "x" \\', "\u2028\ufeff\x00", "é 漢 😀"]))
+
+
+@st.composite
+def menus(draw: st.DrawFn) -> tuple[Callable[[], AgentApp], bool]:
+    """How to make an app declaring modes, select and boolean options, and commands of any text.
+
+    And whether it declares commands (sent after the ``session/new`` answer).
+    """
+    info = (draw(declared) or "app", draw(declared) or "1", draw(st.none() | declared))
+    maybe = st.none() | declared
+    modes = [
+        (mode_id, draw(declared), draw(maybe))
+        for mode_id in draw(st.lists(declared, unique=True, max_size=3))
+    ]
+    options: list[tuple[Any, ...]] = []
+    for option_id in draw(st.lists(declared, unique=True, max_size=3)):
+        if draw(st.booleans()):
+            choices = draw(st.dictionaries(declared, declared, min_size=1, max_size=3))
+            default = draw(st.sampled_from(sorted(choices)))
+            options.append((option_id, draw(declared), choices, default, draw(maybe), draw(maybe)))
+        else:
+            options.append((option_id, draw(declared), draw(st.booleans()), draw(maybe)))
+    words = st.text(
+        st.characters(blacklist_categories=("Z", "Cc", "Cs"), blacklist_characters="/"), min_size=1
+    )
+    names = draw(st.lists(words, unique=True, max_size=2))
+    commands = [(name, draw(declared), draw(maybe)) for name in names]
+
+    def make() -> AgentApp:
+        name, version, title = info
+        app = AgentApp(name, version=version, title=title)
+        for mode_id, mode_name, description in modes:
+            app.mode(mode_id, mode_name, description=description)
+        for option in options:
+            if len(option) == 6:
+                option_id, label, choices, default, description, category = option
+                app.select_option(
+                    option_id, label, choices, default=default, description=description, category=category
+                )
+            else:
+                option_id, label, default, description = option
+                app.boolean_option(option_id, label, default=default, description=description)
+        for command, description, hint in commands:
+            app.command(command, description, hint=hint)
+        app.prompt(_prompt)
+        return app
+
+    return make, bool(commands)
+
+
+async def setup_frames(app: AgentApp, capabilities: dict[str, Any], commands: bool) -> list[bytes]:
+    """The answers to ``initialize``, ``session/new`` and ``session/set_mode``, and the commands sent."""
+    async with serving(app.builder()) as peer:
+        peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        frames = [await peer.recv_raw() or b""]
+        peer.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+        frames.append(await peer.recv_raw() or b"")
+        [session] = app.sessions
+        if commands:
+            frames.append(await peer.recv_raw() or b"")
+        if session.settings.mode is not None:
+            peer.request("session/set_mode", {"sessionId": session.id, "modeId": session.settings.mode})
+            frames.append(await peer.recv_raw() or b"")
+    return [frame.replace(session.id.encode(), b"SESSION") for frame in frames]
+
+
+@settings(max_examples=40, deadline=None)
+@given(menu=menus(), booleans=st.booleans())
+def test_any_declared_menu_is_answered_with_the_bytes_of_the_typed_path(
+    menu: tuple[Callable[[], AgentApp], bool], booleans: bool
+) -> None:
+    make, commands = menu
+    capabilities = BOOLEANS if booleans else {}
+    raw = asyncio.run(setup_frames(make(), capabilities, commands))
+    with typed_only():
+        typed = asyncio.run(setup_frames(make(), capabilities, commands))
+    assert raw == typed
+    assert all(b'"error"' not in frame for frame in raw), raw

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acpio import schema as acp
 from acpio.app import AgentApp, StopReasonName, Turn
@@ -22,7 +24,7 @@ from acpio.errors import InvalidParams
 from acpio.store import open_store
 from acpio.testing import WirePeer, serving
 
-from ._wire import open_session
+from ._wire import open_session, typed_only
 from .test_turn_wire_bytes import AWKWARD
 
 
@@ -233,6 +235,70 @@ async def test_a_prompt_function_may_replace_the_prompt_it_reads(tmp_path: Path)
         )
     assert answer["result"] == {"stopReason": "end_turn"}
     assert seen == [("hi", "other")]
+
+
+# --- any prompt: the raw turn against the typed path's --------------------------------------------
+
+#: Text as users type it: slash commands with odd spacing and case, unicode, the awkward strings.
+prompt_text = st.one_of(
+    st.text(),
+    st.sampled_from(AWKWARD),
+    st.builds(
+        "".join,
+        st.lists(
+            st.sampled_from(["/", "review", "REVIEW", "nothing", " ", "  ", "\t", "\n", "é", "\u2028", "x"])
+        ),
+    ),
+)
+odd = st.sampled_from([None, 5, "x", True, [], {}, {"k": [1]}])
+blocks = st.one_of(
+    prompt_text.map(text),
+    st.sampled_from(list(NOT_PLAIN.values())).map(lambda prompt: prompt[0] if prompt else text("")),
+    st.builds(
+        lambda value, key, extra: {**text(value), key: extra},
+        prompt_text,
+        st.sampled_from(["_meta", "annotations", "x"]),
+        odd,
+    ),
+)
+extras = st.fixed_dictionaries(
+    {}, optional={"_meta": odd, "messageId": st.sampled_from(["m1", 5, None]), "x": odd}
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    prompt=st.lists(blocks, min_size=1, max_size=3),
+    extra=extras,
+    outcome=st.sampled_from(["end_turn", "refusal", None, "wait", "wait"]),
+    cancel_extra=extras,
+    known=st.sampled_from([True, True, True, False]),
+)
+def test_any_prompt_gets_the_frames_and_values_of_the_typed_path(
+    prompt: list[dict[str, Any]],
+    extra: dict[str, Any],
+    outcome: str | None,
+    cancel_extra: dict[str, Any],
+    known: bool,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    cwd = tmp_path_factory.getbasetemp()
+
+    async def turn() -> tuple[list[bytes], list[tuple[Any, ...]]]:
+        seen: list[tuple[Any, ...]] = []
+        async with serving(make_app(outcome, seen).builder()) as peer:
+            session_id = await open_session(peer, cwd, {})
+            prompted = session_id if known else "unknown"
+            asked = peer.request("session/prompt", {WIRE: prompted, "prompt": prompt, **extra})
+            cancel = {WIRE: session_id, **cancel_extra} if outcome == "wait" else None
+            frames = await frames_until_answer(peer, asked, cancel=cancel)
+        # the values the prompt function read, but whether the prompt's models were built ahead
+        return [frame.replace(session_id.encode(), b"SESSION") for frame in frames], [s[1:] for s in seen]
+
+    raw = asyncio.run(turn())
+    with typed_only():
+        typed = asyncio.run(turn())
+    assert raw == typed
 
 
 def storing_app(path: Path, lazy: list[bool]) -> AgentApp:

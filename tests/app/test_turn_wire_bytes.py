@@ -14,9 +14,12 @@ import itertools
 import tracemalloc
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acpio import schema as acp
 from acpio.app import AgentApp, Turn, protocol_v2, v2_shapes
@@ -267,3 +270,183 @@ async def test_say_of_text_that_is_not_utf8_fails_the_turn_as_before(tmp_path: P
             answers.append(answer["error"])
     assert answers[0] == answers[1]
     assert "not JSON serializable" in str(answers[0])
+
+
+# --- any verb call: the bytes of the model the verb built before templates -----------------------
+
+texts = st.one_of(st.sampled_from(AWKWARD), st.text(max_size=20))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**64 - 1) | st.floats() | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+paths = st.one_of(texts.filter(lambda p: "\x00" not in p), st.sampled_from(["/abs/é x", "a/../b", "./c"]))
+metas = st.one_of(st.none(), st.just({}), st.dictionaries(texts, json_values, max_size=2))
+entries = st.lists(
+    st.one_of(
+        texts,
+        st.builds(
+            acp.PlanEntry,
+            content=texts,
+            priority=st.sampled_from(["high", "medium", "low"]),
+            status=st.sampled_from(["pending", "in_progress", "completed"]),
+        ),
+    ),
+    max_size=3,
+)
+STATUSES = {1: ["pending", "in_progress", "completed", "failed"], 2: ["paused", "cancelled"]}
+
+
+def call_steps(version: int) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    statuses = st.none() | st.sampled_from(STATUSES[1] + (STATUSES[2] if version == 2 else []))
+    diffs = st.none() | st.tuples(paths, st.none() | texts, texts)
+    update = st.tuples(
+        st.just("update"), statuses, st.none() | texts, st.none() | texts, diffs, st.none() | json_values
+    )
+    return st.lists(update | st.tuples(st.just("terminal"), texts), max_size=3)
+
+
+def actions(version: int) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    """Verb calls with every option the verbs take, as (verb, arguments...)."""
+    kinds = st.none() | st.sampled_from(["read", "edit", "execute", "switch_mode", "other"])
+    usage = st.tuples(
+        st.just("usage"),
+        st.integers(0, 2**64 - 1),
+        st.integers(0, 2**64 - 1),
+        st.none() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False),
+        texts,
+    )
+    call = st.tuples(
+        st.just("call"),
+        texts,
+        kinds,
+        st.lists(paths, max_size=2),
+        st.none() | json_values,
+        metas,
+        call_steps(version),
+    )
+    return st.lists(
+        st.tuples(st.sampled_from(["say", "think"]), texts)
+        | st.tuples(st.just("plan"), entries)
+        | usage
+        | call,
+        min_size=1,
+        max_size=4,
+    )
+
+
+async def run_with_verbs(turn: Turn, steps: list[tuple[Any, ...]], ids: list[str]) -> None:
+    """Each step through its verb (the ids of the tool calls go to ``ids``)."""
+    for verb, *args in steps:
+        if verb == "say":
+            await turn.say(args[0])
+        elif verb == "think":
+            await turn.think(args[0])
+        elif verb == "plan":
+            await turn.plan(args[0])
+        elif verb == "usage":
+            used, size, cost, currency = args
+            await turn.report_usage(used, size, cost=cost, currency=currency)
+        else:
+            title, kind, locations, raw_input, meta, changes = args
+            async with turn.tool_call(
+                title, kind=kind, locations=locations, raw_input=raw_input, meta=meta
+            ) as call:
+                ids.append(call.id)
+                for change, *values in changes:
+                    if change == "terminal":
+                        await call.show_terminal(values[0])
+                    else:
+                        status, new_title, text, diff, raw_output = values
+                        await call.update(
+                            status=status, title=new_title, text=text, diff=diff, raw_output=raw_output
+                        )
+
+
+def given_only(**fields: Any) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+async def run_with_models(turn: Turn, steps: list[tuple[Any, ...]], ids: list[str]) -> None:
+    """Each step as ``turn.update`` of the model its verb built before templates (tool calls: ``ids``)."""
+    calls = iter(ids)
+    for verb, *args in steps:
+        if verb in ("say", "think"):
+            chunk = acp.AgentMessageChunk if verb == "say" else acp.AgentThoughtChunk
+            await turn.update(chunk(content=acp.TextContent(text=args[0])))
+        elif verb == "plan":
+            plan = [
+                acp.PlanEntry(content=e, priority="medium", status="pending") if isinstance(e, str) else e
+                for e in args[0]
+            ]
+            await turn.update(acp.Plan(entries=plan))
+        elif verb == "usage":
+            used, size, cost, currency = args
+            extra = {"cost": acp.Cost(amount=cost, currency=currency)} if cost is not None else {}
+            await turn.update(acp.UsageUpdate(used=used, size=size, **extra))
+        else:
+            title, kind, locations, raw_input, meta, changes = args
+            call_id = next(calls)
+            where = [acp.ToolCallLocation(path=str(turn.cwd / p)) for p in locations] or None
+            optional = given_only(
+                kind=kind, locations=where, raw_input=raw_input, meta=dict(meta) if meta else None
+            )
+            await turn.update(acp.ToolCall(tool_call_id=call_id, title=title, status="pending", **optional))
+            final = False
+            for change, *values in changes:
+                if change == "terminal":
+                    terminal = acp.Terminal(terminal_id=values[0])
+                    await turn.update(acp.ToolCallUpdate(tool_call_id=call_id, content=[terminal]))
+                    continue
+                status, new_title, text, diff, raw_output = values
+                content: list[Any] = []
+                if text is not None:
+                    content.append(acp.Content(content=acp.TextContent(text=text)))
+                if diff is not None:
+                    path, old, new = diff
+                    content.append(acp.Diff(path=str(turn.cwd / path), old_text=old, new_text=new))
+                changed = given_only(
+                    status=status, title=new_title, content=content or None, raw_output=raw_output
+                )
+                await turn.update(acp.ToolCallUpdate(tool_call_id=call_id, **changed))
+                final = final or status in ("completed", "failed", "cancelled")
+            if not final:
+                await turn.update(acp.ToolCallUpdate(tool_call_id=call_id, status="completed"))
+
+
+async def verb_frames(
+    version: int, steps: list[tuple[Any, ...]], ids: list[str], cwd: Path, *, verbs: bool
+) -> list[bytes]:
+    """The turn's ``session/update`` frames, its steps run through the verbs, or else as models."""
+    app = AgentApp("verbs", protocols=(version,))  # type: ignore[arg-type]
+
+    @app.prompt
+    async def prompt(turn: Turn) -> None:
+        await (run_with_verbs if verbs else run_with_models)(turn, steps, ids)
+
+    async with serving(app.builder(version)) as peer:
+        if version == 1:
+            session_id = await open_session(peer, cwd, {})
+            frames = await frames_of_turn_v1(peer, session_id, "go")
+        else:
+            await initialize_v2(peer)
+            new = peer.request("session/new", {"cwd": str(cwd)})
+            session_id = (await peer.response_to(new))["result"]["sessionId"]
+            frames = await frames_of_turn_v2(peer, session_id, "go")
+    return as_session(turn_updates(frames), session_id, "SESSION")
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), version=st.sampled_from([1, 2]))
+def test_any_verb_call_sends_the_bytes_of_the_model_it_built_before_templates(
+    data: st.DataObject, version: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    steps = data.draw(actions(version))
+    cwd = tmp_path_factory.getbasetemp()
+    ids: list[str] = []
+    with mock.patch.object(v2_shapes, "new_message_id", side_effect=map("msg_{}".format, itertools.count())):
+        fast = asyncio.run(verb_frames(version, steps, ids, cwd, verbs=True))
+    with mock.patch.object(v2_shapes, "new_message_id", side_effect=map("msg_{}".format, itertools.count())):
+        typed = asyncio.run(verb_frames(version, steps, ids, cwd, verbs=False))
+    assert fast == typed
+    assert len(fast) >= len(steps)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import field_serializer, model_serializer
 from pydantic_core import PydanticSerializationError
 
 from acpio import schema as acp
@@ -162,6 +163,115 @@ def odd_notes() -> list[tuple[str, acp.SessionNotification]]:
 @pytest.mark.parametrize(("why", "note"), odd_notes(), ids=[why for why, _ in odd_notes()])
 def test_anything_else_is_written_by_pydantic(why: str, note: acp.SessionNotification) -> None:
     assert note.to_wire_json() == pydantic_bytes(note), why
+
+
+class PrefixedNote(acp.SessionNotification):
+    """A user's subclass that writes its session id otherwise: the template must not stand in for it."""
+
+    @field_serializer("session_id")
+    def prefixed(self, value: str) -> str:
+        return "tenant-1/" + value
+
+
+class StampedNote(acp.SessionNotification):
+    """A user's subclass that adds a member to what pydantic writes."""
+
+    @model_serializer(mode="wrap")
+    def stamped(self, handler: Any) -> Any:
+        return {**handler(self), "stamp": 1}
+
+
+def shaped_otherwise() -> list[tuple[str, acp.SessionNotification]]:
+    """Notes of a text chunk's shape that pydantic writes otherwise than the template, or at all."""
+    text = acp.TextContent(text="t")
+    plain = acp.AgentMessageChunk(content=text)
+    no_type = chunk(acp.AgentMessageChunk, "t")
+    del no_type.update.content.__dict__["type"]  # type: ignore[union-attr]
+    return [
+        ("a subclass with a field serializer", PrefixedNote(session_id="s", update=plain)),
+        ("a subclass with a model serializer", StampedNote(session_id="s", update=plain)),
+        ("constructed without a session id", acp.SessionNotification.model_construct(update=plain)),
+        ("constructed without an update", acp.SessionNotification.model_construct(session_id="s")),
+        (
+            "content copied in as a dict",
+            acp.SessionNotification(
+                session_id="s", update=plain.model_copy(update={"content": {"type": "text", "text": "t"}})
+            ),
+        ),
+        ("content without its type", no_type),
+    ]
+
+
+@pytest.mark.parametrize(("why", "note"), shaped_otherwise(), ids=[why for why, _ in shaped_otherwise()])
+def test_a_note_pydantic_writes_otherwise_gets_pydantics_bytes(
+    why: str, note: acp.SessionNotification
+) -> None:
+    # before: the template wrote the subclasses' notes as the base class's, the others raised
+    # KeyError or AttributeError where pydantic wrote them
+    assert note.to_wire_json() == pydantic_bytes(note), why
+
+
+def outcome(write: Any, note: acp.SessionNotification) -> object:
+    """What ``write(note)`` gives: its bytes, or the type and message of what it raised."""
+    try:
+        return write(note)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+values = st.one_of(st.sampled_from(AWKWARD), st.text(), st.none(), st.integers(), st.builds(Tag, st.text()))
+#: What a user may do to a note after building it: (the part it touches, the field, a value).
+changes = st.one_of(
+    st.tuples(st.sampled_from(["note", "update", "content"]), st.sampled_from(["meta", "shade"]), values),
+    st.tuples(st.just("note"), st.just("session_id"), values),
+    st.tuples(st.just("update"), st.sampled_from(["message_id", "session_update"]), values),
+    st.tuples(st.just("content"), st.sampled_from(["text", "annotations", "type"]), values),
+    st.tuples(st.just("copy"), st.sampled_from(["note", "update", "content"]), values),
+    st.tuples(st.just("replace"), st.sampled_from(["update", "content"]), st.sampled_from(CHUNKS)),
+)
+#: The field a ``model_copy(update=...)`` of each part changes.
+COPIED = {"note": "session_id", "update": "message_id", "content": "text"}
+
+
+def changed(note: acp.SessionNotification, change: tuple[str, str, Any]) -> acp.SessionNotification:
+    """``note`` after ``change``: a field assigned (``shade``: an unknown one), a part copied, or replaced."""
+    action, name, value = change
+    update: Any = note.update
+    if action == "replace":
+        if name == "update":
+            note.update = value(content=acp.TextContent(text="new"))
+        else:
+            update.content = acp.TextContent(text="new")
+        return note
+    parts: dict[str, Any] = {"note": note, "update": update, "content": update.content}
+    if action == "copy":  # model_copy(update=...) of one part, put back in its place
+        copy = parts[name].model_copy(update={COPIED[name]: value})
+        if name == "note":
+            return copy  # type: ignore[no-any-return]
+        if name == "update":
+            note.update = copy
+        else:
+            update.content = copy
+        return note
+    setattr(parts[action], name, value)
+    return note
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    note_class=st.sampled_from([acp.SessionNotification, PrefixedNote, StampedNote]),
+    kind=st.sampled_from(CHUNKS),
+    text=st.text(),
+    session_id=st.text(),
+    steps=st.lists(changes, max_size=3),
+)
+def test_a_note_changed_after_construction_gets_pydantics_bytes(
+    note_class: Any, kind: Any, text: str, session_id: str, steps: list[tuple[str, str, Any]]
+) -> None:
+    note = note_class(session_id=session_id, update=kind(content=acp.TextContent(text=text)))
+    for step in steps:
+        note = changed(note, step)
+    assert outcome(lambda n: n.to_wire_json(), note) == outcome(pydantic_bytes, note)
 
 
 def test_a_lone_surrogate_raises_pydantic_error() -> None:

@@ -501,13 +501,19 @@ def _typed_json(value: Any) -> bytes | None:
         raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
 
 
+# The integers orjson writes.
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
+
+
 def encode_request(request_id: RequestId, method: str, params: object) -> bytes:
     """One request frame. ``params`` may be a dict, a list, ``None`` (omitted) or a typed object."""
     if params is None:
         return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}, default=_to_json)
     typed = _typed_json(params)
     if typed is not None:
-        if type(request_id) is int:  # our own ids: the envelope written directly, as orjson writes it
+        if type(request_id) is int and _INT64_MIN <= request_id <= _UINT64_MAX:
+            # our own ids: the envelope written directly, as orjson writes it (it refuses wider ints)
             method_json = _METHODS_JSON.get(method)
             if method_json is None:
                 method_json = orjson.dumps(method)
@@ -562,11 +568,6 @@ def encode_result(request_id: RequestId, result: object) -> bytes:
         head = orjson.dumps({"jsonrpc": "2.0", "id": request_id})
         return b"".join((head[:-1], b',"result":', typed, b"}"))
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-
-# The integers orjson writes.
-_INT64_MIN = -(2**63)
-_UINT64_MAX = 2**64 - 1
 
 
 def encode_error(request_id: RequestId, error: RequestError) -> bytes:
