@@ -243,8 +243,10 @@ class DispatchLoop:
         reading; a response that handlers intercept, or whose consumer is a callback
         (``on_receiving_result``), which runs inside the loop before its next message.
         """
+        # A request or a notification is not decoded twice. (find, not `in`: see Lines.send; not
+        # partition either, which copies the frame when it finds the key.)
         if (
-            b'"method"' in frame  # a request or a notification: not decoded twice
+            frame.find(b'"method"') >= 0
             or self._lock.locked()
             or self._ready
             or self._chain.has_new
