@@ -9,7 +9,9 @@ import pytest
 from acpio import MethodNotFound
 from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion
 from acpio.errors import NotInProtocolVersion
+from acpio.jsonrpc import Connection
 from acpio.peer import PeerState
+from acpio.roles import Client
 from acpio.schema import (
     AgentCapabilities,
     CloseSessionRequest,
@@ -220,3 +222,32 @@ async def test_a_check_remembered_before_initialize_is_made_again_once_its_answe
         assert sent.done  # and nobody read its answer yet
         with pytest.raises(CapabilityNotAdvertised, match=r"sessionCapabilities\.close"):
             cx.peer_state.check("session/close", CLOSE)
+
+
+async def test_a_typed_request_sent_before_is_checked_against_the_latest_answer() -> None:
+    ours, theirs = Channel.duplex()
+    agent = WirePeer(theirs, timeout=TIMEOUT)
+
+    async def answer(result: dict[str, object]) -> dict[str, object]:
+        request = await agent.recv()
+        agent.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        return request
+
+    async def main(cx: Connection) -> None:
+        with_close = {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"close": {}}}}
+        answering = asyncio.create_task(answer(with_close))
+        await cx.send_request(INIT)
+        await answering
+        for _ in range(2):  # the second is sent as the first was, from what was remembered
+            answering = asyncio.create_task(answer({}))
+            await cx.send_request(CLOSE)
+            assert (await answering)["method"] == "session/close"
+        answering = asyncio.create_task(answer({"protocolVersion": 1, "agentCapabilities": {}}))
+        await cx.send_request(INIT)  # initialized again: the agent no longer closes sessions
+        await answering
+        with pytest.raises(CapabilityNotAdvertised, match=r"sessionCapabilities\.close"):
+            cx.send_request(CLOSE)
+        await agent.close()
+
+    async with asyncio.timeout(TIMEOUT):
+        await Client.builder(name="client").connect_with(ours, main)

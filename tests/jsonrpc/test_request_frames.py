@@ -105,6 +105,35 @@ def test_a_method_name_that_needs_escaping_is_written_as_orjson_writes_it() -> N
         assert frame == orjson.dumps(expected)
 
 
+def test_each_class_is_written_by_its_own_writer_however_often_and_in_whatever_order() -> None:
+    # The engine reads each class's to_wire_json once, and each model class's serializer once.
+    class Wired:
+        METHOD = "_vendor/wired"
+
+        def to_wire_json(self) -> bytes:
+            return b'{"wired":true}'
+
+    class Dumped:  # no to_wire_json: written through to_wire by the generic path
+        METHOD = "_vendor/dumped"
+
+        def to_wire(self) -> dict[str, bool]:
+            return {"dumped": True}
+
+    mode = acp.SetSessionModeRequest(session_id="s", mode_id="m")
+    cancel = acp.CancelNotification(session_id="s")
+    for request_id in range(1, 4):
+        for params, wire in (
+            (Wired(), {"wired": True}),
+            (Dumped(), {"dumped": True}),
+            (mode, {"sessionId": "s", "modeId": "m"}),
+            (cancel, {"sessionId": "s"}),
+            ({"plain": 1}, {"plain": 1}),
+        ):
+            method = getattr(params, "METHOD", "_vendor/plain")
+            expected = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire}
+            assert encode_request(request_id, method, params) == orjson.dumps(expected)
+
+
 def test_a_string_id_gets_the_same_frame_as_before() -> None:
     params = acp.SetSessionModeRequest(session_id="s", mode_id="m")
     assert encode_request("abc", params.METHOD, params) == generic_frame("abc", params.METHOD, params)

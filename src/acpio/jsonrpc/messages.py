@@ -480,12 +480,29 @@ def _typed_json(value: Any) -> bytes | None:
     sending generated models costs one serializer call instead of a dump and an encode.
     """
     kind = type(value)
-    if kind is dict or kind is list or getattr(kind, "to_wire_json", None) is None:
+    try:
+        write = _WIRE_JSON[kind]
+    except KeyError:
+        write = _wire_json_of(kind)
+    if write is None:
         return None
     try:
-        return value.to_wire_json()  # type: ignore[no-any-return]
+        return write(value)
     except _serialization_error() as exc:  # the same error as the generic path raises
         raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
+
+
+def _wire_json_of(kind: type) -> Callable[[Any], bytes] | None:
+    """The ``to_wire_json`` function of class ``kind``, or ``None`` if it has none (remembered per class)."""
+    write = None if kind is dict or kind is list else getattr(kind, "to_wire_json", None)
+    if len(_WIRE_JSON) < 1024:  # typed classes are few; a program making them by the thousand is not cached
+        _WIRE_JSON[kind] = write
+    return write
+
+
+#: Each class's ``to_wire_json`` function, read once: reading a pydantic model's attributes (its
+#: class's, through its metaclass) goes through their ``__getattr__`` hooks, each time.
+_WIRE_JSON: dict[type, Callable[[Any], bytes] | None] = {}
 
 
 def encode_request(request_id: RequestId, method: str, params: object) -> bytes:
