@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from acpio import schema as acp
+from acpio.errors import RequestError
 from acpio.jsonrpc.messages import Response, decode, decode_response, encode_request, encode_result
 
 AWKWARD = 'quote " backslash \\ newline \n tab \t nul \x00 \x1f del \x7f \u2028 é 漢 😀 </script>'
@@ -194,8 +195,12 @@ def test_decode_response_gives_what_decode_gives_for_a_response_and_none_otherwi
         assert response is None
         return
     assert response is not None
-    assert (response.id, response.result, type(response.id)) == (decoded.id, decoded.result, type(decoded.id))
-    assert (response.error is None) == (decoded.error is None)
-    if response.error is not None and decoded.error is not None:
-        assert type(response.error) is type(decoded.error)
-        assert response.error.to_wire() == decoded.error.to_wire()
+    request_id, outcome = response
+    assert (request_id, type(request_id)) == (decoded.id, type(decoded.id))
+    if decoded.error is None:
+        assert outcome == decoded.result
+        assert not isinstance(outcome, BaseException)
+    else:
+        assert type(outcome) is type(decoded.error)
+        assert isinstance(outcome, RequestError)
+        assert outcome.to_wire() == decoded.error.to_wire()

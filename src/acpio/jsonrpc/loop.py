@@ -257,7 +257,7 @@ class DispatchLoop:
         response = decode_response(frame)
         if response is None:
             return False
-        return self.outbox.settle_awaited(response)
+        return self.outbox.settle_awaited(*response)
 
     async def _traced_offer(self, message: Dispatch) -> None:
         """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""

@@ -272,12 +272,14 @@ def decode(frame: bytes | str) -> Frame:
     return Invalid(InvalidRequest({"reason": "a JSON-RPC message must be an object"}))
 
 
-def decode_response(frame: bytes) -> Response | None:
-    """The response ``frame`` holds, or ``None`` for anything else (a request, a batch, bad input).
+def decode_response(frame: bytes) -> tuple[RequestId, JsonValue | RequestError] | None:
+    """The id and outcome of the response ``frame`` holds, or ``None`` for anything else (a request...).
 
-    The same :class:`Response` as :func:`decode` gives; a plain success response (``jsonrpc``, an
-    integer ``id`` and ``result``, nothing else: the answer to one of our requests) is read without
-    classifying its keys.
+    The outcome is the result, or the error (a :class:`RequestError`) that replaced it: what
+    :func:`decode`'s :class:`Response` holds. A plain success response (``jsonrpc``, an integer
+    ``id`` and ``result``, nothing else: the answer to one of our requests) is read without
+    classifying its keys, and without a :class:`Response` (a lone response settles its request
+    with these two values).
     """
     try:
         value = orjson.loads(frame)
@@ -286,13 +288,15 @@ def decode_response(frame: bytes) -> Response | None:
     if (
         type(value) is dict
         and len(value) == 3
-        and type(value.get("id")) is int
+        and type(request_id := value.get("id")) is int
         and "result" in value
         and value.get("jsonrpc") == "2.0"
     ):
-        return Response(value["id"], value["result"], None)
+        return request_id, value["result"]
     entry = classify(value)
-    return entry if type(entry) is Response else None
+    if type(entry) is not Response:
+        return None
+    return entry.id, entry.result if entry.error is None else entry.error
 
 
 def _request_ids(entries: list[Any]) -> list[str | int]:
