@@ -102,13 +102,15 @@ class PeerState:
 
         Both sides know it: a client's state once the answer arrived, an agent's once it answered.
         """
-        self._read_answer()
+        if self._initializing is not None:
+            self._read_answer()
         return self._protocol_version
 
     @property
     def agent_features(self) -> AgentFeatures | None:
         """What the agent advertised in its ``initialize`` answer; ``None`` before it was read."""
-        self._read_answer()
+        if self._initializing is not None:
+            self._read_answer()
         return self._agent_features
 
     @property
