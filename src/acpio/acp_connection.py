@@ -27,6 +27,7 @@ from acpio.jsonrpc import (
     Unhandled,
     UntypedMessage,
 )
+from acpio.jsonrpc.typed import typed_method_of
 from acpio.peer import PeerState
 
 if TYPE_CHECKING:
@@ -170,6 +171,8 @@ class AcpConnection(Connection):
             self._client = client
         #: The counterpart's role, made once: every typed request sent asks whom it addresses.
         self._counterpart_role = counterpart
+        #: Whether the counterpart is the agent (compared once: most requests go to the counterpart).
+        self._counterpart_is_agent = self._agent is not None and counterpart == self._agent
         #: What the counterpart said at ``initialize``: the client's capabilities on an agent's
         #: connection; elsewhere the agent's answer (and what this side advertised itself).
         self.peer_state = PeerState("client" if self._client is not None else "agent")
@@ -260,20 +263,21 @@ class AcpConnection(Connection):
         The checks are those of :meth:`acpio.peer.PeerState.check`; a method name with raw
         ``params`` is sent as it is.
         """
-        method: Any = getattr(type(message), "METHOD", None)
-        typed = isinstance(method, str) and params is UNSET
-        if self._client is not None:
-            if typed and self._addresses(peer, self._client):
+        method = typed_method_of(message) if params is UNSET else None
+        if method is None:  # a method name with params, an UntypedMessage: sent as it is
+            return super().send_request_to(peer, message, params)
+        if self._client is not None:  # the client is the counterpart
+            if peer is None or self._addresses(peer, self._client):
                 check = self.peer_state.check
                 message = check(method, message, require_capabilities=self.require_capabilities)
             return super().send_request_to(peer, message, params)
-        to_agent = typed and self._addresses(peer, self._agent)
-        if to_agent:
-            # A proxy's successor is initialized by the conductor; a closed connection raises below.
-            client = self._counterpart_role == self._agent and not self.closed
-            message = self.peer_state.check(method, message, initialize_first="session" if client else None)
+        if not (self._counterpart_is_agent if peer is None else self._addresses(peer, self._agent)):
+            return super().send_request_to(peer, message, params)
+        # A proxy's successor is initialized by the conductor; a closed connection raises below.
+        client = self._counterpart_is_agent and not self.closed
+        message = self.peer_state.check(method, message, initialize_first="session" if client else None)
         sent = super().send_request_to(peer, message, params)
-        if to_agent and method == _INITIALIZE_METHOD:
+        if method == _INITIALIZE_METHOD:
             # what this client advertised, for its own answers (a typed message whose METHOD is initialize)
             self.peer_state.record_request(cast("InitializeRequest", message))
             return self.peer_state.follow(sent, self.close)

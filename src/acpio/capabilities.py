@@ -31,6 +31,7 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "check_absolute_paths",
     "check_agent_version",
+    "checks_params",
     "fill_required_fields",
 ]
 
@@ -151,6 +152,21 @@ def fill_required_fields(method: str, params: T) -> T:
         copy: T = params.model_copy(update={"mcp_servers": []})  # type: ignore[attr-defined]
         return copy
     return params
+
+
+#: The methods whose check before sending reads their params: what is filled in
+#: (:func:`fill_required_fields`), the paths (:func:`check_absolute_paths`), and what a prompt or a
+#: session-setup request carries (:meth:`AgentFeatures.require_params`).
+_PARAMS_CHECKED = _PATH_METHODS | _MCP_SERVERS_OPTIONAL | {"session/prompt"}
+
+
+def checks_params(method: str) -> bool:
+    """Whether sending ``method`` is checked against its params; the others pass or fail by method alone.
+
+    For the others, whether a request may be sent depends only on the method and on what the peer
+    advertised: :class:`~acpio.peer.PeerState` remembers the ones that passed.
+    """
+    return method in _PARAMS_CHECKED
 
 
 def _wire_type(value: Any) -> str | None:

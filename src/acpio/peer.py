@@ -24,6 +24,7 @@ from acpio.capabilities import (
     UnsupportedProtocolVersion,
     check_absolute_paths,
     check_agent_version,
+    checks_params,
     fill_required_fields,
 )
 from acpio.versions import is_v2_shaped
@@ -45,6 +46,11 @@ InitializeFirst: TypeAlias = Literal["session", "all"] | None
 
 _BEFORE_INITIALIZE = frozenset({"initialize", "authenticate"})
 
+#: A check :meth:`PeerState.check` remembers: the method and the two options it was made with.
+_CheckKey: TypeAlias = tuple[str, bool, InitializeFirst]
+#: How many passed checks a state remembers (methods sent are few; extension names are not bounded).
+_PASSED_LIMIT = 256
+
 
 class PeerState:
     """What the counterpart said at ``initialize``, and the check of what is sent to it.
@@ -62,6 +68,7 @@ class PeerState:
         "_client_params",
         "_initializing",
         "_offered",
+        "_passed",
         "_protocol_version",
         "counterpart",
     )
@@ -78,6 +85,10 @@ class PeerState:
         self._offered = 1
         #: The ``initialize`` being answered (see :meth:`follow`), until its answer is read.
         self._initializing: SentRequest[InitializeResponse] | None = None
+        #: The checks of methods whose params are not read (:func:`~acpio.capabilities.checks_params`)
+        #: that passed since the state last changed: every typed request sent is checked, most of
+        #: them with a method that passed before. Emptied by each ``record_*``.
+        self._passed: set[_CheckKey] = set()
 
     def __repr__(self) -> str:
         state = "initialized" if self._agent_features or self._client_features else "not initialized"
@@ -91,13 +102,15 @@ class PeerState:
 
         Both sides know it: a client's state once the answer arrived, an agent's once it answered.
         """
-        self._read_answer()
+        if self._initializing is not None:
+            self._read_answer()
         return self._protocol_version
 
     @property
     def agent_features(self) -> AgentFeatures | None:
         """What the agent advertised in its ``initialize`` answer; ``None`` before it was read."""
-        self._read_answer()
+        if self._initializing is not None:
+            self._read_answer()
         return self._agent_features
 
     @property
@@ -113,6 +126,7 @@ class PeerState:
         closed: the caller's part).
         """
         check_agent_version(response.protocol_version, self._answerable())
+        self._passed.clear()
         self._protocol_version = response.protocol_version
         self._agent_features = AgentFeatures.from_response(response)
         return response
@@ -123,6 +137,7 @@ class PeerState:
 
     def record_request(self, request: InitializeRequest | v2.InitializeRequest) -> None:
         """Record the ``initialize`` request this client sent (its capabilities, the version it asked for)."""
+        self._passed.clear()
         self._client_features = ClientFeatures.from_request(request)
         self._offered = request.protocol_version
 
@@ -132,6 +147,7 @@ class PeerState:
         Its capabilities are read in the shape it is written in (:func:`acpio.versions.is_v2_shaped`)
         until :meth:`record_answer` says which version the agent answered with.
         """
+        self._passed.clear()
         self._client_params = params
         version = 2 if isinstance(params, dict) and is_v2_shaped(params) else 1
         self._client_features = ClientFeatures.from_params(params, version)
@@ -142,6 +158,7 @@ class PeerState:
         The client's capabilities are read again in that version's shape (a v2 request answered
         with 1 is read as a v1 client with no ``fs`` nor ``terminal``).
         """
+        self._passed.clear()
         self._protocol_version = version
         self._client_features = ClientFeatures.from_params(self._client_params, version)
 
@@ -187,7 +204,13 @@ class PeerState:
         * With ``require_capabilities``, a method or content the counterpart did not advertise
           raises :class:`~acpio.capabilities.CapabilityNotAdvertised`. The agent's advertisement
           is checked once known; a client that did not send ``initialize`` yet advertised nothing.
+
+        A method whose params are not read is checked once per state: a check that passed passes
+        again until something is recorded (or while an ``initialize`` answer may be read).
         """
+        key = (method, require_capabilities, initialize_first)
+        if key in self._passed and self._initializing is None:
+            return params
         if (
             initialize_first is not None
             and self.agent_features is None
@@ -209,6 +232,8 @@ class PeerState:
                     features.require_params(method, params)
             else:
                 (self._client_features or ClientFeatures({})).require(method)
+        if not checks_params(method) and len(self._passed) < _PASSED_LIMIT:
+            self._passed.add(key)
         return params
 
     def _read_answer(self) -> None:

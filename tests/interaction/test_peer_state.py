@@ -8,15 +8,23 @@ import pytest
 
 from acpio import MethodNotFound
 from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion
+from acpio.errors import NotInProtocolVersion
+from acpio.jsonrpc import Connection
 from acpio.peer import PeerState
+from acpio.roles import Client
 from acpio.schema import (
     AgentCapabilities,
+    CloseSessionRequest,
     ForkSessionRequest,
+    ImageContent,
     InitializeRequest,
     InitializeResponse,
     LoadSessionRequest,
     NewSessionRequest,
+    PromptRequest,
     ReadTextFileRequest,
+    SetSessionModeRequest,
+    TextContent,
 )
 from acpio.testing import WirePeer
 from acpio.traits import ClientSideConnection, ClientTrait
@@ -130,3 +138,116 @@ async def test_compat_fork_session_sends_an_empty_mcp_servers_list() -> None:
         agent.send({"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s2"}})
         assert (await call).session_id == "s2"
         await agent.close()
+
+
+# --- checks remembered: a method whose params are not read is checked once per state ---------------
+
+CLOSE = CloseSessionRequest(session_id="s")
+READ = ReadTextFileRequest(session_id="s", path="/a")
+
+
+def _answer(capabilities: dict[str, object]) -> InitializeResponse:
+    return InitializeResponse.model_validate({"protocolVersion": 1, "agentCapabilities": capabilities})
+
+
+def _client_params(capabilities: dict[str, object]) -> dict[str, object]:
+    return {"protocolVersion": 1, "clientCapabilities": capabilities}
+
+
+def test_a_check_that_passed_is_made_again_once_the_agent_answers_again() -> None:
+    state = PeerState("agent")
+    state.record_response(_answer({"sessionCapabilities": {"close": {}}}))
+    assert state.check("session/close", CLOSE) is CLOSE
+    assert state.check("session/close", CLOSE) is CLOSE
+    state.record_response(_answer({}))
+    with pytest.raises(CapabilityNotAdvertised, match=r"sessionCapabilities\.close"):
+        state.check("session/close", CLOSE)
+
+
+def test_a_check_of_the_client_is_made_again_after_each_record_of_it() -> None:
+    state = PeerState("client")
+    state.record_client_params(_client_params({"fs": {"readTextFile": True}}))
+    assert state.check("fs/read_text_file", READ) is READ
+    assert state.check("fs/read_text_file", READ) is READ
+    state.record_client_params(_client_params({}))
+    with pytest.raises(CapabilityNotAdvertised, match=r"fs\.readTextFile"):
+        state.check("fs/read_text_file", READ)
+    state.record_client_params(_client_params({"fs": {"readTextFile": True}}))
+    assert state.check("fs/read_text_file", READ) is READ
+    state.record_answer(2)  # v2 has no fs/* methods
+    with pytest.raises(NotInProtocolVersion):
+        state.check("fs/read_text_file", READ)
+    state.record_request(InitializeRequest.model_validate(_client_params({"fs": {"readTextFile": True}})))
+    assert state.check("fs/read_text_file", READ) is READ
+    state.record_request(InitializeRequest.model_validate(_client_params({})))
+    with pytest.raises(CapabilityNotAdvertised, match=r"fs\.readTextFile"):
+        state.check("fs/read_text_file", READ)
+
+
+def test_a_check_passed_with_looser_options_does_not_pass_a_stricter_one() -> None:
+    state = PeerState("client")
+    assert state.check("fs/read_text_file", READ, require_capabilities=False) is READ
+    with pytest.raises(CapabilityNotAdvertised, match=r"fs\.readTextFile"):
+        state.check("fs/read_text_file", READ)
+    agent = PeerState("agent")
+    mode = SetSessionModeRequest(session_id="s", mode_id="m")
+    assert agent.check("session/set_mode", mode) is mode
+    with pytest.raises(RuntimeError, match="before initialize was answered"):
+        agent.check("session/set_mode", mode, initialize_first="session")
+
+
+def test_the_methods_whose_params_are_read_are_checked_each_time() -> None:
+    state = PeerState("agent")
+    state.record_response(_answer({}))
+    text = PromptRequest(session_id="s", prompt=[TextContent(text="hi")])
+    assert state.check("session/prompt", text) is text
+    image = PromptRequest(session_id="s", prompt=[ImageContent(data="aGk=", mime_type="image/png")])
+    with pytest.raises(CapabilityNotAdvertised, match=r"promptCapabilities\.image"):
+        state.check("session/prompt", image)
+    assert state.check("session/new", new()) is not None
+    with pytest.raises(ValueError, match="relative path"):
+        state.check("session/new", NewSessionRequest(cwd="work", mcp_servers=[]))
+    fork = ForkSessionRequest(session_id="s", cwd="/work")
+    for _ in range(2):  # filled in each time, the caller's request left as it was
+        assert state.check("session/fork", fork, require_capabilities=False).mcp_servers == []
+    assert fork.mcp_servers is None
+
+
+async def test_a_check_remembered_before_initialize_is_made_again_once_its_answer_arrived() -> None:
+    async with builder_client(ScriptAgent()) as (cx, _):  # the agent advertises no session/close
+        sent = cx.send_request(INIT)
+        assert cx.peer_state.check("session/close", CLOSE) is CLOSE  # nothing advertised yet: not refused
+        with pytest.raises(MethodNotFound):  # answered after initialize, which is settled by now
+            await cx.send_request("_vendor/ping", {})
+        assert sent.done  # and nobody read its answer yet
+        with pytest.raises(CapabilityNotAdvertised, match=r"sessionCapabilities\.close"):
+            cx.peer_state.check("session/close", CLOSE)
+
+
+async def test_a_typed_request_sent_before_is_checked_against_the_latest_answer() -> None:
+    ours, theirs = Channel.duplex()
+    agent = WirePeer(theirs, timeout=TIMEOUT)
+
+    async def answer(result: dict[str, object]) -> dict[str, object]:
+        request = await agent.recv()
+        agent.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        return request
+
+    async def main(cx: Connection) -> None:
+        with_close = {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"close": {}}}}
+        answering = asyncio.create_task(answer(with_close))
+        await cx.send_request(INIT)
+        await answering
+        for _ in range(2):  # the second is sent as the first was, from what was remembered
+            answering = asyncio.create_task(answer({}))
+            await cx.send_request(CLOSE)
+            assert (await answering)["method"] == "session/close"
+        answering = asyncio.create_task(answer({"protocolVersion": 1, "agentCapabilities": {}}))
+        await cx.send_request(INIT)  # initialized again: the agent no longer closes sessions
+        await answering
+        with pytest.raises(CapabilityNotAdvertised, match=r"sessionCapabilities\.close"):
+            cx.send_request(CLOSE)
+        await agent.close()
+
+    async with asyncio.timeout(TIMEOUT):
+        await Client.builder(name="client").connect_with(ours, main)

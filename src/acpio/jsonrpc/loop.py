@@ -290,8 +290,10 @@ class DispatchLoop:
         reading; a response that handlers intercept, or whose consumer is a callback
         (``on_receiving_result``), which runs inside the loop before its next message.
         """
+        # A request or a notification is not decoded twice. (find, not `in`: see Lines.send; not
+        # partition either, which copies the frame when it finds the key.)
         if (
-            b'"method"' in frame  # a request or a notification: not decoded twice
+            frame.find(b'"method"') >= 0
             or self._lock.locked()
             or self._ready
             or self._chain.has_new
@@ -302,7 +304,7 @@ class DispatchLoop:
         response = decode_response(frame)
         if response is None:
             return False
-        return self.outbox.settle_awaited(response)
+        return self.outbox.settle_awaited(*response)
 
     async def _traced_offer(self, message: Dispatch) -> None:
         """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""

@@ -285,12 +285,14 @@ def decode(frame: bytes | str) -> Frame:
     return Invalid(InvalidRequest({"reason": "a JSON-RPC message must be an object"}))
 
 
-def decode_response(frame: bytes) -> Response | None:
-    """The response ``frame`` holds, or ``None`` for anything else (a request, a batch, bad input).
+def decode_response(frame: bytes) -> tuple[RequestId, JsonValue | RequestError] | None:
+    """The id and outcome of the response ``frame`` holds, or ``None`` for anything else (a request...).
 
-    The same :class:`Response` as :func:`decode` gives; a plain success response (``jsonrpc``, an
-    integer ``id`` and ``result``, nothing else: the answer to one of our requests) is read without
-    classifying its keys.
+    The outcome is the result, or the error (a :class:`RequestError`) that replaced it: what
+    :func:`decode`'s :class:`Response` holds. A plain success response (``jsonrpc``, an integer
+    ``id`` and ``result``, nothing else: the answer to one of our requests) is read without
+    classifying its keys, and without a :class:`Response` (a lone response settles its request
+    with these two values).
     """
     try:
         value = orjson.loads(frame)
@@ -299,13 +301,15 @@ def decode_response(frame: bytes) -> Response | None:
     if (
         type(value) is dict
         and len(value) == 3
-        and type(value.get("id")) is int
+        and type(request_id := value.get("id")) is int
         and "result" in value
         and value.get("jsonrpc") == "2.0"
     ):
-        return Response(value["id"], value["result"], None)
+        return request_id, value["result"]
     entry = classify(value)
-    return entry if type(entry) is Response else None
+    if type(entry) is not Response:
+        return None
+    return entry.id, entry.result if entry.error is None else entry.error
 
 
 def _request_ids(entries: list[Any]) -> list[str | int]:
@@ -493,12 +497,29 @@ def _typed_json(value: Any) -> bytes | None:
     sending generated models costs one serializer call instead of a dump and an encode.
     """
     kind = type(value)
-    if kind is dict or kind is list or getattr(kind, "to_wire_json", None) is None:
+    try:
+        write = _WIRE_JSON[kind]
+    except KeyError:
+        write = _wire_json_of(kind)
+    if write is None:
         return None
     try:
-        return value.to_wire_json()  # type: ignore[no-any-return]
+        return write(value)
     except _serialization_error() as exc:  # the same error as the generic path raises
         raise TypeError(f"{kind.__name__} is not JSON serializable: {exc}") from exc
+
+
+def _wire_json_of(kind: type) -> Callable[[Any], bytes] | None:
+    """The ``to_wire_json`` function of class ``kind``, or ``None`` if it has none (remembered per class)."""
+    write = None if kind is dict or kind is list else getattr(kind, "to_wire_json", None)
+    if len(_WIRE_JSON) < 1024:  # typed classes are few; a program making them by the thousand is not cached
+        _WIRE_JSON[kind] = write
+    return write
+
+
+#: Each class's ``to_wire_json`` function, read once: reading a pydantic model's attributes (its
+#: class's, through its metaclass) goes through their ``__getattr__`` hooks, each time.
+_WIRE_JSON: dict[type, Callable[[Any], bytes] | None] = {}
 
 
 # The integers orjson writes.

@@ -19,7 +19,6 @@ from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
     JsonValue,
     RequestId,
-    Response,
     cancel_target,
     encode_error,
     encode_notification,
@@ -170,16 +169,16 @@ class Outbox:
         except ConnectionClosed:
             _log.debug("Not sending $/cancel_request for %r: connection closed", reply.id)
 
-    def settle_awaited(self, response: Response) -> bool:
-        """Settle the request ``response`` answers if a task awaits it; ``False``: not ours, or a callback's.
+    def settle_awaited(self, request_id: RequestId, outcome: JsonValue | RequestError) -> bool:
+        """Settle the request ``request_id`` if a task awaits it; ``False``: not ours, or a callback's.
 
-        A request whose consumer is a callback (``on_receiving_result``) is left waiting: its
-        response is dispatched in order, by the loop.
+        ``outcome`` is the response's result, or its error. A request whose consumer is a callback
+        (``on_receiving_result``) is left waiting: its response is dispatched in order, by the loop.
         """
-        reply = self._outgoing.pop_if(response.id, _awaited)
+        reply = self._outgoing.pop_if(request_id, _awaited)
         if reply is None:
             return False
-        reply.settle(response.error if response.error is not None else response.result)
+        reply.settle(outcome)
         return True
 
     def reply_to(self, request_id: RequestId) -> PendingReply | None:

@@ -10,6 +10,7 @@ messages; so is any pydantic model given those two attributes. Nothing here does
 * :func:`result_parser`: the parser of a request's result (``-32700``-style :class:`~acpio.ParseError`
   when the peer's answer does not match);
 * :func:`outgoing`: method, params and result parser of a message in any form a sender accepts;
+* :func:`typed_method_of`: the method of a typed message object, ``None`` for any other;
 * :data:`UNSET`: the "argument not given" marker of the senders.
 """
 
@@ -39,6 +40,7 @@ __all__ = [
     "result_parser",
     "to_params",
     "typed_method",
+    "typed_method_of",
     "validation_errors",
 ]
 
@@ -201,6 +203,15 @@ def typed_method(kind: type) -> tuple[str, Parser]:
         parse = result_parser(response_type, method) if response_type is not None else identity
         found = _TYPED[kind] = (method, parse)
     return found
+
+
+def typed_method_of(message: object) -> str | None:
+    """The wire method of a typed message object (its class's ``METHOD``); ``None`` for anything else."""
+    found = _TYPED.get(type(message))
+    if found is not None:  # a typed class seen before: its attributes are not read again
+        return found[0]
+    method = getattr(type(message), "METHOD", None)
+    return method if isinstance(method, str) else None
 
 
 def outgoing(message: object, params: object, *, request: bool) -> tuple[str, object, Parser]:
