@@ -300,7 +300,7 @@ class Lines:
                     self._eager_turn = False  # what send() wrote at once went out before this
                     if self._write_nowait is not None:
                         self._eager_at = _EAGER_WRITE_ENTRIES  # the peer caught up
-                    self._notify_drained()
+                    wake_all(self._drain_waiters)
                     if self._closed:
                         return
                     self._wakeup = loop.create_future()
@@ -322,15 +322,11 @@ class Lines:
             self._write_failure.__cause__ = exc
             logger.debug("%s", self._write_failure)
             self._queued.clear()
-            self._notify_drained()
+            wake_all(self._drain_waiters)
 
     def _wake_drained(self) -> None:
         """Wake the drains whose frames are all written now."""
         wake_reached(self._drain_waiters, self._written_total)
-
-    def _notify_drained(self) -> None:
-        """Wake every drain (the queue is empty, or will never be written)."""
-        wake_all(self._drain_waiters)
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -375,7 +371,7 @@ class Lines:
                 with contextlib.suppress(asyncio.CancelledError):
                     await writer
             self._queued.clear()
-            self._notify_drained()
+            wake_all(self._drain_waiters)
 
     def _unwritten(self) -> int:
         """Bytes queued but not yet written (a subclass adds what its own buffers hold)."""
