@@ -2,7 +2,7 @@
 
 The dispatch loop takes it for each message it reads, and a task activating dynamic handlers
 outside the loop takes it too, so that the chain never runs twice at once. It is fair as
-:class:`asyncio.Lock` is: a free lock is not taken past a task already waiting for it (its turn
+``asyncio.Lock`` is: a free lock is not taken past a task already waiting for it (its turn
 comes first), and :meth:`release` hands it to the first waiter. Unlike ``asyncio.Lock``, a free
 lock is taken by a plain call (:meth:`try_acquire`): the loop pays no coroutine per message.
 """
