@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     )
     from acpio.store import SessionRecord, SessionSetup, SessionStore, StoredSessions
 
-__all__ = ["AppDefinition", "AppProtocol", "stop_answer", "turn_answer"]
+__all__ = ["AppDefinition", "AppProtocol", "turn_answer"]
 
 _STOP_REASONS = frozenset(get_args(StopReasonName))
 

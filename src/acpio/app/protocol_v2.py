@@ -32,7 +32,7 @@ from acpio import schema as acp
 from acpio.app.agent_terminals import AgentTerminals
 from acpio.app.app_session import AppSession, PromptFunction
 from acpio.app.protocol import AppProtocol, turn_answer
-from acpio.app.raw_turn import plain_prompt
+from acpio.app.raw_turn import plain_prompt, user_chunk
 from acpio.app.turn import Turn
 from acpio.app.updates_v2 import V2ClientFeatures, V2Updates, state_update
 from acpio.app.v2_shapes import MODE_CONFIG_ID, V2Shapes, keep_message_id, new_message_id, replayed
@@ -295,8 +295,7 @@ class AppProtocolV2:
         )
         message_id = new_message_id()
         for content in said:  # the neutral history: what the user said, for a later replay
-            # v1's SessionNotification of a UserMessageChunk, as its model writes it
-            update = {"content": content, "sessionUpdate": "user_message_chunk"}
+            update = user_chunk(content)
             keep_message_id(update, message_id)  # a replay gives it back under its id
             self._core.record(session.id, encode_value({"sessionId": session.id, "update": update}))
         updates.post_v2({"sessionUpdate": "user_message", "messageId": message_id, "content": said})

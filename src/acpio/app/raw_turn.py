@@ -25,7 +25,7 @@ from acpio.jsonrpc.messages import encode_value
 if TYPE_CHECKING:
     from acpio.jsonrpc import Connection, JsonValue, Responder
 
-__all__ = ["PlainTurns", "RawPrompt", "plain_params", "plain_prompt", "user_chunks"]
+__all__ = ["PlainTurns", "RawPrompt", "plain_params", "plain_prompt", "user_chunk", "user_chunks"]
 
 #: Starts a turn: ``start(session_id, prompt, responder, cx)`` (raises the typed path's errors).
 StartTurn: TypeAlias = "Callable[[str, Sequence[acp.ContentBlock], Responder[Any], Connection], None]"
@@ -35,7 +35,6 @@ CancelTurn: TypeAlias = "Callable[[str, Connection], Awaitable[None]]"
 _CANCEL_KEYS = frozenset({"sessionId", "_meta"})
 _PROMPT_KEYS = frozenset({"sessionId", "prompt", "_meta"})
 _TEXT_BLOCK_KEYS = {"type", "text"}
-_USER_CHUNK = "user_message_chunk"
 
 
 class RawPrompt(Sequence["acp.ContentBlock"]):  # quoted: the base would create the class at import
@@ -122,6 +121,11 @@ def plain_params(params: JsonValue, keys: frozenset[str]) -> TypeGuard[dict[str,
     return type(params) is dict and params.keys() <= keys
 
 
+def user_chunk(content: dict[str, Any]) -> dict[str, Any]:
+    """v1's ``UserMessageChunk`` of a block's JSON ``content``, as its model writes it."""
+    return {"content": content, "sessionUpdate": "user_message_chunk"}
+
+
 def user_chunks(session_id: str, prompt: Sequence[acp.ContentBlock]) -> list[bytes]:
     """What the user said, as a store keeps it: each block's v1 ``session/update`` params.
 
@@ -129,9 +133,7 @@ def user_chunks(session_id: str, prompt: Sequence[acp.ContentBlock]) -> list[byt
     writes the same bytes), without building them.
     """
     if isinstance(prompt, RawPrompt):
-        chunks = [
-            {"content": {"type": "text", "text": t}, "sessionUpdate": _USER_CHUNK} for t in prompt.texts
-        ]
+        chunks = [user_chunk({"type": "text", "text": text}) for text in prompt.texts]
         return [encode_value({"sessionId": session_id, "update": chunk}) for chunk in chunks]
     notes = (
         acp.SessionNotification(session_id=session_id, update=acp.UserMessageChunk(content=b)) for b in prompt
