@@ -151,7 +151,7 @@ def message_ids() -> Iterator[None]:
 
 
 async def _written(
-    version: int, updates: Sequence[Template | acp.SessionUpdate]
+    version: int, updates: Sequence[Template | acp.SessionUpdate], chunks_as_text: bool
 ) -> tuple[list[bytes], list[bytes]]:
     ours, theirs = Channel.duplex()
     cx = await Agent.builder().open_connection(ours)
@@ -163,29 +163,44 @@ async def _written(
             else V2Updates(cx, SESSION, CWD, lambda _, params: recorded.append(params))
         )
         for update in updates:
-            writer.send_now(update)
+            if isinstance(update, TextChunk) and chunks_as_text:  # as say and think send them
+                await writer.send_text(update.kind, update.text)
+            elif isinstance(update, Template):
+                writer.send_template_now(update)
+            else:
+                await writer.send(update)
     frames = [await theirs.receive() for _ in updates]
     assert all(isinstance(frame, bytes) for frame in frames)
     await ours.aclose()
     return frames, recorded  # type: ignore[return-value]
 
 
-def written(version: int, updates: Sequence[Template | acp.SessionUpdate]) -> tuple[list[bytes], list[bytes]]:
-    """The frames a turn's writer of ``version`` sends for ``updates``, and what it records (v2)."""
-    return asyncio.run(_written(version, updates))
+def written(
+    version: int, updates: Sequence[Template | acp.SessionUpdate], *, chunks_as_text: bool = True
+) -> tuple[list[bytes], list[bytes]]:
+    """The frames a turn's writer of ``version`` sends for ``updates``, and what it records (v2).
+
+    Text chunks go out as ``say`` and ``think`` send them (``send_text``), or with
+    ``chunks_as_text=False`` as any other template (``send_template_now``).
+    """
+    return asyncio.run(_written(version, updates, chunks_as_text))
 
 
-def outcome(version: int, updates: Sequence[Template | acp.SessionUpdate]) -> object:
+def outcome(
+    version: int, updates: Sequence[Template | acp.SessionUpdate], *, chunks_as_text: bool = True
+) -> object:
     """:func:`written`, or the error it raised (its type and message)."""
     try:
-        return written(version, updates)
+        return written(version, updates, chunks_as_text=chunks_as_text)
     except Exception as exc:
         return type(exc), str(exc)
 
 
 def assert_same_bytes(templates: Sequence[Template], models: Sequence[acp.SessionUpdate]) -> None:
     for version in (1, 2):
-        assert outcome(version, templates) == outcome(version, models), f"v{version}"
+        expected = outcome(version, models)
+        assert outcome(version, templates) == expected, f"v{version}"
+        assert outcome(version, templates, chunks_as_text=False) == expected, f"v{version}, templates"
 
 
 def test_each_kind_writes_the_bytes_of_its_model_on_both_versions() -> None:
@@ -291,9 +306,9 @@ def test_the_history_builds_each_model_when_read(monkeypatch: pytest.MonkeyPatch
         cx = await Agent.builder().open_connection(ours)
         writer = SessionUpdates(cx, SESSION, CWD)
         for word in ("one", "two", "three"):
-            writer.send_now(TextChunk(MESSAGE, word))
+            await writer.send_text(MESSAGE, word)
         frames_and_writer["sent"] = writer.sent.snapshot()
-        writer.send_now(TextChunk(MESSAGE, "later"))
+        await writer.send_text(MESSAGE, "later")
         await ours.aclose()
 
     monkeypatch.setattr(acp.TextContent, "__init__", counting)

@@ -12,7 +12,14 @@ import orjson
 
 from acpio import schema as acp
 from acpio.app.history import SentUpdates
-from acpio.app.update_templates import Template, ToolCallChange, ToolCallStart
+from acpio.app.update_templates import (
+    Template,
+    TextChunk,
+    ToolCallChange,
+    ToolCallStart,
+    kept_text,
+    text_chunk_opening,
+)
 from acpio.errors import AcpError, ConnectionClosed, NotInProtocolVersion
 from acpio.jsonrpc import Connection, RawJson
 from acpio.otel.activity import Activity, start_tool_call
@@ -57,28 +64,52 @@ class SessionUpdates:
         #: The params of each update up to its update object: ``{"sessionId":...,"update":``.
         self.params_head = b'{"sessionId":' + orjson.dumps(session_id) + b',"update":'
 
-    async def send(self, update: acp.SessionUpdate | Template) -> None:
-        """Send ``update``, then wait while the client is behind."""
-        self._post(update)
+    async def send(self, update: acp.SessionUpdate) -> None:
+        """Send the model ``update``, then wait while the client is behind."""
+        self._post_model(update)
         await self.cx.drain()
 
-    def send_now(self, update: acp.SessionUpdate | Template) -> None:
-        """Send ``update`` without waiting (a turn being cancelled must still get it out), unless closed."""
-        if not self.cx.closed:
-            self._post(update)
+    async def send_template(self, template: Template) -> None:
+        """Send a verb's ``template``, then wait while the client is behind."""
+        self._post_template(template)
+        await self.cx.drain()
 
-    def _post(self, update: acp.SessionUpdate | Template) -> None:
-        if isinstance(update, Template):
-            try:
-                params = self.params_head + update.update_json() + b"}"
-            except TypeError:  # a value the template does not write: the model, as the verb built it
-                update = update.model()
-            else:
-                self.sent.append(update.kept())
-                self.cx.send_notification(_UPDATE, RawJson(params))
-                return
+    def send_template_now(self, template: Template) -> None:
+        """Send ``template`` without waiting (a turn being cancelled must still get it out), unless closed."""
+        if not self.cx.closed:
+            self._post_template(template)
+
+    async def send_text(self, kind: str, text: str) -> None:
+        """Send a text chunk of ``kind`` (``say``, ``think``), then wait while the client is behind.
+
+        :meth:`send_template` of a :class:`~acpio.app.update_templates.TextChunk` without making
+        one: the hot path of a streaming turn.
+        """
+        try:
+            opening = text_chunk_opening(kind, text)
+        except TypeError:  # not text the template writes: the model, as the verb built it
+            self._post_model(TextChunk(kind, text).model())
+        else:
+            self._post_text(kind, text, opening)
+        await self.cx.drain()
+
+    def _post_model(self, update: acp.SessionUpdate) -> None:
         self.sent.append(update)
         self.cx.send_notification(acp.SessionNotification(session_id=self.session_id, update=update))
+
+    def _post_template(self, template: Template) -> None:
+        try:
+            update = template.update_json()
+        except TypeError:  # a value the template does not write: the model, as the verb built it
+            self._post_model(template.model())
+        else:
+            self.sent.append(template.kept())
+            self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, update, b"}"))))
+
+    def _post_text(self, kind: str, text: str, opening: bytes) -> None:
+        """A text chunk whose update object, up to its closing brace, is ``opening``."""
+        self.sent.append(kept_text(kind, text))
+        self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, opening, b"}}"))))
 
     def absolute(self, path: str | Path) -> Path:
         """``path`` relative to the session's cwd: ACP wants absolute paths on the wire."""
@@ -116,7 +147,7 @@ class ActiveToolCall:
 
     async def __aenter__(self) -> ActiveToolCall:
         self._span = start_tool_call(self._updates.session_id, self.id, self.title, self._kind)
-        await self._updates.send(
+        await self._updates.send_template(
             ToolCallStart(self.id, self.title, self._kind, self._locations, self._raw_input, self._meta)
         )
         return self
@@ -128,7 +159,8 @@ class ActiveToolCall:
         if self._final:
             return
         # sent without waiting: the turn may be being cancelled, and this must still go out
-        self._updates.send_now(ToolCallChange(self.id, status="completed" if error is None else "failed"))
+        status = "completed" if error is None else "failed"
+        self._updates.send_template_now(ToolCallChange(self.id, status=status))
 
     def _end_span(self, error: BaseException | None) -> None:
         span, self._span = self._span, None
@@ -144,7 +176,7 @@ class ActiveToolCall:
         _log.log(level, "The tool call %r failed; the turn goes on", self.title, exc_info=error)
         if not self._final:
             self._final = True
-            self._updates.send_now(ToolCallChange(self.id, status="failed", text=str(error)))
+            self._updates.send_template_now(ToolCallChange(self.id, status="failed", text=str(error)))
 
     async def update(
         self,
@@ -173,7 +205,7 @@ class ActiveToolCall:
         if title is not None:
             self.title = title
         self._final = self._final or status in _FINAL_STATUSES
-        await self._updates.send(
+        await self._updates.send_template(
             ToolCallChange(self.id, status=status, title=title, text=text, diff=where, raw_output=raw_output)
         )
 
@@ -182,7 +214,7 @@ class ActiveToolCall:
 
         On v1 a terminal of the client's; on v2 one the agent runs (:meth:`~acpio.app.Turn.run_command`).
         """
-        await self._updates.send(ToolCallChange(self.id, terminal_id=terminal_id))
+        await self._updates.send_template(ToolCallChange(self.id, terminal_id=terminal_id))
 
 
 class ReportingToolCall:

@@ -35,7 +35,7 @@ from acpio.app.tool_calls import (
     ToolStatusName,
 )
 from acpio.app.turn_beside import TurnBeside
-from acpio.app.update_templates import THOUGHT, PlanTemplate, TextChunk, given
+from acpio.app.update_templates import THOUGHT, PlanTemplate, given
 from acpio.app.updates_v2 import V2Updates
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
@@ -197,14 +197,14 @@ class Turn(TurnBeside):
 
     async def think(self, text: str) -> None:
         """Stream a thought (an ``agent_thought_chunk``)."""
-        await self._updates.send(TextChunk(THOUGHT, text))
+        await self._updates.send_text(THOUGHT, text)
 
     async def plan(self, entries: Sequence[str | acp.PlanEntry]) -> None:
         """Show the plan: each entry a :class:`~acpio.schema.PlanEntry`, or text (pending, medium priority).
 
         Send the whole plan again to change it: the client replaces what it showed.
         """
-        await self._updates.send(PlanTemplate(entries))
+        await self._updates.send_template(PlanTemplate(entries))
 
     @overload
     def tool_call(

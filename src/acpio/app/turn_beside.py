@@ -16,7 +16,7 @@ from acpio.app.client_requests import elicit_form, elicit_url
 from acpio.app.first_answer import Askers
 from acpio.app.forms import Elicited
 from acpio.app.tool_calls import ActiveToolCall, SessionUpdates
-from acpio.app.update_templates import MESSAGE, TextChunk, UsageTemplate, given
+from acpio.app.update_templates import MESSAGE, UsageTemplate, given
 from acpio.app.updates_v2 import V2Updates, state_update
 from acpio.capabilities import CapabilityNotAdvertised, ClientFeatures
 from acpio.jsonrpc import Connection
@@ -57,7 +57,7 @@ class TurnBeside:
     async def say(self, text: str) -> None:
         """Stream ``text`` to the user (an ``agent_message_chunk``; on v2 with its message's id)."""
         self._said.append(text)
-        await self._updates.send(TextChunk(MESSAGE, text))
+        await self._updates.send_text(MESSAGE, text)
 
     @asynccontextmanager
     async def waiting_for_user(self) -> AsyncIterator[None]:
@@ -126,7 +126,7 @@ class TurnBeside:
         self, used: int, size: int, *, cost: float | None = None, currency: str = "USD"
     ) -> None:
         """How full the context window is (``usage_update``): ``used`` of ``size`` tokens; the cost so far."""
-        await self._updates.send(UsageTemplate(used, size, cost, currency))
+        await self._updates.send_template(UsageTemplate(used, size, cost, currency))
 
     async def set_title(self, title: str | None) -> None:
         """Give the session a title (``session_info_update``; ``None`` clears it)."""

@@ -34,6 +34,8 @@ __all__ = [
     "ToolCallStart",
     "UsageTemplate",
     "given",
+    "kept_text",
+    "text_chunk_opening",
 ]
 
 #: The ``sessionUpdate`` of the message chunks the turn writes.
@@ -64,6 +66,18 @@ def _text(value: object) -> bytes:
 def _value(value: object) -> bytes:
     """An ``Any`` field's JSON; ``TypeError`` for what pydantic may write otherwise."""
     return orjson.dumps(value, option=_PLAIN)
+
+
+def text_chunk_opening(kind: str, text: object) -> bytes:
+    """A text chunk's update object without its closing brace (see :meth:`TextChunk.opening`).
+
+    ``TypeError`` for text :func:`_text` refuses. A function of its own: ``say`` and ``think`` write
+    their chunks with it without making a :class:`TextChunk` (the hot path of a streaming turn,
+    which is also why it checks the text as :func:`_text` does instead of calling it).
+    """
+    if type(text) is not str:
+        raise TypeError(f"not a str: {type(text).__name__}")
+    return b"".join((TEXT_CHUNK_OPENING, orjson.dumps(text), _CHUNK_KINDS[kind]))
 
 
 class Template(abc.ABC):
@@ -99,7 +113,7 @@ class TextChunk(Template):
 
     def opening(self) -> bytes:
         """The update object without its closing brace: v2 adds its ``messageId`` (or ``_meta``) there."""
-        return b"".join((TEXT_CHUNK_OPENING, _text(self.text), _CHUNK_KINDS[self.kind]))
+        return text_chunk_opening(self.kind, self.text)
 
     def update_json(self) -> bytes:
         """The chunk object."""
@@ -113,8 +127,17 @@ class TextChunk(Template):
         return acp.AgentThoughtChunk(content=content)
 
     def kept(self) -> Template | str:
-        """A message chunk's text (the turn keeps it for its reply anyway), or the thought chunk."""
+        """What :func:`kept_text` keeps of it."""
         return self.text if self.kind == MESSAGE else self
+
+
+def kept_text(kind: str, text: str) -> Template | str:
+    """What the history keeps of a text chunk: its text, or its template.
+
+    A message chunk keeps its text (the turn keeps it for its reply anyway), a thought chunk its
+    :class:`TextChunk`.
+    """
+    return text if kind == MESSAGE else TextChunk(kind, text)
 
 
 class PlanTemplate(Template):

@@ -17,7 +17,7 @@ import orjson
 
 from acpio import schema as acp
 from acpio.app.tool_calls import SessionUpdates
-from acpio.app.update_templates import Template, TextChunk
+from acpio.app.update_templates import Template, TextChunk, kept_text
 from acpio.app.v2_shapes import V2Shapes, keep_message_id
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
@@ -77,14 +77,7 @@ class V2Updates(SessionUpdates):
         self._shapes = V2Shapes()
         self._record = record
 
-    def _post(self, update: acp.SessionUpdate | Template) -> None:
-        if isinstance(update, Template):
-            try:
-                self._write(update)
-            except TypeError:  # a value the template does not write: the model, as the verb built it
-                update = update.model()
-            else:
-                return
+    def _post_model(self, update: acp.SessionUpdate) -> None:
         neutral = acp.SessionNotification(session_id=self.session_id, update=update).to_wire()
         shaped = self._shapes.convert(neutral["update"])
         if shaped is None:
@@ -101,17 +94,34 @@ class V2Updates(SessionUpdates):
             self._record(self.session_id, encode_value(neutral))
         self.post_v2(shaped)
 
-    def _write(self, template: Template) -> None:
-        """Send a template's v2 object and record its neutral one, as :meth:`_post` does with a model's."""
-        if isinstance(template, TextChunk):
-            opening = template.opening()
-            message_id = orjson.dumps(self._shapes.message_id(template.kind))
-            neutral = b"".join((opening, b',"_meta":{"acpio":{"messageId":', message_id, b"}}}"))
-            shaped = b"".join((opening, b',"messageId":', message_id, b"}"))
-        else:
+    def _post_template(self, template: Template) -> None:
+        """Send a template's v2 object and record its neutral one, as :meth:`_post_model` does a model's."""
+        if type(template) is TextChunk:
+            try:
+                opening = template.opening()
+            except TypeError:  # not text the template writes: the model, as the verb built it
+                self._post_model(template.model())
+            else:
+                self._post_text(template.kind, template.text, opening)
+            return
+        try:
             neutral, shaped = template.update_json(), template.v2_json()
-            self._shapes.end_message()
-        self.sent.append(template.kept())
+        except TypeError:  # a value the template does not write: the model, as the verb built it
+            self._post_model(template.model())
+            return
+        self._shapes.end_message()
+        self._send(template.kept(), neutral, shaped)
+
+    def _post_text(self, kind: str, text: str, opening: bytes) -> None:
+        """A text chunk with its message's id: in ``messageId`` on the wire, in ``_meta`` in the history."""
+        message_id = orjson.dumps(self._shapes.message_id(kind))
+        neutral = b"".join((opening, b',"_meta":{"acpio":{"messageId":', message_id, b"}}}"))
+        shaped = b"".join((opening, b',"messageId":', message_id, b"}"))
+        self._send(kept_text(kind, text), neutral, shaped)
+
+    def _send(self, kept: Template | str, neutral: bytes, shaped: bytes) -> None:
+        """Keep ``kept``, record the ``neutral`` update object and send the ``shaped`` one."""
+        self.sent.append(kept)
         if self._record is not None:
             self._record(self.session_id, self.params_head + neutral + b"}")
         self.cx.send_notification(_UPDATE, RawJson(self.params_head + shaped + b"}"))
