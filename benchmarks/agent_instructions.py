@@ -1,0 +1,103 @@
+"""What one streamed update costs a whole benchmark agent process, in instructions (callgrind).
+
+    python benchmarks/agent_instructions.py                       # every Python agent of benchmarks/peers
+    python benchmarks/agent_instructions.py --agent acpio_app     # one (repeat the option for more)
+    python benchmarks/agent_instructions.py --quick               # fewer updates, to check the script runs
+
+Each agent is the process ``benchmarks/run.py`` streams from (``peers/<name>_agent.py``), run under
+callgrind and driven over its stdin and stdout by this script: ``initialize``, ``session/new``, then
+one ``session/prompt`` of ``stream N``, read to its answer. The figure is the difference between the
+instructions of a run with ``3N`` updates and one with ``N``, divided by ``2N``: the agent's whole
+cost of an update (building it, writing the frame, the event loop, backpressure), with start-up and
+the handshake cancelled out. Unlike ``run.py``'s rates it does not move with the machine's load or
+with where the scheduler puts the two processes, and unlike ``breakdown.py`` it counts everything
+the agent does, not stage by stage. The client side is this script's, outside callgrind. Needs
+``valgrind``; a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+PEERS = Path(__file__).resolve().parent / "peers"
+#: The agents measured by default: the floor, the typed floor, and acpio's two styles.
+AGENTS = ("bare", "pydantic", "acpio", "acpio_app")
+
+
+def _frame(request_id: int, method: str, params: dict[str, object]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + b"\n"
+
+
+def _answer(stdout: IO[bytes], request_id: int) -> dict[str, object]:
+    """The result of request ``request_id``, skipping what comes before it (the streamed updates)."""
+    while line := stdout.readline():
+        message = orjson.loads(line)
+        if message.get("id") == request_id:
+            if "result" not in message:
+                raise RuntimeError(f"the agent answered request {request_id} with {message}")
+            result: dict[str, object] = message["result"]
+            return result
+    raise RuntimeError(f"the agent exited before answering request {request_id}")
+
+
+def instructions(agent: str, updates: int) -> int:
+    """The instructions of one agent process that streams ``updates`` updates in one prompt."""
+    script = PEERS / f"{agent}_agent.py"
+    if not script.exists():
+        raise SystemExit(f"there is no agent {agent!r}: {script} does not exist")
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, str(script)]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PEERS, env=env
+    ) as agent_process:
+        stdin, stdout = agent_process.stdin, agent_process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(_frame(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        stdin.write(_frame(2, "session/new", {"cwd": "/bench", "mcpServers": []}))
+        stdin.flush()
+        _answer(stdout, 1)
+        session_id = _answer(stdout, 2)["sessionId"]
+        prompt = [{"type": "text", "text": f"stream {updates}"}]
+        stdin.write(_frame(3, "session/prompt", {"sessionId": session_id, "prompt": prompt}))
+        stdin.flush()
+        _answer(stdout, 3)
+        stdin.close()  # the agent exits at the end of its input; callgrind then prints its count
+        assert agent_process.stderr is not None
+        stderr = agent_process.stderr.read()
+    found = re.search(rb"Collected : (\d+)", stderr)
+    if found is None:
+        tail = stderr[-2000:].decode(errors="replace")
+        raise RuntimeError(f"callgrind printed no count for {agent}:\n{tail}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    default = ", ".join(AGENTS)
+    parser.add_argument("--agent", action="append", help=f"an agent to measure (default: {default})")
+    parser.add_argument("--quick", action="store_true", help="200 and 600 updates instead of 1,000 and 3,000")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per figure (the median is shown)")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("agent_instructions.py needs valgrind (Debian: apt-get install valgrind)")
+    n = 200 if args.quick else 1000
+    for agent in args.agent or AGENTS:
+        extra = [instructions(agent, 3 * n) - instructions(agent, n) for _ in range(args.repeat)]
+        print(f"{agent:10}: {statistics.median(extra) / (2 * n):9,.0f} instructions/update")
+
+
+if __name__ == "__main__":
+    main()
