@@ -1153,9 +1153,9 @@ class Generator:
                 "            self.__pydantic_validator__.validate_python(data, self_instance=self)",
                 "            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
                 "            # on a copy: the caller's object may be reused where the tag does not belong",
-                f"            if 'session_update' not in self.{spec.post_init_tag_of}.model_fields_set:",
+                f"            if 'session_update' not in self.{spec.post_init_tag_of}.__pydantic_fields_set__:",
                 f"                self.{spec.post_init_tag_of} = self.{spec.post_init_tag_of}.model_copy()",
-                f"                self.{spec.post_init_tag_of}.model_fields_set.add('session_update')",
+                f"                self.{spec.post_init_tag_of}.__pydantic_fields_set__.add('session_update')",
             ]
         if not body:
             body = ["    pass"] if not doc else []

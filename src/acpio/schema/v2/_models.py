@@ -5245,9 +5245,9 @@ def _define_UpdateSessionNotification() -> Any:
                 self.__pydantic_validator__.validate_python(data, self_instance=self)
                 # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),
                 # on a copy: the caller's object may be reused where the tag does not belong
-                if 'session_update' not in self.update.model_fields_set:
+                if 'session_update' not in self.update.__pydantic_fields_set__:
                     self.update = self.update.model_copy()
-                    self.update.model_fields_set.add('session_update')
+                    self.update.__pydantic_fields_set__.add('session_update')
     return UpdateSessionNotification
 
 def _define_CompleteElicitationNotification() -> Any:
