@@ -21,8 +21,9 @@ What a turn looks like in plain text::
     [stop reason: end_turn]
 
 Thoughts are prefixed ``> ``; tool calls get one status line per change of status, and their
-content (text, a unified diff of the edit, the command's output) once they end; a plan is
-printed whole at each update (the agent always sends the full plan).
+content (text, a unified diff of the edit, the command's output) once they end (their lines come
+from :class:`~acpio.oneshot.render_tools.ToolCallLines`); a plan is printed whole at each update
+(the agent always sends the full plan).
 
 Every piece of text goes through :func:`~acpio.oneshot.sanitize.sanitize` before it is printed
 (:meth:`TextRenderer._stream`, :meth:`TextRenderer._lines`): what the agent sends cannot drive the
@@ -31,41 +32,31 @@ terminal (escape sequences, ``\r``...), nor start a line of its own inside a one
 
 from __future__ import annotations
 
-import difflib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Protocol, TextIO, TypeAlias
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final, Protocol, TextIO
 
 import orjson
 
 from acpio.client.permissions import Outcome, describe_request
-from acpio.oneshot.render_events import MAX_CONTENT_LINES, EventLines, Line, Segment, clip, patch_style
+from acpio.oneshot.render_events import MAX_CONTENT_LINES, EventLines, Line, Segment, style_for
+from acpio.oneshot.render_tools import TerminalLookup, ToolCallLines, ToolCallState, block_text, diff_lines
 from acpio.oneshot.sanitize import sanitize
-from acpio.oneshot.terminals import TerminalSnapshot
 from acpio.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    AudioContent,
     AvailableCommandsUpdate,
     CompactionSummaryChunk,
     CompactionUpdate,
     ConfigOptionUpdate,
-    Content,
     CurrentModeUpdate,
-    Diff,
-    EmbeddedResource,
-    ImageContent,
     Notice,
     Plan,
     PlanEntry,
     RequestPermissionRequest,
-    ResourceLink,
     SelectedPermissionOutcome,
     SessionInfoUpdate,
     SessionUpdate,
-    Terminal,
-    TextContent,
     ToolCall,
     ToolCallUpdate,
     UsageUpdate,
@@ -90,11 +81,6 @@ __all__ = [
 
 #: How ``--json`` writes a frame's direction: ``"send"`` (to the agent) or ``"recv"`` (from it).
 _JSON_DIRECTION: Final = {Direction.OUTGOING: "send", Direction.INCOMING: "recv"}
-#: How a renderer finds what a terminal showed: the client's :meth:`Terminals.snapshot`.
-TerminalLookup: TypeAlias = Callable[[str], TerminalSnapshot | None]
-
-_FINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
-_SHOW_CONTENT: Final = frozenset({"completed", "failed"})
 
 
 class Renderer(Protocol):
@@ -153,19 +139,6 @@ class Renderer(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class _Tool:
-    """What is known of one tool call: the latest value of each field, merged from its updates."""
-
-    tool_call_id: str
-    title: str
-    kind: str | None = None
-    status: str = "pending"
-    content: list[Any] = field(default_factory=list)
-    shown: tuple[str, str] | None = None
-    content_shown: bool = False
-
-
 class TextRenderer(ABC):
     """The logic shared by the plain and rich renderers: what to show, as lines of styled segments.
 
@@ -197,16 +170,12 @@ class TextRenderer(ABC):
     }
 
     def __init__(self, terminals: TerminalLookup | None = None) -> None:
-        self._terminals = terminals
-        self._tools: dict[str, _Tool] = {}
+        self._tool_calls = ToolCallLines(self.LABELS, terminals)
         self._stream_kind: str | None = None
         self._at_line_start = True
         self._history = False
         #: The last ``available_commands_update`` shown: an agent repeating it is not shown again.
         self._commands_shown: str | None = None
-        #: With ``STREAMS_OUTPUT``: the terminals whose output is being printed, and how many of its
-        #: lines were printed so far.
-        self._streamed: dict[str, int] = {}
         self._events = EventLines(self.LABELS)
 
     # --- what subclasses write -------------------------------------------------------------------
@@ -218,9 +187,6 @@ class TextRenderer(ABC):
     @abstractmethod
     def _show(self, lines: Sequence[Line], key: object = None) -> None:
         """Write whole lines; ``key`` names something that is shown again, updated, when it changes."""
-
-    def _style(self, name: str, history: bool) -> str:
-        return "history" if history else name
 
     def _lines(self, lines: Sequence[Line], key: object = None) -> None:
         """:meth:`_show` ``lines`` once every segment is sanitized (a newline in one becomes a space)."""
@@ -234,33 +200,17 @@ class TextRenderer(ABC):
         """Show one update: stream message text, show tool calls, plans and the rest."""
         history = history or self._history
         if isinstance(update, AgentMessageChunk):
-            self._stream("agent", _block_text(update.content), history)
+            self._stream("agent", block_text(update.content), history)
         elif isinstance(update, AgentThoughtChunk):
-            self._stream("thought", _block_text(update.content), history)
+            self._stream("thought", block_text(update.content), history)
         elif isinstance(update, UserMessageChunk):
-            self._stream("user", _block_text(update.content), history)
+            self._stream("user", block_text(update.content), history)
         elif isinstance(update, ToolCall):
-            tool = _Tool(
-                update.tool_call_id, update.title, _str(update.kind), _str(update.status) or "pending"
-            )
-            tool.content = list(update.content or ())
-            self._tools[tool.tool_call_id] = tool
-            self._tool_changed(tool, history)
+            self._tool_changed(self._tool_calls.called(update), history)
         elif isinstance(update, ToolCallUpdate):
-            known = self._tools.get(update.tool_call_id)
-            if known is None:
-                known = self._tools[update.tool_call_id] = _Tool(update.tool_call_id, update.tool_call_id)
-            if update.title is not None:
-                known.title = update.title
-            if update.kind is not None:
-                known.kind = str(update.kind)
-            if update.status is not None:
-                known.status = str(update.status)
-            if update.content is not None:
-                known.content = list(update.content)
-            self._tool_changed(known, history)
+            self._tool_changed(self._tool_calls.updated(update), history)
         elif isinstance(update, CompactionSummaryChunk):
-            self._stream("compaction", _block_text(update.content), history)
+            self._stream("compaction", block_text(update.content), history)
         elif isinstance(update, Plan):
             self._end_stream()
             self._lines(self._plan_lines(update.entries, history), key="plan")
@@ -274,7 +224,7 @@ class TextRenderer(ABC):
                 self._end_stream()
                 # a notice stands out by its severity; the other updates are side information
                 style = f"notice.{update.severity}" if isinstance(update, Notice) else "info"
-                self._lines([[(f"[{text}]", self._style(style, history))]])
+                self._lines([[(f"[{text}]", style_for(style, history))]])
 
     def text(self, role: MessageRole, text: str) -> None:
         """Stream a text chunk's text, as :meth:`update` streams the chunk."""
@@ -309,11 +259,7 @@ class TextRenderer(ABC):
         The tool call the request is about is remembered, so that later updates of it show its title.
         """
         self._end_stream()
-        asked = request.tool_call
-        if asked.tool_call_id not in self._tools:
-            tool = _Tool(asked.tool_call_id, describe_request(request), _str(asked.kind))
-            tool.shown = (tool.status, tool.title)
-            self._tools[tool.tool_call_id] = tool
+        self._tool_calls.asked(request)
         if isinstance(outcome, SelectedPermissionOutcome):
             chosen = next((o for o in request.options if o.option_id == outcome.option_id), None)
             kind = str(chosen.kind) if chosen is not None else ""
@@ -337,11 +283,9 @@ class TextRenderer(ABC):
         """
         self._end_stream()
         if stop_reason == "cancelled":
-            for tool in self._tools.values():
-                if tool.status not in _FINAL_STATUSES:
-                    tool.status = "cancelled"
-                    self._tool_changed(tool, False)
-        self._streamed.clear()  # a command still running past its turn is not shown below it
+            for tool in self._tool_calls.cancel_unfinished():
+                self._tool_changed(tool, False)
+        self._tool_calls.stop_streaming()
         if stop_reason is None:
             return
         style = {"end_turn": "stop.end_turn", "cancelled": "stop.cancelled"}.get(stop_reason, "stop.other")
@@ -356,15 +300,7 @@ class TextRenderer(ABC):
 
     def known_tool(self, tool_call_id: str) -> ToolCallUpdate | None:
         """The tool call's latest title, kind and content (``None`` for a tool call not seen)."""
-        tool = self._tools.get(tool_call_id)
-        if tool is None:
-            return None
-        known: dict[str, Any] = {"toolCallId": tool.tool_call_id, "title": tool.title}
-        if tool.kind is not None:
-            known["kind"] = tool.kind
-        if tool.content:
-            known["content"] = [item.to_wire() for item in tool.content]
-        return ToolCallUpdate.model_validate(known)
+        return self._tool_calls.known(tool_call_id)
 
     def close(self) -> None:
         """Finish the last line."""
@@ -379,7 +315,7 @@ class TextRenderer(ABC):
         if kind != self._stream_kind:
             self._end_stream()
             self._stream_kind = kind
-        style = self._style(kind, history)
+        style = style_for(kind, history)
         prefix = self.PREFIXES.get(kind, "")
         for number, part in enumerate(text.split("\n")):
             if number:
@@ -401,102 +337,42 @@ class TextRenderer(ABC):
 
     def terminal_output(self, terminal_id: str) -> None:
         """With ``STREAMS_OUTPUT``: print the new complete lines of a terminal in a running tool call."""
-        printed = self._streamed.get(terminal_id)
-        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
-        if printed is None or snapshot is None:
-            return
-        complete = snapshot.output.split("\n")[:-1]
-        if len(complete) > printed:
+        lines = self._tool_calls.new_output(terminal_id)
+        if lines:
             self._end_stream()
-            style = self._style("content", False)
-            self._lines([[("    ", "content"), (text, style)] for text in complete[printed:]])
-            self._streamed[terminal_id] = len(complete)
+            self._lines(lines)
 
-    def _tool_changed(self, tool: _Tool, history: bool) -> None:
-        if (tool.status, tool.title) != tool.shown:
+    def _tool_changed(self, tool: ToolCallState, history: bool) -> None:
+        calls = self._tool_calls
+        status_line = calls.status_line(tool, history)
+        if status_line is not None:
             self._end_stream()
-            tool.shown = (tool.status, tool.title)
-            self._lines([self._tool_line(tool, history)], key=("tool", tool.tool_call_id))
-        if self.STREAMS_OUTPUT and not history and tool.status not in _FINAL_STATUSES:
-            for item in tool.content:
-                if isinstance(item, Terminal) and item.terminal_id not in self._streamed:
-                    self._start_streaming(item.terminal_id)
-        if tool.status in _SHOW_CONTENT and not tool.content_shown and tool.content:
-            tool.content_shown = True
-            lines: list[Line] = []
-            for item in tool.content:
-                lines.extend(self._content_lines(item, history))
-            if lines:
-                self._lines([[("    ", "content"), *line] for line in lines])
-
-    def _tool_line(self, tool: _Tool, history: bool) -> Line:
-        status_style = self._style(f"tool.{tool.status}", history)
-        line: Line = [(self.LABELS.get(tool.status, f"[{tool.status}]") + " ", status_style)]
-        line.append((tool.title, self._style("tool.title", history)))
-        if tool.kind and tool.kind != "other":
-            line.append((f" ({tool.kind})", self._style("tool.kind", history)))
-        return line
-
-    def _content_lines(self, item: Any, history: bool) -> list[Line]:
-        if isinstance(item, Content):
-            style = self._style("content", history)
-            return [[(text, style)] for text in clip(_block_text(item.content).rstrip("\n").split("\n"))]
-        if isinstance(item, Diff):
-            return [[(text, self._style(style, history))] for text, style in diff_lines(item)]
-        if isinstance(item, Terminal):
-            return self._terminal_lines(item.terminal_id, history)
-        kind = getattr(item, "type", None) or "content"
-        return [[(f"[{kind}]", self._style("info", history))]]
+            self._lines([status_line], key=("tool", tool.tool_call_id))
+        if self.STREAMS_OUTPUT and not history:
+            for terminal_id in calls.terminals_to_stream(tool):
+                self._start_streaming(terminal_id)
+        content = calls.content_lines(tool, history)
+        if content:
+            self._lines(content)
 
     def _start_streaming(self, terminal_id: str) -> None:
-        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
-        if snapshot is None:
-            return
-        self._end_stream()
-        self._lines([[("    ", "content"), (f"$ {snapshot.command_line}", self._style("command", False))]])
-        self._streamed[terminal_id] = 0
-        self.terminal_output(terminal_id)
-
-    def _terminal_lines(self, terminal_id: str, history: bool) -> list[Line]:
-        snapshot = self._terminals(terminal_id) if self._terminals is not None else None
-        if snapshot is None:
-            return [[(f"[terminal {terminal_id}]", self._style("info", history))]]
-        printed = self._streamed.pop(terminal_id, None)
-        lines: list[Line] = []
-        output = snapshot.output.rstrip("\n")
-        if printed is not None:  # its command line and first lines are above: the rest, then the status
-            rest = output.split("\n")[printed:] if output else []
-            style = self._style("content", history)
-            lines.extend([(text, style)] for text in clip(rest, keep="end"))
-            output = ""
-        else:
-            lines.append([(f"$ {snapshot.command_line}", self._style("command", history))])
-        if output:
-            if snapshot.truncated:
-                lines.append([("[… earlier output dropped]", self._style("info", history))])
-            style = self._style("content", history)
-            lines.extend([(text, style)] for text in clip(output.split("\n"), keep="end"))
-        status = snapshot.exit_status
-        if status is None:
-            lines.append([("[still running]", self._style("info", history))])
-        elif status.signal is not None:
-            lines.append([(f"[killed by {status.signal}]", self._style("tool.failed", history))])
-        else:
-            style = "tool.completed" if status.exit_code == 0 else "tool.failed"
-            lines.append([(f"[exit status {status.exit_code}]", self._style(style, history))])
-        return lines
+        command_line = self._tool_calls.start_streaming(terminal_id)
+        if command_line is not None:
+            self._end_stream()
+            self._lines([command_line])
+            self.terminal_output(terminal_id)
 
     # --- plans -----------------------------------------------------------------------------------
 
     def _plan_lines(self, entries: Sequence[PlanEntry], history: bool) -> list[Line]:
-        lines: list[Line] = [[("Plan:", self._style("plan.title", history))]]
+        lines: list[Line] = [[("Plan:", style_for("plan.title", history))]]
         for entry in entries:
             status = str(entry.status)
-            style = self._style(f"plan.{status}", history)
+            style = style_for(f"plan.{status}", history)
             mark = self.LABELS.get(f"plan.{status}", f"[{status}]")
             line: Line = [(f"  {mark} ", style), (entry.content, style)]
             if str(entry.priority) == "high":
-                line.append((" (high priority)", self._style("info", history)))
+                line.append((" (high priority)", style_for("info", history)))
             lines.append(line)
         return lines
 
@@ -636,37 +512,3 @@ def _option_value(value: object) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
-
-
-def diff_lines(diff: Diff) -> list[Segment]:
-    """A unified diff of ``oldText`` -> ``newText`` as (line, style) pairs, cut to the first lines.
-
-    Styles: ``diff.header`` (file names), ``diff.hunk`` (``@@`` lines), ``diff.add``, ``diff.remove``,
-    ``content`` (context).
-    """
-    old = [] if diff.old_text is None else diff.old_text.splitlines()
-    new = diff.new_text.splitlines()
-    before = "/dev/null" if diff.old_text is None else diff.path
-    lines = list(difflib.unified_diff(old, new, fromfile=before, tofile=diff.path, lineterm=""))
-    if not lines:
-        return [(f"(no change to {diff.path})", "info")]
-    return [(line, patch_style(line)) for line in clip(lines)]
-
-
-def _block_text(block: Any) -> str:
-    """The text of a content block; a short mark for images, audio and resources."""
-    if isinstance(block, TextContent):
-        return block.text
-    if isinstance(block, ImageContent):
-        return f"[image {block.mime_type}]"
-    if isinstance(block, AudioContent):
-        return f"[audio {block.mime_type}]"
-    if isinstance(block, ResourceLink):
-        return f"[link {block.uri}]"
-    if isinstance(block, EmbeddedResource):
-        return f"[resource {getattr(block.resource, 'uri', '')}]"
-    return f"[{getattr(block, 'type', 'content')}]"
-
-
-def _str(value: object) -> str | None:
-    return None if value is None else str(value)

@@ -26,7 +26,7 @@ from acpio.session.turn_view import (
     TurnEvent,
 )
 
-__all__ = ["MAX_CONTENT_LINES", "EventLines", "Line", "Segment", "clip", "patch_style"]
+__all__ = ["MAX_CONTENT_LINES", "EventLines", "Line", "Segment", "clip", "patch_style", "style_for"]
 
 #: A piece of text and the name of its style (``"diff.add"``, ``"tool.failed"``...).
 Segment: TypeAlias = tuple[str, str]
@@ -142,6 +142,11 @@ def _content_lines(item: ToolContent) -> list[Line]:
         moved = f"{change.old_path} -> " if change.old_path else ""
         lines.append([(f"{change.operation} ", "diff.hunk"), (moved + change.path, "diff.header")])
     return lines
+
+
+def style_for(name: str, history: bool) -> str:
+    """The style ``name``, or ``history`` for anything ``session/load`` replayed (shown alike, dimmed)."""
+    return "history" if history else name
 
 
 def patch_style(line: str) -> str:

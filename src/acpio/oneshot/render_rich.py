@@ -23,7 +23,7 @@ import io
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final, TextIO
+from typing import ClassVar, Final, TextIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
@@ -33,6 +33,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from acpio.oneshot.render import Line, TerminalLookup, TextRenderer
+from acpio.oneshot.render_tools import ToolCallState
 from acpio.oneshot.sanitize import sanitize
 from acpio.schema import Terminal
 
@@ -230,7 +231,7 @@ class RichRenderer(TextRenderer):
         self._region[key] = list(lines)
         self._refresh()
 
-    def _tool_changed(self, tool: Any, history: bool) -> None:
+    def _tool_changed(self, tool: ToolCallState, history: bool) -> None:
         key = ("tool", tool.tool_call_id)
         terminals = [item.terminal_id for item in tool.content if isinstance(item, Terminal)]
         if tool.status in _FINAL or history:

@@ -65,7 +65,8 @@ read here to being forwarded to the client, losing and reordering nothing: see i
 
 **Modules.** The package is cut by responsibility; import from ``acpio.session`` itself:
 :mod:`~acpio.session.messages` (what a session reads), :mod:`~acpio.session.routing` (how its
-messages reach it), :mod:`~acpio.session.active` (:class:`ActiveSession`),
+messages reach it), :mod:`~acpio.session.delivery` (its inbox read here, until closed or handed
+off), :mod:`~acpio.session.active` (:class:`ActiveSession`),
 :mod:`~acpio.session.answers` (how ``read_to_string`` answers the agent),
 :mod:`~acpio.session.builder` (:class:`SessionBuilder`), :mod:`~acpio.session.methods` (the
 entry points), :mod:`~acpio.session.connection` (:class:`SessionConnection`),

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 from collections.abc import AsyncIterator, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import PermissionChoice
-from acpio.errors import ConnectionClosed
-from acpio.jsonrpc import Connection, DynamicHandlerRegistration, RequestDispatch
+from acpio.jsonrpc import Connection, DynamicHandlerRegistration
 from acpio.schema import (
     CancelNotification,
     ForkSessionRequest,
@@ -29,23 +26,18 @@ from acpio.schema import (
     StopReason,
 )
 from acpio.session.answers import TurnAnswers
+from acpio.session.delivery import SessionDelivery
 from acpio.session.messages import (
     PromptContent,
-    QueueItem,
     SessionMessage,
     TurnEnded,
     content_blocks,
 )
-from acpio.session.peers import agent_peer, client_peer
+from acpio.session.peers import agent_peer
 from acpio.session.prompting import send_prompt_request
-from acpio.session.routing import Routing, protocol_version, refuse_queued
+from acpio.session.routing import Routing, protocol_version
 from acpio.session.turn_reading import TurnReader
 from acpio.session.turn_view import TurnView
-
-if TYPE_CHECKING:
-    pass
-
-_log = logging.getLogger("acpio.session")
 
 #: The requests that set a session up, one per :class:`SessionBuilder` kind.
 SessionSetupRequest: TypeAlias = (
@@ -92,22 +84,14 @@ class ActiveSession:
         self._cx = cx
         self._response = response
         self._session_id = session_id
-        if _routing is None:
-            _routing = Routing(cx, session_id)
-        assert _routing.inbox is not None, "a session read here has an inbox"
-        self._inbox = _routing.inbox
-        self._router = _routing.router
-        self._registration = _routing.registration
+        delivery = self._delivery = SessionDelivery(
+            cx, Routing(cx, session_id) if _routing is None else _routing, mcp_registrations, scoped=_scoped
+        )
         #: The notifications ``session/load`` replayed before its answer (the conversation so far),
         #: in the order the agent sent them; empty for the other setup methods. Read it as the
         #: session's past: :meth:`read_update` gives only what came after the answer.
-        self.history: list[SessionMessage] = self._router.history or []
-        self._router.history = None  # from now on everything is queued for read_update
-        self._mcp = list(mcp_registrations)
-        self._watcher: asyncio.Task[None] | None = None
-        self._connection_ended = False
-        #: Made by run_until(): it ends with the callback and cannot be handed off.
-        self._scoped = _scoped
+        self.history: list[SessionMessage] = delivery.take_history()
+        self._items = delivery.items  # read_update() pops from it directly: no call per message
         #: The ACP version of the session (that of its connection when it was set up).
         self.protocol_version = protocol_version(cx)
         self._reader = TurnReader(self.protocol_version)
@@ -117,7 +101,7 @@ class ActiveSession:
         self.last_response: PromptResponse | None = None
 
     def __repr__(self) -> str:
-        return f"<ActiveSession {self.session_id!r} {self._router.mode}>"
+        return f"<ActiveSession {self.session_id!r} {self._delivery.mode}>"
 
     # --- what the setup answer said -------------------------------------------------------------
 
@@ -149,7 +133,7 @@ class ActiveSession:
     @property
     def active(self) -> bool:
         """Whether messages for this session are still read here (not closed, not handed off)."""
-        return self._router.mode == "queue"
+        return self._delivery.mode == "queue"
 
     def response(self) -> SessionSetupResponse:
         """A copy of the agent's setup answer, for example to answer a client with.
@@ -171,14 +155,12 @@ class ActiveSession:
         accepts the prompt). An error answer is raised by the read that reaches it. Raises
         :class:`~acpio.ConnectionClosed` if the connection is closed.
         """
-        self._check_active("send_prompt")
+        self._delivery.check_active("send_prompt")
         blocks = content_blocks(prompt)
         self._reader.start()
-        send_prompt_request(self._cx, self.session_id, blocks, meta, self.protocol_version, self._deliver)
-
-    def _deliver(self, item: QueueItem) -> None:
-        if self._router.mode == "queue":  # closed or handed off: nobody reads the turn here
-            self._inbox.put(item)
+        send_prompt_request(
+            self._cx, self.session_id, blocks, meta, self.protocol_version, self._delivery.deliver
+        )
 
     def cancel(self) -> None:
         """Send ``session/cancel``: the agent stops the turn and ends it with ``cancelled``.
@@ -191,11 +173,7 @@ class ActiveSession:
         """
         self._cx.send_notification_to(agent_peer(self._cx), CancelNotification(session_id=self.session_id))
         self._reader.cancel()
-        items = self._inbox.items
-        if any(_answered_request(item) for item in items):
-            kept = [item for item in items if not _answered_request(item)]
-            items.clear()
-            items.extend(kept)
+        self._delivery.drop_answered_requests()
 
     async def read_update(self) -> SessionMessage | TurnEnded:
         """The next message for this session, or the :class:`TurnEnded` of a prompt.
@@ -204,11 +182,11 @@ class ActiveSession:
         :class:`~acpio.ConnectionClosed` once the connection ended and everything queued before
         was read. Waits without limit: bound it with ``asyncio.timeout`` if needed.
         """
-        self._check_active("read_update")
+        self._delivery.check_active("read_update")
         read: SessionMessage | TurnEnded | None = self._reader.take_end()
-        items = self._inbox.items
+        items = self._items
         while read is None:  # an acceptance reads as None: the v2 turn may have ended with it
-            item = items.popleft() if items else await self._next_item()
+            item = items.popleft() if items else await self._delivery.next_item()
             read = self._reader.read(item) or self._reader.take_end()
         if isinstance(read, TurnEnded):
             self.last_response = read.response
@@ -294,33 +272,7 @@ class ActiveSession:
         delivered here and is not forwarded (:meth:`SessionBuilder.start_session_proxy` forwards it
         before answering the client).
         """
-        if self._scoped:
-            raise RuntimeError(
-                "proxy_remaining_messages() cannot be used on a session from run_until(): it ends "
-                "with its callback. Use start_session() for a session that outlives the call."
-            )
-        self._check_active("proxy_remaining_messages")
-        client = client_peer(self._cx)
-        router = self._router
-        router.mode = "detached"  # 1. nothing more is queued
-        forwarded = 0
-        while self._inbox.items:  # 2. forward what is queued, in order
-            item = self._inbox.items.popleft()
-            if isinstance(item, SessionMessage):
-                self._cx.send_proxied_message_to(client, item.dispatch)
-                forwarded += 1
-        router.client = client  # 3. forward whatever comes next
-        router.mode = "forward"
-        router.inbox = None
-        self._registration.run_indefinitely()
-        for registration in self._mcp:
-            registration.run_indefinitely()
-        self._stop_watching()
-        self._inbox.closed = True
-        self._inbox.wake()
-        _log.debug(
-            "Session %r handed off to proxy mode (%d queued messages forwarded)", self.session_id, forwarded
-        )
+        self._delivery.hand_off()
 
     def close(self) -> None:
         """Detach the session: its messages are no longer read here, its MCP servers stop.
@@ -328,15 +280,7 @@ class ActiveSession:
         Queued requests nobody read are answered with an error. The session itself lives on at the
         agent. Called when the ``async with`` block ends; calling it again does nothing.
         """
-        router = self._router
-        if router.mode != "queue":
-            return
-        router.mode = "detached"
-        self._registration.remove()
-        for registration in self._mcp:
-            registration.remove()
-        self._stop_watching()
-        refuse_queued(self._inbox, f"Session {self.session_id!r} was closed by the client")
+        self._delivery.close(f"Session {self.session_id!r} was closed by the client")
 
     async def __aenter__(self) -> ActiveSession:
         return self
@@ -345,68 +289,3 @@ class ActiveSession:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    # --- internals ------------------------------------------------------------------------------
-
-    def _check_active(self, what: str) -> None:
-        mode = self._router.mode
-        if mode == "forward":
-            raise RuntimeError(
-                f"{what}(): session {self.session_id!r} was handed to proxy mode; its messages now go "
-                "to the client. Start another session to read one here."
-            )
-        if mode == "detached":
-            raise RuntimeError(
-                f"{what}(): session {self.session_id!r} was closed (its async with block ended). "
-                "Call it inside the block, or attach again with attach_session()."
-            )
-
-    async def _next_item(self) -> QueueItem:
-        inbox = self._inbox
-        while not inbox.items:
-            self._check_active("read_update")  # closed or handed off by another task meanwhile
-            if self._watcher is None:
-                self._watch_connection()
-            if self._connection_ended:
-                return ConnectionClosed(
-                    f"Connection {self._cx.name!r} closed while reading session {self.session_id!r}"
-                )
-            if inbox.waiter is not None:
-                raise RuntimeError(
-                    f"Another task is already reading session {self.session_id!r}; read a session "
-                    "from one task at a time."
-                )
-            waiter = inbox.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
-                inbox.waiter = None
-        return inbox.items.popleft()
-
-    def _watch_connection(self) -> None:
-        """Wake the reader once the connection ends (a task, started on the first wait)."""
-        try:
-            self._watcher = self._cx.spawn(self._cx.wait_closed)
-        except ConnectionClosed:
-            self._on_watcher_done()
-            return
-        self._watcher.add_done_callback(self._on_watcher_done)
-
-    def _on_watcher_done(self, _: object = None) -> None:
-        self._connection_ended = True
-        self._inbox.wake()
-
-    def _stop_watching(self) -> None:
-        watcher = self._watcher
-        self._watcher = None
-        if watcher is not None and not watcher.done():
-            watcher.remove_done_callback(self._on_watcher_done)
-            watcher.cancel()
-
-
-def _answered_request(item: QueueItem) -> bool:
-    """Whether ``item`` is a request from the agent that is already answered."""
-    if not isinstance(item, SessionMessage):
-        return False
-    dispatch = item.dispatch
-    return isinstance(dispatch, RequestDispatch) and dispatch.responder.done
