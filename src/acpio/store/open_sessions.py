@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
@@ -87,16 +87,10 @@ class OpenSessions:
         #: Closings of failed connections' sessions, still running.
         self._closing: set[asyncio.Task[None]] = set()
 
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def is_open(self, session_id: str) -> bool:
-        """Whether the session is open on one of the agent's connections (its updates are recorded)."""
-        return session_id in self._live
-
-    def connection_of(self, session_id: str) -> Connection | None:
-        """The connection the session is open on, or ``None`` where it is not open."""
-        return self._live.get(session_id)
+    @property
+    def connections(self) -> Mapping[str, Connection]:
+        """The open sessions and the connection each is open on: a view, which changes as they do."""
+        return self._live
 
     async def open(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """``record`` is open on ``cx`` now (its updates are recorded): the agent's ``on_open`` hook."""

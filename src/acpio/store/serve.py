@@ -63,13 +63,15 @@ class StoredSessions:
         self.unstable = unstable
         self._open = OpenSessions(store, on_open=on_open, on_close=on_close, successor=successor)
         self._setup = SetupMethods(store, self._open)
+        #: Read on every update an app's v2 turn sends (:meth:`is_open`): no call in between.
+        self._live = self._open.connections
 
     def __repr__(self) -> str:
-        return f"<StoredSessions {self.store!r} open={len(self._open)}>"
+        return f"<StoredSessions {self.store!r} open={len(self._live)}>"
 
     def is_open(self, session_id: str) -> bool:
         """Whether the session is open on one of this agent's connections (its updates are recorded)."""
-        return self._open.is_open(session_id)
+        return session_id in self._live
 
     # --- registering --------------------------------------------------------------------------------
 
@@ -249,7 +251,7 @@ class StoredSessions:
         if not title:
             raise InvalidParams({"title": req.title}, message="session/set_title: the title is empty")
         record = await self.store.set_title(req.session_id, title)
-        owner = self._open.connection_of(req.session_id)
+        owner = self._live.get(req.session_id)
         if owner is not None:
             info = acp.SessionInfoUpdate(title=title, updated_at=record.updated_at)
             owner.send_notification(acp.SessionNotification(session_id=req.session_id, update=info))
