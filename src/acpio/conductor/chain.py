@@ -72,9 +72,9 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from acpio.errors import AcpError, InternalError, InvalidRequest, RequestError
+from acpio.errors import AcpError, InvalidRequest, RequestError
 from acpio.jsonrpc import (
     CANCEL_METHOD,
     Builder,
@@ -86,17 +86,7 @@ from acpio.jsonrpc import (
     Target,
     open_transport,
 )
-from acpio.jsonrpc.tracing import installed_tracer
-from acpio.roles import (
-    LEGACY_PROXY_METHODS,
-    PROXY_INITIALIZE_METHOD,
-    PROXY_METHODS,
-    Agent,
-    Client,
-    Proxy,
-    ProxyMethods,
-    proxy_methods_of,
-)
+from acpio.roles import PROXY_INITIALIZE_METHOD, Agent, Proxy, proxy_methods_of
 from acpio.roles import SuccessorEnvelope as Envelope
 from acpio.transports.base import Transport
 from acpio.transports.channel import Channel, ServedChannel
@@ -105,11 +95,12 @@ from acpio.transports.tap import Tap
 from .batches import BatchScope, Gathering
 from .components import ComponentSpec, Instantiation, Instantiator, Member, resolve
 from .debuglog import DebugLog
+from .delivery import CLIENT, INITIALIZE, INITIALIZE_METHODS, UPSTREAM, Delivery
 from .errors import ConductorError
 from .inflight import InFlight
-from .legacy import initialize_downstream, retry_as_legacy
+from .legacy import initialize_downstream
 from .links import CLOSE_LIMIT, ComponentLinks
-from .relay import RawNotification, Relay, plain_frame, wrapped_frame
+from .relay import Relay
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
@@ -121,24 +112,6 @@ _log = logging.getLogger("acpio.conductor")
 
 #: ``"agent"``: proxies then a final agent; ``"proxy"``: proxies whose successor is the conductor's own.
 Mode = Literal["agent", "proxy"]
-
-_INITIALIZE: Final = "initialize"
-#: Every name a component can be initialized with: ``initialize`` and both names of ``proxy/initialize``.
-_INITIALIZE_METHODS: Final = frozenset(
-    {_INITIALIZE, *(m.initialize for m in (PROXY_METHODS, LEGACY_PROXY_METHODS))}
-)
-#: Methods the conductor acts on, never passed on as bytes (:meth:`_Run.pass_on`).
-_NOT_PASSED_ON: Final = frozenset(
-    {CANCEL_METHOD, *_INITIALIZE_METHODS, *(m.successor for m in (PROXY_METHODS, LEGACY_PROXY_METHODS))}
-)
-#: The index of the client (the conductor's predecessor) in routing; components are 0, 1, ...
-_CLIENT: Final = -1
-#: The link key of the upstream connection (the client, and in proxy mode the successor too).
-_UPSTREAM: Final = -1
-
-_CLIENT_PEER: Final = Client()
-_AGENT_PEER: Final = Agent()
-
 
 #: What :meth:`Chain.trace_to` takes: a file path, a :class:`TraceSink`, or a function of each event.
 TraceTarget: TypeAlias = str | os.PathLike[str] | TraceSink | Callable[[dict[str, object]], object]
@@ -242,10 +215,11 @@ class Chain:
             if debug is not None:
                 debug.open_lane(0, "Client", "the conductor's client" if self.mode == "agent" else "upstream")
                 upstream = Tap(transport, debug.observer("Client"))
-            run.up_out = Gathering(upstream, run.scope)
+            delivery = run.delivery
+            delivery.up_out = Gathering(upstream, run.scope)
             # Responses from upstream are picked out of its frames for the trace.
-            watch = None if trace is None else trace.responses_on(_UPSTREAM)
-            await builder.serve(Relay(run.up_out, functools.partial(run.pass_on, _CLIENT), watch))
+            watch = None if trace is None else trace.responses_on(UPSTREAM)
+            await builder.serve(Relay(delivery.up_out, functools.partial(delivery.pass_on, CLIENT), watch))
         finally:
             await run.close()
         if run.failure is not None:
@@ -377,7 +351,12 @@ async def _drained(target: Connection | None) -> None:
 
 
 class _Run:
-    """One conductor run: the upstream connection, the component links, and the routing between them."""
+    """One conductor run: its lazy start, the routing of what each side sends, and its end.
+
+    It reads each message from upstream and from the components, acts on those for the conductor
+    (initialization, cancellation, ``proxy/successor`` envelopes) and hands the rest to its
+    :class:`~acpio.conductor.delivery.Delivery`, naming the lane it goes to.
+    """
 
     def __init__(self, chain: Chain, trace: ChainTrace | None, debug: DebugLog | None) -> None:
         self.chain = chain
@@ -385,39 +364,19 @@ class _Run:
         self.trace = trace
         self.debug = debug
         self.scope = BatchScope()
-        self.init_method = _INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
-        self.up: Connection | None = None
-        #: The upstream transport, for notifications passed on as bytes (:meth:`pass_on`).
-        self.up_out: Gathering | None = None
-        #: Whether the engine traces (``acpio.otel``): notifications then take each hop's connection,
-        #: which records them and carries the trace context on, instead of the bytes path.
-        self.traced = installed_tracer() is not None
+        self.init_method = INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
         self.links = ComponentLinks(chain.name, trace, self._broken, scope=self.scope, debug=debug)
+        self.in_flight = InFlight()
+        #: Where each lane is reached, and the sending there.
+        self.delivery = Delivery(self.agent_mode, self.links, trace, self.in_flight, lambda: self.failure)
         #: The responder of the ``initialize`` that started the chain: answered once it is up.
         self.starting: Responder[Any] | None = None
         #: The params sent down the chain for that ``initialize`` when an instantiator replaced them.
         self.initialize_params: Any = None
-        #: The number of proxies; index ``count`` is the agent (agent mode) or the successor.
-        self.count = 0
-        self.lanes: list[str] = []
         self.instantiated = False
         #: Set when :meth:`close` begins.
         self.closing = False
         self.failure: ConductorError | None = None
-        self.in_flight = InFlight()
-
-    # --- lanes ----------------------------------------------------------------------------------
-
-    def lane(self, index: int) -> str:
-        if index == _CLIENT:
-            return "Client"
-        return self.lanes[index]
-
-    def _link_of(self, index: int) -> int:
-        """The link a routing index is reached through (the client and the successor share upstream)."""
-        if index == _CLIENT or (index == self.count and not self.agent_mode):
-            return _UPSTREAM
-        return index
 
     # --- starting -------------------------------------------------------------------------------
 
@@ -437,31 +396,33 @@ class _Run:
             )
             self._fail_start(request, error.to_request_error(), error)
             return False
-        self.count = len(members) - 1 if self.agent_mode else len(members)
-        self.lanes = [
-            *(f"Proxy({i})" for i in range(self.count)),
+        delivery = self.delivery
+        delivery.count = len(members) - 1 if self.agent_mode else len(members)
+        delivery.lanes = [
+            *(f"Proxy({i})" for i in range(delivery.count)),
             "Agent" if self.agent_mode else "Successor",
         ]
         try:
             await self.links.open(
                 members,
-                self.lanes,
+                delivery.lanes,
                 agent_mode=self.agent_mode,
                 handler_for=functools.partial(_FromComponent, self),
-                pass_on_for=lambda index: functools.partial(self.pass_on, index),
+                pass_on_for=lambda index: functools.partial(delivery.pass_on, index),
             )
         except ConductorError as error:
             self._fail_start(request, error.to_request_error(), error)
             return False
         self.instantiated = True
+        delivery.passing = not (self.closing or self.failure is not None or delivery.traced)
         return True
 
     def _fail_start(self, request: RequestDispatch, answer: RequestError, error: ConductorError) -> None:
         request.responder.respond_with_error(answer)
         if self.failure is None:
             self.failure = error
-        if self.up is not None:
-            self.up.close()
+        if self.delivery.up is not None:
+            self.delivery.up.close()
 
     # --- routing --------------------------------------------------------------------------------
 
@@ -470,12 +431,13 @@ class _Run:
 
         Returns the connection a notification went out on (to be drained), else ``None``.
         """
-        self.up = cx
+        delivery = self.delivery
+        delivery.up = cx
         from_successor = not self.agent_mode and message.is_from(Agent)
         method = message.method
         if method == CANCEL_METHOD:
             if from_successor:  # a cancellation wrapped by our own conductor: for a request of this link
-                self.in_flight.cancel(_UPSTREAM, message.params)
+                self.in_flight.cancel(UPSTREAM, message.params)
             return None  # a plain one was applied by the connection to the request it names
         request = message if type(message) is RequestDispatch else None
         if request is not None:
@@ -483,23 +445,24 @@ class _Run:
             if self.failure is not None:
                 request.responder.respond_with_error(self.failure.to_request_error())
                 return None
-        if not from_successor and method in _INITIALIZE_METHODS:
+        if not from_successor and method in INITIALIZE_METHODS:
             # (In proxy mode the upstream Proxy role hands `_proxy/initialize` on as `proxy/initialize`.)
             if method != self.init_method:
                 self._refuse_initialize(request, method)
                 return None
-            method = _INITIALIZE
+            method = INITIALIZE
         if not self.instantiated:
-            if request is None or from_successor or method != _INITIALIZE:
+            if request is None or from_successor or method != INITIALIZE:
                 self._refuse_initialize(request, method)
                 return None
             if not await self._instantiate(request):
                 return None
             if self.initialize_params is not None:
-                return self._deliver(_CLIENT, 0, message, method, self.initialize_params)
-        source = self.count if from_successor else _CLIENT
-        target = self.count - 1 if from_successor else 0
-        return self._deliver(source, target, message, method, message.params)
+                return delivery.deliver(CLIENT, 0, message, method, self.initialize_params)
+        count = delivery.count
+        source = count if from_successor else CLIENT
+        target = count - 1 if from_successor else 0
+        return delivery.deliver(source, target, message, method, message.params)
 
     def _refuse_initialize(self, request: RequestDispatch | None, method: str) -> None:
         if request is None:
@@ -525,7 +488,8 @@ class _Run:
         if request is not None and self.failure is not None:
             request.responder.respond_with_error(self.failure.to_request_error())
             return None
-        names = proxy_methods_of(method) if index < self.count else None
+        delivery = self.delivery
+        names = proxy_methods_of(method) if index < delivery.count else None
         if names is not None and method == names.successor:
             self.links[index].methods = names  # from now on the proxy gets the names it uses
             envelope = Envelope.from_params(message.params)
@@ -537,7 +501,7 @@ class _Run:
                 if request is not None:
                     request.responder.respond_with_error(InvalidRequest(reason))
                 else:
-                    _log.warning("%s sent a %s", self.lanes[index], reason)
+                    _log.warning("%s sent a %s", delivery.lanes[index], reason)
                 return None
             if envelope.method == CANCEL_METHOD:  # the legacy way to cancel a wrapped request
                 self.in_flight.cancel(index, envelope.params)
@@ -548,137 +512,8 @@ class _Run:
                     request.responder.respond_with_error(initialize_downstream(names, envelope.method))
                 return None
             # The envelope's own `_meta` stays on this hop: only the inner message goes on.
-            return self._deliver(index, index + 1, message, envelope.method, envelope.params)
-        return self._deliver(index, index - 1, message, method, message.params)
-
-    def pass_on(self, source: int, note: RawNotification) -> Gathering | None:
-        """Route a notification from ``source`` as bytes, as :meth:`_deliver` would send it; where it went.
-
-        ``None`` leaves it to the connection (see :mod:`acpio.conductor.relay`): before the chain is
-        up, once it broke or is closing (the connections stop reading), for the methods the
-        conductor acts on, for an envelope from anyone but a proxy, and for what goes to the
-        conductor's own successor (wrapped by the upstream role).
-        """
-        if (
-            not self.instantiated
-            or self.closing
-            or self.failure is not None
-            or note.method in _NOT_PASSED_ON
-            or self.traced
-        ):
-            return None
-        if note.successor is None:
-            target = 0 if source == _CLIENT else source - 1
-        elif 0 <= source < self.count:
-            target = source + 1
-        else:
-            return None
-        if target == _CLIENT:
-            cx, out, wrap = self.up, self.up_out, None
-        elif target < self.count or self.agent_mode:
-            link = self.links[target]
-            cx, out = link.cx, link.out
-            wrap = (
-                (link.methods or PROXY_METHODS).successor if source > target and target < self.count else None
-            )
-        else:
-            return None
-        if cx is None or out is None or cx.closed:
-            return None
-        if note.successor is not None:
-            self.links[source].methods = proxy_methods_of(note.successor)
-        try:
-            out.forward(plain_frame(note) if wrap is None else wrapped_frame(note, wrap))
-        except AcpError as exc:  # closed meanwhile: dropped, as _deliver drops it
-            _log.debug("Dropping %r for %s: %s", note.method, self.lane(target), exc)
-            return out
-        trace = self.trace
-        if trace is not None:
-            lanes = self.lanes
-            trace.notification(
-                "Client" if source == _CLIENT else lanes[source],
-                "Client" if target == _CLIENT else lanes[target],
-                note.method,
-                note.params,
-                note.params_json,
-            )
-        return out
-
-    def _deliver(
-        self, source: int, target: int, message: Dispatch, method: str, params: Any
-    ) -> Connection | None:
-        """Send ``method``/``params`` (the logical message) from ``source`` into ``target``.
-
-        Returns the connection a notification was sent on, for the caller to drain; else ``None``.
-        """
-        peer: Role | None = None
-        wrap: ProxyMethods | None = None
-        fall_back = False
-        if target == _CLIENT:
-            cx = self.up
-            key = _UPSTREAM
-            if not self.agent_mode:
-                peer = _CLIENT_PEER
-        elif target < self.count or self.agent_mode:
-            cx = self.links[target].cx
-            key = target
-            if target < self.count:
-                known = self.links[target].methods
-                if source > target:
-                    wrap = known or PROXY_METHODS
-                elif method == _INITIALIZE:
-                    method = (known or PROXY_METHODS).initialize
-                    fall_back = known is None  # an older proxy may refuse it: see retry_as_legacy
-
-        else:  # proxy mode: the conductor's own successor, wrapped by the upstream connection's role
-            cx = self.up
-            key = _UPSTREAM
-            peer = _AGENT_PEER
-        assert cx is not None
-        wire_method, wire_params = (
-            (wrap.successor, Envelope(method, params).to_params()) if wrap is not None else (method, params)
-        )
-        trace = self.trace
-        if type(message) is not RequestDispatch:
-            try:
-                cx.send_notification_to(peer, wire_method, wire_params)
-            except AcpError as exc:
-                _log.debug("Dropping %r for %s: %s", method, self.lane(target), exc)
-                return None
-            if trace is not None:
-                trace.notification(self.lane(source), self.lane(target), method, params)
-            return cx
-        assert isinstance(message, RequestDispatch)
-        try:
-            sent = cx.send_request_to(peer, wire_method, wire_params)
-        except AcpError as exc:
-            message.responder.respond_with_error(self._unreachable(target, method, exc))
-            return None
-        if fall_back:
-            retry_as_legacy(
-                sent,
-                message,
-                self.links[target],
-                lambda: self.failure is not None,
-                lambda: self._deliver(source, target, message, _INITIALIZE, params),
-            )
-        else:
-            sent.forward_response_to(message.responder)
-        self.in_flight.forwarded_as(self._link_of(source), message.id, sent)
-        if trace is not None:
-            trace.request(key, sent.id, self.lane(source), self.lane(target), method, params)
-        return None
-
-    def _unreachable(self, target: int, method: str, exc: AcpError) -> RequestError:
-        if self.failure is not None:
-            return self.failure.to_request_error()
-        name = "the client" if target == _CLIENT else f"{self.lane(target)}"
-        if 0 <= target < len(self.links):
-            name = f"the {self.links[target].kind} {self.links[target].name!r} ({self.lane(target)})"
-        return InternalError(
-            {"lane": self.lane(target), "reason": str(exc)},
-            message=f"Cannot forward {method!r} to {name}: {exc}",
-        )
+            return delivery.deliver(index, index + 1, message, envelope.method, envelope.params)
+        return delivery.deliver(index, index - 1, message, method, message.params)
 
     # --- ending ---------------------------------------------------------------------------------
 
@@ -686,9 +521,10 @@ class _Run:
         """A component ended while the chain ran: answer every request still waiting, close upstream."""
         if self.failure is None:
             self.failure = failure
+        self.delivery.passing = False
         self.in_flight.answer_all(failure.to_request_error())
-        if self.up is not None:
-            self.up.close()
+        if self.delivery.up is not None:
+            self.delivery.up.close()
 
     async def close(self) -> None:
         """Close every component connection (ending subprocesses), the trace and the debug log.
@@ -697,6 +533,7 @@ class _Run:
         killed first: a component slow to start would otherwise hold the stop for its grace periods.
         """
         self.closing = True
+        self.delivery.passing = False
         if self.starting is not None and not self.starting.done:
             self.links.kill()
         await self.links.close()

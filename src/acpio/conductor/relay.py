@@ -10,14 +10,14 @@ does; a notification written the way JSON-RPC peers write them (acpio, the TypeS
     {"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":{...}}}
 
 is read with :func:`read_notification` (the head matched byte for byte, the params parsed once to
-check them) and handed to the run, which sends it on spliced from the bytes it came with
-(:func:`plain_frame`, :func:`wrapped_frame`): the next hop gets what the engine would have written,
-with the sender's own spelling of the params (the same JSON value). Nothing else takes this path:
-requests (each hop has its own ids), responses, batches, ``$/cancel_request``, initialization,
-an envelope with its own ``_meta``, another key order or spacing, or params that are not valid JSON
-go to the connection as before, so bad input is still answered at the first hop. A frame taken
-here is one the connection would have forwarded at the same point of its input: the order of what
-each component sends is kept.
+check them) and handed to the run's :class:`~acpio.conductor.delivery.Delivery`, which sends it
+on spliced from the bytes it came with (:func:`plain_frame`, :func:`wrapped_frame`): the next hop
+gets what the engine would have written, with the sender's own spelling of the params (the same
+JSON value). Nothing else takes this path: requests (each hop has its own ids), responses,
+batches, ``$/cancel_request``, initialization, an envelope with its own ``_meta``, another key
+order or spacing, or params that are not valid JSON go to the connection as before, so bad input
+is still answered at the first hop. A frame taken here is one the connection would have forwarded
+at the same point of its input: the order of what each component sends is kept.
 """
 
 from __future__ import annotations

@@ -19,65 +19,26 @@ recorded in the store, as sent.
 
 The agent keeps its own per-session work (a running turn, MCP connections) and hears of each
 session opened and closed through ``on_open`` and ``on_close``.
+
+:class:`StoredSessions` registers the methods and answers those that only read or change the
+store; it sets sessions up through :class:`~acpio.store.setup_methods.SetupMethods` and keeps
+which are open where, and records their updates, in
+:class:`~acpio.store.open_sessions.OpenSessions`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, TypeAlias
-
-import orjson
+from typing import Any
 
 from acpio import schema as acp
 from acpio.errors import InvalidParams
 from acpio.jsonrpc import Builder, Connection, RawJson
-from acpio.store.base import ArchiveFilter, SessionRecord, SessionStore, StoreError, session_id_of
+from acpio.store.base import ArchiveFilter, SessionRecord, SessionStore
+from acpio.store.open_sessions import CloseHook, OpenHook, OpenSessions, SessionSetup, SuccessorHook
+from acpio.store.setup_methods import SetupMethods, check_cwd
 
 __all__ = ["CloseHook", "OpenHook", "SessionSetup", "StoredSessions", "serve_sessions"]
-
-_log = logging.getLogger("acpio.store")
-
-_UPDATE: Final = "session/update"
-#: Replayed updates sent between two waits for the client to read (``cx.drain()``).
-_DRAIN_EVERY: Final = 256
-
-
-@dataclass(slots=True)
-class SessionSetup:
-    """What a session-setup answer carries beside the id: the session's modes and config options.
-
-    Either as models, or as their JSON (``wire``: ``modes`` and ``configOptions``, as the models
-    write them), which :meth:`StoredSessions.answer_new` sends without building a model.
-    """
-
-    modes: acp.SessionModeState | None = None
-    config_options: list[acp.SessionConfigOption] | None = field(default=None)
-    wire: dict[str, Any] | None = None
-
-    def fields(self) -> dict[str, Any]:
-        """The fields to put in an answer: those set (an unset one is left out, not sent as ``null``)."""
-        found: dict[str, Any] = dict(self.wire or {})  # the models read their JSON as well
-        if self.modes is not None:
-            found["modes"] = self.modes
-        if self.config_options is not None:
-            found["config_options"] = self.config_options
-        return found
-
-
-#: ``await on_open(record, method, cx)``: a session was opened (``method``: ``session/new``,
-#: ``session/load``, ``session/resume`` or ``session/fork``), before the answer is sent; what it
-#: returns goes into the answer.
-OpenHook: TypeAlias = Callable[[SessionRecord, str, Connection], Awaitable[SessionSetup | None]]
-#: ``await on_close(session_id)``: an open session is being closed, deleted or archived (or its
-#: connection ended); cancel its work (a running turn answers ``cancelled``) before this returns.
-CloseHook: TypeAlias = Callable[[str], Awaitable[None]]
-#: ``successor(session_id, cx)``: the session's connection ``cx`` ended; the connection that keeps the
-#: session open instead (a client attached to it, unstable), or ``None`` to close it.
-SuccessorHook: TypeAlias = Callable[[str, Connection], Connection | None]
 
 
 class StoredSessions:
@@ -100,15 +61,10 @@ class StoredSessions:
         self.store = store
         #: Whether the unstable methods (fork, archive, unarchive, status, set_title) are served.
         self.unstable = unstable
-        self._on_open = on_open
-        self._on_close = on_close
-        self._successor = successor
-        #: The open sessions and the connection each is open on.
-        self._live: dict[str, Connection] = {}
-        self._replaying: set[str] = set()
-        self._record_failed = False
-        #: Closings of failed connections' sessions, still running.
-        self._closing: set[asyncio.Task[None]] = set()
+        self._open = OpenSessions(store, on_open=on_open, on_close=on_close, successor=successor)
+        self._setup = SetupMethods(store, self._open)
+        #: Read on every update an app's v2 turn sends (:meth:`is_open`): no call in between.
+        self._live = self._open.connections
 
     def __repr__(self) -> str:
         return f"<StoredSessions {self.store!r} open={len(self._live)}>"
@@ -130,9 +86,10 @@ class StoredSessions:
 
         For an agent that registers the handlers (:meth:`handlers`) its own way.
         """
-        builder.on_send_notification(self.record)
-        builder.on_close(self.connection_closed)
-        builder.with_spawned(self.watch)
+        sessions = self._open  # its own methods: no call in between on each update sent
+        builder.on_send_notification(sessions.record)
+        builder.on_close(sessions.connection_closed)
+        builder.with_spawned(sessions.watch)
 
     def handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
         """The typed handler of each session method served, by its method name."""
@@ -184,40 +141,17 @@ class StoredSessions:
             capabilities["_meta"] = {"acpio": {"sessionsEndWithProcess": True}}
         return capabilities
 
-    # --- recording ----------------------------------------------------------------------------------
+    # --- recording (:mod:`acpio.store.open_sessions`) -----------------------------------------------
 
     def record(self, cx: Connection, method: str, params: RawJson | None) -> None:
         """The send observer: store a ``session/update`` for an open session, as sent."""
-        # On the sending path of every update: plain type checks, no helper calls.
-        if method != _UPDATE or type(params) is not RawJson:
-            return
-        source = params.source
-        if type(source) is dict:
-            session_id = source.get("sessionId")
-        elif source is None:  # JSON the sender held as text
-            session_id = session_id_of(orjson.loads(params.json))
-        else:
-            session_id = getattr(source, "session_id", None)
-        # only what the session's own connection is sent: an observer's copy is no new update
-        if (
-            type(session_id) is not str
-            or self._live.get(session_id) is not cx
-            or session_id in self._replaying
-        ):
-            return
-        try:
-            self.store.append_soon(session_id, params.json)
-        except StoreError as exc:
-            if not self._record_failed:  # once: a broken database would fill the log
-                _log.error("Session updates are not being recorded: %s", exc)
-                self._record_failed = True
+        self._open.record(cx, method, params)
 
-    # --- setup --------------------------------------------------------------------------------------
+    # --- setup (:mod:`acpio.store.setup_methods`) ---------------------------------------------------
 
     async def new(self, req: acp.NewSessionRequest, cx: Connection) -> acp.NewSessionResponse:
         """``session/new``: a new stored session, open on this connection."""
-        record, setup = await self._new(req.cwd, req.additional_directories or (), _wire(req.mcp_servers), cx)
-        return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
+        return await self._setup.new(req, cx)
 
     async def answer_new(
         self, cwd: str, additional_directories: Sequence[str], cx: Connection
@@ -227,64 +161,19 @@ class StoredSessions:
         The JSON the models write, without them, when the ``on_open`` hook gave its setup as JSON
         (:attr:`SessionSetup.wire`); else the model, as :meth:`new` answers.
         """
-        record, setup = await self._new(cwd, additional_directories, [], cx)
-        if setup.modes is None and setup.config_options is None:
-            return {"sessionId": record.session_id, **(setup.wire or {})}
-        return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
-
-    async def _new(
-        self, cwd: str, directories: Sequence[str], servers: list[dict[str, Any]], cx: Connection
-    ) -> tuple[SessionRecord, SessionSetup]:
-        _check_cwd("session/new", cwd)
-        record = await self.store.create(cwd, additional_directories=directories, mcp_servers=servers)
-        return record, await self.opened(record, "session/new", cx)
+        return await self._setup.answer_new(cwd, additional_directories, cx)
 
     async def load(self, req: acp.LoadSessionRequest, cx: Connection) -> acp.LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""
-        record = await self.reopen(
-            "session/load", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
-        )
-        session_id = record.session_id
-        self._replaying.add(session_id)
-        own = b'"sessionId":' + orjson.dumps(session_id)
-        try:
-            sent = 0
-            async for body in self.store.history(session_id):
-                if own in body:  # sent as stored, without parsing it again
-                    cx.send_notification(_UPDATE, RawJson(body))
-                else:  # a fork's copy of its parent's history: it names the parent
-                    params = orjson.loads(body)
-                    if isinstance(params, dict):
-                        params["sessionId"] = session_id
-                    cx.send_notification(_UPDATE, params)
-                sent += 1
-                if sent % _DRAIN_EVERY == 0:
-                    await cx.drain()
-        finally:
-            self._replaying.discard(session_id)
-        setup = await self.opened(record, "session/load", cx)
-        return acp.LoadSessionResponse(**setup.fields())
+        return await self._setup.load(req, cx)
 
     async def resume(self, req: acp.ResumeSessionRequest, cx: Connection) -> acp.ResumeSessionResponse:
         """``session/resume``: open the session again without replaying anything."""
-        record = await self.reopen(
-            "session/resume", req.session_id, req.cwd, req.mcp_servers, req.additional_directories
-        )
-        setup = await self.opened(record, "session/resume", cx)
-        return acp.ResumeSessionResponse(**setup.fields())
+        return await self._setup.resume(req, cx)
 
     async def fork(self, req: acp.ForkSessionRequest, cx: Connection) -> acp.ForkSessionResponse:
         """``session/fork`` (unstable): a new open session with a copy of the history."""
-        _check_cwd("session/fork", req.cwd)
-        await self.store.flush()
-        record = await self.store.fork(
-            req.session_id,
-            req.cwd,
-            additional_directories=req.additional_directories or (),
-            mcp_servers=None if req.mcp_servers is None else _wire(req.mcp_servers),
-        )
-        setup = await self.opened(record, "session/fork", cx)
-        return acp.ForkSessionResponse(session_id=record.session_id, **setup.fields())
+        return await self._setup.fork(req, cx)
 
     async def reopen(
         self,
@@ -300,35 +189,18 @@ class StoredSessions:
         (``-32002``); closes the session where it is open; takes the new MCP servers and additional
         directories. :meth:`opened` then opens it.
         """
-        _check_cwd(method, cwd)
-        record = await self.store.require(session_id)
-        if cwd != record.cwd:
-            raise InvalidParams(
-                {"sessionId": session_id, "cwd": cwd, "sessionCwd": record.cwd},
-                message=f"{method}: session {session_id!r} was set up in {record.cwd!r}, not {cwd!r}; "
-                "send its own cwd",
-            )
-        await self.shut(session_id)
-        await self.store.flush()
-        return await self.store.update(
-            session_id,
-            mcp_servers=_wire(mcp_servers or ()),
-            additional_directories=additional_directories or (),
-        )
+        return await self._setup.reopen(method, session_id, cwd, mcp_servers, additional_directories)
 
     async def opened(self, record: SessionRecord, method: str, cx: Connection) -> SessionSetup:
         """``record`` is open on ``cx`` now (its updates are recorded): the agent's ``on_open`` hook."""
-        await self.store.open(record.session_id)
-        self._live[record.session_id] = cx
-        setup = await self._on_open(record, method, cx) if self._on_open is not None else None
-        return setup if setup is not None else SessionSetup()
+        return await self._open.open(record, method, cx)
 
-    # --- the rest -----------------------------------------------------------------------------------
+    # --- the other session methods ------------------------------------------------------------------
 
     async def list(self, req: acp.ListSessionsRequest) -> acp.ListSessionsResponse:
         """``session/list``: a page of stored sessions, most recently updated first."""
         if req.cwd is not None:
-            _check_cwd("session/list", req.cwd)
+            check_cwd("session/list", req.cwd)
         archived: ArchiveFilter = "exclude"
         if self.unstable and req.archived in ("include", "only"):
             archived = "include" if req.archived == "include" else "only"
@@ -341,19 +213,19 @@ class StoredSessions:
     async def close(self, req: acp.CloseSessionRequest) -> acp.CloseSessionResponse:
         """``session/close``: stop the session's work and give it up; it stays stored (unknown: -32002)."""
         await self.store.require(req.session_id)
-        await self.shut(req.session_id)
+        await self._open.shut(req.session_id)
         return acp.CloseSessionResponse()
 
     async def delete(self, req: acp.DeleteSessionRequest) -> acp.DeleteSessionResponse:
         """``session/delete``: stop the session's work and forget it (an unknown id succeeds)."""
-        await self.shut(req.session_id)
+        await self._open.shut(req.session_id)
         await self.store.delete(req.session_id)
         return acp.DeleteSessionResponse()
 
     async def archive(self, req: acp.ArchiveSessionRequest) -> acp.ArchiveSessionResponse:
         """``session/archive`` (unstable): close the session if open, hide it from default listings."""
         await self.store.require(req.session_id)
-        await self.shut(req.session_id)
+        await self._open.shut(req.session_id)
         await self.store.archive(req.session_id)
         return acp.ArchiveSessionResponse()
 
@@ -385,40 +257,19 @@ class StoredSessions:
             owner.send_notification(acp.SessionNotification(session_id=req.session_id, update=info))
         return acp.SetSessionTitleResponse(title=title)
 
+    # --- open sessions' ends (:mod:`acpio.store.open_sessions`) ---------------------------------------
+
     async def shut(self, session_id: str) -> None:
         """End the session's life on its connection, if it is open: the agent's hook, then the store."""
-        if self._live.pop(session_id, None) is None:
-            return
-        if self._on_close is not None:
-            await self._on_close(session_id)
-        await self.store.close(session_id)
+        await self._open.shut(session_id)
 
     async def connection_closed(self, cx: Connection) -> None:
         """The end of a connection closes the sessions open on it (or hands them to their ``successor``)."""
-        for session_id in [sid for sid, owner in self._live.items() if owner is cx]:
-            heir = self._successor(session_id, cx) if self._successor is not None else None
-            if heir is not None:
-                self._live[session_id] = heir  # open there now: its updates are recorded
-            else:
-                await self.shut(session_id)
-        await self.store.flush()
+        await self._open.connection_closed(cx)
 
     async def watch(self, cx: Connection) -> None:
         """Close the sessions of a connection that failed (``on_close`` runs on a clean end only)."""
-        try:
-            await cx.wait_closed()
-        finally:
-            if any(owner is cx for owner in self._live.values()):
-                # Cancelled with the connection's tasks: the closing runs in a task of its own.
-                task = asyncio.get_running_loop().create_task(self._close_after_failure(cx))
-                self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
-
-    async def _close_after_failure(self, cx: Connection) -> None:
-        try:
-            await self.connection_closed(cx)
-        except Exception:
-            _log.exception("Closing the sessions of a failed connection failed")
+        await self._open.watch(cx)
 
 
 def serve_sessions(
@@ -448,13 +299,3 @@ def _info(record: SessionRecord, unstable: bool) -> acp.SessionInfo:
     if unstable:
         info.archived = record.archived
     return info
-
-
-def _check_cwd(method: str, cwd: str) -> None:
-    if not os.path.isabs(cwd):
-        raise InvalidParams({"cwd": cwd}, message=f"{method}: cwd must be an absolute path, not {cwd!r}")
-
-
-def _wire(servers: Sequence[Any]) -> list[dict[str, Any]]:
-    """MCP server declarations as JSON objects (typed models as on the wire, dicts as they are)."""
-    return [server.to_wire() if hasattr(server, "to_wire") else dict(server) for server in servers]
