@@ -1153,7 +1153,8 @@ class Generator:
                 "            self.__pydantic_validator__.validate_python(data, self_instance=self)",
                 "            # tag the update even if its class is used untagged elsewhere (ToolCallUpdate),",
                 "            # on a copy: the caller's object may be reused where the tag does not belong",
-                f"            if 'session_update' not in self.{spec.post_init_tag_of}.__pydantic_fields_set__:",
+                f"            if 'session_update' not in self.{spec.post_init_tag_of}"
+                ".__pydantic_fields_set__:",
                 f"                self.{spec.post_init_tag_of} = self.{spec.post_init_tag_of}.model_copy()",
                 f"                self.{spec.post_init_tag_of}.__pydantic_fields_set__.add('session_update')",
             ]
