@@ -18,6 +18,7 @@ importing only those above it in this list (``make lint`` checks it):
 * :mod:`~acpio.jsonrpc.outbox`: writing frames, requests in flight, answers, backpressure;
 * :mod:`~acpio.jsonrpc.loop`: the dispatch loop that reads and dispatches;
 * :mod:`~acpio.jsonrpc.tasks`: the tasks beside it, and whose failure is whose;
+* :mod:`~acpio.jsonrpc.ending`: what each way a connection ends does, and its shutdown;
 * :mod:`~acpio.jsonrpc.connection`: :class:`Connection`, the handle (``cx``) over all of them;
 * :mod:`~acpio.jsonrpc.handlers`: typed request and notification handlers;
 * :mod:`~acpio.jsonrpc.builder`: :class:`Builder` and :class:`UntypedRole`.

@@ -3,23 +3,23 @@
 A :class:`Connection` puts together the parts of the engine: the
 :class:`~acpio.jsonrpc.loop.DispatchLoop` reads and dispatches, the
 :class:`~acpio.jsonrpc.outbox.Outbox` writes and keeps the requests in flight, the
-:class:`~acpio.jsonrpc.chain.HandlerChain` decides who handles what, and the
-:class:`~acpio.jsonrpc.lifecycle.Lifecycle` says which phase the connection is in. This module
-adds the public API (sending, spawning, dynamic handlers, closing) and the phase changes: each of
-end of input, :meth:`Connection.close`, a failure and the final shutdown enters its phase, then
-does what is specific to it.
+:class:`~acpio.jsonrpc.chain.HandlerChain` decides who handles what, the
+:class:`~acpio.jsonrpc.lifecycle.Lifecycle` says which phase the connection is in, and the
+:class:`~acpio.jsonrpc.ending.ConnectionEnding` does what each way of ending does (end of input,
+:meth:`Connection.close`, a failure, the final shutdown). This module adds the public API (sending,
+spawning, dynamic handlers, closing, running).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, TypeVarTuple, overload
 
 from acpio.errors import RequestError
 from acpio.jsonrpc.chain import DynamicHandlerRegistration, HandlerChain
 from acpio.jsonrpc.dispatch import Dispatch, DispatchFunction, Handler, as_handler
+from acpio.jsonrpc.ending import ConnectionEnding
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.loop import DispatchLoop
 from acpio.jsonrpc.messages import CANCEL_METHOD, JsonValue, RawJson, RequestId, UntypedMessage, encode_error
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from acpio.jsonrpc.builder import Target
 
 __all__ = ["Connection", "ConnectionFactory", "SendObserver"]
-
-_log = logging.getLogger("acpio.jsonrpc")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -85,20 +83,19 @@ class Connection:
     ) -> None:
         self.role = role
         self.name = name
-        self._transport = transport
         self._startup = list(startup)
-        self._close_callbacks = list(close_callbacks)
         self._chain = HandlerChain(role, handlers, self)
-        self._life = Lifecycle(name, self._fail_pending)
-        self._tasks = ConnectionTasks(self._life, self._chain, self._fail)
+        self._life = life = Lifecycle(name, self._fail_pending)
+        self._tasks = ConnectionTasks(life, self._chain, life.fail)
+        self._ending = ConnectionEnding(self, life, self._chain, self._tasks, transport, close_callbacks)
         self._loop = DispatchLoop(
             transport,
             role,
-            self._life,
+            life,
             self._chain,
             spawn=self._tasks.spawn_unowned,
-            on_end=self._end_of_input,
-            on_error=self._fail,
+            on_end=self._ending.end_of_input,
+            on_error=life.fail,
             tracer=guarded(installed_tracer()),
         )
         self._outbox = self._loop.outbox
@@ -312,43 +309,13 @@ class Connection:
         # the Lifecycle's hook: called on every phase change
         self._outbox.fail_pending(make_error)
 
-    async def _end_of_input(self) -> None:
-        """Clean end of input: requests fail, parked messages fall back, close callbacks run."""
-        if not self._life.enter(Phase.INPUT_ENDED):
-            return
-        self._chain.release_parked()
-        await self._run_close_callbacks()
-        self._life.input_done()
-
-    async def _run_close_callbacks(self) -> None:
-        callbacks, self._close_callbacks = self._close_callbacks, []  # they run once
-        first_error: BaseException | None = None
-        for callback in callbacks:
-            try:
-                await callback(self)
-            except Exception as exc:
-                _log.debug("An on_close callback failed", exc_info=exc)
-                if first_error is None:
-                    exc.add_note(f"(raised by an on_close callback of connection {self.name!r})")
-                    first_error = exc
-        if first_error is not None:
-            self._fail(first_error)
-
-    def _fail(self, error: BaseException) -> None:
-        """The connection failed: requests fail with it, serving stops, ``connect_*`` raise it."""
-        self._life.enter(Phase.FAILED, error)
-
     def close(self) -> None:
         """Stop the connection: pending requests fail with ``ConnectionClosed``, reading stops.
 
         ``serve`` then returns (after draining output); in ``connect_with``, the main function
         keeps running, but its requests fail at once. Calling it again does nothing.
         """
-        if not self._life.enter(Phase.CLOSING):
-            return
-        reader = self._loop.reader
-        if reader is not None and asyncio.current_task() is not reader:
-            reader.cancel()
+        self._ending.close(self._loop.reader)
 
     async def serve(self) -> None:
         """Serve until the input ends, :meth:`close` is called or the connection fails; then shut down.
@@ -378,31 +345,7 @@ class Connection:
                 return main_task.result()
             return None  # failed: raised below
         finally:
-            await self._shutdown(main_task)
-
-    async def _shutdown(self, main_task: asyncio.Task[Any] | None) -> None:
-        """Close cleanly (unless failed), cancel every task, close the transport; raise the failure."""
-        life = self._life
-        if life.phase < Phase.CLOSING:
-            life.enter(Phase.CLOSING)
-        self._chain.release_parked()
-        if life.failure is None:
-            await self._run_close_callbacks()
-        life.enter(Phase.FINISHED)
-        pending: list[asyncio.Task[Any]] = [t for t in (main_task, self._loop.reader) if t is not None]
-        pending.extend(self._tasks.take_all())
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-        try:
-            # aclose flushes queued output within the transport's own time limit; an unbounded
-            # drain() here would hang on a peer that stopped reading.
-            await self._transport.aclose()
-        except Exception as exc:
-            _log.debug("Closing connection %r failed", self.name, exc_info=exc)
-        if life.failure is not None:
-            raise life.failure
+            await self._ending.shutdown(main_task, self._loop.reader)
 
 
 _C = TypeVar("_C", bound=Connection)

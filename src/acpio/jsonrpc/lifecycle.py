@@ -16,9 +16,9 @@ phase                     entered when
 Phases only move forward (``OPEN`` → ``INPUT_ENDED`` → ``CLOSING`` → ``FAILED`` → ``FINISHED``,
 any step may be skipped). Entering any phase after ``OPEN`` fails the requests still waiting for
 an answer with :class:`~acpio.ConnectionClosed`, saying why (this is the only place that does);
-what is specific to a phase (cancelling the reader, running callbacks) is done by the connection
-after entering it. A connection that failed keeps its error in :attr:`Lifecycle.failure` when it
-finishes, and ``serve``/``connect_with`` raise it.
+what is specific to a phase (cancelling the reader, running callbacks) is done after entering it
+by :class:`~acpio.jsonrpc.ending.ConnectionEnding`. A connection that failed keeps its error in
+:attr:`Lifecycle.failure` when it finishes, and ``serve``/``connect_with`` raise it.
 """
 
 from __future__ import annotations
@@ -98,6 +98,10 @@ class Lifecycle:
         if phase is not Phase.INPUT_ENDED:
             self.stopped.set()
         return True
+
+    def fail(self, error: BaseException) -> None:
+        """Enter ``FAILED`` with ``error`` (once failed or finished, a further error is only logged)."""
+        self.enter(Phase.FAILED, error)
 
     def input_done(self) -> None:
         """The close callbacks of ``INPUT_ENDED`` ran: serving is over."""
