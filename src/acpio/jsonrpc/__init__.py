@@ -16,6 +16,7 @@ importing only those above it in this list (``make lint`` checks it):
 * :mod:`~acpio.jsonrpc.chain`: the handler chain, dynamic handlers, parking, the fallback;
 * :mod:`~acpio.jsonrpc.lifecycle`: the connection's :class:`Phase`, one transition function;
 * :mod:`~acpio.jsonrpc.outbox`: writing frames, requests in flight, answers, backpressure;
+* :mod:`~acpio.jsonrpc.incoming`: what each decoded message becomes: a dispatch, a settled request, an answer;
 * :mod:`~acpio.jsonrpc.loop`: the dispatch loop that reads and dispatches;
 * :mod:`~acpio.jsonrpc.tasks`: the tasks beside it, and whose failure is whose;
 * :mod:`~acpio.jsonrpc.connection`: :class:`Connection`, the handle (``cx``) over all of them;
