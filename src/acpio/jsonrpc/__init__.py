@@ -13,9 +13,11 @@ importing only those above it in this list (``make lint`` checks it):
 * :mod:`~acpio.jsonrpc.role`: :class:`Role`, who one side is;
 * :mod:`~acpio.jsonrpc.responses`: :class:`Responder`, :class:`SentRequest`, :class:`ResponseRouter`,
   and the protocols they need from a connection;
-* :mod:`~acpio.jsonrpc.chain`: the handler chain, dynamic handlers, parking, the fallback;
+* :mod:`~acpio.jsonrpc.parked_messages`: the messages parked for handlers to come, their limits and timers;
+* :mod:`~acpio.jsonrpc.chain`: the handler chain, dynamic handlers, replaying parked messages, the fallback;
 * :mod:`~acpio.jsonrpc.lifecycle`: the connection's :class:`Phase`, one transition function;
 * :mod:`~acpio.jsonrpc.outbox`: writing frames, requests in flight, answers, backpressure;
+* :mod:`~acpio.jsonrpc.incoming`: what each decoded message becomes: a dispatch, a settled request, an answer;
 * :mod:`~acpio.jsonrpc.loop`: the dispatch loop that reads and dispatches;
 * :mod:`~acpio.jsonrpc.tasks`: the tasks beside it, and whose failure is whose;
 * :mod:`~acpio.jsonrpc.ending`: what each way a connection ends does, and its shutdown;

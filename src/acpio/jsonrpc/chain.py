@@ -5,7 +5,7 @@ A message is offered to the builder's handlers (registration order), then to the
 default handler. A message for a method the role disabled walks the role's disabled chain instead.
 What nobody claims falls back: ``-32601 Method not found`` for a request, delivery to the waiting
 caller for a response, nothing for a notification. A message declined with ``retry=True`` is
-parked (:mod:`~acpio.jsonrpc.parking`) and offered again to each dynamic handler added later.
+parked (:mod:`~acpio.jsonrpc.parked_messages`) and offered again to each dynamic handler added later.
 
 A dynamic handler whose ``session_scope`` attribute is a string declares that it takes only
 requests and notifications whose params carry that ``sessionId`` (a session's router). The chain
@@ -23,7 +23,6 @@ connection.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import itertools
 import logging
@@ -41,7 +40,8 @@ from acpio.jsonrpc.dispatch import (
     Unhandled,
     passed_on,
 )
-from acpio.jsonrpc.parking import Parked, ParkingLot
+from acpio.jsonrpc.parked_messages import ParkedMessages
+from acpio.jsonrpc.parking import Parked
 from acpio.jsonrpc.role import Role
 
 if TYPE_CHECKING:
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["DynamicHandlerRegistration", "HandlerChain", "fallback", "unowned_context"]
 
 _log = logging.getLogger("acpio.jsonrpc")
-#: Sessions whose dropped or refused parked messages are logged, one line each; then one summary.
-_PARKING_WARNINGS = 100
 
 #: A chain link: the handler's ``accepts`` (or ``None``: it sees everything) and its ``handle``.
 _Link = tuple[Callable[[Dispatch], bool] | None, Callable[[Dispatch, Any], Awaitable[Unhandled | None]]]
@@ -154,10 +152,13 @@ class DynamicHandlerRegistration:
 
 
 class HandlerChain:
-    """The handlers of one connection and the messages parked for handlers to come.
+    """The handlers of one connection, in order, and the offering of each message to them.
 
-    ``cx`` is the connection handlers are called with; ``after_each`` runs after each parked
-    message is replayed to a new handler (the response callbacks it made ready).
+    It keeps the builder's, the dynamic and the role's default handlers, indexed by session for the
+    scoped ones; the messages declined with ``retry=True`` wait in its :class:`ParkedMessages` and
+    are offered again to each dynamic handler that joins. ``cx`` is the connection handlers are
+    called with; ``after_each`` runs after each parked message is replayed to a new handler (the
+    response callbacks it made ready).
     """
 
     __slots__ = (
@@ -175,7 +176,6 @@ class HandlerChain:
         "_scoped",
         "_scoped_links",
         "_unscoped",
-        "_warned",
         "after_each",
         "handler_methods",
         "has_new",
@@ -213,8 +213,7 @@ class HandlerChain:
         self._links: tuple[_Link, ...] = ()
         #: Whether a handler may see responses (any untyped handler): else they skip the chain.
         self.intercepts_responses = False
-        self._parked = ParkingLot(role.parking_limits())
-        self._warned: set[str | None] = set()
+        self._parked = ParkedMessages(role, cx)
         self.after_each: Callable[[], Awaitable[None]] | None = None
         self._relink()
 
@@ -285,8 +284,9 @@ class HandlerChain:
                 await self._replay(registration)
 
     async def _replay(self, registration: DynamicHandlerRegistration) -> None:
+        parked = self._parked
         kept: list[Parked] = []
-        for entry in self._parked.take_all():
+        for entry in parked.take_all():
             message = entry.message
             token = None
             if type(message) is RequestDispatch:
@@ -295,21 +295,20 @@ class HandlerChain:
             try:
                 result = await registration.handle(message, self._cx)
             except Exception as exc:
-                self._unpark(entry)
+                parked.claimed(entry)
                 self.handler_failed(message, exc)
                 continue
             finally:
                 if token is not None:
                     _running.reset(token)
             if result is None:
-                self._unpark(entry)
+                parked.claimed(entry)
             else:
                 entry.message = passed_on(message, result)  # same ticket: its timer still finds it
                 kept.append(entry)
             if self.after_each is not None:
                 await self.after_each()
-        self._parked.put_back(kept)
-        self._expire_overdue_requests(kept)
+        parked.put_back(kept)
 
     # --- offering ---------------------------------------------------------------------------------
 
@@ -355,7 +354,7 @@ class HandlerChain:
             if token is not None:
                 _running.reset(token)
         if retry:
-            self._park(message)
+            self._parked.park(message)
             return
         fallback(message)
 
@@ -417,79 +416,12 @@ class HandlerChain:
         else:
             _log.exception("Handler for notification %r failed", message.method, exc_info=exc)
 
-    # --- parking ----------------------------------------------------------------------------------
-
-    def _park(self, message: Dispatch) -> None:
-        """Park ``message`` for a handler added later, within the role's :class:`ParkingLimits`."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        lot = self._parked
-        for expired in lot.expire_notifications(now):
-            self._warn_parking(expired.message, "no handler claimed it in time; dropped")
-        if not lot.has_room(message):
-            self._warn_parking(message, "too many messages are waiting for handlers; refused")
-            self._refuse(message)
-            return
-        entry = lot.park(message, now)
-        if entry.is_request:
-            entry.timer = loop.call_later(lot.limits.request_wait, self._expire_request, entry.ticket)
-
     def release_parked(self) -> None:
         """The input ended: parked messages no handler will ever claim get the normal fallback."""
-        for entry in self._parked.take_all():
-            self._unpark(entry)
+        parked = self._parked
+        for entry in parked.take_all():
+            parked.claimed(entry)
             fallback(entry.message)
-
-    def _unpark(self, entry: Parked) -> None:
-        """A parked message was claimed (or failed): its request timer has nothing left to do."""
-        if entry.timer is not None:
-            entry.timer.cancel()
-            entry.timer = None
-
-    def _expire_request(self, ticket: int) -> None:
-        entry = self._parked.remove(ticket)
-        if entry is not None:
-            entry.timer = None
-            self._refuse(entry.message)
-        # else: claimed meanwhile, or out of the lot while a new handler replays it (then the
-        # replay answers it once it is parked again: see _expire_overdue_requests)
-
-    def _expire_overdue_requests(self, entries: list[Parked]) -> None:
-        """Answer the re-parked requests whose wait ran out while they were being replayed."""
-        deadline = asyncio.get_running_loop().time() - self._parked.limits.request_wait
-        for entry in entries:
-            if entry.is_request and entry.parked_at <= deadline:
-                self._parked.remove(entry.ticket)
-                self._unpark(entry)
-                self._refuse(entry.message)
-
-    def _refuse(self, message: Dispatch) -> None:
-        if type(message) is RequestDispatch:
-            assert isinstance(message, RequestDispatch)
-            message.responder.respond_with_error(self._role.unclaimed_error(message))
-
-    def _warn_parking(self, message: Dispatch, what: str) -> None:
-        key = message.session_id
-        warned = self._warned
-        if key in warned or len(warned) > _PARKING_WARNINGS:
-            return
-        warned.add(key)
-        name = self._cx.name
-        if len(warned) > _PARKING_WARNINGS:
-            _log.warning(
-                "Connection %r: messages for %d sessions waited for handlers and were dropped or "
-                "refused; not logging further sessions",
-                name,
-                _PARKING_WARNINGS,
-            )
-            return
-        _log.warning(
-            "Connection %r: a %r message for session %r waited for a handler: %s (logged once per session)",
-            name,
-            message.method,
-            key,
-            what,
-        )
 
 
 def fallback(message: Dispatch) -> None:

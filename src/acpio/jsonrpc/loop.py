@@ -12,50 +12,39 @@ A response that arrives alone while the loop waits for input, with nothing recei
 still to dispatch, is settled by the transport's input callback (``take_lone_frames``) instead of
 waking this task: the awaiting task is woken once, not twice. It then cannot overtake anything.
 
-Bad input never ends the loop: it is answered (``-32700``/``-32600`` with ``id: null``) and the
-loop goes on. The end of input calls ``on_end``; a read error calls ``on_error``.
+What a frame decodes to becomes a dispatch, a settled request or an answer in
+:class:`~acpio.jsonrpc.incoming.IncomingMessages`: bad input never ends the loop. The end of input
+calls ``on_end``; a read error calls ``on_error``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from acpio.errors import InvalidRequest, ParseError
 from acpio.jsonrpc.chain import HandlerChain
-from acpio.jsonrpc.dispatch import Dispatch, NotificationDispatch, RequestDispatch, ResponseDispatch
+from acpio.jsonrpc.dispatch import NotificationDispatch
 from acpio.jsonrpc.dispatch_lock import DispatchLock
+from acpio.jsonrpc.incoming import IncomingMessages
 from acpio.jsonrpc.lifecycle import Lifecycle, Phase
 from acpio.jsonrpc.messages import (
     CANCEL_METHOD,
-    MAX_BATCH_ENTRIES,
-    Batch,
-    Entry,
-    Invalid,
     Notification,
-    OversizedBatch,
     Request,
     Response,
     decode,
     decode_response,
-    encode_error,
-    encode_errors,
-    head_request_id,
-    line_head,
     notification_head,
     params_from,
 )
-from acpio.jsonrpc.outbox import BatchAnswers, Outbox
-from acpio.jsonrpc.responses import Outcome, ResponseRouter
+from acpio.jsonrpc.outbox import Outbox
+from acpio.jsonrpc.responses import Outcome
 from acpio.jsonrpc.role import Role
 from acpio.jsonrpc.tracing import MessageTracer
 from acpio.transports.base import BufferedFrames, LoneFrames, OversizedFrame, Transport
 
 __all__ = ["DispatchLoop"]
-
-_log = logging.getLogger("acpio.jsonrpc")
 
 _Callback = Callable[[Outcome], Awaitable[None]]
 
@@ -72,17 +61,14 @@ class DispatchLoop:
 
     __slots__ = (
         "_chain",
-        "_counterpart",
         "_dispatcher",
         "_heads",
+        "_incoming",
         "_life",
         "_lock",
-        "_offer",
         "_on_end",
         "_on_error",
         "_ready",
-        "_role",
-        "_route",
         "_spawn",
         "_tracer",
         "_transport",
@@ -105,21 +91,11 @@ class DispatchLoop:
     ) -> None:
         self._transport = transport
         self._tracer = tracer
-        #: How a message is offered to the chain: straight, or inside the tracer's record of it.
-        self._offer: Callable[[Dispatch], Awaitable[None]] = (
-            chain.offer if tracer is None else self._traced_offer
-        )
-        self._role = role
         self._life = life
         self._chain = chain
         self._spawn = spawn
         self._on_end = on_end
         self._on_error = on_error
-        self._counterpart = role.counterpart()
-        #: The role's incoming-routing hook, or ``None`` when it keeps the default (a fast path).
-        self._route: Callable[[str, Any], tuple[Role, str, Any]] | None = (
-            role.route_incoming if type(role).route_incoming is not Role.route_incoming else None
-        )
         #: The frame heads of the builder's handlers' methods, and of the methods of notifications
         #: received since (see :meth:`_learn`): their params are cut out of the frame and decoded
         #: alone (:func:`~acpio.jsonrpc.messages.params_from`).
@@ -137,6 +113,10 @@ class DispatchLoop:
             in_dispatch_loop=self.in_dispatch_loop,
             run_response_callback=self.run_response_callback,
             tracer=tracer,
+        )
+        #: What each decoded message becomes (a dispatch offered to the chain, or an answer).
+        self._incoming = IncomingMessages(
+            role, life, chain, self.outbox, between=self._between_messages, tracer=tracer
         )
         self._ready: list[tuple[_Callback, Outcome]] = []
         self._lock = DispatchLock()
@@ -203,11 +183,15 @@ class DispatchLoop:
         lock = self._lock
         me = asyncio.current_task()
         life = self._life
-        offer = self._offer
         chain = self._chain
         heads = self._heads
-        route = self._route
-        counterpart = self._counterpart
+        incoming = self._incoming
+        offer = incoming.offer
+        notification = incoming.notification
+        request = incoming.request
+        response = incoming.response
+        route = incoming.route
+        counterpart = incoming.counterpart
         open_ = Phase.OPEN
         try:
             while life.phase is open_:
@@ -233,7 +217,7 @@ class DispatchLoop:
                                 dispatch = (
                                     NotificationDispatch(method, params, counterpart)
                                     if route is None
-                                    else self._notification(Notification(method, params))
+                                    else notification(Notification(method, params))
                                 )
                                 break
                     if dispatch is not None:
@@ -243,13 +227,13 @@ class DispatchLoop:
                         if type(decoded) is Notification:
                             if len(self._tried) < _LEARNED_METHODS and type(frame) is bytes:
                                 heads = self._learn(frame, decoded.method)
-                            await offer(self._notification(decoded))
+                            await offer(notification(decoded))
                         elif type(decoded) is Request:
-                            await offer(self._request(decoded, None))
+                            await offer(request(decoded, None))
                         elif type(decoded) is Response:
-                            await self._response(decoded)
+                            await response(decoded)
                         elif decoded is not None:
-                            await self._other(decoded)
+                            await incoming.other(decoded)
                     if self._ready or chain.has_new:
                         await self._between_messages()
                 finally:
@@ -305,129 +289,3 @@ class DispatchLoop:
         if response is None:
             return False
         return self.outbox.settle_awaited(*response)
-
-    async def _traced_offer(self, message: Dispatch) -> None:
-        """Offer ``message`` to the chain inside the tracer's record of it (its span is current there)."""
-        assert self._tracer is not None
-        received = self._tracer.receiving(self._life.name, message)
-        if type(message) is RequestDispatch:
-            assert isinstance(message, RequestDispatch)
-            message.responder.trace = received.answered
-        with received:
-            await self._chain.offer(message)
-
-    async def _other(self, decoded: Entry | Batch | OversizedBatch | OversizedFrame) -> None:
-        """The rare frames: a batch, invalid input, or a line or batch over a limit."""
-        if isinstance(decoded, OversizedFrame):
-            _log.warning("Skipped a message of %d bytes: over the transport's limit", decoded.size)
-            data = {"reason": "message too large", "size": decoded.size, "line": line_head(decoded.head)}
-            answer = InvalidRequest(data, message="Message too large")
-            self.outbox.emit_quietly(encode_error(head_request_id(decoded.head), answer))
-        elif isinstance(decoded, Batch):
-            await self._batch(decoded)
-        elif isinstance(decoded, OversizedBatch):
-            self.outbox.emit_quietly(_refusal(decoded))
-        else:
-            await self._entry(decoded, None)
-
-    async def _batch(self, frame: Batch) -> None:
-        answers = BatchAnswers(self.outbox)
-        invalid = 0
-        for entry in frame.entries:
-            if type(entry) is Invalid:
-                invalid += 1  # logged once below, not once per entry
-                if entry.answer:
-                    answers.add(encode_error(None, entry.error))
-                continue
-            await self._entry(entry, answers)
-            if self._ready or self._chain.has_new:
-                await self._between_messages()
-        if invalid:
-            _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
-        answers.seal()
-
-    async def _entry(self, entry: Entry, batch: BatchAnswers | None) -> None:
-        kind = type(entry)
-        if kind is Notification:
-            assert isinstance(entry, Notification)
-            await self._offer(self._notification(entry))
-        elif kind is Request:
-            assert isinstance(entry, Request)
-            await self._offer(self._request(entry, batch))
-        elif kind is Response:
-            assert isinstance(entry, Response)
-            await self._response(entry)
-        else:
-            assert isinstance(entry, Invalid)
-            if not entry.answer:
-                _log.warning("Ignoring a malformed response: %s", entry.error.data)
-                return
-            if isinstance(entry.error, ParseError) and isinstance(entry.error.data, dict):
-                _log.warning(
-                    "The peer sent a line that is not JSON (answered with -32700 Parse error): %r. Over "
-                    "stdio a peer must write only JSON-RPC messages to its stdout, and its logs to stderr.",
-                    entry.error.data.get("line"),
-                )
-            else:
-                _log.warning("Answering invalid input with %s", entry.error)
-            frame = encode_error(None, entry.error)
-            if batch is not None:
-                batch.add(frame)
-            else:
-                self.outbox.emit_quietly(frame)
-
-    def _notification(self, entry: Notification) -> NotificationDispatch:
-        """The dispatch of an incoming notification, routed by the role (``$/cancel_request`` acted on)."""
-        if entry.method == CANCEL_METHOD:
-            self.outbox.cancel_incoming(entry.params)
-        route = self._route
-        if route is None:
-            return NotificationDispatch(entry.method, entry.params, self._counterpart)
-        peer, method, params = route(entry.method, entry.params)
-        return NotificationDispatch(method, params, peer)
-
-    def _request(self, entry: Request, batch: BatchAnswers | None) -> RequestDispatch:
-        """The dispatch of an incoming request, routed by the role, with its responder."""
-        route = self._route
-        if route is None:
-            peer, method, params = self._counterpart, entry.method, entry.params
-        else:
-            peer, method, params = route(entry.method, entry.params)
-        responder = self.outbox.responder(entry.id, method, batch)
-        return RequestDispatch(method, params, entry.id, responder, peer)
-
-    async def _response(self, entry: Response) -> None:
-        reply = self.outbox.reply_to(entry.id)
-        if reply is None:
-            if entry.error is not None and entry.id is None:
-                _log.warning("The peer reported an error: %s", entry.error)
-            else:
-                _log.debug("Discarding a response to unknown request id %r", entry.id)
-            return
-        if not self._chain.intercepts_responses:
-            reply.settle(entry.error if entry.error is not None else entry.result)
-            return
-        router: ResponseRouter[Any] = ResponseRouter(reply)
-        peer = self._counterpart if reply.peer is None else self._role.resolve_peer(reply.peer)
-        await self._chain.offer(
-            ResponseDispatch(reply.method, entry.id, entry.result, entry.error, router, peer)
-        )
-
-
-def _refusal(batch: OversizedBatch) -> bytes:
-    """The answer to a batch over the cap, none of it dispatched: each request in it under its own id.
-
-    The errors go out as one array, or as one error object (``id: null``) if it holds no request.
-    """
-    _log.warning(
-        "Refused a batch of %d entries (the limit is %d): answered %d requests with -32600",
-        batch.size,
-        MAX_BATCH_ENTRIES,
-        len(batch.ids),
-    )
-    error = InvalidRequest(
-        {"reason": "batch too large", "entries": batch.size, "limit": MAX_BATCH_ENTRIES},
-        message=f"Batch too large: {batch.size} entries, the limit is {MAX_BATCH_ENTRIES}; "
-        "none was processed",
-    )
-    return encode_errors(batch.ids, error) if batch.ids else encode_error(None, error)
