@@ -113,12 +113,7 @@ class SetupMethods:
         mcp_servers: Sequence[Any] | None,
         additional_directories: Sequence[str] | None,
     ) -> SessionRecord:
-        """Make ``session_id`` ready to open again on a new connection (``method``: load, resume...).
-
-        Refuses a relative ``cwd`` or one other than the session's (``-32602``), an unknown id
-        (``-32002``); shuts the session where it is open; takes the new MCP servers and additional
-        directories.
-        """
+        """What :meth:`StoredSessions.reopen <acpio.store.StoredSessions.reopen>` does, with its errors."""
         check_cwd(method, cwd)
         record = await self._store.require(session_id)
         if cwd != record.cwd:
