@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -28,8 +27,12 @@ from pathlib import Path
 from typing import IO
 
 import orjson
+from _callgrind import collected
 
 PEERS = Path(__file__).resolve().parent / "peers"
+sys.path.insert(0, str(PEERS))
+from _harness import stream_prompt  # noqa: E402  (benchmarks/peers/_harness.py)
+
 #: The agents measured by default: the floor, the typed floor, and acpio's two styles.
 AGENTS = ("bare", "pydantic", "acpio", "acpio_app")
 
@@ -68,18 +71,14 @@ def instructions(agent: str, updates: int) -> int:
         stdin.flush()
         _answer(stdout, 1)
         session_id = _answer(stdout, 2)["sessionId"]
-        prompt = [{"type": "text", "text": f"stream {updates}"}]
+        prompt = [{"type": "text", "text": stream_prompt(updates)}]
         stdin.write(_frame(3, "session/prompt", {"sessionId": session_id, "prompt": prompt}))
         stdin.flush()
         _answer(stdout, 3)
         stdin.close()  # the agent exits at the end of its input; callgrind then prints its count
         assert agent_process.stderr is not None
         stderr = agent_process.stderr.read()
-    found = re.search(rb"Collected : (\d+)", stderr)
-    if found is None:
-        tail = stderr[-2000:].decode(errors="replace")
-        raise RuntimeError(f"callgrind printed no count for {agent}:\n{tail}")
-    return int(found.group(1))
+    return collected(stderr)
 
 
 def main() -> None:

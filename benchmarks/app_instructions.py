@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 from typing import Any
+
+from _callgrind import collected
 
 INIT: dict[str, dict[str, Any]] = {
     "1": {"protocolVersion": 1, "clientCapabilities": {}},
@@ -69,10 +70,7 @@ def instructions(protocol: str, verb: str, updates: int) -> int:
         text=True,
         check=True,
     )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return collected(done.stderr)
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import functools
 import importlib.util
-import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
+from _callgrind import collected
 
 from acpio import Client
 from acpio import schema as acp
@@ -294,9 +294,7 @@ def _callgrind(valgrind: str, args: list[str]) -> int:
             text=True,
             check=True,
         )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    assert found is not None, done.stderr[-2000:]
-    return int(found[1])
+    return collected(done.stderr)
 
 
 def run_side(index: int, updates: int) -> int:

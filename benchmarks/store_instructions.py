@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _callgrind import collected
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,10 +52,7 @@ def instructions(kind: str, typed: bool, updates: int) -> int:
         text=True,
         check=True,
     )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return collected(done.stderr)
 
 
 def main() -> None:
