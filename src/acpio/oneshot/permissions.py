@@ -41,7 +41,7 @@ from acpio.client.permissions import (
     describe_request,
     pick_option,
 )
-from acpio.oneshot.render import diff_lines
+from acpio.oneshot.render_tools import diff_lines
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand
 from acpio.schema import (

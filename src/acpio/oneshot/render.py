@@ -40,7 +40,7 @@ import orjson
 
 from acpio.client.permissions import Outcome, describe_request
 from acpio.oneshot.render_events import MAX_CONTENT_LINES, EventLines, Line, Segment, style_for
-from acpio.oneshot.render_tools import TerminalLookup, ToolCallLines, ToolCallState, block_text, diff_lines
+from acpio.oneshot.render_tools import TerminalLookup, ToolCallLines, ToolCallState, diff_lines
 from acpio.oneshot.sanitize import sanitize
 from acpio.schema import (
     AgentMessageChunk,
@@ -62,7 +62,7 @@ from acpio.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
-from acpio.session.turn_view import MessageRole, TextAdded, TurnEvent
+from acpio.session.turn_view import MessageRole, TextAdded, TurnEvent, block_mark
 from acpio.transports.base import OversizedFrame
 from acpio.transports.tap import Direction
 
@@ -200,17 +200,17 @@ class TextRenderer(ABC):
         """Show one update: stream message text, show tool calls, plans and the rest."""
         history = history or self._history
         if isinstance(update, AgentMessageChunk):
-            self._stream("agent", block_text(update.content), history)
+            self._stream("agent", block_mark(update.content), history)
         elif isinstance(update, AgentThoughtChunk):
-            self._stream("thought", block_text(update.content), history)
+            self._stream("thought", block_mark(update.content), history)
         elif isinstance(update, UserMessageChunk):
-            self._stream("user", block_text(update.content), history)
+            self._stream("user", block_mark(update.content), history)
         elif isinstance(update, ToolCall):
             self._tool_changed(self._tool_calls.called(update), history)
         elif isinstance(update, ToolCallUpdate):
             self._tool_changed(self._tool_calls.updated(update), history)
         elif isinstance(update, CompactionSummaryChunk):
-            self._stream("compaction", block_text(update.content), history)
+            self._stream("compaction", block_mark(update.content), history)
         elif isinstance(update, Plan):
             self._end_stream()
             self._lines(self._plan_lines(update.entries, history), key="plan")

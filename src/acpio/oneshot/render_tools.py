@@ -18,20 +18,16 @@ from acpio.client.permissions import describe_request
 from acpio.oneshot.render_events import Line, Segment, clip, patch_style, style_for
 from acpio.oneshot.terminals import TerminalSnapshot
 from acpio.schema import (
-    AudioContent,
     Content,
     Diff,
-    EmbeddedResource,
-    ImageContent,
     RequestPermissionRequest,
-    ResourceLink,
     Terminal,
-    TextContent,
     ToolCall,
     ToolCallUpdate,
 )
+from acpio.session.turn_view import block_mark
 
-__all__ = ["TerminalLookup", "ToolCallLines", "ToolCallState", "block_text", "diff_lines"]
+__all__ = ["TerminalLookup", "ToolCallLines", "ToolCallState", "diff_lines"]
 
 #: How a renderer finds what a terminal showed: the client's :meth:`Terminals.snapshot`.
 TerminalLookup: TypeAlias = Callable[[str], TerminalSnapshot | None]
@@ -191,7 +187,7 @@ class ToolCallLines:
     def _item_lines(self, item: Any, history: bool) -> list[Line]:
         if isinstance(item, Content):
             style = style_for("content", history)
-            return [[(text, style)] for text in clip(block_text(item.content).rstrip("\n").split("\n"))]
+            return [[(text, style)] for text in clip(block_mark(item.content).rstrip("\n").split("\n"))]
         if isinstance(item, Diff):
             return [[(text, style_for(style, history))] for text, style in diff_lines(item)]
         if isinstance(item, Terminal):
@@ -242,21 +238,6 @@ def diff_lines(diff: Diff) -> list[Segment]:
     if not lines:
         return [(f"(no change to {diff.path})", "info")]
     return [(line, patch_style(line)) for line in clip(lines)]
-
-
-def block_text(block: Any) -> str:
-    """The text of a content block; a short mark for images, audio and resources."""
-    if isinstance(block, TextContent):
-        return block.text
-    if isinstance(block, ImageContent):
-        return f"[image {block.mime_type}]"
-    if isinstance(block, AudioContent):
-        return f"[audio {block.mime_type}]"
-    if isinstance(block, ResourceLink):
-        return f"[link {block.uri}]"
-    if isinstance(block, EmbeddedResource):
-        return f"[resource {getattr(block.resource, 'uri', '')}]"
-    return f"[{getattr(block, 'type', 'content')}]"
 
 
 def _str(value: object) -> str | None:

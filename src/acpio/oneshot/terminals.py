@@ -49,6 +49,7 @@ from typing import Final, TypeAlias
 from acpio._process_control import spawn_in_new_group
 from acpio.client.files import ConfinedFiles
 from acpio.errors import InvalidParams, RequestError, ResourceNotFound
+from acpio.oneshot.failures import signal_name
 from acpio.schema import (
     CreateTerminalRequest,
     CreateTerminalResponse,
@@ -288,7 +289,7 @@ class _Terminal:
         if code is None:
             return None
         if code < 0:
-            return TerminalExitStatus(exit_code=None, signal=_signal_name(-code))
+            return TerminalExitStatus(exit_code=None, signal=signal_name(-code))
         return TerminalExitStatus(exit_code=code, signal=None)
 
     def snapshot(self, *, released: bool) -> TerminalSnapshot:
@@ -557,13 +558,6 @@ def _resolve_program(command: str, cwd: Path, env: list[tuple[str, str]]) -> str
     if found is None:
         raise _start_failed(command, FileNotFoundError(command))
     return found
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _start_failed(command: str, exc: OSError) -> RequestError:
