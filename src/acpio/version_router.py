@@ -224,18 +224,13 @@ def _check_params(version: int, params: dict[str, JsonValue]) -> None:
     malformed value for their default), and v2's adds only ``info``, a ``name`` and a ``version``
     of strings: params that hold those are taken without the models (no pydantic for a client's
     first message); any others are checked against them, for the model's own error.
-    ``tests/test_version_router_params.py`` holds the two to the same verdicts.
+    ``tests/router/test_initialize_params.py`` holds the two to the same verdicts.
     """
-    if version == 1 or (version == 2 and is_implementation(params.get("info"))):
+    if version != 2 or is_implementation(params.get("info")):
         return
-    model: type[object]
-    if version == 1:
-        from acpio.schema import InitializeRequest as model
-    elif version == 2:
-        from acpio.schema.v2 import InitializeRequest as model
-    else:
-        return
-    parse_params(model, "initialize", params)
+    from acpio.schema.v2 import InitializeRequest
+
+    parse_params(InitializeRequest, "initialize", params)
 
 
 #: The ``info`` of a v2 ``initialize`` whose ``info`` is missing or malformed.

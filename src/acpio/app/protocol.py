@@ -212,7 +212,7 @@ class AppProtocol:
                 self.offer_commands(cx, record.session_id)
         else:  # the answer is sent when this returns; the commands go out right after it
             asyncio.get_running_loop().call_soon(self.offer_commands, cx, record.session_id)
-        from acpio.store.serve import SessionSetup
+        from acpio.store.open_sessions import SessionSetup
 
         wire = self._menu.setup_wire(settings)
         return SessionSetup(wire=wire) if wire is not None else SessionSetup(**self._menu.setup(settings))
