@@ -151,7 +151,7 @@ def message_ids() -> Iterator[None]:
 
 
 async def _written(
-    version: int, updates: Sequence[Template | acp.SessionUpdate], chunks_as_text: bool
+    version: int, updates: Sequence[Template | acp.SessionUpdate]
 ) -> tuple[list[bytes], list[bytes]]:
     ours, theirs = Channel.duplex()
     cx = await Agent.builder().open_connection(ours)
@@ -163,7 +163,7 @@ async def _written(
             else V2Updates(cx, SESSION, CWD, lambda _, params: recorded.append(params))
         )
         for update in updates:
-            if isinstance(update, TextChunk) and chunks_as_text:  # as say and think send them
+            if isinstance(update, TextChunk):  # as say and think send them
                 await writer.send_text(update.kind, update.text)
             elif isinstance(update, Template):
                 writer.send_template_now(update)
@@ -175,32 +175,25 @@ async def _written(
     return frames, recorded  # type: ignore[return-value]
 
 
-def written(
-    version: int, updates: Sequence[Template | acp.SessionUpdate], *, chunks_as_text: bool = True
-) -> tuple[list[bytes], list[bytes]]:
+def written(version: int, updates: Sequence[Template | acp.SessionUpdate]) -> tuple[list[bytes], list[bytes]]:
     """The frames a turn's writer of ``version`` sends for ``updates``, and what it records (v2).
 
-    Text chunks go out as ``say`` and ``think`` send them (``send_text``), or with
-    ``chunks_as_text=False`` as any other template (``send_template_now``).
+    Text chunks go out as ``say`` and ``think`` send them (``send_text``).
     """
-    return asyncio.run(_written(version, updates, chunks_as_text))
+    return asyncio.run(_written(version, updates))
 
 
-def outcome(
-    version: int, updates: Sequence[Template | acp.SessionUpdate], *, chunks_as_text: bool = True
-) -> object:
+def outcome(version: int, updates: Sequence[Template | acp.SessionUpdate]) -> object:
     """:func:`written`, or the error it raised (its type and message)."""
     try:
-        return written(version, updates, chunks_as_text=chunks_as_text)
+        return written(version, updates)
     except Exception as exc:
         return type(exc), str(exc)
 
 
 def assert_same_bytes(templates: Sequence[Template], models: Sequence[acp.SessionUpdate]) -> None:
     for version in (1, 2):
-        expected = outcome(version, models)
-        assert outcome(version, templates) == expected, f"v{version}"
-        assert outcome(version, templates, chunks_as_text=False) == expected, f"v{version}, templates"
+        assert outcome(version, templates) == outcome(version, models), f"v{version}"
 
 
 def test_each_kind_writes_the_bytes_of_its_model_on_both_versions() -> None:

@@ -69,7 +69,7 @@ def _value(value: object) -> bytes:
 
 
 def text_chunk_opening(kind: str, text: object) -> bytes:
-    """A text chunk's update object without its closing brace (see :meth:`TextChunk.opening`).
+    """A text chunk's update object without its closing brace: v2 adds its ``messageId`` there.
 
     ``TypeError`` for text :func:`_text` refuses. A function of its own: ``say`` and ``think`` write
     their chunks with it without making a :class:`TextChunk` (the hot path of a streaming turn,
@@ -103,7 +103,12 @@ class Template(abc.ABC):
 
 
 class TextChunk(Template):
-    """``say`` (``agent_message_chunk``) or ``think`` (``agent_thought_chunk``): a text block."""
+    """``say`` (``agent_message_chunk``) or ``think`` (``agent_thought_chunk``): a text block.
+
+    The writers send text chunks with ``send_text`` (:func:`text_chunk_opening`, v2's message ids),
+    never as a template: a ``TextChunk`` is what the history keeps of a thought, built into its model
+    when read, and the model a chunk falls back to.
+    """
 
     __slots__ = ("kind", "text")
 
@@ -111,13 +116,9 @@ class TextChunk(Template):
         self.kind = kind
         self.text = text
 
-    def opening(self) -> bytes:
-        """The update object without its closing brace: v2 adds its ``messageId`` (or ``_meta``) there."""
-        return text_chunk_opening(self.kind, self.text)
-
     def update_json(self) -> bytes:
-        """The chunk object."""
-        return self.opening() + b"}"
+        """The chunk object, as v1 writes it."""
+        return text_chunk_opening(self.kind, self.text) + b"}"
 
     def model(self) -> acp.SessionUpdate:
         """``AgentMessageChunk`` or ``AgentThoughtChunk`` of a ``TextContent``."""
@@ -125,10 +126,6 @@ class TextChunk(Template):
         if self.kind == MESSAGE:
             return acp.AgentMessageChunk(content=content)
         return acp.AgentThoughtChunk(content=content)
-
-    def kept(self) -> Template | str:
-        """What :func:`kept_text` keeps of it."""
-        return self.text if self.kind == MESSAGE else self
 
 
 def kept_text(kind: str, text: str) -> Template | str:

@@ -17,7 +17,7 @@ import orjson
 
 from acpio import schema as acp
 from acpio.app.tool_calls import SessionUpdates
-from acpio.app.update_templates import Template, TextChunk, kept_text
+from acpio.app.update_templates import Template, kept_text
 from acpio.app.v2_shapes import V2Shapes, keep_message_id
 from acpio.capabilities import ClientFeatures
 from acpio.errors import NotInProtocolVersion
@@ -96,14 +96,6 @@ class V2Updates(SessionUpdates):
 
     def _post_template(self, template: Template) -> None:
         """Send a template's v2 object and record its neutral one, as :meth:`_post_model` does a model's."""
-        if type(template) is TextChunk:
-            try:
-                opening = template.opening()
-            except TypeError:  # not text the template writes: the model, as the verb built it
-                self._post_model(template.model())
-            else:
-                self._post_text(template.kind, template.text, opening)
-            return
         try:
             neutral, shaped = template.update_json(), template.v2_json()
         except TypeError:  # a value the template does not write: the model, as the verb built it
