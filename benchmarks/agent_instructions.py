@@ -1,6 +1,6 @@
 """What one streamed update costs a whole benchmark agent process, in instructions (callgrind).
 
-    python benchmarks/agent_instructions.py                       # every Python agent of benchmarks/peers
+    python benchmarks/agent_instructions.py                       # bare, pydantic, acpio, acpio_app
     python benchmarks/agent_instructions.py --agent acpio_app     # one (repeat the option for more)
     python benchmarks/agent_instructions.py --quick               # fewer updates, to check the script runs
 
@@ -68,13 +68,19 @@ def instructions(agent: str, updates: int) -> int:
         assert stdout is not None
         stdin.write(_frame(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
         stdin.write(_frame(2, "session/new", {"cwd": "/bench", "mcpServers": []}))
-        stdin.flush()
-        _answer(stdout, 1)
-        session_id = _answer(stdout, 2)["sessionId"]
-        prompt = [{"type": "text", "text": stream_prompt(updates)}]
-        stdin.write(_frame(3, "session/prompt", {"sessionId": session_id, "prompt": prompt}))
-        stdin.flush()
-        _answer(stdout, 3)
+        try:
+            stdin.flush()
+            _answer(stdout, 1)
+            session_id = _answer(stdout, 2)["sessionId"]
+            prompt = [{"type": "text", "text": stream_prompt(updates)}]
+            stdin.write(_frame(3, "session/prompt", {"sessionId": session_id, "prompt": prompt}))
+            stdin.flush()
+            _answer(stdout, 3)
+        except (RuntimeError, OSError) as exc:  # the agent failed: say why, from its own stderr
+            agent_process.kill()
+            assert agent_process.stderr is not None
+            tail = agent_process.stderr.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"{agent}: {exc}; its stderr ends:\n{tail}") from None
         stdin.close()  # the agent exits at the end of its input; callgrind then prints its count
         assert agent_process.stderr is not None
         stderr = agent_process.stderr.read()
