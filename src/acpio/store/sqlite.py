@@ -21,6 +21,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from operator import itemgetter
@@ -190,7 +191,7 @@ class SqliteStore(SessionStore):
             raise self._fail(exc) from exc
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous = NORMAL")
             self._migrate(db)
         except sqlite3.Error as exc:
@@ -427,6 +428,26 @@ class SqliteStore(SessionStore):
             )
         except sqlite3.IntegrityError:
             raise ValueError(f"A session with id {record.session_id!r} exists already") from None
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch ``db`` to WAL, waiting up to the busy timeout for the other connections to let it.
+
+    SQLite answers the switch with ``SQLITE_BUSY`` at once, without its busy handler, while another
+    connection holds the write lock (it could deadlock otherwise): processes opening a new file
+    together, such as an :class:`~acpio.pool.AgentPool`'s agents, would see "database is locked".
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _chunk(db: sqlite3.Connection, *, session_id: str, after: int) -> list[Any]:
