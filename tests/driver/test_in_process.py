@@ -85,3 +85,14 @@ async def test_something_that_is_no_agent_is_refused_saying_what_to_pass(tmp_pat
     with pytest.raises(TypeError, match=r"pass a command .* a ws:// or http:// URL, or an agent served"):
         async with AgentClient([1, 2], cwd=tmp_path):  # type: ignore[list-item]
             pass
+
+
+async def test_a_session_prompted_after_its_client_closed_says_how_to_go_on(tmp_path: Path) -> None:
+    async with AgentClient(editor_app((1,)), cwd=tmp_path) as client:
+        session = await client.new_session()
+    with pytest.raises(RuntimeError) as raised:
+        await session.prompt("edit please")
+    message = str(raised.value)
+    assert f"Session {session.session_id!r} is closed: its AgentClient was closed" in message
+    assert f"load_session({session.session_id!r})" in message
+    assert "attach_session" not in message  # the session layer's advice, not an AgentClient's

@@ -348,6 +348,7 @@ class AgentSession:
             self._view, client.policy, files, terminals=terminals, allow_env=allow_env
         )
         self._turn: TurnStream | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<AgentSession {self.session_id!r}>"
@@ -371,9 +372,17 @@ class AgentSession:
         """Send ``prompt``; return the turn: ``async for event in stream``, then ``await stream.result()``.
 
         ``prompt`` is text, a content block or several. Raises ``RuntimeError`` while the previous
-        turn is not read to its end. An agent gone since the last turn gives a turn that ends at
-        once, its result saying how the agent went (and the end of its stderr).
+        turn is not read to its end, and once the session or its client is closed. An agent gone
+        since the last turn gives a turn that ends at once, its result saying how the agent went
+        (and the end of its stderr).
         """
+        if self._closed:
+            raise RuntimeError(
+                f"Session {self.session_id!r} is closed: its AgentClient was closed (its async with "
+                "block ended) or session.aclose() was called. Prompt it before that, or continue it "
+                f"from an open AgentClient with load_session({self.session_id!r}) or "
+                f"resume_session({self.session_id!r}) when the agent keeps its sessions"
+            )
         if self._turn is not None and not self._turn.done:
             raise RuntimeError(
                 f"Session {self.session_id!r} still has a turn running: read it to its end "
@@ -401,6 +410,7 @@ class AgentSession:
 
     async def aclose(self) -> None:
         """Stop reading the session here and end the commands it started (the agent keeps the session)."""
+        self._closed = True
         self._active.close()
         self._client._forget(self)
         terminals = self._requests.terminals
