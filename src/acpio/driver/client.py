@@ -35,6 +35,7 @@ from acpio.schema import (
     FileSystemCapabilities,
     Implementation,
     InitializeRequest,
+    SessionConfigOption,
 )
 from acpio.session import (
     ActiveSession,
@@ -349,6 +350,7 @@ class AgentSession:
         )
         self._turn: TurnStream | None = None
         self._closed = False
+        self._options: list[SessionConfigOption] | None = None  # as the last set_option left them
 
     def __repr__(self) -> str:
         return f"<AgentSession {self.session_id!r}>"
@@ -402,6 +404,40 @@ class AgentSession:
         result too, whose ``error`` says why (check :attr:`TurnResult.ok`).
         """
         return await self.stream(prompt).result()
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch the session to the agent's mode ``mode_id`` (``session/set_mode``, ACP v1).
+
+        Raises :class:`~acpio.oneshot.controls.ControlError` (a ``ValueError``) naming the agent's
+        modes when it offers no such mode, and the agent's refusal as it is.
+        """
+        from acpio.oneshot.controls import set_mode
+
+        self._v1_only("set_mode")
+        await set_mode(self._active, mode_id)
+
+    async def set_option(self, option_id: str, value: str | bool) -> list[SessionConfigOption]:
+        """Set the session's config option ``option_id`` (``session/set_config_option``, ACP v1).
+
+        ``value`` is one of a select option's values (or its name), or ``True``/``False`` for a
+        boolean option (an agent offers those only to clients that advertise them). Gives every
+        option as the agent reports it after the change. Raises
+        :class:`~acpio.oneshot.controls.ControlError` (a ``ValueError``) naming the choices when the
+        option or the value is not offered, and the agent's refusal as it is.
+        """
+        from acpio.oneshot.controls import set_option
+
+        self._v1_only("set_option")
+        self._options = await set_option(self._active, option_id, value, self._options)
+        return list(self._options)
+
+    def _v1_only(self, method: str) -> None:
+        if self._active.protocol_version != 1:
+            raise NotImplementedError(
+                f"{method}(): session {self.session_id!r} speaks ACP v{self._active.protocol_version}, "
+                "where AgentClient cannot change modes or config options yet; use "
+                "AgentClient(..., protocol=1) with an agent that also speaks v1"
+            )
 
     def cancel(self) -> None:
         """Cancel the running turn (``session/cancel``); its result then has stop reason ``cancelled``."""
