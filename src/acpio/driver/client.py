@@ -29,6 +29,8 @@ from acpio.driver.result import TurnResult
 from acpio.driver.turn import TurnStream
 from acpio.errors import AcpError, ConnectionClosed, TransportError
 from acpio.jsonrpc import open_transport
+from acpio.oneshot.failures import not_an_agent
+from acpio.oneshot.notes import StdoutWatch
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
@@ -45,7 +47,7 @@ from acpio.session import (
     SessionConnection,
     SessionMessage,
 )
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Transport
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Tap, Transport
 
 if TYPE_CHECKING:
     from typing import Self
@@ -160,6 +162,9 @@ class AgentClient:
         except TransportError as exc:
             raise AgentFailed(f"The agent {self._display()} could not be started: {exc}") from exc
         self._process = transport if isinstance(transport, AgentProcess) else None
+        watch = StdoutWatch()  # what a process prints before answering says whether it is an agent
+        if self._process is not None:
+            transport = Tap(transport, watch)
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
         self._served = asyncio.get_running_loop().create_task(
@@ -170,16 +175,24 @@ class AgentClient:
                 self.initialized = await cx.initialize(self._initialize_request())
         except TimeoutError as exc:
             await self.aclose()
+            printed = watch.first_non_json
+            wrote = f", and wrote {printed!r} on its stdout, which is not ACP" if printed is not None else ""
             raise AgentFailed(
-                f"The agent {self._display()} did not answer initialize within {self._init_timeout:g} s: "
-                "check that the command starts an ACP agent (some need a flag such as --acp), or raise "
-                "init_timeout",
+                f"The agent {self._display()} did not answer initialize within {self._init_timeout:g} s"
+                f"{wrote}: check that the command starts an ACP agent (some need a flag such as --acp), "
+                "or raise init_timeout",
                 stderr_tail=self._stderr_tail(),
             ) from exc
         except AcpError as exc:
             message, tail = await self.describe_failure(exc)
             await self.aclose()
-            raise AgentFailed(f"{message} (during initialize)", stderr_tail=tail) from exc
+            process = self._process is not None
+            during = (
+                f" before answering initialize{not_an_agent(watch)}" if process else " (during initialize)"
+            )
+            raise AgentFailed(f"{message}{during}", stderr_tail=tail) from exc
+        finally:
+            watch.stop()
         return self.initialized
 
     def _component(self) -> Component | Transport:
