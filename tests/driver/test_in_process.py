@@ -136,3 +136,14 @@ async def test_modes_and_options_on_v2_say_to_speak_v1(tmp_path: Path) -> None:
         assert client.protocol_version == 2
         with pytest.raises(NotImplementedError, match=r"speaks ACP v2.*AgentClient\(\.\.\., protocol=1\)"):
             await session.set_mode("code")
+
+
+async def test_a_session_directory_that_does_not_exist_is_named_with_what_set_it(tmp_path: Path) -> None:
+    async with AgentClient(editor_app((1,)), cwd=tmp_path / "missing") as client:
+        with pytest.raises(ValueError) as raised:
+            await client.new_session()
+    assert str(raised.value) == (
+        "The root of the agent's file access (set by AgentClient(cwd=...) or the session's cwd) must be "
+        f"an existing directory; {tmp_path / 'missing'} is not one: create it first, or give a directory "
+        "that exists"
+    )
