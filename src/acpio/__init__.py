@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         ClientFeatures,
         UnsupportedProtocolVersion,
     )
-    from acpio.client import AgentClient, AgentSession, RulePolicy, TurnResult, TurnStream, load_policy
+    from acpio.client import AgentClient, AgentSession, Rule, RulePolicy, TurnResult, TurnStream, load_policy
     from acpio.extensions import ExtensionNotification, ExtensionRequest, ExtensionResponse
     from acpio.jsonrpc import (
         Builder,
@@ -153,6 +153,7 @@ __all__ = [
     "ResourceNotFound",
     "Responder",
     "ResponseDispatch",
+    "Rule",
     "RulePolicy",
     "SentRequest",
     "SessionBuilder",

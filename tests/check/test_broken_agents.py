@@ -54,6 +54,15 @@ async def test_the_check_finds_the_fault_by_requirement_id(fault: str) -> None:
     assert report.exit_code() == (1 if mandatory else 0)
 
 
+async def test_a_banner_on_stdout_is_quoted_and_sent_to_stderr() -> None:
+    report = await check_agent((*BROKEN, "--fault", "stdout-noise"), replace(OPTIONS, editors=()))
+    [verdict] = report.failures()
+    assert verdict.details == (
+        "the agent wrote 'broken agent 1.0 starting' on its stdout, not JSON: only ACP's JSON-RPC "
+        "messages go there, one a line; write logs and banners to stderr",
+    )
+
+
 async def test_the_unbroken_agent_passes_every_requirement_of_every_tier() -> None:
     report = await check_agent(BROKEN, OPTIONS)
     assert not report.failed_ids(), failures(report)

@@ -63,6 +63,15 @@ async def test_kind_rule_and_default(tmp_path: Path) -> None:
     assert [d.rule for d in policy.decisions] == ["rule 1", "default"]
 
 
+async def test_a_policy_in_code_needs_only_top_level_names(tmp_path: Path) -> None:
+    # acpio exports RulePolicy and load_policy; a RulePolicy is made of Rules, so they are there too.
+    import acpio
+
+    policy = acpio.RulePolicy([acpio.Rule("allow", kind=("edit",))], default="deny", root=tmp_path)
+    assert chosen(await policy.decide(request(kind=acp.ToolKind.EDIT))) == "yes"
+    assert chosen(await policy.decide(request(kind=acp.ToolKind.EXECUTE))) == "no"
+
+
 async def test_first_matching_rule_wins(tmp_path: Path) -> None:
     rules = [Rule("deny", name="no secrets", any_path=("**/.env",)), Rule("allow", kind=("edit",))]
     policy = RulePolicy(rules, default="ask", root=tmp_path)

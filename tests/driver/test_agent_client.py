@@ -196,6 +196,26 @@ async def test_an_agent_that_cannot_start_says_why(tmp_path: Path) -> None:
     assert "exit code" in str(failed.value)
 
 
+async def test_a_program_that_is_no_agent_is_told_apart_by_what_it_printed(tmp_path: Path) -> None:
+    # A CLI started without its ACP flag prints its usage or a banner, then exits or waits for a person.
+    usage = [sys.executable, "-c", "print('usage: mytool [--acp]')"]
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(usage, cwd=tmp_path):
+            pass
+    assert "exited with exit code 0 before answering initialize, after writing 'usage: mytool [--acp]' " in (
+        str(failed.value)
+    )
+    assert "check that the command starts an ACP agent (some need a flag such as --acp)" in str(failed.value)
+
+    banner = [sys.executable, "-c", "import time; print('Welcome!', flush=True); time.sleep(30)"]
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(banner, cwd=tmp_path, init_timeout=1):
+            pass
+    assert "did not answer initialize within 1 s, and wrote 'Welcome!' on its stdout, which is not ACP" in (
+        str(failed.value)
+    )
+
+
 async def test_an_agent_command_that_cannot_start_is_named(tmp_path: Path) -> None:
     command = AgentCommand.from_args([str(tmp_path / "no-such-agent"), "--acp"])
     with pytest.raises(AgentFailed) as failed:

@@ -85,3 +85,65 @@ async def test_something_that_is_no_agent_is_refused_saying_what_to_pass(tmp_pat
     with pytest.raises(TypeError, match=r"pass a command .* a ws:// or http:// URL, or an agent served"):
         async with AgentClient([1, 2], cwd=tmp_path):  # type: ignore[list-item]
             pass
+
+
+async def test_a_session_prompted_after_its_client_closed_says_how_to_go_on(tmp_path: Path) -> None:
+    async with AgentClient(editor_app((1,)), cwd=tmp_path) as client:
+        session = await client.new_session()
+    with pytest.raises(RuntimeError) as raised:
+        await session.prompt("edit please")
+    message = str(raised.value)
+    assert f"Session {session.session_id!r} is closed: its AgentClient was closed" in message
+    assert f"load_session({session.session_id!r})" in message
+    assert "attach_session" not in message  # the session layer's advice, not an AgentClient's
+
+
+def configurable_app(protocols: tuple[int, ...] = (1,)) -> AgentApp:
+    """An agent with two modes and a model option, that says which are in force."""
+    app = AgentApp("configurable", protocols=protocols)
+    app.mode("ask", "Ask")
+    app.mode("code", "Code")
+    app.select_option("model", "Model", {"small": "Small", "large": "Large"}, default="small")
+
+    @app.prompt
+    async def prompt(turn: Turn) -> StopReasonName:
+        await turn.say(f"{turn.mode} {turn.options['model']}")
+        return "end_turn"
+
+    return app
+
+
+async def test_a_session_switches_mode_and_sets_options_before_its_turns(tmp_path: Path) -> None:
+    async with AgentClient(configurable_app(), cwd=tmp_path) as client:
+        session = await client.new_session()
+        assert (await session.prompt("hi")).text == "ask small"
+        await session.set_mode("code")
+        options = await session.set_option("model", "Large")  # a value, or its name
+        assert {o.id: o.current_value for o in options}["model"] == "large"
+        assert (await session.prompt("hi")).text == "code large"
+
+        with pytest.raises(ValueError, match="mode 'review': the agent's modes are ask, code"):
+            await session.set_mode("review")
+        with pytest.raises(ValueError, match="option 'model' takes one of small, large, not 'huge'"):
+            await session.set_option("model", "huge")
+        with pytest.raises(ValueError, match=r"option 'speed': the agent's config options are .*model"):
+            await session.set_option("speed", "fast")
+
+
+async def test_modes_and_options_on_v2_say_to_speak_v1(tmp_path: Path) -> None:
+    async with AgentClient(configurable_app((1, 2)), cwd=tmp_path) as client:
+        session = await client.new_session()
+        assert client.protocol_version == 2
+        with pytest.raises(NotImplementedError, match=r"speaks ACP v2.*AgentClient\(\.\.\., protocol=1\)"):
+            await session.set_mode("code")
+
+
+async def test_a_session_directory_that_does_not_exist_is_named_with_what_set_it(tmp_path: Path) -> None:
+    async with AgentClient(editor_app((1,)), cwd=tmp_path / "missing") as client:
+        with pytest.raises(ValueError) as raised:
+            await client.new_session()
+    assert str(raised.value) == (
+        "The root of the agent's file access (set by AgentClient(cwd=...) or the session's cwd) must be "
+        f"an existing directory; {tmp_path / 'missing'} is not one: create it first, or give a directory "
+        "that exists"
+    )

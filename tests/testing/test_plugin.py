@@ -175,10 +175,23 @@ def guide_tests(page: str) -> list[str]:
     return [b.split("```", 1)[0] for b in blocks if "async def test_" in b]
 
 
-def test_the_agent_guides_tests_pass(project: pytest.Pytester) -> None:
+def guide_configuration(page: str) -> str:
+    """The pytest configuration a guide tells its reader to write (its ``pyproject.toml`` block)."""
+    blocks = (DOCS / page).read_text().split("```toml\n")[1:]
+    (configuration,) = [b.split("```", 1)[0] for b in blocks if "[tool.pytest.ini_options]" in b]
+    return configuration
+
+
+def test_the_agent_guides_tests_pass(pytester: pytest.Pytester) -> None:
+    # Under the page's own configuration, where a deprecation warning of pytest-asyncio is an error:
+    # a reader who copies it gets no warning at every run.
+    pytester.makepyprojecttoml(guide_configuration("testing-agents.md"))
+    pytester.makeconftest(CONFTEST)
+    project = pytester
+    strict = (*PLUGIN, "-W", "error::pytest.PytestDeprecationWarning")
     fixtures, cassette_check = guide_tests("testing-agents.md")
     project.makepyfile(test_guide=fixtures)
-    project.runpytest(*PLUGIN, "-v").assert_outcomes(passed=3)
+    project.runpytest(*strict, "-v").assert_outcomes(passed=3)
     project.makepyfile(test_guide=cassette_check)
     cassette = project.path / "cassettes" / "test_guide" / "test_it_still_answers_as_recorded.jsonl"
     cassette.parent.mkdir(parents=True)
@@ -188,7 +201,7 @@ def test_the_agent_guides_tests_pass(project: pytest.Pytester) -> None:
             await client.prompt("hello there")
 
     asyncio.run(record())
-    project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+    project.runpytest(*strict).assert_outcomes(passed=1)
 
 
 def test_the_client_guides_test_records_then_replays(project: pytest.Pytester) -> None:
@@ -198,13 +211,14 @@ def test_the_client_guides_test_records_then_replays(project: pytest.Pytester) -
     project.runpytest(*PLUGIN).assert_outcomes(passed=1)
 
 
-def test_checking_an_agent_with_no_cassette_under_record_says_how_to_make_one(
-    project: pytest.Pytester,
+@pytest.mark.parametrize("flags", [("--acpio-record",), ()], ids=["recording", "replaying"])
+def test_checking_an_agent_with_no_cassette_says_how_to_make_one(
+    project: pytest.Pytester, flags: tuple[str, ...]
 ) -> None:
     # check() replays a recorded client: --acpio-record cannot create that cassette, so telling the
-    # user to run --acpio-record (which they just did) sends them in a circle.
+    # user to run --acpio-record sends them in a circle, whether they ran it already or not.
     project.makepyfile(test_rec=AGENT_TEST.format(load=True))
-    result = project.runpytest(*PLUGIN, "--acpio-record")
+    result = project.runpytest(*PLUGIN, *flags)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*no cassette at *test_agent.jsonl to check the agent against*acpio prompt --record*"]

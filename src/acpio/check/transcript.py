@@ -25,7 +25,12 @@ def clip(value: Any, limit: int = 300) -> str:
 def judge_stdout(cx: AgentUnderTest, v: Verdicts, requirement: str) -> None:
     """Every line the agent wrote is one JSON-RPC 2.0 message."""
     for frame in _incoming(cx.frames):
-        v.check(requirement, frame.problem is None, f"stdout line {clip(frame.raw, 120)}: {frame.problem}")
+        v.check(
+            requirement,
+            frame.problem is None,
+            f"the agent wrote {clip(frame.raw, 120)!r} on its stdout, {frame.problem}: only ACP's "
+            "JSON-RPC messages go there, one a line; write logs and banners to stderr",
+        )
     v.check(requirement, True, "")
 
 

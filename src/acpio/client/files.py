@@ -101,13 +101,16 @@ class ConfinedFiles:
         self, root: str | os.PathLike[str], *, max_file_size: int = MAX_FILE_SIZE, set_by: str | None = None
     ) -> None:
         resolved = Path(os.path.realpath(root))
+        self._set_by = f" (set by {set_by})" if set_by else ""
         if not resolved.is_dir():
-            raise ValueError(f"The root of the agent's file access must be a directory; {root!s} is not one")
+            raise ValueError(
+                f"The root of the agent's file access{self._set_by} must be an existing directory; "
+                f"{root!s} is not one: create it first, or give a directory that exists"
+            )
         if max_file_size < 0:
             raise ValueError(f"The largest file size cannot be negative, got {max_file_size}")
         self._root = resolved
         self._max_size = max_file_size
-        self._set_by = f" (set by {set_by})" if set_by else ""
 
     def __repr__(self) -> str:
         return f"ConfinedFiles({str(self._root)!r})"

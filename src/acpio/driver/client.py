@@ -29,12 +29,15 @@ from acpio.driver.result import TurnResult
 from acpio.driver.turn import TurnStream
 from acpio.errors import AcpError, ConnectionClosed, TransportError
 from acpio.jsonrpc import open_transport
+from acpio.oneshot.failures import not_an_agent
+from acpio.oneshot.notes import StdoutWatch
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
     InitializeRequest,
+    SessionConfigOption,
 )
 from acpio.session import (
     ActiveSession,
@@ -44,7 +47,7 @@ from acpio.session import (
     SessionConnection,
     SessionMessage,
 )
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Transport
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Tap, Transport
 
 if TYPE_CHECKING:
     from typing import Self
@@ -159,6 +162,9 @@ class AgentClient:
         except TransportError as exc:
             raise AgentFailed(f"The agent {self._display()} could not be started: {exc}") from exc
         self._process = transport if isinstance(transport, AgentProcess) else None
+        watch = StdoutWatch()  # what a process prints before answering says whether it is an agent
+        if self._process is not None:
+            transport = Tap(transport, watch)
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
         self._served = asyncio.get_running_loop().create_task(
@@ -169,16 +175,24 @@ class AgentClient:
                 self.initialized = await cx.initialize(self._initialize_request())
         except TimeoutError as exc:
             await self.aclose()
+            printed = watch.first_non_json
+            wrote = f", and wrote {printed!r} on its stdout, which is not ACP" if printed is not None else ""
             raise AgentFailed(
-                f"The agent {self._display()} did not answer initialize within {self._init_timeout:g} s: "
-                "check that the command starts an ACP agent (some need a flag such as --acp), or raise "
-                "init_timeout",
+                f"The agent {self._display()} did not answer initialize within {self._init_timeout:g} s"
+                f"{wrote}: check that the command starts an ACP agent (some need a flag such as --acp), "
+                "or raise init_timeout",
                 stderr_tail=self._stderr_tail(),
             ) from exc
         except AcpError as exc:
             message, tail = await self.describe_failure(exc)
             await self.aclose()
-            raise AgentFailed(f"{message} (during initialize)", stderr_tail=tail) from exc
+            process = self._process is not None
+            during = (
+                f" before answering initialize{not_an_agent(watch)}" if process else " (during initialize)"
+            )
+            raise AgentFailed(f"{message}{during}", stderr_tail=tail) from exc
+        finally:
+            watch.stop()
         return self.initialized
 
     def _component(self) -> Component | Transport:
@@ -348,6 +362,8 @@ class AgentSession:
             self._view, client.policy, files, terminals=terminals, allow_env=allow_env
         )
         self._turn: TurnStream | None = None
+        self._closed = False
+        self._options: list[SessionConfigOption] | None = None  # as the last set_option left them
 
     def __repr__(self) -> str:
         return f"<AgentSession {self.session_id!r}>"
@@ -371,9 +387,17 @@ class AgentSession:
         """Send ``prompt``; return the turn: ``async for event in stream``, then ``await stream.result()``.
 
         ``prompt`` is text, a content block or several. Raises ``RuntimeError`` while the previous
-        turn is not read to its end. An agent gone since the last turn gives a turn that ends at
-        once, its result saying how the agent went (and the end of its stderr).
+        turn is not read to its end, and once the session or its client is closed. An agent gone
+        since the last turn gives a turn that ends at once, its result saying how the agent went
+        (and the end of its stderr).
         """
+        if self._closed:
+            raise RuntimeError(
+                f"Session {self.session_id!r} is closed: its AgentClient was closed (its async with "
+                "block ended) or session.aclose() was called. Prompt it before that, or continue it "
+                f"from an open AgentClient with load_session({self.session_id!r}) or "
+                f"resume_session({self.session_id!r}) when the agent keeps its sessions"
+            )
         if self._turn is not None and not self._turn.done:
             raise RuntimeError(
                 f"Session {self.session_id!r} still has a turn running: read it to its end "
@@ -394,6 +418,40 @@ class AgentSession:
         """
         return await self.stream(prompt).result()
 
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch the session to the agent's mode ``mode_id`` (``session/set_mode``, ACP v1).
+
+        Raises :class:`~acpio.oneshot.controls.ControlError` (a ``ValueError``) naming the agent's
+        modes when it offers no such mode, and the agent's refusal as it is.
+        """
+        from acpio.oneshot.controls import set_mode
+
+        self._v1_only("set_mode")
+        await set_mode(self._active, mode_id)
+
+    async def set_option(self, option_id: str, value: str | bool) -> list[SessionConfigOption]:
+        """Set the session's config option ``option_id`` (``session/set_config_option``, ACP v1).
+
+        ``value`` is one of a select option's values (or its name), or ``True``/``False`` for a
+        boolean option (an agent offers those only to clients that advertise them). Gives every
+        option as the agent reports it after the change. Raises
+        :class:`~acpio.oneshot.controls.ControlError` (a ``ValueError``) naming the choices when the
+        option or the value is not offered, and the agent's refusal as it is.
+        """
+        from acpio.oneshot.controls import set_option
+
+        self._v1_only("set_option")
+        self._options = await set_option(self._active, option_id, value, self._options)
+        return list(self._options)
+
+    def _v1_only(self, method: str) -> None:
+        if self._active.protocol_version != 1:
+            raise NotImplementedError(
+                f"{method}(): session {self.session_id!r} speaks ACP v{self._active.protocol_version}, "
+                "where AgentClient cannot change modes or config options yet; use "
+                "AgentClient(..., protocol=1) with an agent that also speaks v1"
+            )
+
     def cancel(self) -> None:
         """Cancel the running turn (``session/cancel``); its result then has stop reason ``cancelled``."""
         if self._turn is not None:
@@ -401,6 +459,7 @@ class AgentSession:
 
     async def aclose(self) -> None:
         """Stop reading the session here and end the commands it started (the agent keeps the session)."""
+        self._closed = True
         self._active.close()
         self._client._forget(self)
         terminals = self._requests.terminals
