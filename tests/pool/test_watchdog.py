@@ -105,7 +105,8 @@ async def test_a_turn_given_up_on_keeps_its_permission_asks_files_and_usage(tmp_
 
 
 async def test_an_agent_that_honours_the_cancel_ends_the_turn_and_keeps_its_process() -> None:
-    pool = AgentPool(memory_testy(), size=1, turn_timeout=0.3, cancel_grace=10)
+    # 1.5 s: the timeout must come after testy's echo, which a loaded machine took over 0.3 s to send.
+    pool = AgentPool(memory_testy(), size=1, turn_timeout=1.5, cancel_grace=10)
     async with asyncio.timeout(TIMEOUT), pool:
         pid = await _started(pool)
         result = await pool.prompt("echo waiting\nsleep 30")
