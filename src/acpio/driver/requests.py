@@ -26,10 +26,10 @@ from typing import Literal, cast
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
 from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
-from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
 from acpio.oneshot.client_methods import ClientMethods, decided
-from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
     CreateTerminalRequest,
@@ -136,15 +136,8 @@ class SessionRequests:
             self._check_allowed_env(command)
         self._commands_asked += 1
         request = command_request(command, f"acpio-command-{self._commands_asked}")
-        raw_input = {
-            "command": command.command,
-            "args": list(command.args),
-            "cwd": str(command.cwd),
-            "env": dict(command.env),
-        }
-        call = ToolCallView(
-            request.tool_call.tool_call_id, title=request.tool_call.title, kind="execute", raw_input=raw_input
-        )
+        asked = request.tool_call
+        call = ToolCallView(asked.tool_call_id, title=asked.title, kind="execute", raw_input=asked.raw_input)
         if self._grants.take(command):
             self._records.append(
                 PermissionAsk(
@@ -160,25 +153,18 @@ class SessionRequests:
         why = (
             "the turn is being cancelled" if ask.outcome == "cancelled" else "the client's policy refused it"
         )
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": ask.option_id or "cancelled"},
-            message=f"Refused to run {command.command_line}: {why}",
-        )
+        raise command_refusal(command, ask.option_id or "cancelled", why)
 
     def _check_allowed_env(self, command: TerminalCommand) -> None:
         refused = [name for name in command.risky_variables if name not in self._allow_env]
         if refused:
             names = ", ".join(refused)
-            raise InvalidParams(
-                {
-                    "command": command.command,
-                    "args": list(command.args),
-                    "refused": "env",
-                    "variables": refused,
-                },
-                message=f"Refused to run {command.command_line}: it sets {names}, deciding which program "
-                "runs or what it loads; the client allows the agent's commands, but not such a variable "
-                "unless AgentClient(allow_env=...) names it",
+            raise command_refusal(
+                command,
+                "env",
+                f"it sets {names}, deciding which program runs or what it loads; the client allows the "
+                "agent's commands, but not such a variable unless AgentClient(allow_env=...) names it",
+                variables=refused,
             )
 
     # --- files -------------------------------------------------------------------------------------

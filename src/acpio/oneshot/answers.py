@@ -19,11 +19,11 @@ from typing import Literal, TypeAlias, cast
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import Outcome, PermissionPolicy, allows, decide_permission
 from acpio.client.policy import RulePolicy
-from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
 from acpio.oneshot.client_methods import ClientMethods, decided, unless_cancelled
 from acpio.oneshot.elicitation import Elicitor
-from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.render import Renderer
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
@@ -208,10 +208,7 @@ class RequestAnswers:
             refused = "deny"
         else:
             why, refused = "the user refused it", "user"
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": refused},
-            message=f"Refused to run {command.command_line}: {why}",
-        )
+        raise command_refusal(command, refused, why)
 
     def _decided_by_rule(self) -> bool:
         """Whether ``--policy``'s last decision was a rule's (or a grant's), not a person's answer."""
@@ -233,11 +230,13 @@ class RequestAnswers:
         names = ", ".join(refused)
         flags = " ".join(f"--allow-env {shlex.quote(name)}" for name in refused)
         decides = "decides" if len(refused) == 1 else "decide"
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": "env", "variables": refused},
-            message=f"Refused to run {command.command_line}: it sets {names}, which {decides} which program "
-            f"runs or what it loads; {by} runs the agent's commands, but not with such a "
-            f"variable unless the user allows it by name ({flags}) or is asked about each command (--ask)",
+        raise command_refusal(
+            command,
+            "env",
+            f"it sets {names}, which {decides} which program runs or what it loads; {by} runs the agent's "
+            "commands, but not with such a variable unless the user allows it by name "
+            f"({flags}) or is asked about each command (--ask)",
+            variables=refused,
         )
 
     async def _decide(self, request: RequestPermissionRequest) -> Outcome:
