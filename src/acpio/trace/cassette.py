@@ -36,7 +36,15 @@ from acpio.trace.redact import Redaction
 from acpio.transports.base import Component, OversizedFrame, Transport
 from acpio.transports.tap import Direction, Tap
 
-__all__ = ["CASSETTE_VERSION", "Cassette", "CassetteRecorder", "Entry", "Recording", "Sender"]
+__all__ = [
+    "CASSETTE_VERSION",
+    "Cassette",
+    "CassetteRecorder",
+    "Entry",
+    "Recording",
+    "Sender",
+    "frame_messages",
+]
 
 #: The version of the cassette format this acpio writes.
 CASSETTE_VERSION: Final = 1
@@ -227,16 +235,11 @@ class CassetteRecorder(LineRecorder):
 
     def __call__(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
         """Record one frame (the tap's observer)."""
-        if not self.recording or isinstance(frame, OversizedFrame):
+        if not self.recording:
             return
-        try:
-            value = orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            return
-        outgoing = direction is Direction.OUTGOING
-        sender: Sender = "client" if outgoing == (self._side == "client") else "agent"
-        for message in value if isinstance(value, list) else [value]:
-            if isinstance(message, dict) and _is_message(message):
+        sender, messages = frame_messages(direction, frame, self._side)
+        for message in messages:
+            if _is_message(message):
                 self._learn_cwd(message)
                 self.write(_line(sender, self.elapsed(), self.redaction.apply(message)))
 
@@ -247,6 +250,24 @@ class CassetteRecorder(LineRecorder):
         cwd = params.get("cwd")
         if isinstance(cwd, str) and str(message.get("method", "")).startswith("session/"):
             self.redaction = self.redaction.with_path("<cwd>", cwd)
+
+
+def frame_messages(
+    direction: Direction, frame: bytes | OversizedFrame, side: Sender
+) -> tuple[Sender, list[dict[str, Any]]]:
+    """Who sent a frame a tap moved, and its JSON objects (a batch's, in order); none if it is not JSON.
+
+    ``side`` is where the tap sits: on the ``"client"``'s transport, what it sends went to the agent.
+    """
+    outgoing = direction is Direction.OUTGOING
+    sender: Sender = "client" if outgoing == (side == "client") else "agent"
+    if isinstance(frame, OversizedFrame):
+        return sender, []
+    try:
+        value = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return sender, []
+    return sender, [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
 
 
 class Recording:
