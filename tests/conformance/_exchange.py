@@ -18,7 +18,7 @@ from typing import Any
 
 import acpio
 from tests.conformance import _session_steps as session_steps
-from tests.conformance._driver import AgentProcess, MockClient, NoAnswer
+from tests.conformance._driver import EXIT_TIMEOUT, AgentUnderTest, NoAnswer, ScriptedClient, start_agent
 from tests.conformance._requirements import Verdicts, clip
 from tests.conformance._schema import AgentSchema
 from tests.conformance._transcript import Transcript
@@ -82,7 +82,7 @@ class Exchange:
     """The scripted connection: the steps in order, then the judgement of the transcript."""
 
     def __init__(
-        self, agent: AgentCommand, profile: ClientProfile, cx: AgentProcess, schema: AgentSchema, root: Path
+        self, agent: AgentCommand, profile: ClientProfile, cx: AgentUnderTest, schema: AgentSchema, root: Path
     ) -> None:
         self.agent = agent
         self.profile = profile
@@ -98,9 +98,6 @@ class Exchange:
         self.step = "ACP-INIT-001"
 
     # --- helpers ------------------------------------------------------------------------------------
-
-    def index(self, message: Mapping[str, Any]) -> int:
-        return next(i for i, f in enumerate(self.cx.frames) if f.message is message)
 
     def valid(self, requirement: str, method: str, answer: Mapping[str, Any]) -> bool:
         """Whether ``answer`` is a valid result for ``method`` (else a failure of ``requirement``)."""
@@ -178,7 +175,7 @@ class Exchange:
         rid = self.cx.request("session/prompt", {"sessionId": session_id, "prompt": blocks, **more})
         start = len(self.cx.frames) - 1
         answer = await self.cx.response_to(rid, "session/prompt")
-        self.turns.append((session_id, start, self.index(answer)))
+        self.turns.append((session_id, start, self.cx.index(answer)))
         return answer
 
     # --- the steps ----------------------------------------------------------------------------------
@@ -189,7 +186,7 @@ class Exchange:
             await self._steps()
         except NoAnswer as exc:
             self.v.check(self.step, False, f"stopped: {exc}")
-        await self.cx.finish()
+        await self.cx.finish(EXIT_TIMEOUT)
         self.v.check(
             "ACP-SHUTDOWN-001", self.cx.exit_code is not None, "still running after stdin closed: killed"
         )
@@ -377,9 +374,9 @@ async def check_agent(
     """Run the exchange against a fresh process of ``agent``, in ``root`` (its cwd and the session's)."""
     work = root / "work"
     work.mkdir()
-    client = MockClient(profile.capabilities, work)
+    client = ScriptedClient(profile.capabilities, work)
     env = agent_env(root / "home", SOURCE)
-    cx = await AgentProcess.start(list(agent.argv), client, cwd=work, env=env)
+    cx = await start_agent(agent.argv, client, cwd=work, env=env)
     try:
         return await Exchange(agent, profile, cx, schema, work).run()
     finally:

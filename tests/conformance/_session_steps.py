@@ -30,7 +30,7 @@ async def cancel(x: Exchange, session_id: str) -> None:
     cancel = {"sessionId": session_id}
     answer = await interrupted(x, "ACP-CANCEL-001", session_id, lambda: x.cx.notify("session/cancel", cancel))
     if answer is not None:
-        x.quiet_after.append(("ACP-CANCEL-002", session_id, x.index(answer)))
+        x.quiet_after.append(("ACP-CANCEL-002", session_id, x.cx.index(answer)))
     if not x.session_capability("close"):
         x.v.skip("ACP-CLOSE-002", "sessionCapabilities.close not advertised")
         return
@@ -59,7 +59,7 @@ async def interrupted(
     interrupt()
     how = x.cx.frames[-1].message["method"]
     try:
-        answer = await x.cx.response_to(rid, "session/prompt", CANCEL_TIMEOUT)
+        answer = await x.cx.response_to(rid, "session/prompt", within=CANCEL_TIMEOUT)
     except NoAnswer as exc:  # the agent still answers other requests: go on with them
         x.v.check(requirement, False, f"{how} sent right after session/prompt: {exc}")
         return None
@@ -133,7 +133,7 @@ async def resume(x: Exchange) -> None:
     x.valid("ACP-RESUME-001", "session/resume", answer)
     replayed = [
         u
-        for u in updates(x.cx.frames, session_id, start, x.index(answer))
+        for u in updates(x.cx.frames, session_id, start, x.cx.index(answer))
         if u.get("sessionUpdate") in HISTORY_KINDS
     ]
     x.v.check(
@@ -153,4 +153,4 @@ async def load(x: Exchange, session_id: str) -> None:
     answer = await x.cx.call("session/load", params)
     if x.valid("ACP-LOAD-001", "session/load", answer):
         x.v.check("ACP-LOAD-003", isinstance(answer["result"], dict), clip(answer))
-        x.quiet_after.append(("ACP-LOAD-002", session_id, x.index(answer)))
+        x.quiet_after.append(("ACP-LOAD-002", session_id, x.cx.index(answer)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.conformance._driver import Frame, MockClient
+from tests.conformance._driver import Frame, ScriptedClient
 from tests.conformance._requirements import Verdicts, clip
 from tests.conformance._schema import AgentSchema
 
@@ -48,7 +48,7 @@ class Transcript:
     """The lines of one connection, judged into ``verdicts``."""
 
     def __init__(
-        self, frames: Sequence[Frame], schema: AgentSchema, client: MockClient, verdicts: Verdicts
+        self, frames: Sequence[Frame], schema: AgentSchema, client: ScriptedClient, verdicts: Verdicts
     ) -> None:
         self.frames = frames
         self.schema = schema

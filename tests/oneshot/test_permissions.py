@@ -16,8 +16,10 @@ from acpio.oneshot.permissions import (
     AskPolicy,
     DenyPolicy,
     LineInput,
+    command_refusal,
     parse_answer,
 )
+from acpio.oneshot.terminals import TerminalCommand
 from acpio.schema import (
     CancelledPermissionOutcome,
     PermissionOption,
@@ -147,3 +149,13 @@ async def test_line_input_reads_lines_one_by_one_from_a_regular_file(tmp_path: P
         assert [await answers.readline() for _ in range(4)] == ["first", "second", "last", None]
     finally:
         os.close(fd)
+
+
+def test_a_command_refusal_names_the_command_and_what_refused_it_on_the_wire() -> None:
+    command = TerminalCommand("s-1", "ls", ("-l",), "/bin/ls", Path("/tmp"), (("PATH", "/x"),))
+    error = command_refusal(command, "env", "it sets PATH", variables=["PATH"])
+    assert error.to_wire() == {
+        "code": -32602,
+        "message": "Refused to run PATH=/x ls -l: it sets PATH",
+        "data": {"command": "ls", "args": ["-l"], "refused": "env", "variables": ["PATH"]},
+    }

@@ -6,6 +6,7 @@
 * the engine's log lines carry the ``acpio:`` prefix;
 * Ctrl-C, then an agent that ends the cancelled turn with ``end_turn``: exit code 130;
 * an error's ``data`` is printed as JSON, not as a Python repr;
+* a finished tool call's content sent after text streamed since it ended starts a line of its own;
 * a running command's output is live in a pipe too, and printed once;
 * a program that is no agent and exits at once (``ls -la``, ``echo Welcome``, ``true``) or echoes
   its input (``cat``): one line saying so and exit code 3, on asyncio's loop and on uvloop's; one
@@ -161,6 +162,29 @@ say(cx, "stopped as asked\\n")
     assert "[stop reason: end_turn]" in out
     assert "acpio: cancelling the turn" in err
     assert process.returncode == 130, err
+
+
+def test_a_tool_calls_late_content_does_not_run_into_the_streamed_text(tmp_path: Path) -> None:
+    agent = agent_script(
+        tmp_path,
+        """
+call = {"toolCallId": "t1", "title": "Read notes.txt", "status": "completed"}
+update(cx, {"sessionUpdate": "tool_call", **call})
+say(cx, "Here is what I found")
+content = [{"type": "content", "content": {"type": "text", "text": "first line of the notes"}}]
+update(cx, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "content": content})
+say(cx, "Done.")
+""",
+    )
+    done = acpio_prompt(tmp_path, "--no-color", "--agent", agent, "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[completed] Read notes.txt",
+        "Here is what I found",
+        "    first line of the notes",
+        "Done.",
+        "[stop reason: end_turn]",
+    ]
 
 
 def test_error_data_is_printed_as_json(tmp_path: Path) -> None:

@@ -102,6 +102,25 @@ def test_a_tool_call_gets_a_line_per_status_then_its_content() -> None:
     )
 
 
+def test_content_coming_after_a_tool_call_ended_starts_on_a_line_of_its_own() -> None:
+    # The call ended without content; text streamed; then its content came with no status change.
+    renderer, out = plain()
+    renderer.update(ToolCall(tool_call_id="t1", title="Read notes.txt", kind="read", status="completed"))
+    renderer.update(text("Here is what I found"))
+    renderer.update(
+        ToolCallUpdate(tool_call_id="t1", content=[Content(content=TextContent(text="first line"))])
+    )
+    renderer.update(text("Done."))
+    renderer.turn_ended("end_turn")
+    assert out.getvalue() == (
+        "[completed] Read notes.txt (read)\n"
+        "Here is what I found\n"
+        "    first line\n"
+        "Done.\n"
+        "[stop reason: end_turn]\n"
+    )
+
+
 def test_a_diff_is_a_unified_diff_of_old_and_new_text() -> None:
     diff = Diff(path="/p/config.json", old_text="a\nb\nc\n", new_text="a\nB\nc\n")
     assert diff_lines(diff) == [
@@ -328,6 +347,18 @@ def test_rich_colours_diffs_and_statuses() -> None:
     assert "\x1b[31m-old" in written  # red
     assert "\x1b[31m✖ " in written  # failed: red cross
     assert "\x1b[32m[stop reason: end_turn]" in written
+
+
+def test_rich_prints_streamed_text_before_content_coming_after_the_tool_call_ended() -> None:
+    renderer, out = rich()
+    renderer.update(ToolCall(tool_call_id="t", title="Read notes.txt", kind="read", status="completed"))
+    renderer.update(text("Here is what I found"))
+    renderer.update(ToolCallUpdate(tool_call_id="t", content=[Content(content=TextContent(text="first"))]))
+    renderer.turn_ended("end_turn")
+    renderer.close()
+    final = ANSI.sub("", out.getvalue())
+    # the text's last drawing (printed for good) comes before the content, never after it
+    assert final.rindex("Here is what I found") < final.index("    first") < final.index("[stop reason")
 
 
 def test_rich_redraws_a_changing_tool_call_in_place() -> None:

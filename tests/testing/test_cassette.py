@@ -10,9 +10,10 @@ import pytest
 from acpio.agents.testy import testy_agent
 from acpio.testing import connect_client, conversation_lines
 from acpio.trace import read_trace
-from acpio.trace.cassette import Cassette, Recording
+from acpio.trace.cassette import Cassette, Recording, frame_messages
 from acpio.trace.redact import Redaction, restore_paths
 from acpio.trace.show import build_rows
+from acpio.transports import Direction, OversizedFrame
 
 DATA = Path(__file__).parents[1] / "trace" / "data"
 
@@ -100,3 +101,19 @@ def test_a_file_without_messages_or_of_a_later_format_is_refused(tmp_path: Path)
     later.write_text('{"type": "cassette", "version": 9}\n')
     with pytest.raises(ValueError, match="upgrade acpio"):
         Cassette.load(later)
+
+
+def test_a_frame_a_tap_moved_is_its_json_objects_and_who_sent_them() -> None:
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"a"},7,{"jsonrpc":"2.0","method":"b"}]'
+    sender, messages = frame_messages(Direction.OUTGOING, batch, "client")
+    assert sender == "client"
+    assert messages == [{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "method": "b"}]
+    assert frame_messages(Direction.OUTGOING, b'{"id":1,"result":{}}', "agent") == (
+        "agent",
+        [{"id": 1, "result": {}}],
+    )  # a tap on the agent's transport: what it sends went to the client
+    assert frame_messages(Direction.INCOMING, b"Loading model...", "client") == ("agent", [])
+    assert frame_messages(Direction.INCOMING, OversizedFrame(size=10**8, head=b"{"), "client") == (
+        "agent",
+        [],
+    )

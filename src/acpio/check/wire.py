@@ -3,8 +3,9 @@
 :class:`AgentUnderTest` starts the command, writes requests and notifications, and reads every
 line the agent writes into :attr:`AgentUnderTest.frames` (a line that is not JSON too). The agent's
 own requests are answered the way a client with the given capabilities would (:class:`ScriptedClient`):
-files under the work directory, a terminal that runs nothing, permission granted, ``-32601`` for
-what was not advertised. A permission request can be *held* instead, to cancel the turn under it.
+files under the work directory, a terminal that runs nothing, permission granted (``cancelled`` in
+a session whose turn was cancelled), ``-32601`` for what was not advertised. A permission request
+can be *held* instead, to cancel the turn under it.
 Every wait is bounded: a hung agent gives a :class:`NoAnswer`, never a hang.
 """
 
@@ -50,6 +51,9 @@ class ScriptedClient:
     #: Hold permission requests (the check then cancels the turn under them) instead of granting them.
     hold_permissions: bool = False
     held: list[JsonObject] = field(default_factory=list)
+    #: Sessions whose turn was cancelled: a permission asked there is answered ``cancelled``, as a
+    #: client answers the questions of a turn it cancelled.
+    cancelled: set[str] = field(default_factory=set)
     _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def advertises(self, method: str) -> bool:
@@ -74,6 +78,8 @@ class ScriptedClient:
             if self.hold_permissions:
                 self.held.append(request)
                 return None
+            if params.get("sessionId") in self.cancelled:
+                return _result(request, {"outcome": {"outcome": "cancelled"}})
             options = params.get("options") or [{}]
             allowing = [o for o in options if str(o.get("kind", "")).startswith("allow")] or options
             return _result(
@@ -133,11 +139,19 @@ class AgentUnderTest:
 
     @classmethod
     async def start(
-        cls, argv: tuple[str, ...], client: ScriptedClient, *, stderr: Path, answer_within: float
+        cls,
+        argv: tuple[str, ...],
+        client: ScriptedClient,
+        *,
+        stderr: Path,
+        answer_within: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> AgentUnderTest:
-        """Start ``argv`` in this process's directory, its stdin and stdout piped, its stderr to ``stderr``.
+        """Start ``argv``, its stdin and stdout piped, its stderr to ``stderr``.
 
-        Raises :class:`OSError` when the command cannot be started.
+        It runs in ``cwd`` (default: this process's directory) with ``env`` (default: this
+        process's environment). Raises :class:`OSError` when the command cannot be started.
         """
         with stderr.open("ab") as errors:
             process = await asyncio.create_subprocess_exec(
@@ -145,7 +159,8 @@ class AgentUnderTest:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=errors,
-                env=dict(os.environ),
+                cwd=cwd,
+                env=dict(os.environ if env is None else env),
                 limit=1 << 24,
             )
         return cls(process, client, answer_within, stderr)

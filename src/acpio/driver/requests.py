@@ -20,29 +20,27 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from typing import Literal, cast
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
 from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
-from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
-from acpio.oneshot.answers import unless_cancelled
-from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.client_methods import ClientMethods, decided
+from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
-    CancelledPermissionOutcome,
     CreateTerminalRequest,
-    KillTerminalRequest,
+    CreateTerminalResponse,
     ReadTextFileRequest,
-    ReleaseTerminalRequest,
+    ReadTextFileResponse,
     RequestPermissionRequest,
     RequestPermissionResponse,
     SelectedPermissionOutcome,
-    TerminalOutputRequest,
-    WaitForTerminalExitRequest,
     WriteTextFileRequest,
+    WriteTextFileResponse,
 )
 from acpio.schema.base import AcpModel
 from acpio.session import RequestPermissionMessage, RequestPermissionV2Message, SessionMessage, TurnView
@@ -53,9 +51,6 @@ from acpio.session.turn_view import ToolCallView
 __all__ = ["SessionRequests"]
 
 _log = logging.getLogger("acpio.driver")
-
-#: Answers one request with its typed response.
-_Serve = Callable[[RequestDispatch], Awaitable[AcpModel]]
 
 #: What answering a request recorded, for the turn's result and its stream.
 Record = PermissionAsk | FileWrite
@@ -89,17 +84,17 @@ class SessionRequests:
         self._records: list[Record] = []
         #: The client terminals started in the session, in order, with their directories.
         self.started_terminals: dict[str, str] = {}
-        self._inline: dict[str, _Serve] = {
-            ReadTextFileRequest.METHOD: self._read_file,
-            WriteTextFileRequest.METHOD: self._write_file,
-        }
-        self._spawned: dict[str, _Serve] = {}
+        self._methods = ClientMethods(
+            unknown=lambda method: MethodNotFound(
+                f"{method}: this client (acpio.client.AgentClient) does not answer it"
+            ),
+            failure=lambda method, exc: InternalError(message=f"The client failed to answer {method}: {exc}"),
+            log=_log,
+        )
+        self._methods.inline[ReadTextFileRequest.METHOD] = self._read_file
+        self._methods.inline[WriteTextFileRequest.METHOD] = self._write_file
         if self.terminals is not None:
-            self._inline[CreateTerminalRequest.METHOD] = self._create_terminal
-            self._inline[TerminalOutputRequest.METHOD] = self._terminal_output
-            self._spawned[WaitForTerminalExitRequest.METHOD] = self._wait_for_exit
-            self._spawned[KillTerminalRequest.METHOD] = self._kill_terminal
-            self._spawned[ReleaseTerminalRequest.METHOD] = self._release_terminal
+            self._methods.serve_terminals(self.terminals, created=self._terminal_created)
 
     def take_records(self) -> list[Record]:
         """What was recorded since the last call, in order."""
@@ -110,32 +105,9 @@ class SessionRequests:
         """Answer one request of the agent: inline (in order) or, for a wait, in a task of ``connection``."""
         dispatch = cast(RequestDispatch, message.dispatch)
         if isinstance(message, RequestPermissionMessage | RequestPermissionV2Message):
-            await self._serve(dispatch, lambda _: self._permission(message))
-            return
-        serve = self._inline.get(dispatch.method)
-        if serve is not None:
-            await self._serve(dispatch, serve)
-            return
-        serve = self._spawned.get(dispatch.method)
-        if serve is not None:
-            connection.spawn(self._serve, dispatch, serve)
-            return
-        dispatch.responder.respond_with_error(
-            MethodNotFound(f"{dispatch.method}: this client (acpio.client.AgentClient) does not answer it")
-        )
-
-    async def _serve(self, dispatch: RequestDispatch, serve: _Serve) -> None:
-        try:
-            result = await serve(dispatch)
-        except RequestError as exc:
-            dispatch.responder.respond_with_error(exc)
-        except Exception as exc:
-            _log.exception("Answering %s failed", dispatch.method)
-            dispatch.responder.respond_with_error(
-                InternalError(message=f"The client failed to answer {dispatch.method}: {exc}")
-            )
+            await self._methods.serve(dispatch, lambda _: self._permission(message))
         else:
-            dispatch.responder.respond(result)
+            await self._methods.answer(dispatch, connection)
 
     # --- permissions -------------------------------------------------------------------------------
 
@@ -150,10 +122,7 @@ class SessionRequests:
 
     async def _decide(self, request: RequestPermissionRequest, call: ToolCallView) -> Outcome:
         """The policy's outcome; ``cancelled`` once the turn is cancelled (even while deciding)."""
-        if self.cancelled.is_set():
-            return CancelledPermissionOutcome()
-        outcome = await unless_cancelled(self.cancelled, decide_permission(self._policy, request, call))
-        return CancelledPermissionOutcome() if outcome is None else outcome
+        return await decided(self.cancelled, decide_permission(self._policy, request, call))
 
     async def consent_to_command(self, command: TerminalCommand) -> None:
         """Let a command run, or refuse it (``-32602``): a grant covers it, or the policy allows it.
@@ -167,15 +136,8 @@ class SessionRequests:
             self._check_allowed_env(command)
         self._commands_asked += 1
         request = command_request(command, f"acpio-command-{self._commands_asked}")
-        raw_input = {
-            "command": command.command,
-            "args": list(command.args),
-            "cwd": str(command.cwd),
-            "env": dict(command.env),
-        }
-        call = ToolCallView(
-            request.tool_call.tool_call_id, title=request.tool_call.title, kind="execute", raw_input=raw_input
-        )
+        asked = request.tool_call
+        call = ToolCallView(asked.tool_call_id, title=asked.title, kind="execute", raw_input=asked.raw_input)
         if self._grants.take(command):
             self._records.append(
                 PermissionAsk(
@@ -191,34 +153,27 @@ class SessionRequests:
         why = (
             "the turn is being cancelled" if ask.outcome == "cancelled" else "the client's policy refused it"
         )
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": ask.option_id or "cancelled"},
-            message=f"Refused to run {command.command_line}: {why}",
-        )
+        raise command_refusal(command, ask.option_id or "cancelled", why)
 
     def _check_allowed_env(self, command: TerminalCommand) -> None:
         refused = [name for name in command.risky_variables if name not in self._allow_env]
         if refused:
             names = ", ".join(refused)
-            raise InvalidParams(
-                {
-                    "command": command.command,
-                    "args": list(command.args),
-                    "refused": "env",
-                    "variables": refused,
-                },
-                message=f"Refused to run {command.command_line}: it sets {names}, deciding which program "
-                "runs or what it loads; the client allows the agent's commands, but not such a variable "
-                "unless AgentClient(allow_env=...) names it",
+            raise command_refusal(
+                command,
+                "env",
+                f"it sets {names}, deciding which program runs or what it loads; the client allows the "
+                "agent's commands, but not such a variable unless AgentClient(allow_env=...) names it",
+                variables=refused,
             )
 
     # --- files -------------------------------------------------------------------------------------
 
-    async def _read_file(self, dispatch: RequestDispatch) -> AcpModel:
+    async def _read_file(self, dispatch: RequestDispatch) -> ReadTextFileResponse:
         request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
         return await asyncio.to_thread(self._files.read, request)
 
-    async def _write_file(self, dispatch: RequestDispatch) -> AcpModel:
+    async def _write_file(self, dispatch: RequestDispatch) -> WriteTextFileResponse:
         request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
         old_text = await asyncio.to_thread(self._old_text, request)
         response = await asyncio.to_thread(self._files.write, request)
@@ -252,29 +207,8 @@ class SessionRequests:
                 return call.tool_call_id
         return None
 
-    # --- terminals ---------------------------------------------------------------------------------
-
-    def _terminals(self) -> Terminals:
-        assert self.terminals is not None
-        return self.terminals
-
-    async def _create_terminal(self, dispatch: RequestDispatch) -> AcpModel:
-        request: CreateTerminalRequest = dispatch.parse(CreateTerminalRequest)
-        response = await self._terminals().create(request)
+    def _terminal_created(self, request: CreateTerminalRequest, response: CreateTerminalResponse) -> None:
         self.started_terminals[response.terminal_id] = request.cwd or str(self._files.root)
-        return response
-
-    async def _terminal_output(self, dispatch: RequestDispatch) -> AcpModel:
-        return self._terminals().output(dispatch.parse(TerminalOutputRequest))
-
-    async def _wait_for_exit(self, dispatch: RequestDispatch) -> AcpModel:
-        return await self._terminals().wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
-
-    async def _kill_terminal(self, dispatch: RequestDispatch) -> AcpModel:
-        return await self._terminals().kill(dispatch.parse(KillTerminalRequest))
-
-    async def _release_terminal(self, dispatch: RequestDispatch) -> AcpModel:
-        return await self._terminals().release(dispatch.parse(ReleaseTerminalRequest))
 
 
 def _ask(

@@ -12,45 +12,41 @@ import asyncio
 import functools
 import logging
 import shlex
-from collections.abc import Awaitable, Callable, Collection, Coroutine
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import Literal, TypeAlias, cast
 
 from acpio.client.files import ConfinedFiles
 from acpio.client.permissions import Outcome, PermissionPolicy, allows, decide_permission
 from acpio.client.policy import RulePolicy
-from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
+from acpio.oneshot.client_methods import ClientMethods, decided, unless_cancelled
 from acpio.oneshot.elicitation import Elicitor
-from acpio.oneshot.permissions import CommandGrants, command_request
+from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.render import Renderer
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
     CancelledPermissionOutcome,
     CreateElicitationRequest,
     CreateElicitationResponse,
-    CreateTerminalRequest,
-    KillTerminalRequest,
     ReadTextFileRequest,
-    ReleaseTerminalRequest,
+    ReadTextFileResponse,
     RequestPermissionRequest,
     RequestPermissionResponse,
-    TerminalOutputRequest,
-    WaitForTerminalExitRequest,
     WriteTextFileRequest,
+    WriteTextFileResponse,
 )
+from acpio.schema.base import AcpModel
 from acpio.session import RequestPermissionV2Message, SessionMessage
 from acpio.session.messages import v2_permission_answer
 
-__all__ = ["PolicyName", "RequestAnswers", "unless_cancelled"]
+__all__ = ["PolicyName", "RequestAnswers"]
 
 _log = logging.getLogger("acpio.oneshot")
 
 #: How permission requests are answered.
 PolicyName: TypeAlias = Literal["allow", "deny", "ask"]
-
-_Serve: TypeAlias = Callable[[RequestDispatch], Awaitable[Any]]
-_T = TypeVar("_T")
 
 
 class RequestAnswers:
@@ -71,7 +67,6 @@ class RequestAnswers:
         self._allowed_env = frozenset(allowed_env)
         self._renderer = renderer
         self._files = files
-        self._terminals = terminals
         self._policy = policy
         #: The ``--add-dir`` directories, where the agent's file access is allowed too.
         self.added_dirs: list[ConfinedFiles] = []
@@ -81,20 +76,21 @@ class RequestAnswers:
         self.cancelled = asyncio.Event()
         #: Answers ``elicitation/create`` (set by :func:`run_prompt`; ``None`` refuses them).
         self.elicitor: Elicitor | None = None
-        # Requests answered inline (in the order they came) and in tasks (they may take long).
-        self._inline: dict[str, _Serve] = {
-            ReadTextFileRequest.METHOD: self._read_file,
-            WriteTextFileRequest.METHOD: self._write_file,
-            CreateTerminalRequest.METHOD: self._create_terminal,
-            TerminalOutputRequest.METHOD: self._terminal_output,
-            RequestPermissionRequest.METHOD: self._permission,
-            CreateElicitationRequest.METHOD: self._elicit,
-        }
-        self._spawned: dict[str, _Serve] = {
-            WaitForTerminalExitRequest.METHOD: self._wait_for_exit,
-            KillTerminalRequest.METHOD: self._kill_terminal,
-            ReleaseTerminalRequest.METHOD: self._release_terminal,
-        }
+        self._methods = ClientMethods(
+            unknown=MethodNotFound,
+            failure=lambda method, _: InternalError(message=f"acpio prompt failed to answer {method}"),
+            log=_log,
+            refused=self._refused,
+        )
+        self._methods.inline.update(
+            {
+                ReadTextFileRequest.METHOD: self._read_file,
+                WriteTextFileRequest.METHOD: self._write_file,
+                RequestPermissionRequest.METHOD: self._permission,
+                CreateElicitationRequest.METHOD: self._elicit,
+            }
+        )
+        self._methods.serve_terminals(terminals)
 
     async def answer(self, message: SessionMessage, connection: Connection) -> None:
         """Answer one request of the turn: inline, in order, or in a task of ``connection``'s.
@@ -104,42 +100,22 @@ class RequestAnswers:
         """
         dispatch = cast(RequestDispatch, message.dispatch)
         if isinstance(message, RequestPermissionV2Message):
-            await self._serve(dispatch, functools.partial(self._permission_v2, message))
-            return
-        serve = self._inline.get(dispatch.method)
-        if serve is not None:
-            await self._serve(dispatch, serve)
-            return
-        serve = self._spawned.get(dispatch.method)
-        if serve is not None:
-            connection.spawn(self._serve, dispatch, serve)
-            return
-        self._fail(dispatch, MethodNotFound(dispatch.method))
-
-    async def _serve(self, dispatch: RequestDispatch, serve: _Serve) -> None:
-        try:
-            result = await serve(dispatch)
-        except RequestError as exc:
-            self._fail(dispatch, exc)
-        except Exception:
-            _log.exception("Answering %s failed", dispatch.method)
-            self._fail(dispatch, InternalError(message=f"acpio prompt failed to answer {dispatch.method}"))
+            await self._methods.serve(dispatch, functools.partial(self._permission_v2, message))
         else:
-            dispatch.responder.respond(result)
+            await self._methods.answer(dispatch, connection)
 
-    def _fail(self, dispatch: RequestDispatch, error: RequestError) -> None:
-        dispatch.responder.respond_with_error(error)
+    def _refused(self, dispatch: RequestDispatch, error: RequestError) -> None:
         # Agents often try to read a file to see whether it exists: that is no news to the person.
         if not (isinstance(error, ResourceNotFound) and dispatch.method == ReadTextFileRequest.METHOD):
             self._renderer.request_failed(dispatch.method, error.message)
 
     # File work runs in a thread: a slow disk or a big file must not stop the event loop (Ctrl-C, the
     # agent's other messages); the turn still awaits it, so the agent's requests are served in order.
-    async def _read_file(self, dispatch: RequestDispatch) -> Any:
+    async def _read_file(self, dispatch: RequestDispatch) -> ReadTextFileResponse:
         request: ReadTextFileRequest = dispatch.parse(ReadTextFileRequest)
         return await asyncio.to_thread(self._files_for(request.path).read, request)
 
-    async def _write_file(self, dispatch: RequestDispatch) -> Any:
+    async def _write_file(self, dispatch: RequestDispatch) -> WriteTextFileResponse:
         request: WriteTextFileRequest = dispatch.parse(WriteTextFileRequest)
         return await asyncio.to_thread(self._files_for(request.path).write, request)
 
@@ -150,22 +126,7 @@ class RequestAnswers:
                 return files
         return self._files
 
-    async def _create_terminal(self, dispatch: RequestDispatch) -> Any:
-        return await self._terminals.create(dispatch.parse(CreateTerminalRequest))
-
-    async def _terminal_output(self, dispatch: RequestDispatch) -> Any:
-        return self._terminals.output(dispatch.parse(TerminalOutputRequest))
-
-    async def _wait_for_exit(self, dispatch: RequestDispatch) -> Any:
-        return await self._terminals.wait_for_exit(dispatch.parse(WaitForTerminalExitRequest))
-
-    async def _kill_terminal(self, dispatch: RequestDispatch) -> Any:
-        return await self._terminals.kill(dispatch.parse(KillTerminalRequest))
-
-    async def _release_terminal(self, dispatch: RequestDispatch) -> Any:
-        return await self._terminals.release(dispatch.parse(ReleaseTerminalRequest))
-
-    async def _permission(self, dispatch: RequestDispatch) -> Any:
+    async def _permission(self, dispatch: RequestDispatch) -> RequestPermissionResponse:
         request: RequestPermissionRequest = dispatch.parse(RequestPermissionRequest)
         # The question shows what it is about: the title, diff or command the tool call showed before.
         known = self._renderer.known_tool(request.tool_call.tool_call_id)
@@ -183,7 +144,9 @@ class RequestAnswers:
         self._renderer.permission(request, outcome)
         return RequestPermissionResponse(outcome=outcome)
 
-    async def _permission_v2(self, message: RequestPermissionV2Message, dispatch: RequestDispatch) -> Any:
+    async def _permission_v2(
+        self, message: RequestPermissionV2Message, dispatch: RequestDispatch
+    ) -> AcpModel:
         """A v2 permission question, decided as a v1 one whose title says what is asked.
 
         The title, then the description and the command (with its directory) of a command subject.
@@ -203,7 +166,7 @@ class RequestAnswers:
         self._renderer.permission(asked, outcome)
         return v2_permission_answer(outcome)
 
-    async def _elicit(self, dispatch: RequestDispatch) -> Any:
+    async def _elicit(self, dispatch: RequestDispatch) -> CreateElicitationResponse:
         """``elicitation/create``: the elicitor's answer; ``cancel`` once the turn is cancelled."""
         request: CreateElicitationRequest = dispatch.parse(CreateElicitationRequest)
         if self.elicitor is None:
@@ -245,10 +208,7 @@ class RequestAnswers:
             refused = "deny"
         else:
             why, refused = "the user refused it", "user"
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": refused},
-            message=f"Refused to run {command.command_line}: {why}",
-        )
+        raise command_refusal(command, refused, why)
 
     def _decided_by_rule(self) -> bool:
         """Whether ``--policy``'s last decision was a rule's (or a grant's), not a person's answer."""
@@ -270,36 +230,19 @@ class RequestAnswers:
         names = ", ".join(refused)
         flags = " ".join(f"--allow-env {shlex.quote(name)}" for name in refused)
         decides = "decides" if len(refused) == 1 else "decide"
-        raise InvalidParams(
-            {"command": command.command, "args": list(command.args), "refused": "env", "variables": refused},
-            message=f"Refused to run {command.command_line}: it sets {names}, which {decides} which program "
-            f"runs or what it loads; {by} runs the agent's commands, but not with such a "
-            f"variable unless the user allows it by name ({flags}) or is asked about each command (--ask)",
+        raise command_refusal(
+            command,
+            "env",
+            f"it sets {names}, which {decides} which program runs or what it loads; {by} runs the agent's "
+            "commands, but not with such a variable unless the user allows it by name "
+            f"({flags}) or is asked about each command (--ask)",
+            variables=refused,
         )
 
     async def _decide(self, request: RequestPermissionRequest) -> Outcome:
         """The policy's outcome for ``request``; ``cancelled`` once the turn is cancelled (even meanwhile)."""
-        if self.cancelled.is_set():
-            return CancelledPermissionOutcome()
-        self._renderer.settle()
-        outcome = await unless_cancelled(self.cancelled, decide_permission(self._policy, request))
-        return CancelledPermissionOutcome() if outcome is None else outcome
+        return await decided(self.cancelled, self._ask(request))
 
-
-async def unless_cancelled(cancelled: asyncio.Event, work: Coroutine[Any, Any, _T]) -> _T | None:
-    """What ``work`` returns, or ``None`` once ``cancelled`` is set (``work`` is cancelled then).
-
-    A turn's answer to the agent (a policy deciding, a person asked) must not outlive the turn's
-    cancellation: the connection has already answered the request ``cancelled``.
-    """
-    doing = asyncio.ensure_future(work)
-    waiting = asyncio.ensure_future(cancelled.wait())
-    try:
-        await asyncio.wait((doing, waiting), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (doing, waiting):
-            task.cancel()
-        await asyncio.gather(doing, waiting, return_exceptions=True)
-    if cancelled.is_set() or doing.cancelled():
-        return None
-    return doing.result()
+    async def _ask(self, request: RequestPermissionRequest) -> Outcome:
+        self._renderer.settle()  # the policy may ask the person: the question starts a line of its own
+        return await decide_permission(self._policy, request)

@@ -41,6 +41,7 @@ from acpio.client.permissions import (
     describe_request,
     pick_option,
 )
+from acpio.errors import InvalidParams
 from acpio.oneshot.render_tools import diff_lines
 from acpio.oneshot.sanitize import sanitize
 from acpio.oneshot.terminals import TerminalCommand
@@ -67,6 +68,7 @@ __all__ = [
     "Outcome",
     "PermissionPolicy",
     "allows",
+    "command_refusal",
     "command_request",
     "describe_request",
     "parse_answer",
@@ -110,6 +112,18 @@ def command_request(command: TerminalCommand, tool_call_id: str) -> RequestPermi
     )
     return RequestPermissionRequest(
         session_id=command.session_id, tool_call=tool_call, options=list(RUN_OPTIONS)
+    )
+
+
+def command_refusal(command: TerminalCommand, refused: str, why: str, **more: object) -> InvalidParams:
+    """The ``-32602`` refusing to run ``command``: "Refused to run COMMAND LINE: ``why``".
+
+    Its data names the command, its arguments and what refused it (``refused``: the option chosen,
+    ``cancelled``, ``env``...), then ``more`` (the ``variables`` an ``env`` refusal is about).
+    """
+    return InvalidParams(
+        {"command": command.command, "args": list(command.args), "refused": refused, **more},
+        message=f"Refused to run {command.command_line}: {why}",
     )
 
 

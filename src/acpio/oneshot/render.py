@@ -352,7 +352,8 @@ class TextRenderer(ABC):
             for terminal_id in calls.terminals_to_stream(tool):
                 self._start_streaming(terminal_id)
         content = calls.content_lines(tool, history)
-        if content:
+        if content:  # it may come without a status line, after text streamed since the call ended
+            self._end_stream()
             self._lines(content)
 
     def _start_streaming(self, terminal_id: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from acpio.trace.cassette import Entry, Sender
+from acpio.trace.cassette import Entry, Sender, frame_messages
 from acpio.trace.events import parse_event
 from acpio.trace.formats import convert_record
 from acpio.trace.show import build_rows
@@ -70,17 +70,9 @@ class Conversation:
 
     def __call__(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
         """Record a frame the tap moved (a tap's observer); frames that are not JSON are left out."""
-        if isinstance(frame, OversizedFrame):
-            return
-        try:
-            value = orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            return
-        outgoing = direction is Direction.OUTGOING
-        sender: Sender = "client" if outgoing == (self._side == "client") else "agent"
-        for message in value if isinstance(value, list) else [value]:
-            if isinstance(message, dict):
-                self.add(sender, message)
+        sender, messages = frame_messages(direction, frame, self._side)
+        for message in messages:
+            self.add(sender, message)
 
     def add(self, sender: Sender, message: dict[str, Any]) -> None:
         """Add one message sent by ``sender``."""

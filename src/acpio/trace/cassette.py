@@ -23,22 +23,28 @@ or as a client (:func:`acpio.testing.client_replay`).
 from __future__ import annotations
 
 import os
-import sys
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, BinaryIO, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import orjson
 
 from acpio.trace.events import NotificationEvent, RequestEvent, ResponseEvent, parse_event
+from acpio.trace.line_recorder import LineRecorder
 from acpio.trace.redact import Redaction
 from acpio.transports.base import Component, OversizedFrame, Transport
 from acpio.transports.tap import Direction, Tap
 
-__all__ = ["CASSETTE_VERSION", "Cassette", "CassetteRecorder", "Entry", "Recording", "Sender"]
+__all__ = [
+    "CASSETTE_VERSION",
+    "Cassette",
+    "CassetteRecorder",
+    "Entry",
+    "Recording",
+    "Sender",
+    "frame_messages",
+]
 
 #: The version of the cassette format this acpio writes.
 CASSETTE_VERSION: Final = 1
@@ -201,7 +207,7 @@ def _rebuilt(event: RequestEvent | NotificationEvent | ResponseEvent) -> dict[st
     return message
 
 
-class CassetteRecorder:
+class CassetteRecorder(LineRecorder):
     """Writes the frames a tap shows it to a cassette at ``path`` (created, or truncated, now).
 
     ``side`` is where the tap sits: ``"client"`` (the default: what the tap sends went to the agent)
@@ -219,31 +225,23 @@ class CassetteRecorder:
         redaction: Redaction | None = None,
         side: Literal["client", "agent"] = "client",
     ) -> None:
-        self.path = Path(path)
+        super().__init__(path)
         self.redaction = redaction if redaction is not None else Redaction.default()
         self._side = side
-        self._file: BinaryIO | None = self.path.open("wb")
-        self._start = time.monotonic()
-        self._write(_header(sorted({*self.redaction.paths, "<cwd>"})))
+        self.write(_header(sorted({*self.redaction.paths, "<cwd>"})))
 
     def __repr__(self) -> str:
         return f"CassetteRecorder({str(self.path)!r})"
 
     def __call__(self, direction: Direction, frame: bytes | OversizedFrame) -> None:
         """Record one frame (the tap's observer)."""
-        if self._file is None or isinstance(frame, OversizedFrame):
+        if not self.recording:
             return
-        try:
-            value = orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            return
-        outgoing = direction is Direction.OUTGOING
-        sender: Sender = "client" if outgoing == (self._side == "client") else "agent"
-        for message in value if isinstance(value, list) else [value]:
-            if isinstance(message, dict) and _is_message(message):
+        sender, messages = frame_messages(direction, frame, self._side)
+        for message in messages:
+            if _is_message(message):
                 self._learn_cwd(message)
-                ts = time.monotonic() - self._start
-                self._write(_line(sender, ts, self.redaction.apply(message)))
+                self.write(_line(sender, self.elapsed(), self.redaction.apply(message)))
 
     def _learn_cwd(self, message: dict[str, Any]) -> None:
         params = message.get("params")
@@ -253,32 +251,23 @@ class CassetteRecorder:
         if isinstance(cwd, str) and str(message.get("method", "")).startswith("session/"):
             self.redaction = self.redaction.with_path("<cwd>", cwd)
 
-    def _write(self, data: bytes) -> None:
-        if self._file is None:
-            return
-        try:
-            self._file.write(data)
-            self._file.flush()
-        except (OSError, ValueError) as exc:
-            print(f"acpio: recording to {self.path} stopped: {exc}", file=sys.stderr)
-            self.close()
 
-    def close(self) -> None:
-        """Stop recording and close the file (calling it again does nothing)."""
-        file, self._file = self._file, None
-        if file is not None:
-            try:
-                file.close()
-            except OSError as exc:
-                print(f"acpio: closing {self.path} failed: {exc}", file=sys.stderr)
+def frame_messages(
+    direction: Direction, frame: bytes | OversizedFrame, side: Sender
+) -> tuple[Sender, list[dict[str, Any]]]:
+    """Who sent a frame a tap moved, and its JSON objects (a batch's, in order); none if it is not JSON.
 
-    def __enter__(self) -> CassetteRecorder:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    ``side`` is where the tap sits: on the ``"client"``'s transport, what it sends went to the agent.
+    """
+    outgoing = direction is Direction.OUTGOING
+    sender: Sender = "client" if outgoing == (side == "client") else "agent"
+    if isinstance(frame, OversizedFrame):
+        return sender, []
+    try:
+        value = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return sender, []
+    return sender, [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
 
 
 class Recording:
