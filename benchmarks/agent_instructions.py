@@ -3,6 +3,7 @@
     python benchmarks/agent_instructions.py                       # bare, pydantic, acpio, acpio_app
     python benchmarks/agent_instructions.py --agent acpio_app     # one (repeat the option for more)
     python benchmarks/agent_instructions.py --quick               # fewer updates, to check the script runs
+    python benchmarks/agent_instructions.py --agent acpio_app --store memory --store sqlite
 
 Each agent is the process ``benchmarks/run.py`` streams from (``peers/<name>_agent.py``), run under
 callgrind and driven over its stdin and stdout by this script: ``initialize``, ``session/new``, then
@@ -13,6 +14,10 @@ the handshake cancelled out. Unlike ``run.py``'s rates it does not move with the
 with where the scheduler puts the two processes, and unlike ``breakdown.py`` it counts everything
 the agent does, not stage by stage. The client side is this script's, outside callgrind. Needs
 ``valgrind``; a few minutes.
+
+``--store KIND`` measures the ``AgentApp`` agent again with a session store that records every
+update: ``memory`` (``memory:``) or ``sqlite`` (a new SQLite file for each run), the agent's
+``ACPIO_BENCH_STORE``. Each such line also says what the store adds to an update.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -35,6 +41,9 @@ from _harness import stream_prompt  # noqa: E402  (benchmarks/peers/_harness.py)
 
 #: The agents measured by default: the floor, the typed floor, and acpio's two styles.
 AGENTS = ("bare", "pydantic", "acpio", "acpio_app")
+#: The agents that take a store (``--store``), and the stores they can be measured with.
+STORED_AGENTS = ("acpio_app",)
+STORES = ("memory", "sqlite")
 
 
 def _frame(request_id: int, method: str, params: dict[str, object]) -> bytes:
@@ -53,13 +62,26 @@ def _answer(stdout: IO[bytes], request_id: int) -> dict[str, object]:
     raise RuntimeError(f"the agent exited before answering request {request_id}")
 
 
-def instructions(agent: str, updates: int) -> int:
-    """The instructions of one agent process that streams ``updates`` updates in one prompt."""
+def instructions(agent: str, updates: int, store: str | None = None) -> int:
+    """The instructions of one agent process that streams ``updates`` updates in one prompt.
+
+    ``store``: the kind of store the agent records in (one of :data:`STORES`), or none.
+    """
+    with tempfile.TemporaryDirectory(prefix="acpio-bench-") as directory:
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        env.pop("ACPIO_BENCH_STORE", None)
+        if store is not None:
+            env["ACPIO_BENCH_STORE"] = (
+                "memory:" if store == "memory" else f"sqlite:///{directory}/sessions.db"
+            )
+        return _run(agent, updates, env)
+
+
+def _run(agent: str, updates: int, env: dict[str, str]) -> int:
     script = PEERS / f"{agent}_agent.py"
     if not script.exists():
         raise SystemExit(f"there is no agent {agent!r}: {script} does not exist")
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, str(script)]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
     with subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PEERS, env=env
     ) as agent_process:
@@ -95,13 +117,35 @@ def main() -> None:
     parser.add_argument("--agent", action="append", help=f"an agent to measure (default: {default})")
     parser.add_argument("--quick", action="store_true", help="200 and 600 updates instead of 1,000 and 3,000")
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure (the median is shown)")
+    parser.add_argument(
+        "--store",
+        action="append",
+        choices=STORES,
+        default=[],
+        help=f"also measure {', '.join(STORED_AGENTS)} recording in this store (repeat for both)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("agent_instructions.py needs valgrind (Debian: apt-get install valgrind)")
+    agents = args.agent or AGENTS
+    stored = [agent for agent in agents if agent in STORED_AGENTS]
+    if args.store and not stored:
+        raise SystemExit(f"--store needs an agent that takes a store: --agent {' or '.join(STORED_AGENTS)}")
     n = 200 if args.quick else 1000
-    for agent in args.agent or AGENTS:
-        extra = [instructions(agent, 3 * n) - instructions(agent, n) for _ in range(args.repeat)]
-        print(f"{agent:10}: {statistics.median(extra) / (2 * n):9,.0f} instructions/update")
+
+    def per_update(agent: str, store: str | None) -> float:
+        extra = [
+            instructions(agent, 3 * n, store) - instructions(agent, n, store) for _ in range(args.repeat)
+        ]
+        return statistics.median(extra) / (2 * n)
+
+    for agent in agents:
+        alone = per_update(agent, None)
+        print(f"{agent:10}: {alone:9,.0f} instructions/update")
+        for store in args.store if agent in stored else []:
+            recorded = per_update(agent, store)
+            label = f"{agent} + {store}"
+            print(f"{label:10}: {recorded:9,.0f} instructions/update, {recorded - alone:+,.0f} for the store")
 
 
 if __name__ == "__main__":

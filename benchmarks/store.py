@@ -58,6 +58,8 @@ from acpio.testing import WirePeer, serving
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = {True: "typed updates", False: "dict updates"}
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
+#: Updates the streaming agent sends between two yields to the event loop (SQLite's burst at most).
+BURST = 256
 
 
 def chunk(session_id: str, n: int) -> dict[str, Any]:
@@ -95,7 +97,14 @@ def typed_chunk(session_id: str, n: int) -> SessionNotification:
     )
 
 
-def streaming_agent(store: SessionStore | None, updates: int, typed: bool) -> Builder[Connection]:
+def streaming_agent(
+    store: SessionStore | None, updates: int, typed: bool, burst: int = BURST
+) -> Builder[Connection]:
+    """Streams ``updates`` updates a turn, in bursts of ``burst`` sent without yielding to the event loop.
+
+    After each burst the agent yields once (a store that commits what a burst gave it, SQLite, does
+    it then: one commit a burst, whatever the reader does), then waits while the client is behind.
+    """
     app = Agent.builder(name="streamer")
     if store is not None:
         serve_sessions(app, store)
@@ -112,7 +121,8 @@ def streaming_agent(store: SessionStore | None, updates: int, typed: bool) -> Bu
                 cx.send_notification(typed_chunk(req.session_id, n))
             else:
                 cx.send_notification("session/update", chunk(req.session_id, n))
-            if n % 256 == 255:
+            if n % burst == burst - 1:
+                await asyncio.sleep(0)
                 await cx.drain()
         return PromptResponse(stop_reason=StopReason.END_TURN)
 
@@ -139,9 +149,9 @@ async def call(peer: WirePeer, method: str, params: Any) -> Any:
     return await peer.response_to(peer.request(method, params))
 
 
-async def stream_seconds(store: SessionStore | None, updates: int, typed: bool) -> float:
+async def stream_seconds(store: SessionStore | None, updates: int, typed: bool, burst: int = BURST) -> float:
     """CPU seconds of the turn (this process runs both ends)."""
-    async with serving(streaming_agent(store, updates, typed), timeout=120) as peer:
+    async with serving(streaming_agent(store, updates, typed, burst), timeout=120) as peer:
         await call(peer, "initialize", INIT)
         sid = (await call(peer, "session/new", {"cwd": "/bench", "mcpServers": []}))["result"]["sessionId"]
         started = time.process_time()

@@ -7,7 +7,9 @@ answers with its id and that mode. A prompt whose text reads ``stream N`` is ans
 other agents send; ``say`` waits for the client when it has more than 256 KiB unread) and
 ``end_turn``. It runs on asyncio's event loop, as the floor and ``acpio_agent.py`` do. Run by a client
 over stdio: ``python benchmarks/peers/acpio_app_agent.py``. It has no benchmark client: ``acpio_app`` is
-an agent-only implementation in ``benchmarks/run.py``.
+an agent-only implementation in ``benchmarks/run.py``. With ``ACPIO_BENCH_STORE`` set to a store's URL
+(``memory:``, ``sqlite:///path``) the app keeps its sessions there and records every update
+(``benchmarks/agent_instructions.py --store``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ STREAM_PREFIX = "stream "
 #: The mode the benchmark clients set in every round trip (``_harness.MODE_ID``).
 MODE_ID = "bench"
 
-app = AgentApp("bench-app-agent")
+#: The environment variable naming the store the app records its sessions in (none when unset).
+STORE_VARIABLE = "ACPIO_BENCH_STORE"
+
+app = AgentApp("bench-app-agent", store=os.environ.get(STORE_VARIABLE))
 app.mode(MODE_ID, "Benchmark")
 
 

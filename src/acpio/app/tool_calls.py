@@ -49,7 +49,10 @@ class SessionUpdates:
 
     This one writes them as v1 has them; :class:`~acpio.app.updates_v2.V2Updates` as v2 does. An
     update is a model (``turn.update``), or the :class:`~acpio.app.update_templates.Template` of a
-    verb, written without one (its model when a value does not fit the template).
+    verb, written without one (its model when a value does not fit the template). The JSON written
+    without a model goes out as a :class:`~acpio.jsonrpc.RawJson` whose ``source`` is this writer:
+    its :attr:`session_id` is how a send observer (the session store's recorder, the attached
+    clients' forwarder) finds the session without parsing the JSON.
     """
 
     #: The ACP version it writes.
@@ -57,6 +60,7 @@ class SessionUpdates:
 
     def __init__(self, cx: Connection, session_id: str, cwd: Path) -> None:
         self.cx = cx
+        #: The session the updates are for.
         self.session_id = session_id
         self.cwd = cwd
         #: Every update sent so far, in order (the turn's history keeps them).
@@ -104,12 +108,12 @@ class SessionUpdates:
             self._post_model(template.model())
         else:
             self.sent.append(template.kept())
-            self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, update, b"}"))))
+            self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, update, b"}")), self))
 
     def _post_text(self, kind: str, text: str, opening: bytes) -> None:
         """A text chunk whose update object, up to its closing brace, is ``opening``."""
         self.sent.append(kept_text(kind, text))
-        self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, opening, b"}}"))))
+        self.cx.send_notification(_UPDATE, RawJson(b"".join((self.params_head, opening, b"}}")), self))
 
     def absolute(self, path: str | Path) -> Path:
         """``path`` relative to the session's cwd: ACP wants absolute paths on the wire."""

@@ -116,7 +116,7 @@ class V2Updates(SessionUpdates):
         self.sent.append(kept)
         if self._record is not None:
             self._record(self.session_id, self.params_head + neutral + b"}")
-        self.cx.send_notification(_UPDATE, RawJson(self.params_head + shaped + b"}"))
+        self.cx.send_notification(_UPDATE, RawJson(self.params_head + shaped + b"}", self))
 
     def post_v2(self, update: dict[str, Any]) -> None:
         """Send a v2 update object as it is, without waiting (not kept in the neutral history)."""

@@ -269,9 +269,10 @@ class Builder(Generic[C]):
         It is called right before the notification is queued (so what it schedules with
         ``call_soon`` runs before the frame is written), with the params serialized once for it and
         for the frame: a :class:`~acpio.jsonrpc.RawJson` whose ``json`` is the text the frame
-        carries and whose ``source`` is what the sender gave (a typed object, a dict), or ``None``
-        for a notification without params. It runs on the sender's path, so it must be quick and
-        must not raise; a session store records ``session/update`` this way
+        carries and whose ``source`` is what the sender gave (a typed object, a dict; for a
+        ``RawJson`` sent as it is, the ``source`` it was made with, which may be ``None``), or
+        ``None`` for a notification without params. It runs on the sender's path, so it must be
+        quick and must not raise; a session store records ``session/update`` this way
         (:func:`acpio.store.serve_sessions`). Usable as a decorator; returns ``observer``.
         """
         self._send_observers.append(observer)

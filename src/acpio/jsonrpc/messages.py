@@ -414,7 +414,9 @@ class RawJson:
     ``source`` is what the JSON was made from (a typed object, a dict), when known. The engine makes
     one when a connection has send observers, so that they and the frame share one serialization
     (:meth:`Builder.on_send_notification <acpio.jsonrpc.Builder.on_send_notification>`); a sender
-    may pass one too, for JSON it holds as text (a session store replaying its history).
+    may pass one too, for JSON it writes or holds as text: what the observers need to know of it
+    without parsing it (an :class:`~acpio.app.AgentApp` turn passes its session's update writer,
+    whose ``session_id`` the session store's recorder reads).
     """
 
     __slots__ = ("json", "source")

@@ -124,7 +124,7 @@ class OpenSessions:
         source = params.source
         if type(source) is dict:
             session_id = source.get("sessionId")
-        elif source is None:  # JSON the sender held as text
+        elif source is None:  # JSON sent as text alone (a replay): parsed for its session id
             session_id = session_id_of(orjson.loads(params.json))
         else:
             session_id = getattr(source, "session_id", None)
