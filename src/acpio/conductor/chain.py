@@ -101,6 +101,7 @@ from .inflight import InFlight
 from .legacy import initialize_downstream
 from .links import CLOSE_LIMIT, ComponentLinks
 from .relay import Relay
+from .run_state import RunState
 from .tracing import CallbackSink, ChainTrace, FileSink, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
@@ -222,8 +223,8 @@ class Chain:
             await builder.serve(Relay(delivery.up_out, functools.partial(delivery.pass_on, CLIENT), watch))
         finally:
             await run.close()
-        if run.failure is not None:
-            raise run.failure
+        if run.state.failure is not None:
+            raise run.state.failure
 
     async def open(self) -> Transport:
         """Serve this conductor in-process; return the transport that talks to it (the Component protocol).
@@ -367,16 +368,14 @@ class _Run:
         self.init_method = INITIALIZE if self.agent_mode else PROXY_INITIALIZE_METHOD
         self.links = ComponentLinks(chain.name, trace, self._broken, scope=self.scope, debug=debug)
         self.in_flight = InFlight()
+        #: How far the run got (this run is its only writer).
+        self.state = RunState()
         #: Where each lane is reached, and the sending there.
-        self.delivery = Delivery(self.agent_mode, self.links, trace, self.in_flight, lambda: self.failure)
+        self.delivery = Delivery(self.agent_mode, self.links, trace, self.in_flight, self.state)
         #: The responder of the ``initialize`` that started the chain: answered once it is up.
         self.starting: Responder[Any] | None = None
         #: The params sent down the chain for that ``initialize`` when an instantiator replaced them.
         self.initialize_params: Any = None
-        self.instantiated = False
-        #: Set when :meth:`close` begins.
-        self.closing = False
-        self.failure: ConductorError | None = None
 
     # --- starting -------------------------------------------------------------------------------
 
@@ -413,14 +412,12 @@ class _Run:
         except ConductorError as error:
             self._fail_start(request, error.to_request_error(), error)
             return False
-        self.instantiated = True
-        delivery.passing = not (self.closing or self.failure is not None or delivery.traced)
+        self.state.instantiated = True
         return True
 
     def _fail_start(self, request: RequestDispatch, answer: RequestError, error: ConductorError) -> None:
         request.responder.respond_with_error(answer)
-        if self.failure is None:
-            self.failure = error
+        self.state.fail(error)
         if self.delivery.up is not None:
             self.delivery.up.close()
 
@@ -442,8 +439,8 @@ class _Run:
         request = message if type(message) is RequestDispatch else None
         if request is not None:
             self.in_flight.remember(request.responder)
-            if self.failure is not None:
-                request.responder.respond_with_error(self.failure.to_request_error())
+            if self.state.failure is not None:
+                request.responder.respond_with_error(self.state.failure.to_request_error())
                 return None
         if not from_successor and method in INITIALIZE_METHODS:
             # (In proxy mode the upstream Proxy role hands `_proxy/initialize` on as `proxy/initialize`.)
@@ -451,7 +448,7 @@ class _Run:
                 self._refuse_initialize(request, method)
                 return None
             method = INITIALIZE
-        if not self.instantiated:
+        if not self.state.instantiated:
             if request is None or from_successor or method != INITIALIZE:
                 self._refuse_initialize(request, method)
                 return None
@@ -470,7 +467,7 @@ class _Run:
                 "Conductor %r: ignoring a notification before `%s`", self.chain.name, self.init_method
             )
             return
-        if self.instantiated:
+        if self.state.instantiated:
             message = (
                 f"this conductor runs in {self.chain.mode} mode: initialize it with `{self.init_method}`, "
                 f"not `{method}`"
@@ -485,8 +482,8 @@ class _Run:
         method = message.method
         if method == CANCEL_METHOD:
             return None  # applied by the connection to the request it names; re-issued hop by hop
-        if request is not None and self.failure is not None:
-            request.responder.respond_with_error(self.failure.to_request_error())
+        if request is not None and self.state.failure is not None:
+            request.responder.respond_with_error(self.state.failure.to_request_error())
             return None
         delivery = self.delivery
         names = proxy_methods_of(method) if index < delivery.count else None
@@ -519,9 +516,7 @@ class _Run:
 
     def _broken(self, failure: ConductorError) -> None:
         """A component ended while the chain ran: answer every request still waiting, close upstream."""
-        if self.failure is None:
-            self.failure = failure
-        self.delivery.passing = False
+        self.state.fail(failure)
         self.in_flight.answer_all(failure.to_request_error())
         if self.delivery.up is not None:
             self.delivery.up.close()
@@ -532,8 +527,7 @@ class _Run:
         Stopped before the chain answered the ``initialize`` that started it, the components are
         killed first: a component slow to start would otherwise hold the stop for its grace periods.
         """
-        self.closing = True
-        self.delivery.passing = False
+        self.state.closing = True
         if self.starting is not None and not self.starting.done:
             self.links.kill()
         await self.links.close()

@@ -13,7 +13,6 @@ back), :meth:`Delivery.pass_on` as bytes spliced into the target's frame, past t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any, Final
 
 from acpio.errors import AcpError, InternalError, RequestError
@@ -23,11 +22,11 @@ from acpio.roles import LEGACY_PROXY_METHODS, PROXY_METHODS, Agent, Client, Prox
 from acpio.roles import SuccessorEnvelope as Envelope
 
 from .batches import Gathering
-from .errors import ConductorError
 from .inflight import InFlight
 from .legacy import retry_as_legacy
 from .links import ComponentLinks
 from .relay import RawNotification, plain_frame, wrapped_frame
+from .run_state import RunState
 from .tracing import ChainTrace
 
 __all__ = ["CLIENT", "INITIALIZE", "INITIALIZE_METHODS", "UPSTREAM", "Delivery"]
@@ -56,8 +55,9 @@ class Delivery:
     """Where each routing index of one run is reached, and the sending of messages there.
 
     The run sets the upstream connection (:attr:`up`, :attr:`up_out`) and, once the chain is up, the
-    lanes (:attr:`count`, :attr:`lanes`) and :attr:`passing`. ``failure()`` is the run's failure,
-    if it broke: what a request that cannot be forwarded any more is answered with.
+    lanes (:attr:`count`, :attr:`lanes`). ``state`` is the run's :class:`RunState`, which the run
+    alone writes: whether notifications may pass as bytes is read from it (:meth:`pass_on`), and
+    its failure, if the run broke, is what a request that cannot be forwarded any more is answered with.
     """
 
     def __init__(
@@ -66,13 +66,13 @@ class Delivery:
         links: ComponentLinks,
         trace: ChainTrace | None,
         in_flight: InFlight,
-        failure: Callable[[], ConductorError | None],
+        state: RunState,
     ) -> None:
         self.agent_mode = agent_mode
         self.links = links
         self.trace = trace
         self.in_flight = in_flight
-        self._failure = failure
+        self._state = state
         self.up: Connection | None = None
         #: The upstream transport, for notifications passed on as bytes (:meth:`pass_on`).
         self.up_out: Gathering | None = None
@@ -82,9 +82,6 @@ class Delivery:
         #: Whether the engine traces (``acpio.otel``): notifications then take each hop's connection,
         #: which records them and carries the trace context on, instead of the bytes path.
         self.traced = installed_tracer() is not None
-        #: Whether notifications pass as bytes: the run turns it on once the chain is up (unless
-        #: :attr:`traced`), and off when the chain breaks or the run closes (the connections stop reading).
-        self.passing = False
 
     def lane(self, index: int) -> str:
         """The lane of routing index ``index``, as traces and errors name it."""
@@ -101,11 +98,19 @@ class Delivery:
     def pass_on(self, source: int, note: RawNotification) -> Gathering | None:
         """Route a notification from ``source`` as bytes, as :meth:`deliver` would send it; where it went.
 
-        ``None`` leaves it to the connection (see :mod:`acpio.conductor.relay`): while not
-        :attr:`passing`, for the methods the conductor acts on, for an envelope from anyone but a
+        ``None`` leaves it to the connection (see :mod:`acpio.conductor.relay`): before the chain
+        is up, once it broke or began to close (the connections stop reading), while
+        :attr:`traced`, for the methods the conductor acts on, for an envelope from anyone but a
         proxy, and for what goes to the conductor's own successor (wrapped by the upstream role).
         """
-        if not self.passing or note.method in _NOT_PASSED_ON:
+        state = self._state
+        if (
+            not state.instantiated
+            or state.closing
+            or state.failure is not None
+            or self.traced
+            or note.method in _NOT_PASSED_ON
+        ):
             return None
         if note.successor is None:
             target = 0 if source == CLIENT else source - 1
@@ -199,7 +204,7 @@ class Delivery:
                 sent,
                 message,
                 self.links[target],
-                lambda: self._failure() is not None,
+                lambda: self._state.failure is not None,
                 lambda: self.deliver(source, target, message, INITIALIZE, params),
             )
         else:
@@ -210,7 +215,7 @@ class Delivery:
         return None
 
     def _unreachable(self, target: int, method: str, exc: AcpError) -> RequestError:
-        failure = self._failure()
+        failure = self._state.failure
         if failure is not None:
             return failure.to_request_error()
         name = "the client" if target == CLIENT else f"{self.lane(target)}"

@@ -41,7 +41,6 @@ from acpio.jsonrpc.dispatch import (
     passed_on,
 )
 from acpio.jsonrpc.parked_messages import ParkedMessages
-from acpio.jsonrpc.parking import Parked
 from acpio.jsonrpc.role import Role
 
 if TYPE_CHECKING:
@@ -284,31 +283,27 @@ class HandlerChain:
                 await self._replay(registration)
 
     async def _replay(self, registration: DynamicHandlerRegistration) -> None:
-        parked = self._parked
-        kept: list[Parked] = []
-        for entry in parked.take_all():
-            message = entry.message
+        """Offer the parked messages to the handler that just joined, in order."""
+        cx = self._cx
+
+        async def offer(message: Dispatch) -> Dispatch | None:
             token = None
             if type(message) is RequestDispatch:
                 assert isinstance(message, RequestDispatch)
                 token = _running.set((self, message.responder))
             try:
-                result = await registration.handle(message, self._cx)
+                result = await registration.handle(message, cx)
             except Exception as exc:
-                parked.claimed(entry)
                 self.handler_failed(message, exc)
-                continue
+                return None
             finally:
                 if token is not None:
                     _running.reset(token)
-            if result is None:
-                parked.claimed(entry)
-            else:
-                entry.message = passed_on(message, result)  # same ticket: its timer still finds it
-                kept.append(entry)
             if self.after_each is not None:
                 await self.after_each()
-        parked.put_back(kept)
+            return None if result is None else passed_on(message, result)
+
+        await self._parked.replay(offer)
 
     # --- offering ---------------------------------------------------------------------------------
 
@@ -418,10 +413,8 @@ class HandlerChain:
 
     def release_parked(self) -> None:
         """The input ended: parked messages no handler will ever claim get the normal fallback."""
-        parked = self._parked
-        for entry in parked.take_all():
-            parked.claimed(entry)
-            fallback(entry.message)
+        for message in self._parked.release():
+            fallback(message)
 
 
 def fallback(message: Dispatch) -> None:

@@ -86,7 +86,7 @@ class Connection:
         self._startup = list(startup)
         self._chain = HandlerChain(role, handlers, self)
         self._life = life = Lifecycle(name, self._fail_pending)
-        self._tasks = ConnectionTasks(life, self._chain, life.fail)
+        self._tasks = ConnectionTasks(life, self._chain)
         self._ending = ConnectionEnding(self, life, self._chain, self._tasks, transport, close_callbacks)
         self._loop = DispatchLoop(
             transport,

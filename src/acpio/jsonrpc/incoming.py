@@ -48,8 +48,9 @@ _log = logging.getLogger("acpio.jsonrpc")
 class IncomingMessages:
     """Turns one connection's decoded input into dispatches and answers (see the module docstring).
 
-    ``between`` is awaited after each entry of a batch: it runs what the entry made ready (response
-    callbacks, handlers added) before the next entry, as the loop does between two frames.
+    ``between`` is called after each entry of a batch: it gives what to await before the next entry
+    when the entry made something ready (response callbacks, handlers added), as the loop runs it
+    between two frames, or ``None`` when nothing is (then no coroutine is made).
     """
 
     __slots__ = ("_between", "_chain", "_life", "_role", "_tracer", "counterpart", "offer", "outbox", "route")
@@ -61,7 +62,7 @@ class IncomingMessages:
         chain: HandlerChain,
         outbox: Outbox,
         *,
-        between: Callable[[], Awaitable[None]],
+        between: Callable[[], Awaitable[None] | None],
         tracer: MessageTracer | None = None,
     ) -> None:
         self._role = role
@@ -156,7 +157,9 @@ class IncomingMessages:
                     answers.add(encode_error(None, entry.error))
                 continue
             await self._entry(entry, answers)
-            await self._between()
+            waiting = self._between()
+            if waiting is not None:
+                await waiting
         if invalid:
             _log.warning("Answered %d invalid entries of a batch of %d", invalid, len(frame.entries))
         answers.seal()

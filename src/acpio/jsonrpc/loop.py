@@ -116,7 +116,7 @@ class DispatchLoop:
         )
         #: What each decoded message becomes (a dispatch offered to the chain, or an answer).
         self._incoming = IncomingMessages(
-            role, life, chain, self.outbox, between=self._between_messages, tracer=tracer
+            role, life, chain, self.outbox, between=self._work_between, tracer=tracer
         )
         self._ready: list[tuple[_Callback, Outcome]] = []
         self._lock = DispatchLock()
@@ -172,6 +172,15 @@ class DispatchLoop:
         while self._ready or chain.has_new:
             await self._run_ready()
             await chain.activate_new()
+
+    def _work_between(self) -> Awaitable[None] | None:
+        """What to await before the next message when response callbacks or new handlers wait; else ``None``.
+
+        (``_read`` makes the same check inline, once per frame.)
+        """
+        if self._ready or self._chain.has_new:
+            return self._between_messages()
+        return None
 
     # --- reading ----------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from acpio.jsonrpc.dispatch import Dispatch, RequestDispatch
@@ -31,8 +32,9 @@ _PARKING_WARNINGS = 100
 class ParkedMessages:
     """One connection's parked messages, their limits and request timers (see the module docstring).
 
-    The chain replays them to a new handler: :meth:`take_all`, then :meth:`claimed` for each one a
-    handler took and :meth:`put_back` for the rest. ``cx`` names the connection in the warnings.
+    The chain parks with :meth:`park`, offers them again to a new handler with :meth:`replay`,
+    and hands those nobody claimed to the fallback with :meth:`release` once the input ended.
+    ``cx`` names the connection in the warnings.
     """
 
     __slots__ = ("_cx", "_lot", "_role", "_warned")
@@ -64,28 +66,44 @@ class ParkedMessages:
         if entry.is_request:
             entry.timer = loop.call_later(lot.limits.request_wait, self._expire_request, entry.ticket)
 
-    def take_all(self) -> list[Parked]:
-        """Take every parked entry out, oldest first, to offer it again (their timers keep running)."""
-        return self._lot.take_all()
+    async def replay(self, offer: Callable[[Dispatch], Awaitable[Dispatch | None]]) -> None:
+        """Offer every parked message again, oldest first, with ``offer``.
 
-    def claimed(self, entry: Parked) -> None:
-        """A parked message was claimed (or its handler failed): its request timer has nothing left to do."""
+        ``offer`` returns ``None`` when a handler took the message (or failed on it), else the
+        message to park again (as the handlers passed it on). Those stay parked ahead of any
+        parked meanwhile; a request whose wait ran out while it was offered is answered now.
+        """
+        kept: list[Parked] = []
+        for entry in self._lot.take_all():  # their timers keep running meanwhile
+            message = await offer(entry.message)
+            if message is None:
+                self._stop_timer(entry)
+            else:
+                entry.message = message  # same ticket: its timer still finds it
+                kept.append(entry)
+        self._put_back(kept)
+
+    def release(self) -> list[Dispatch]:
+        """Take every parked message out for good (no handler will come), oldest first; timers stop."""
+        entries = self._lot.take_all()
+        for entry in entries:
+            self._stop_timer(entry)
+        return [entry.message for entry in entries]
+
+    def _stop_timer(self, entry: Parked) -> None:
+        """``entry`` left the lot for good: its request timer has nothing left to do."""
         if entry.timer is not None:
             entry.timer.cancel()
             entry.timer = None
 
-    def put_back(self, entries: list[Parked]) -> None:
-        """Park the ``entries`` nobody claimed again, ahead of any parked meanwhile.
-
-        A request whose wait ran out while it was being offered is answered now.
-        """
+    def _put_back(self, entries: list[Parked]) -> None:
         lot = self._lot
         lot.put_back(entries)
         deadline = asyncio.get_running_loop().time() - lot.limits.request_wait
         for entry in entries:
             if entry.is_request and entry.parked_at <= deadline:
                 lot.remove(entry.ticket)
-                self.claimed(entry)
+                self._stop_timer(entry)
                 self._refuse(entry.message)
 
     def _expire_request(self, ticket: int) -> None:
@@ -94,7 +112,7 @@ class ParkedMessages:
             entry.timer = None
             self._refuse(entry.message)
         # else: claimed meanwhile, or out of the lot while a new handler is offered it (then
-        # put_back answers it once it is parked again)
+        # _put_back answers it once it is parked again)
 
     def _refuse(self, message: Dispatch) -> None:
         if type(message) is RequestDispatch:

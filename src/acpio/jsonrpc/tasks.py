@@ -27,14 +27,13 @@ Work: TypeAlias = Coroutine[object, object, object] | Callable[..., Awaitable[ob
 
 
 class ConnectionTasks:
-    """The running tasks of one connection; ``fail`` is called with an error that fails it."""
+    """The running tasks of one connection; a task of no request that raises fails ``life``."""
 
-    __slots__ = ("_chain", "_fail", "_life", "_tasks")
+    __slots__ = ("_chain", "_life", "_tasks")
 
-    def __init__(self, life: Lifecycle, chain: HandlerChain, fail: Callable[[BaseException], None]) -> None:
+    def __init__(self, life: Lifecycle, chain: HandlerChain) -> None:
         self._life = life
         self._chain = chain
-        self._fail = fail
         self._tasks: set[asyncio.Task[object]] = set()
 
     def __len__(self) -> int:
@@ -83,7 +82,7 @@ class ConnectionTasks:
             self._request_failed(request, error)
             return
         error.add_note(f"(raised by a task spawned on connection {self._life.name!r})")
-        self._fail(error)
+        self._life.fail(error)
 
     def _request_failed(self, request: Responder[Any], error: Exception) -> None:
         """A task spawned for ``request`` raised: the request answers it, the connection goes on."""
