@@ -51,6 +51,7 @@ class Outbox:
         "_life",
         "_outgoing",
         "_role",
+        "_send",
         "_tracer",
         "_transport",
         "_unflushed",
@@ -71,6 +72,9 @@ class Outbox:
         tracer: MessageTracer | None = None,
     ) -> None:
         self._transport = transport
+        #: The transport's ``send``, looked up once: each frame then costs one call (a ``Lines``'s
+        #: ``send`` is its writer's own method, called directly).
+        self._send = transport.send
         self._tracer = tracer
         self._role = role
         self._life = life
@@ -93,7 +97,7 @@ class Outbox:
 
     def emit(self, frame: bytes) -> None:
         """Hand ``frame`` to the transport, counting it for :meth:`drain` (and the unread warning)."""
-        self._transport.send(frame)
+        self._send(frame)
         unflushed = self._unflushed = self._unflushed + len(frame)
         if unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
             self._warn_unflushed()

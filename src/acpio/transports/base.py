@@ -35,6 +35,8 @@ class Transport(Protocol):
       or ``None`` at a clean end of input. A read failure raises :class:`acpio.TransportError`.
     * ``send(frame)`` queues a frame and never blocks: transports batch queued frames into as few
       writes as they can. It raises :class:`acpio.ConnectionClosed` once the transport is closed.
+      A connection looks ``send`` up once, when it is made, and calls what it found for each frame:
+      replacing the attribute later does not change where that connection's frames go.
     * ``drain()`` waits until every queued frame has been written (or the write side failed).
     * ``aclose()`` flushes what it can, then releases the transport; calling it twice is harmless.
     """
