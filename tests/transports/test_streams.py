@@ -465,7 +465,7 @@ async def test_byte_streams_over_a_pipe_write_a_lone_frame_in_send() -> None:
 
 
 async def test_a_subclass_that_overrides_send_sees_every_frame_a_connection_sends() -> None:
-    """Lines puts its writer's send on the instance for speed, but never over a subclass's own send()."""
+    """A connection hands frames to the writer of a Lines directly, but never past a subclass's own send()."""
     from acpio.jsonrpc import Connection, UntypedRole
 
     peer = FakePeer()

@@ -7,7 +7,7 @@
 ``Lines`` reads: it cuts the input into frames with a
 :class:`~acpio.transports.lines.LineSplitter`. It writes through a
 :class:`~acpio.transports.batched_writer.BatchedWriter`, which batches the frames sent into as few
-writes as it can; the ``send`` of a ``Lines`` is that writer's own method.
+writes as it can; a connection hands its frames to that writer directly (``Lines.sink``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from acpio.errors import TransportError
-from acpio.transports.base import OversizedFrame
+from acpio.transports.base import FrameSink, OversizedFrame
 from acpio.transports.batched_writer import BatchedWriter
 from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
 
@@ -80,11 +80,6 @@ class Lines:
         self._writer = BatchedWriter(
             write, write_nowait=write_nowait, write_failed=self._write_failed, label=label
         )
-        if type(self).send is Lines.send:
-            # The writer's own method on the instance: a connection looks `send` up once and then
-            # calls the writer directly, one call per frame instead of two (never past a
-            # subclass's own send()).
-            self.__dict__["send"] = self._writer.send
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -104,6 +99,15 @@ class Lines:
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
         return self._closed
+
+    @property
+    def sink(self) -> FrameSink:
+        """What :meth:`send` hands each frame to (:class:`~acpio.transports.base.SendsThrough`).
+
+        The batched writer, whom a connection calls directly; the transport itself when a
+        subclass has a ``send`` of its own.
+        """
+        return self._writer if type(self).send is Lines.send else self
 
     def statistics(self) -> dict[str, int]:
         """Counters for tests and tuning: ``writes`` done, bytes ``queued`` but not yet written."""
