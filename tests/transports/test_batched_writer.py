@@ -45,7 +45,7 @@ async def test_a_burst_goes_out_in_one_write_with_newlines() -> None:
     await writer.finish(TIMEOUT, lambda: writer.queued)
 
 
-async def test_input_arrived_lets_the_next_lone_frame_go_out_at_once_in_the_same_turn() -> None:
+async def test_new_input_lets_the_next_lone_frame_go_out_at_once_in_the_same_turn() -> None:
     peer = Recorder()
     writer = BatchedWriter(peer.write, write_nowait=peer.write_nowait, write_failed=failed)
     writer.send(b'{"id":1,"result":1}')  # a lone frame while the writer sleeps: written in send()
@@ -55,7 +55,7 @@ async def test_input_arrived_lets_the_next_lone_frame_go_out_at_once_in_the_same
         await writer.drain()
     assert peer.waited == [b'{"id":2,"result":2}\n']
     writer.send(b'{"id":3,"result":3}')
-    writer.input_arrived()  # a request read without waiting: its answer is written in send() too
+    writer.wrote_lone_frame = False  # a request read without waiting: its answer goes out in send() too
     writer.send(b'{"id":4,"result":4}')
     assert peer.at_once == [b'{"id":1,"result":1}\n', b'{"id":3,"result":3}\n', b'{"id":4,"result":4}\n']
     await writer.finish(TIMEOUT, lambda: writer.queued)

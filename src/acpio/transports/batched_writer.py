@@ -53,8 +53,11 @@ class BatchedWriter:
         #: Frames and newlines waiting for the writer task.
         self._queued: list[bytes] = []
         self._writing = False
-        #: A lone frame was written by send() since the last input or the writer's last pass (see send()).
-        self._eager_turn = False
+        #: send() wrote a lone frame at once since the writer's last pass or new input: the frames
+        #: after it wait for the writer (see send()). Whoever reads the input sets it back to
+        #: ``False`` when input arrives, so that its answer is written at once again (a plain
+        #: attribute: it is cleared on every chunk read).
+        self.wrote_lone_frame = False
         self._task: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
         #: drain() calls: (bytes that must have been written, waiter), in order.
@@ -79,10 +82,6 @@ class BatchedWriter:
     def statistics(self) -> dict[str, int]:
         """Counters for tests and tuning: ``writes`` done, bytes ``queued`` but not yet written."""
         return {"writes": self._writes, "queued": self.queued}
-
-    def input_arrived(self) -> None:
-        """The peer sent something: the next lone frame (its answer) may be written at once again."""
-        self._eager_turn = False
 
     def send(self, frame: bytes) -> None:
         """Queue one frame (a single line of compact JSON, without the newline); never blocks.
@@ -109,7 +108,7 @@ class BatchedWriter:
             queued += (frame, b"\n")
         self._queued_total += len(frame) + 1
         if not self._writing:
-            if len(queued) == 1 and not self._eager_turn and self._idle():
+            if len(queued) == 1 and not self.wrote_lone_frame and self._idle():
                 # A lone frame while the writer sleeps (an answer, a request): written now, not a
                 # loop turn later by the writer, which sleeps on. Later frames go to it, out in one
                 # write (a burst is not written frame by frame) until new input (its answer goes out
@@ -117,7 +116,7 @@ class BatchedWriter:
                 # round trip one more pass of the event loop on each side.
                 self._write_queued_now()
                 if not self._queued:
-                    self._eager_turn = True
+                    self.wrote_lone_frame = True
                     return
             elif len(queued) >= self._eager_at:  # a long queue: written now, without waiting
                 self._write_queued_now()
@@ -177,7 +176,7 @@ class BatchedWriter:
         try:
             while True:
                 if not self._queued:
-                    self._eager_turn = False  # what send() wrote at once went out before this
+                    self.wrote_lone_frame = False  # what send() wrote at once went out before this
                     if self._write_nowait is not None:
                         self._eager_at = _EAGER_WRITE_ENTRIES  # the peer caught up
                     wake_all(self._drain_waiters)

@@ -143,7 +143,7 @@ class Lines:
                 await self._on_end_of_input()
                 return None
             frames.extend(self._splitter.feed(chunk))
-            self._writer.input_arrived()
+            self._writer.wrote_lone_frame = False  # new input: its answer may go out at once
         return frames.popleft()
 
     def receive_nowait(self) -> bytes | OversizedFrame | None:
@@ -174,7 +174,7 @@ class Lines:
         frame = data[:-2] if data.endswith(b"\r\n") else data[:-1]
         if not frame or len(frame) > self._splitter.max_line or frame.isspace() or not take(frame):
             return False
-        self._writer.input_arrived()
+        self._writer.wrote_lone_frame = False  # new input: its answer may go out at once
         return True
 
     def _read_failed(self, exc: BaseException) -> TransportError:
