@@ -156,7 +156,7 @@ async def test_stream_drain_is_not_starved_by_a_sender_that_keeps_pace() -> None
     reader_b, writer_b = await asyncio.open_connection(sock=right)
     ours, theirs = ByteStreams(reader_a, writer_a), ByteStreams(reader_b, writer_b)
     try:
-        await _starvation_case(ours, theirs.receive, lambda: len(ours._drain_waiters))
+        await _starvation_case(ours, theirs.receive, lambda: len(ours._writer._drain_waiters))
     finally:
         await ours.aclose()
         await theirs.aclose()

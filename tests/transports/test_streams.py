@@ -462,3 +462,32 @@ async def test_byte_streams_over_a_pipe_write_a_lone_frame_in_send() -> None:
     finally:
         await sender.aclose()
         os.close(read_fd)
+
+
+async def test_a_subclass_that_overrides_send_sees_every_frame_a_connection_sends() -> None:
+    """A connection hands frames to the writer of a Lines directly, but never past a subclass's own send()."""
+    from acpio.jsonrpc import Connection, UntypedRole
+
+    peer = FakePeer()
+
+    class Counting(Lines):
+        def __init__(self) -> None:
+            super().__init__(peer.read, peer.write)
+            self.seen: list[bytes] = []
+
+        def send(self, frame: bytes) -> None:
+            self.seen.append(frame)
+            super().send(frame)
+
+    transport = Counting()
+
+    async def main(cx: Connection) -> None:
+        cx.send_notification("note", {"text": "one"})
+        cx.send_notification("note", {"text": "two"})
+        await cx.drain()
+
+    async with asyncio.timeout(TIMEOUT):
+        await UntypedRole.builder().connect_with(transport, main)
+    sent = [b'{"jsonrpc":"2.0","method":"note","params":{"text":"%s"}}' % text for text in (b"one", b"two")]
+    assert transport.seen == sent
+    assert b"".join(peer.writes) == b"".join(frame + b"\n" for frame in sent)

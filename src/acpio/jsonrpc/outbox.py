@@ -30,7 +30,7 @@ from acpio.jsonrpc.responses import Outcome, PendingReply, Responder, SentReques
 from acpio.jsonrpc.role import PeerLike, Role
 from acpio.jsonrpc.tracing import MessageTracer
 from acpio.jsonrpc.typed import Parser, identity
-from acpio.transports.base import Transport
+from acpio.transports.base import FrameSink, SendsThrough, Transport
 
 __all__ = ["BatchAnswers", "Outbox"]
 
@@ -51,6 +51,7 @@ class Outbox:
         "_life",
         "_outgoing",
         "_role",
+        "_sink",
         "_tracer",
         "_transport",
         "_unflushed",
@@ -71,6 +72,8 @@ class Outbox:
         tracer: MessageTracer | None = None,
     ) -> None:
         self._transport = transport
+        #: What queues the frames: the transport, or the object its ``send`` would hand them to.
+        self._sink: FrameSink = transport.sink if isinstance(transport, SendsThrough) else transport
         self._tracer = tracer
         self._role = role
         self._life = life
@@ -93,7 +96,7 @@ class Outbox:
 
     def emit(self, frame: bytes) -> None:
         """Hand ``frame`` to the transport, counting it for :meth:`drain` (and the unread warning)."""
-        self._transport.send(frame)
+        self._sink.send(frame)
         unflushed = self._unflushed = self._unflushed + len(frame)
         if unflushed > _UNFLUSHED_WARNING and not self._warned_unflushed:
             self._warn_unflushed()

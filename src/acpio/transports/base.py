@@ -12,7 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["BufferedFrames", "Component", "LoneFrames", "OversizedFrame", "Transport"]
+__all__ = [
+    "BufferedFrames",
+    "Component",
+    "FrameSink",
+    "LoneFrames",
+    "OversizedFrame",
+    "SendsThrough",
+    "Transport",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,29 @@ class BufferedFrames(Protocol):
 
         ``None`` does not mean the end of input: ``receive()`` reports that.
         """
+        ...
+
+
+class FrameSink(Protocol):
+    """What queues outgoing frames: ``send(frame)``, as :meth:`Transport.send` describes it."""
+
+    def send(self, frame: bytes) -> None:
+        """Queue one outgoing frame (no trailing newline)."""
+        ...
+
+
+@runtime_checkable
+class SendsThrough(Protocol):
+    """A transport whose ``send(frame)`` only hands the frame to another object's ``send``.
+
+    Optional: a connection whose transport has it calls ``sink.send(frame)`` itself, one call per
+    frame sent instead of two (``acpio.jsonrpc``'s outbox). ``sink`` is read once, when the
+    connection is made: it must be what ``send()`` hands its frames to for the transport's whole life.
+    """
+
+    @property
+    def sink(self) -> FrameSink:
+        """The object whose ``send`` queues this transport's frames."""
         ...
 
 

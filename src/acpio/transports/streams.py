@@ -4,10 +4,10 @@
 :class:`~acpio.transports.base.Transport`. :class:`ByteStreams` is ``Lines`` over an asyncio
 ``StreamReader``/``StreamWriter`` pair (sockets, pipes); ``Stdio`` and ``AcpAgent`` build on them.
 
-Writes are batched. ``send()`` only appends the frame to a list; one writer task joins everything
-queued so far into a single ``write`` call and awaits it. Frames sent while a write is in flight
-wait in the list and go out together in the next one, so a burst of messages costs one system call,
-not one per message, and a slow reader makes the batches larger instead of the queue longer.
+``Lines`` reads: it cuts the input into frames with a
+:class:`~acpio.transports.lines.LineSplitter`. It writes through a
+:class:`~acpio.transports.batched_writer.BatchedWriter`, which batches the frames sent into as few
+writes as it can; a connection hands its frames to that writer directly (``Lines.sink``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from acpio.errors import ConnectionClosed, TransportError
-from acpio.transports._progress import Waiters, wait_for_count, wake_all, wake_reached
-from acpio.transports.base import OversizedFrame
+from acpio.errors import TransportError
+from acpio.transports.base import FrameSink, OversizedFrame
+from acpio.transports.batched_writer import BatchedWriter
 from acpio.transports.lines import DEFAULT_MAX_LINE, LineSplitter
 
 __all__ = ["ByteStreams", "Lines"]
@@ -45,8 +44,9 @@ class Lines:
     notifications) hand its output over while it goes on, instead of queueing all of it.
 
     Incoming bytes are cut into frames by :class:`~acpio.transports.lines.LineSplitter`; outgoing
-    frames get a newline and are batched (see the module docstring). ``close``, if given, is awaited
-    by :meth:`aclose` after the last queued frame was written. ``label`` names the peer in error
+    frames get a newline and are batched by a
+    :class:`~acpio.transports.batched_writer.BatchedWriter`. ``close``, if given, is awaited by
+    :meth:`aclose` after the last queued frame was written. ``label`` names the peer in error
     messages. To watch the frames, wrap the transport in a :class:`~acpio.transports.tap.Tap`.
 
     One task at a time may call :meth:`receive`. :meth:`aclose` does not interrupt a ``receive``
@@ -65,10 +65,6 @@ class Lines:
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
         self._read = read
-        self._write = write
-        self._write_nowait = write_nowait
-        # Queue length at which send() writes without waiting (never without write_nowait).
-        self._eager_at = _EAGER_WRITE_ENTRIES if write_nowait is not None else sys.maxsize
         self._close = close
         self._splitter = LineSplitter(max_line)
         self._frames: deque[bytes | OversizedFrame] = deque()
@@ -81,21 +77,9 @@ class Lines:
         self._take_lone: Callable[[bytes], bool] | None = None
         #: receive() waits for a chunk with no frame left to return.
         self._waiting = False
-        # Outgoing side: frames and newlines waiting for the writer task.
-        self._queued: list[bytes] = []
-        self._writing = False
-        #: A lone frame was written by send() since the last input or the writer's last pass (see send()).
-        self._eager_turn = False
-        self._writer: asyncio.Task[None] | None = None
-        self._wakeup: asyncio.Future[None] | None = None
-        #: drain() calls: (bytes that must have been written, waiter), in order.
-        self._drain_waiters: Waiters = deque()
-        #: Bytes queued and bytes written since the start (a drain waits for its own target).
-        self._queued_total = 0
-        self._written_total = 0
-        self._write_failure: TransportError | None = None
-        self._writes = 0
-        self._flush_timed_out = False
+        self._writer = BatchedWriter(
+            write, write_nowait=write_nowait, write_failed=self._write_failed, label=label
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -116,9 +100,18 @@ class Lines:
         """Whether :meth:`aclose` was called."""
         return self._closed
 
+    @property
+    def sink(self) -> FrameSink:
+        """What :meth:`send` hands each frame to (:class:`~acpio.transports.base.SendsThrough`).
+
+        The batched writer, whom a connection calls directly; the transport itself when a
+        subclass has a ``send`` of its own.
+        """
+        return self._writer if type(self).send is Lines.send else self
+
     def statistics(self) -> dict[str, int]:
         """Counters for tests and tuning: ``writes`` done, bytes ``queued`` but not yet written."""
-        return {"writes": self._writes, "queued": sum(map(len, self._queued))}
+        return self._writer.statistics()
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -150,8 +143,7 @@ class Lines:
                 await self._on_end_of_input()
                 return None
             frames.extend(self._splitter.feed(chunk))
-            # New input starts a new exchange: its answer may be written at once again (see send()).
-            self._eager_turn = False
+            self._writer.wrote_lone_frame = False  # new input: its answer may go out at once
         return frames.popleft()
 
     def receive_nowait(self) -> bytes | OversizedFrame | None:
@@ -182,7 +174,7 @@ class Lines:
         frame = data[:-2] if data.endswith(b"\r\n") else data[:-1]
         if not frame or len(frame) > self._splitter.max_line or frame.isspace() or not take(frame):
             return False
-        self._eager_turn = False  # new input: its answer may be written at once (see send())
+        self._writer.wrote_lone_frame = False  # new input: its answer may go out at once
         return True
 
     def _read_failed(self, exc: BaseException) -> TransportError:
@@ -210,75 +202,7 @@ class Lines:
         Raises :class:`~acpio.ConnectionClosed` after :meth:`aclose` or after a write failed, and
         ``ValueError`` if the frame contains a newline.
         """
-        if self._closed:
-            raise ConnectionClosed(f"The transport to {self._label} is closed; no more frames can be sent")
-        if self._write_failure is not None:
-            raise ConnectionClosed(
-                f"The transport to {self._label} can no longer send: {self._write_failure}"
-            ) from self._write_failure
-        # partition, not `in`: `bytes in bytes` first tries its operand as an integer, and the
-        # TypeError it raises and clears costs more than the search (2.1k against 0.8k instructions).
-        if frame.partition(b"\n")[1]:
-            raise ValueError("A frame must be one line, but this one contains a newline: serialize compactly")
-        queued = self._queued
-        if len(frame) < _LARGE_FRAME:
-            # A copy with its newline, not the frame itself: orjson's bytes keep ~4 KB allocated however
-            # short they are (200,000 queued frames of 65 bytes held 786 MB; copies hold 23 MB).
-            queued.append(frame + b"\n")
-        else:  # a large frame is queued as it is: a copy would double the memory it takes
-            queued += (frame, b"\n")
-        self._queued_total += len(frame) + 1
-        if not self._writing:
-            if len(queued) == 1 and not self._eager_turn and self._idle():
-                # A lone frame while the writer sleeps (an answer, a request): written now, not a
-                # loop turn later by the writer, which sleeps on. Later frames go to it, out in one
-                # write (a burst is not written frame by frame) until new input (its answer goes out
-                # at once again) or the writer's next pass: a callback to end the turn cost each
-                # round trip one more pass of the event loop on each side.
-                self._write_queued_now()
-                if not self._queued:
-                    self._eager_turn = True
-                    return
-            elif len(queued) >= self._eager_at:  # a long queue: written now, without waiting
-                self._write_queued_now()
-        wakeup = self._wakeup
-        if wakeup is not None:
-            self._wakeup = None
-            if not wakeup.done():
-                wakeup.set_result(None)
-        elif self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(
-                self._write_loop(), name=f"acpio writer for {self._label}"
-            )
-
-    def _idle(self) -> bool:
-        """Whether the writer task sleeps with nothing queued (or was never started), and may write now."""
-        if self._write_nowait is None:
-            return False
-        return self._writer is None or (self._wakeup is not None and not self._wakeup.done())
-
-    def _write_queued_now(self) -> None:
-        """Write what the queue holds without waiting; what could not be written stays queued."""
-        assert self._write_nowait is not None
-        queued_before = self._queued
-        data = b"".join(queued_before)
-        self._queued = []
-        try:
-            written = self._write_nowait(data)
-        except OSError:
-            written = 0  # the writer task meets the same error and reports it
-        self._written_total += written
-        if written and self._drain_waiters:
-            self._wake_drained()
-        if written < len(data):
-            # The peer is not keeping up: try again once the queue has doubled (so the joins stay
-            # linear overall); the writer task, when it runs, waits for the peer properly.
-            self._queued.append(data[written:])
-            self._eager_at = 2 * len(queued_before)
-        else:
-            self._eager_at = _EAGER_WRITE_ENTRIES
-        if written:
-            self._writes += 1
+        self._writer.send(frame)
 
     async def drain(self) -> None:
         """Wait until every frame queued before this call has been written.
@@ -286,47 +210,7 @@ class Lines:
         Frames queued after the call do not delay it, however fast other senders go.
         Raises :class:`~acpio.TransportError` if a write failed (the peer went away).
         """
-        if self._written_total < self._queued_total and self._write_failure is None:
-            await wait_for_count(self._drain_waiters, self._queued_total)
-        if self._write_failure is not None:
-            raise self._write_failure
-
-    async def _write_loop(self) -> None:
-        """The single writer: join whatever is queued, write it, repeat; sleep while idle."""
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                if not self._queued:
-                    self._eager_turn = False  # what send() wrote at once went out before this
-                    if self._write_nowait is not None:
-                        self._eager_at = _EAGER_WRITE_ENTRIES  # the peer caught up
-                    wake_all(self._drain_waiters)
-                    if self._closed:
-                        return
-                    self._wakeup = loop.create_future()
-                    await self._wakeup
-                    continue
-                queued, self._queued = self._queued, []
-                self._writing = True
-                try:
-                    for data in _batches(queued):
-                        await self._write(data)
-                        self._writes += 1
-                        self._written_total += len(data)
-                        self._wake_drained()
-                finally:
-                    self._writing = False
-                    queued.clear()
-        except Exception as exc:
-            self._write_failure = self._write_failed(exc)
-            self._write_failure.__cause__ = exc
-            logger.debug("%s", self._write_failure)
-            self._queued.clear()
-            wake_all(self._drain_waiters)
-
-    def _wake_drained(self) -> None:
-        """Wake the drains whose frames are all written now."""
-        wake_reached(self._drain_waiters, self._written_total)
+        await self._writer.drain()
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -339,43 +223,13 @@ class Lines:
             return
         self._closed = True
         try:
-            await self._finish_writing(self._close_timeout)
+            await self._writer.finish(self._close_timeout, self._unwritten)
         finally:
             await self._release()
 
-    async def _finish_writing(self, seconds: float) -> None:
-        """Let the writer write everything queued and stop; cancel it after ``seconds``."""
-        writer = self._writer
-        if writer is None or writer.done():
-            return
-        wakeup = self._wakeup
-        if wakeup is not None:
-            self._wakeup = None
-            if not wakeup.done():
-                wakeup.set_result(None)
-        try:
-            async with asyncio.timeout(seconds):
-                await asyncio.shield(writer)
-        except TimeoutError:
-            self._flush_timed_out = True
-            message = (
-                f"{self._label} did not read its input for {seconds:.1f} s; "
-                f"closing with {self._unwritten()} queued bytes unwritten"
-            )
-            logger.warning("%s", message)
-            if self._write_failure is None:
-                self._write_failure = TransportError(message)
-        finally:
-            if not writer.done():
-                writer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await writer
-            self._queued.clear()
-            wake_all(self._drain_waiters)
-
     def _unwritten(self) -> int:
         """Bytes queued but not yet written (a subclass adds what its own buffers hold)."""
-        return sum(map(len, self._queued))
+        return self._writer.queued
 
     async def _release(self) -> None:
         """Release the underlying resources once writing is over."""
@@ -384,31 +238,8 @@ class Lines:
                 await self._close()
 
 
-# Queued frames after which send() writes without waiting.
-_EAGER_WRITE_ENTRIES = 256
-# Frames from this size on are queued and written as they are, never copied into a batch.
-_LARGE_FRAME = 64 * 1024
 # The most bytes handed to an asyncio stream at once (it copies what the peer does not take at once).
 _WRITE_SLICE = 1024 * 1024
-
-
-def _batches(queued: list[bytes]) -> list[bytes]:
-    """What to write for the ``queued`` lines: small ones joined, a large frame on its own (no copy)."""
-    if len(queued) == 1:
-        return queued
-    out: list[bytes] = []
-    start = 0
-    for i, item in enumerate(queued):
-        if len(item) >= _LARGE_FRAME:
-            if start < i:
-                out.append(b"".join(queued[start:i]))
-            out.append(item)
-            start = i + 1
-    if start == 0:
-        return [b"".join(queued)]
-    if start < len(queued):
-        out.append(b"".join(queued[start:]))
-    return out
 
 
 def _open_pipe_fd(transport: asyncio.WriteTransport) -> int | None:
@@ -491,7 +322,7 @@ class ByteStreams(Lines):
 
     async def _release(self) -> None:
         writer = self._stream_writer
-        if self._flush_timed_out:
+        if self._writer.timed_out:
             writer.transport.abort()  # a plain close would wait for the peer to read the rest
         else:
             writer.close()
