@@ -227,7 +227,8 @@ class Handshake:
     ) -> None:
         """Open a session (an app without a store), answer, then offer the commands.
 
-        With ``raw`` the answer is written without models when the menu can (:meth:`Menu.setup_wire`).
+        With ``raw`` the answer is written as a store's app writes it
+        (:func:`~acpio.store.setup_methods.new_session_answer`): without models when the menu can.
         """
         path = Path(cwd)
         if not path.is_absolute():
@@ -242,11 +243,12 @@ class Handshake:
         for hook in self._app.on_open:
             await hook(session)
         protocol.sessions[session_id] = session
-        setup = menu.setup_wire(settings) if raw else None
-        if setup is None:  # typed, or the hooks offered the session modes or choices of its own
-            responder.respond(acp.NewSessionResponse(session_id=session_id, **menu.setup(settings)))
+        if raw:  # as a store's app answers (and loads): JSON, unless the hooks set models
+            from acpio.store.setup_methods import new_session_answer
+
+            responder.respond(new_session_answer(session_id, protocol.session_setup(settings)))
         else:
-            responder.respond({"sessionId": session_id, **setup})
+            responder.respond(acp.NewSessionResponse(session_id=session_id, **menu.setup(settings)))
         protocol.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
     async def raw_set_mode(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
