@@ -22,6 +22,7 @@ from ..app._wire_v2 import INFO
 
 V1_INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 V2_INIT = {"protocolVersion": 2, "info": INFO, "capabilities": {}}
+#: The unstable session methods a store serves (AgentApp(..., unstable=True)).
 UNSTABLE_METHODS = {
     "session/fork",
     "session/archive",
