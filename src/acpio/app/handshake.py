@@ -12,7 +12,7 @@ to the typed handler, as before (the same answers, the same ``-32602`` for bad p
   ``protocolVersion`` is not an integer in 0..65535. Both answers advertise the capabilities
   written once as JSON (:meth:`Handshake.capabilities_wire`, with a store's from
   :meth:`~acpio.store.StoredSessions.agent_capabilities_wire`): the typed one reads its models from it.
-* ``session/new`` (through the store's :meth:`~acpio.store.StoredSessions.answer_new`, for an
+* ``session/new`` (through the store's :meth:`~acpio.store.StoredSessions.open_new`, for an
   app with one): typed unless the params hold only ``cwd`` (a
   string), ``mcpServers`` (empty or ``null``: servers are kept as their models write them),
   ``additionalDirectories`` (strings or ``null``) and ``_meta``. The answer is written without
@@ -204,7 +204,9 @@ class Handshake:
         if plain is None:
             return False
         assert self._protocol.stored is not None  # registered for an app with a store
-        responder.respond(await self._protocol.stored.answer_new(*plain, cx))
+        record, setup = await self._protocol.stored.open_new(*plain, cx)
+        # the app's on_open hook gives its setup as JSON, or (the hooks offered their own) as models
+        responder.respond(_new_session_answer(record.session_id, setup.wire, setup.fields))
         return True
 
     async def new_session(
@@ -227,8 +229,7 @@ class Handshake:
     ) -> None:
         """Open a session (an app without a store), answer, then offer the commands.
 
-        With ``raw`` the answer is written as a store's app writes it
-        (:func:`~acpio.store.setup_methods.new_session_answer`): without models when the menu can.
+        With ``raw`` the answer is written without models when the menu can (:meth:`Menu.setup_wire`).
         """
         path = Path(cwd)
         if not path.is_absolute():
@@ -243,12 +244,8 @@ class Handshake:
         for hook in self._app.on_open:
             await hook(session)
         protocol.sessions[session_id] = session
-        if raw:  # as a store's app answers (and loads): JSON, unless the hooks set models
-            from acpio.store.setup_methods import new_session_answer
-
-            responder.respond(new_session_answer(session_id, protocol.session_setup(settings)))
-        else:
-            responder.respond(acp.NewSessionResponse(session_id=session_id, **menu.setup(settings)))
+        wire = menu.setup_wire(settings) if raw else None
+        responder.respond(_new_session_answer(session_id, wire, lambda: menu.setup(settings)))
         protocol.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
     async def raw_set_mode(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
@@ -270,6 +267,19 @@ class Handshake:
     async def _set_mode(self, cx: Connection, session_id: str, mode_id: str) -> None:
         protocol = self._protocol
         await protocol.change_setting(protocol.open_session(cx, session_id), None, mode_id, asked=True)
+
+
+def _new_session_answer(
+    session_id: str, wire: Mapping[str, Any] | None, fields: Callable[[], Mapping[str, Any]]
+) -> dict[str, Any] | NewSessionResponse:
+    """``session/new``'s answer, with or without a store: ``sessionId`` and the setup's ``wire`` JSON.
+
+    The model of the setup's ``fields()`` when there is no JSON: on the typed path, or when the
+    ``on_open`` hooks offered the session modes or choices of its own (:meth:`Menu.setup_wire`).
+    """
+    if wire is not None:
+        return {"sessionId": session_id, **wire}
+    return acp.NewSessionResponse(session_id=session_id, **fields())
 
 
 def _plain_new_session(params: JsonValue) -> tuple[str, list[str]] | None:

@@ -43,7 +43,6 @@ from acpio.jsonrpc import Builder, Connection, Responder
 from acpio.otel.activity import start_prompt_turn
 
 if TYPE_CHECKING:
-    from acpio.app.menu import SessionSettings
     from acpio.app.observers import SessionObservers
     from acpio.schema import (
         CancelNotification,
@@ -213,14 +212,6 @@ class AppProtocol:
                 self.offer_commands(cx, record.session_id)
         else:  # the answer is sent when this returns; the commands go out right after it
             asyncio.get_running_loop().call_soon(self.offer_commands, cx, record.session_id)
-        return self.session_setup(settings)
-
-    def session_setup(self, settings: SessionSettings) -> SessionSetup:
-        """What a setup answer carries beside the id: the session's modes and options.
-
-        As JSON (:meth:`Menu.setup_wire <acpio.app.menu.Menu.setup_wire>`), or as models when the
-        ``on_open`` hooks offered modes or choices of the session's own.
-        """
         from acpio.store.open_sessions import SessionSetup
 
         wire = self._menu.setup_wire(settings)

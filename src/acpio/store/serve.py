@@ -152,15 +152,16 @@ class StoredSessions:
         """``session/new``: a new stored session, open on this connection."""
         return await self._setup.new(req, cx)
 
-    async def answer_new(
+    async def open_new(
         self, cwd: str, additional_directories: Sequence[str], cx: Connection
-    ) -> dict[str, Any] | acp.NewSessionResponse:
-        """:meth:`new` from a ``session/new`` of plain values and no MCP servers: its answer as JSON.
+    ) -> tuple[SessionRecord, SessionSetup]:
+        """:meth:`new` from plain values and no MCP servers, without its answer: the record and setup.
 
-        The JSON the models write, without them, when the ``on_open`` hook gave its setup as JSON
-        (:attr:`SessionSetup.wire`); else the model, as :meth:`new` answers.
+        For an agent that writes the answer itself (an :class:`~acpio.app.AgentApp` writes the
+        JSON its models would, when the ``on_open`` hook gave its setup as JSON:
+        :attr:`SessionSetup.wire`).
         """
-        return await self._setup.answer_new(cwd, additional_directories, cx)
+        return await self._setup.open_new(cwd, additional_directories, [], cx)
 
     async def load(self, req: acp.LoadSessionRequest, cx: Connection) -> acp.LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""

@@ -21,7 +21,7 @@ from acpio.jsonrpc import Connection, RawJson
 from acpio.store.base import SessionRecord, SessionStore
 from acpio.store.open_sessions import OpenSessions, SessionSetup
 
-__all__ = ["SetupMethods", "check_cwd", "new_session_answer", "servers_wire"]
+__all__ = ["SetupMethods", "check_cwd", "servers_wire"]
 
 _UPDATE: Final = "session/update"
 #: Replayed updates sent between two waits for the client to read (``cx.drain()``).
@@ -37,24 +37,15 @@ class SetupMethods:
 
     async def new(self, req: acp.NewSessionRequest, cx: Connection) -> acp.NewSessionResponse:
         """``session/new``: a new stored session, open on ``cx``."""
-        record, setup = await self._new(
+        record, setup = await self.open_new(
             req.cwd, req.additional_directories or (), servers_wire(req.mcp_servers), cx
         )
         return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
 
-    async def answer_new(
-        self, cwd: str, additional_directories: Sequence[str], cx: Connection
-    ) -> dict[str, Any] | acp.NewSessionResponse:
-        """:meth:`new` from plain values and no MCP servers: the answer's JSON, or its model.
-
-        The JSON when the ``on_open`` hook gave its setup as JSON (:attr:`SessionSetup.wire`).
-        """
-        record, setup = await self._new(cwd, additional_directories, [], cx)
-        return new_session_answer(record.session_id, setup)
-
-    async def _new(
+    async def open_new(
         self, cwd: str, directories: Sequence[str], servers: list[dict[str, Any]], cx: Connection
     ) -> tuple[SessionRecord, SessionSetup]:
+        """What :meth:`new` does before it answers: the new session's record, and its setup."""
         check_cwd("session/new", cwd)
         record = await self._store.create(cwd, additional_directories=directories, mcp_servers=servers)
         return record, await self._sessions.open(record, "session/new", cx)
@@ -133,17 +124,6 @@ def check_cwd(method: str, cwd: str) -> None:
     """Refuse (``-32602``) a ``cwd`` that is not an absolute path, naming ``method``."""
     if not os.path.isabs(cwd):
         raise InvalidParams({"cwd": cwd}, message=f"{method}: cwd must be an absolute path, not {cwd!r}")
-
-
-def new_session_answer(session_id: str, setup: SessionSetup) -> dict[str, Any] | acp.NewSessionResponse:
-    """A ``session/new`` answer: ``sessionId`` and the setup's JSON (:attr:`SessionSetup.wire`).
-
-    Written without a model, unless a hook set the setup's models (:attr:`SessionSetup.modes`,
-    :attr:`SessionSetup.config_options`): then the model writes them.
-    """
-    if setup.modes is None and setup.config_options is None:
-        return {"sessionId": session_id, **(setup.wire or {})}
-    return acp.NewSessionResponse(session_id=session_id, **setup.fields())
 
 
 def servers_wire(servers: Sequence[Any]) -> list[dict[str, Any]]:
