@@ -101,8 +101,27 @@ _PROMPT_CONTENT_CAPABILITY: dict[str, str] = {
 #: The ``type`` of an MCP server declaration -> the ``mcpCapabilities`` flag it needs (stdio: none).
 _MCP_TRANSPORT_CAPABILITY: dict[str, str] = {"http": "http", "sse": "sse", "acp": "acp"}
 
-#: The session-setup requests whose ``cwd`` and ``additionalDirectories`` must be absolute paths.
-_PATH_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/list", "session/fork"})
+#: The methods a check before sending reads the params of: each check registers the methods it
+#: covers (:func:`_reads_params`), and :func:`checks_params` answers from here.
+_PARAMS_CHECKED: set[str] = set()
+
+
+def _reads_params(*methods: str) -> frozenset[str]:
+    """Register the ``methods`` whose params a check before sending reads: the set the check tests.
+
+    A check that reads params tests ``method in`` the set this returns, so it cannot cover a
+    method that :class:`~acpio.peer.PeerState` would check only once.
+    """
+    _PARAMS_CHECKED.update(methods)
+    return frozenset(methods)
+
+
+#: The session-setup requests whose ``cwd`` and ``additionalDirectories`` must be absolute paths
+#: (:func:`check_absolute_paths`), and whose MCP servers and additional directories need
+#: capabilities (:meth:`AgentFeatures.require_session_setup`).
+_PATH_METHODS = _reads_params("session/new", "session/load", "session/resume", "session/list", "session/fork")
+#: The requests whose content blocks need capabilities (:meth:`AgentFeatures.require_prompt`).
+_PROMPT_METHODS = _reads_params("session/prompt")
 
 
 def check_absolute_paths(method: str, params: object) -> None:
@@ -136,8 +155,9 @@ def check_absolute_paths(method: str, params: object) -> None:
             )
 
 
-#: The session-setup requests whose ``mcpServers`` the schema leaves optional but ACP requires.
-_MCP_SERVERS_OPTIONAL = frozenset({"session/resume", "session/fork"})
+#: The session-setup requests whose ``mcpServers`` the schema leaves optional but ACP requires
+#: (:func:`fill_required_fields`).
+_MCP_SERVERS_OPTIONAL = _reads_params("session/resume", "session/fork")
 
 
 def fill_required_fields(method: str, params: T) -> T:
@@ -152,12 +172,6 @@ def fill_required_fields(method: str, params: T) -> T:
         copy: T = params.model_copy(update={"mcp_servers": []})  # type: ignore[attr-defined]
         return copy
     return params
-
-
-#: The methods whose check before sending reads their params: what is filled in
-#: (:func:`fill_required_fields`), the paths (:func:`check_absolute_paths`), and what a prompt or a
-#: session-setup request carries (:meth:`AgentFeatures.require_params`).
-_PARAMS_CHECKED = _PATH_METHODS | _MCP_SERVERS_OPTIONAL | {"session/prompt"}
 
 
 def checks_params(method: str) -> bool:
@@ -351,7 +365,7 @@ class AgentFeatures(_Features):
     def require_params(self, method: str, params: object) -> None:
         """:meth:`require` ``method``, then check what its ``params`` carry (content, MCP servers...)."""
         self.require(method)
-        if method == "session/prompt":
+        if method in _PROMPT_METHODS:
             self.require_prompt(getattr(params, "prompt", None) or ())
         elif method in _PATH_METHODS:
             self.require_session_setup(method, params)

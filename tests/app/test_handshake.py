@@ -379,33 +379,51 @@ def test_any_handshake_gets_the_answers_of_the_typed_path(
     assert raw == typed
 
 
-def stored_app(store: str, declared: bool) -> AgentApp:
-    """An app keeping its sessions in ``store``: bare, or ``declared`` (options, MCP, prompt capabilities)."""
-    if not declared:
+def stored_app(store: str, kind: str) -> AgentApp:
+    """An app keeping its sessions in ``store``: ``bare``, ``declared`` (options, MCP, prompt
+    capabilities), or ``offered`` (declared, and its ``on_open`` hook offers modes and choices)."""
+    if kind == "bare":
         return AgentApp("stored", store=store)
     capabilities = acp.PromptCapabilities(image=True, meta={"k": "\u2028"})
     app = AgentApp("stored", title="Stored", prompt_capabilities=capabilities, mcp=True, store=store)
     app.mode("ask", "Ask")
     app.mode("code", "Code")
     app.boolean_option("web", "Web search", default=True)
+    app.select_option("model", "Model", {"small": "Small", "big": "Big"}, default="big")
+    if kind == "offered":
+
+        @app.on_open
+        async def offer(session: AppSession) -> None:
+            session.offer_modes([acp.SessionMode(id="code", name="Code only")])
+            session.offer_choices("model", {"tiny": "Tiny"})
+
     return app
 
 
-@pytest.mark.parametrize("declared", [False, True], ids=["bare", "declared"])
+@pytest.mark.parametrize("kind", ["bare", "declared", "offered"])
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 async def test_an_app_with_a_store_answers_with_the_bytes_of_the_typed_path(
-    store: str, declared: bool, tmp_path: Path
+    store: str, kind: str, tmp_path: Path
 ) -> None:
-    """Its ``initialize`` is written without models too, with the store's capabilities and hint."""
+    """Its ``initialize`` is written without models too, with the store's capabilities and hint; its
+    ``session/new`` too, unless a hook offered the session modes or choices of its own."""
     answers = {}
     for name, keys in (("raw", WIRE), ("typed", SNAKE)):
         url = "memory:" if store == "memory" else f"sqlite:///{tmp_path / name}.db"
-        answers[name] = await handshake(stored_app(url, declared), tmp_path, BOOLEANS, keys)
+        answers[name] = await handshake(stored_app(url, kind), tmp_path, BOOLEANS, keys)
     assert answers["raw"] == answers["typed"]
     capabilities = orjson.loads(answers["raw"][0])["result"]["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert set(capabilities["sessionCapabilities"]) == {"list", "delete", "resume", "close"}
     assert ("_meta" in capabilities) == (store == "memory")  # its sessions end with the process
+    if kind == "offered":
+        new = orjson.loads(answers["raw"][1])["result"]
+        assert new["modes"] == {
+            "currentModeId": "code",
+            "availableModes": [{"id": "code", "name": "Code only"}],
+        }
+        model = next(o for o in new["configOptions"] if o["id"] == "model")
+        assert model["options"] == [{"value": "tiny", "name": "Tiny"}]
 
 
 #: Text an app may declare: any, the empty string, and what JSON writers escape.

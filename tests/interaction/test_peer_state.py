@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from acpio import MethodNotFound
-from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion
+from acpio.capabilities import CapabilityNotAdvertised, UnsupportedProtocolVersion, checks_params
 from acpio.errors import NotInProtocolVersion
 from acpio.jsonrpc import Connection
 from acpio.peer import PeerState
 from acpio.roles import Client
 from acpio.schema import (
+    NOTIFICATIONS,
+    REQUESTS,
     AgentCapabilities,
     CloseSessionRequest,
     ForkSessionRequest,
@@ -20,11 +25,13 @@ from acpio.schema import (
     InitializeRequest,
     InitializeResponse,
     LoadSessionRequest,
+    MethodSpec,
     NewSessionRequest,
     PromptRequest,
     ReadTextFileRequest,
     SetSessionModeRequest,
     TextContent,
+    v2,
 )
 from acpio.testing import WirePeer
 from acpio.traits import ClientSideConnection, ClientTrait
@@ -251,3 +258,73 @@ async def test_a_typed_request_sent_before_is_checked_against_the_latest_answer(
 
     async with asyncio.timeout(TIMEOUT):
         await Client.builder(name="client").connect_with(ours, main)
+
+
+class _Spy:
+    """Params that note every attribute a check reads from them (and hold nothing: each reads ``None``)."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def __getattr__(self, name: str) -> None:
+        self.read.append(name)
+
+
+def _everything(side: str, tables: tuple[Mapping[str, MethodSpec], ...]) -> dict[str, Any]:
+    """Capabilities with every one a method of ``tables`` needs on ``side`` (``"A"``, ``"C"``) turned on."""
+    capabilities: dict[str, Any] = {}
+    for table in tables:
+        for spec in table.values():
+            if spec.capability is not None and spec.capability.startswith(f"{side}."):
+                *parents, leaf = spec.capability[2:].split(".")
+                node = capabilities
+                for parent in parents:
+                    node = node.setdefault(parent, {})
+                node.setdefault(leaf, {})
+    return capabilities
+
+
+def _states() -> list[PeerState]:
+    """Agents and clients of each version that advertised everything: no check fails on a capability."""
+    v1_tables, v2_tables = (REQUESTS, NOTIFICATIONS), (v2.REQUESTS, v2.NOTIFICATIONS)
+    v1_agent = {**_everything("A", v1_tables), "loadSession": True, "mcpCapabilities": {"acp": True}}
+    agent = PeerState("agent")
+    agent.record_response(_answer(v1_agent))
+    agent_v2 = PeerState("agent")
+    agent_v2.record_request(
+        v2.InitializeRequest(protocol_version=2, info=v2.Implementation(name="c", version="1"))
+    )
+    agent_v2.record_response(
+        v2.InitializeResponse.model_validate(
+            {
+                "protocolVersion": 2,
+                "info": {"name": "a", "version": "1"},
+                "capabilities": _everything("A", v2_tables),
+            }
+        )
+    )
+    client = PeerState("client")
+    client.record_client_params(_client_params({**_everything("C", v1_tables), "terminal": True}))
+    client_v2 = PeerState("client")
+    client_v2.record_client_params({"protocolVersion": 2, "capabilities": _everything("C", v2_tables)})
+    client_v2.record_answer(2)
+    return [agent, agent_v2, client, client_v2]
+
+
+def test_only_the_methods_whose_params_a_check_reads_are_checked_each_time() -> None:
+    """A check added for a method's params, anywhere on the send path, must register the method:
+    PeerState remembers the passed checks of every other method, and would skip it after once."""
+    methods = {"_vendor/ping"}
+    for table in (REQUESTS, NOTIFICATIONS, v2.REQUESTS, v2.NOTIFICATIONS):
+        methods |= set(table)
+    read: set[str] = set()
+    for state in _states():
+        for method in sorted(methods):
+            for require_capabilities in (True, False):
+                spy = _Spy()
+                with contextlib.suppress(Exception):  # a check may fail on what it read
+                    state.check(method, spy, require_capabilities=require_capabilities)
+                if spy.read:
+                    read.add(method)
+    assert read == {method for method in methods if checks_params(method)}
+    assert read >= {"session/new", "session/prompt", "session/fork"}  # the spy sees the checks' reads

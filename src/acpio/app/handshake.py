@@ -8,10 +8,11 @@ JSON the models would write: the same bytes, and pydantic is not imported. Anyth
 to the typed handler, as before (the same answers, the same ``-32602`` for bad params):
 
 * ``initialize``: typed when the app has an :meth:`~acpio.app.AgentApp.on_initialize` hook
-  (it takes the models) or is ``unstable`` (attaching adds its ``_meta``, a store its unstable
-  methods); or when ``protocolVersion`` is not an integer in 0..65535. A store's capabilities
-  are written as JSON (:meth:`~acpio.store.StoredSessions.agent_capabilities_wire`).
-* ``session/new`` (through the store's :meth:`~acpio.store.StoredSessions.answer_new`, for an
+  (it takes the models) or is ``unstable`` (attaching adds its ``_meta``); or when
+  ``protocolVersion`` is not an integer in 0..65535. Both answers advertise the capabilities
+  written once as JSON (:meth:`Handshake.capabilities_wire`, with a store's from
+  :meth:`~acpio.store.StoredSessions.agent_capabilities_wire`): the typed one reads its models from it.
+* ``session/new`` (through the store's :meth:`~acpio.store.StoredSessions.open_new`, for an
   app with one): typed unless the params hold only ``cwd`` (a
   string), ``mcpServers`` (empty or ``null``: servers are kept as their models write them),
   ``additionalDirectories`` (strings or ``null``) and ``_meta``. The answer is written without
@@ -27,6 +28,7 @@ does not take.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -135,41 +137,45 @@ class Handshake:
     def __init__(self, protocol: AppProtocol) -> None:
         self._protocol = protocol
         self._app = protocol.definition
+        self._capabilities: dict[str, Any] | None = None
+
+    def capabilities_wire(self) -> dict[str, Any]:
+        """The ``agentCapabilities`` the app advertises, as JSON in the models' field order (made once).
+
+        What the app declared and, with a store, its capabilities
+        (:meth:`~acpio.store.StoredSessions.agent_capabilities_wire`); both answers are written from it.
+        """
+        if self._capabilities is None:
+            capabilities: dict[str, Any] = {"promptCapabilities": self._app.prompt_wire()}
+            if self._app.mcp:
+                capabilities["mcpCapabilities"] = {"http": True, "acp": True}
+            stored = self._protocol.stored
+            if stored is not None:
+                capabilities = stored.agent_capabilities_wire(capabilities)
+            self._capabilities = capabilities
+        return self._capabilities
 
     async def raw_initialize(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
         """Answer ``initialize`` without models, when nothing needs them."""
-        protocol = self._protocol
-        if self._app.on_initialize or protocol.observers is not None:
+        if self._app.on_initialize or self._protocol.observers is not None:
             return False
         version = params.get("protocolVersion") if isinstance(params, dict) else None
         if type(version) is not int or not 0 <= version <= _UINT16_MAX:
             return False
-        capabilities: dict[str, Any] = {"promptCapabilities": self._app.prompt_wire()}
-        if self._app.mcp:
-            capabilities["mcpCapabilities"] = {"http": True, "acp": True}
-        if protocol.stored is not None:
-            with_store = protocol.stored.agent_capabilities_wire(capabilities)
-            if with_store is None:
-                return False
-            capabilities = with_store
         responder.respond(
             {
                 "protocolVersion": select_version(version, (1,)),
-                "agentCapabilities": capabilities,
+                "agentCapabilities": self.capabilities_wire(),
                 "agentInfo": self._app.info_wire(),
             }
         )
         return True
 
     async def initialize(self, request: InitializeRequest, cx: Connection) -> InitializeResponse:
-        """Answer ``initialize`` with models: the hooks get them, a store and attaching add to them."""
-        protocol = self._protocol
-        capabilities = acp.AgentCapabilities(prompt_capabilities=self._app.prompt_capabilities)
-        if self._app.mcp:
-            capabilities.mcp_capabilities = acp.McpCapabilities(acp=True, http=True)
-        if protocol.stored is not None:
-            capabilities = protocol.stored.agent_capabilities(capabilities)
-        if protocol.observers is not None:  # acpio's extension, named like the store's hint
+        """Answer ``initialize`` with models: the hooks get them, attaching adds to them."""
+        # a copy: a hook may change the models in place, and the JSON is every connection's
+        capabilities = acp.AgentCapabilities.model_validate(copy.deepcopy(self.capabilities_wire()))
+        if self._protocol.observers is not None:  # acpio's extension, named like the store's hint
             meta = dict(capabilities.meta or {})
             from acpio.session.attach import ATTACH_ROLES
 
@@ -198,7 +204,9 @@ class Handshake:
         if plain is None:
             return False
         assert self._protocol.stored is not None  # registered for an app with a store
-        responder.respond(await self._protocol.stored.answer_new(*plain, cx))
+        record, setup = await self._protocol.stored.open_new(*plain, cx)
+        # the app's on_open hook gives its setup as JSON, or (the hooks offered their own) as models
+        responder.respond(_new_session_answer(record.session_id, setup.wire, setup.fields))
         return True
 
     async def new_session(
@@ -236,11 +244,8 @@ class Handshake:
         for hook in self._app.on_open:
             await hook(session)
         protocol.sessions[session_id] = session
-        setup = menu.setup_wire(settings) if raw else None
-        if setup is None:  # typed, or the hooks offered the session modes or choices of its own
-            responder.respond(acp.NewSessionResponse(session_id=session_id, **menu.setup(settings)))
-        else:
-            responder.respond({"sessionId": session_id, **setup})
+        wire = menu.setup_wire(settings) if raw else None
+        responder.respond(_new_session_answer(session_id, wire, lambda: menu.setup(settings)))
         protocol.offer_commands(cx, session_id)  # after the answer: the client knows the session by then
 
     async def raw_set_mode(self, params: JsonValue, responder: Responder[Any], cx: Connection) -> bool:
@@ -262,6 +267,19 @@ class Handshake:
     async def _set_mode(self, cx: Connection, session_id: str, mode_id: str) -> None:
         protocol = self._protocol
         await protocol.change_setting(protocol.open_session(cx, session_id), None, mode_id, asked=True)
+
+
+def _new_session_answer(
+    session_id: str, wire: Mapping[str, Any] | None, fields: Callable[[], Mapping[str, Any]]
+) -> dict[str, Any] | NewSessionResponse:
+    """``session/new``'s answer, with or without a store: ``sessionId`` and the setup's ``wire`` JSON.
+
+    The model of the setup's ``fields()`` when there is no JSON: on the typed path, or when the
+    ``on_open`` hooks offered the session modes or choices of its own (:meth:`Menu.setup_wire`).
+    """
+    if wire is not None:
+        return {"sessionId": session_id, **wire}
+    return acp.NewSessionResponse(session_id=session_id, **fields())
 
 
 def _plain_new_session(params: JsonValue) -> tuple[str, list[str]] | None:

@@ -264,7 +264,7 @@ class AppProtocolV2:
         blocks: Sequence[acp.ContentBlock]
         if plain is not None:
             session_id, blocks = plain
-            said = [{"type": "text", "text": text} for text in plain[1].texts]
+            said = plain[1].wire()
         else:  # the content blocks, in the turn's (v1) types; -32602 for what does not fit
             request = parse_params(acp.PromptRequest, "session/prompt", params)
             session_id, blocks = request.session_id, list(request.prompt)

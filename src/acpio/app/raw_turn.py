@@ -47,11 +47,15 @@ class RawPrompt(Sequence["acp.ContentBlock"]):  # quoted: the base would create 
         self.texts = tuple(texts)
         self._models: tuple[acp.ContentBlock, ...] | None = None
 
+    def wire(self) -> list[dict[str, Any]]:
+        """The blocks as JSON, as their models write them: ``{"type": "text", "text": ...}`` each."""
+        return [{"type": "text", "text": text} for text in self.texts]
+
     def models(self) -> tuple[acp.ContentBlock, ...]:
         """The blocks as the typed path validates them (built on the first call)."""
         if self._models is None:
-            blocks = [{"type": "text", "text": text} for text in self.texts]
-            self._models = tuple(acp.PromptRequest.model_validate({"sessionId": "", "prompt": blocks}).prompt)
+            params = {"sessionId": "", "prompt": self.wire()}
+            self._models = tuple(acp.PromptRequest.model_validate(params).prompt)
         return self._models
 
     def __len__(self) -> int:
@@ -133,7 +137,7 @@ def user_chunks(session_id: str, prompt: Sequence[acp.ContentBlock]) -> list[byt
     writes the same bytes), without building them.
     """
     if isinstance(prompt, RawPrompt):
-        chunks = [user_chunk({"type": "text", "text": text}) for text in prompt.texts]
+        chunks = [user_chunk(block) for block in prompt.wire()]
         return [encode_value({"sessionId": session_id, "update": chunk}) for chunk in chunks]
     notes = (
         acp.SessionNotification(session_id=session_id, update=acp.UserMessageChunk(content=b)) for b in prompt

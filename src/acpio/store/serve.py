@@ -40,6 +40,13 @@ from acpio.store.setup_methods import SetupMethods, check_cwd
 
 __all__ = ["CloseHook", "OpenHook", "SessionSetup", "StoredSessions", "serve_sessions"]
 
+#: The ``sessionCapabilities`` of the methods served beside ``session/new`` and ``session/load``,
+#: in the models' field order: without and with the unstable methods.
+_SESSION_CAPABILITIES: dict[bool, tuple[str, ...]] = {
+    False: ("list", "delete", "resume", "close"),
+    True: ("list", "delete", "fork", "archive", "status", "title", "resume", "close"),
+}
+
 
 class StoredSessions:
     """The session methods of an agent, served from ``store``: what :func:`serve_sessions` registers.
@@ -106,39 +113,31 @@ class StoredSessions:
         return {f"session/{handler.__name__}": handler for handler in served}  # each method's name
 
     def agent_capabilities(self, base: acp.AgentCapabilities | None = None) -> acp.AgentCapabilities:
-        """``base`` (default: none) with the capabilities of the methods served here turned on."""
-        capabilities = base.model_copy(deep=True) if base is not None else acp.AgentCapabilities()
-        session = capabilities.session_capabilities or acp.SessionCapabilities()
-        session.list = acp.SessionListCapabilities()
-        session.resume = acp.SessionResumeCapabilities()
-        session.close = acp.SessionCloseCapabilities()
-        session.delete = acp.SessionDeleteCapabilities()
-        if self.unstable:
-            session.fork = acp.SessionForkCapabilities()
-            session.archive = acp.SessionArchiveCapabilities()
-            session.status = acp.SessionStatusCapabilities()
-            session.title = acp.SessionTitleCapabilities()
-        capabilities.session_capabilities = session
-        capabilities.load_session = True
+        """``base`` (default: none) with the capabilities of the methods served here turned on.
+
+        The models of :meth:`agent_capabilities_wire`'s JSON: one rule for both.
+        """
+        wire = self.agent_capabilities_wire(base.to_wire() if base is not None else {})
+        return acp.AgentCapabilities.model_validate(wire)
+
+    def agent_capabilities_wire(self, base: dict[str, Any]) -> dict[str, Any]:
+        """``base`` (``agentCapabilities`` JSON) with the capabilities of the methods served here turned on.
+
+        ``loadSession``, the ``sessionCapabilities`` of the other methods and, for a store whose
+        sessions end with the process, acpio's hint to clients in ``_meta``. Written without models:
+        in their field order for a base of ``promptCapabilities`` and ``mcpCapabilities`` (what an
+        :class:`~acpio.app.AgentApp` advertises), the same values for any other.
+        """
+        session = dict(base.get("sessionCapabilities") or {})
+        session.update((name, {}) for name in _SESSION_CAPABILITIES[self.unstable])
+        capabilities: dict[str, Any] = {"loadSession": True}
+        capabilities.update(base)
+        capabilities.update(loadSession=True, sessionCapabilities=session)
         if not self.store.outlives_process:
             # acpio's own hint to clients: do not offer to continue these sessions in another process.
-            meta = dict(capabilities.meta or {})
+            meta = dict(capabilities.pop("_meta", None) or {})
             meta["acpio"] = {**meta.get("acpio", {}), "sessionsEndWithProcess": True}
-            capabilities.meta = meta
-        return capabilities
-
-    def agent_capabilities_wire(self, base: dict[str, Any]) -> dict[str, Any] | None:
-        """:meth:`agent_capabilities` as JSON, in the models' field order, without building them.
-
-        ``base`` holds ``promptCapabilities`` and, if any, ``mcpCapabilities`` (nothing this adds).
-        ``None`` with the unstable methods on: :meth:`agent_capabilities` writes those.
-        """
-        if self.unstable:
-            return None
-        session: dict[str, Any] = {"list": {}, "delete": {}, "resume": {}, "close": {}}
-        capabilities = {"loadSession": True, **base, "sessionCapabilities": session}
-        if not self.store.outlives_process:
-            capabilities["_meta"] = {"acpio": {"sessionsEndWithProcess": True}}
+            capabilities["_meta"] = meta
         return capabilities
 
     # --- recording (:mod:`acpio.store.open_sessions`) -----------------------------------------------
@@ -153,15 +152,16 @@ class StoredSessions:
         """``session/new``: a new stored session, open on this connection."""
         return await self._setup.new(req, cx)
 
-    async def answer_new(
+    async def open_new(
         self, cwd: str, additional_directories: Sequence[str], cx: Connection
-    ) -> dict[str, Any] | acp.NewSessionResponse:
-        """:meth:`new` from a ``session/new`` of plain values and no MCP servers: its answer as JSON.
+    ) -> tuple[SessionRecord, SessionSetup]:
+        """:meth:`new` from plain values and no MCP servers, without its answer: the record and setup.
 
-        The JSON the models write, without them, when the ``on_open`` hook gave its setup as JSON
-        (:attr:`SessionSetup.wire`); else the model, as :meth:`new` answers.
+        For an agent that writes the answer itself (an :class:`~acpio.app.AgentApp` writes the
+        JSON its models would, when the ``on_open`` hook gave its setup as JSON:
+        :attr:`SessionSetup.wire`).
         """
-        return await self._setup.answer_new(cwd, additional_directories, cx)
+        return await self._setup.open_new(cwd, additional_directories, [], cx)
 
     async def load(self, req: acp.LoadSessionRequest, cx: Connection) -> acp.LoadSessionResponse:
         """``session/load``: replay the history as ``session/update`` notifications, then answer."""

@@ -37,26 +37,15 @@ class SetupMethods:
 
     async def new(self, req: acp.NewSessionRequest, cx: Connection) -> acp.NewSessionResponse:
         """``session/new``: a new stored session, open on ``cx``."""
-        record, setup = await self._new(
+        record, setup = await self.open_new(
             req.cwd, req.additional_directories or (), servers_wire(req.mcp_servers), cx
         )
         return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
 
-    async def answer_new(
-        self, cwd: str, additional_directories: Sequence[str], cx: Connection
-    ) -> dict[str, Any] | acp.NewSessionResponse:
-        """:meth:`new` from plain values and no MCP servers: the answer's JSON, or its model.
-
-        The JSON when the ``on_open`` hook gave its setup as JSON (:attr:`SessionSetup.wire`).
-        """
-        record, setup = await self._new(cwd, additional_directories, [], cx)
-        if setup.modes is None and setup.config_options is None:
-            return {"sessionId": record.session_id, **(setup.wire or {})}
-        return acp.NewSessionResponse(session_id=record.session_id, **setup.fields())
-
-    async def _new(
+    async def open_new(
         self, cwd: str, directories: Sequence[str], servers: list[dict[str, Any]], cx: Connection
     ) -> tuple[SessionRecord, SessionSetup]:
+        """What :meth:`new` does before it answers: the new session's record, and its setup."""
         check_cwd("session/new", cwd)
         record = await self._store.create(cwd, additional_directories=directories, mcp_servers=servers)
         return record, await self._sessions.open(record, "session/new", cx)
