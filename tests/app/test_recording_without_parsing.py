@@ -154,3 +154,25 @@ async def test_a_v2_turns_updates_name_their_session_to_a_send_observer(tmp_path
         await peer.until(is_idle)
     written = [source for found, source in seen if found == session_id and type(source) is not dict]
     assert len(written) == CHUNKS + 5  # every update of the turn's verbs, none parsed to know its session
+
+
+async def test_a_loaded_session_is_replayed_without_a_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``session/load`` sends the stored history as it is: the recorder skips each update unparsed."""
+    app = streaming_app("memory:")
+    async with serving(app.builder(), timeout=10) as first, serving(app.builder(), timeout=10) as second:
+        session_id = await open_session(first, tmp_path, {})
+        sent = await turn_frames(first, session_id, "go")
+        recorded = await history(app, session_id)
+        await open_session(second, tmp_path, {})  # initialized, and a session of its own
+        parses = CountingParser()
+        monkeypatch.setattr(open_sessions, "orjson", parses)
+        load = second.request(
+            "session/load", {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+        )
+        replayed: list[Any] = []
+        await second.response_to(load, replayed)
+        assert parses.calls == 0
+        assert len(replayed) == len(recorded) == len(sent) + 1  # and the user's chunk
+        assert await history(app, session_id) == recorded  # the replay is not recorded again

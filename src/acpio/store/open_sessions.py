@@ -35,8 +35,8 @@ class SessionSetup:
     """What a session-setup answer carries beside the id: the session's modes and config options.
 
     Either as models, or as their JSON (``wire``: ``modes`` and ``configOptions``, as the models
-    write them), which :meth:`StoredSessions.answer_new <acpio.store.StoredSessions.answer_new>`
-    sends without building a model.
+    write them), which :meth:`StoredSessions.open_new <acpio.store.StoredSessions.open_new>`
+    returns for the handshake to send without building a model.
     """
 
     modes: acp.SessionModeState | None = None

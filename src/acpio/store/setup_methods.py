@@ -60,8 +60,8 @@ class SetupMethods:
         with self._sessions.replaying(session_id):
             sent = 0
             async for body in self._store.history(session_id):
-                if own in body:  # sent as stored, without parsing it again
-                    cx.send_notification(_UPDATE, RawJson(body))
+                if own in body:  # sent as stored; the record names the session to the send observers
+                    cx.send_notification(_UPDATE, RawJson(body, record))
                 else:  # a fork's copy of its parent's history: it names the parent
                     params = orjson.loads(body)
                     if isinstance(params, dict):
