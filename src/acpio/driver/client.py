@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from acpio.client.files import ConfinedFiles
+from acpio.client.forms import FormChoice, FormPolicy, form_policy
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.client.policy import RulePolicy
 from acpio.driver.requests import SessionRequests
@@ -34,6 +35,8 @@ from acpio.oneshot.notes import StdoutWatch
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     Implementation,
     InitializeRequest,
@@ -93,7 +96,12 @@ class AgentClient:
     answers ``session/request_permission`` and decides the agent's commands: ``"deny"`` (the
     default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`; under
     ``"allow"`` a command setting a variable that decides what runs or loads (``PATH``,
-    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``protocol`` is the ACP
+    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``forms`` answers the
+    agent's forms (``elicitation/create`` in form mode): a mapping of field names to values used
+    for any form asking those fields, ``"decline"``, ``"cancel"``, an async callback or a
+    :class:`~acpio.client.FormPolicy`; each answer is checked against the form first; by default
+    (``None``) forms are not advertised, so an agent asks none (one asked anyway is refused,
+    ``-32602``). ``protocol`` is the ACP
     version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or ``2``. ``env`` adds variables to
     the environment of an agent started from a command. ``init_timeout`` bounds the wait
     for the agent's ``initialize`` answer (``None``: no bound).
@@ -109,6 +117,7 @@ class AgentClient:
         *,
         cwd: str | os.PathLike[str] | None = None,
         permissions: PermissionChoice = "deny",
+        forms: FormChoice = None,
         terminals: bool = True,
         allow_env: Collection[str] = (),
         protocol: ProtocolChoice = "negotiate",
@@ -120,6 +129,8 @@ class AgentClient:
         self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
         #: The policy that answers the agent's permission requests and decides its commands.
         self.policy: PermissionPolicy = permission_policy(permissions)
+        #: The policy that answers the agent's forms (``None``: forms are not advertised).
+        self.forms: FormPolicy | None = form_policy(forms)
         self._terminals = terminals
         self._allow_env = frozenset(allow_env)
         self._protocol = protocol
@@ -220,6 +231,11 @@ class AgentClient:
             client_capabilities=ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
                 terminal=self._terminals,
+                elicitation=(
+                    ElicitationCapabilities(form=ElicitationFormCapabilities())
+                    if self.forms is not None
+                    else None
+                ),
             ),
             client_info=Implementation(name=self._name, version=__version__),
         )
@@ -342,7 +358,8 @@ class AgentSession:
     """A session with the agent: :meth:`prompt` gives a turn's :class:`TurnResult`, :meth:`stream` its events.
 
     One turn at a time. The agent's requests are answered as the :class:`AgentClient` says:
-    permissions by its policy (every ask recorded in the result), files inside the session's
+    permissions by its policy (every ask recorded in the result), forms by its form policy (each
+    recorded with its answer), files inside the session's
     directory, commands (when terminals are on) as real processes once allowed.
     """
 
@@ -359,7 +376,7 @@ class AgentSession:
         self._active = active
         self._view = active.view  # on v1 the view is kept from now on
         self._requests = SessionRequests(
-            self._view, client.policy, files, terminals=terminals, allow_env=allow_env
+            self._view, client.policy, files, terminals=terminals, allow_env=allow_env, forms=client.forms
         )
         self._turn: TurnStream | None = None
         self._closed = False
