@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from acpio.client.forms import FormValue
 from acpio.driver.usage import Usage
 from acpio.session.turn_view import (
     DiffView,
@@ -89,7 +90,7 @@ class FormAsk:
     message: str
     schema: dict[str, Any]
     action: str
-    content: dict[str, Any] | None = None
+    content: dict[str, FormValue] | None = None
     tool_call_id: str | None = None
     error: str | None = None
 
