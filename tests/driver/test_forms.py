@@ -7,6 +7,7 @@ advertise, to see the refusal.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from dataclasses import dataclass
@@ -124,6 +125,28 @@ async def test_a_callback_gets_the_typed_form_and_answers_each_its_own_way(tmp_p
     assert "elicitation: accept" in result.text
     assert "elicitation: decline\n" in result.text
     assert [event.ask for event in events if isinstance(event, FormAnswered)] == list(result.forms)
+
+
+async def test_a_form_still_being_filled_when_the_turn_is_cancelled_is_answered_cancel(
+    tmp_path: Path,
+) -> None:
+    asked = asyncio.Event()
+
+    async def slow(request: CreateElicitationRequest) -> FormAnswer:
+        asked.set()
+        await asyncio.sleep(60)  # a person who never answers
+        return {"name": "too late"}
+
+    async with AgentClient(testy_agent(), cwd=tmp_path, forms=slow) as client:
+        session = await client.new_session()
+        stream = session.stream("elicit")
+        reading = asyncio.create_task(stream.result())
+        await asyncio.wait_for(asked.wait(), 5)
+        stream.cancel()
+        result = await asyncio.wait_for(reading, 5)
+
+    assert result.stop_reason == "cancelled"
+    assert [(form.action, form.content, form.error) for form in result.forms] == [("cancel", None, None)]
 
 
 @pytest.mark.parametrize(
