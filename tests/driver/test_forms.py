@@ -235,6 +235,35 @@ except RequestError as error:
     assert result.forms == ()
 
 
+async def test_a_form_outside_a_session_is_answered_and_a_url_is_refused(tmp_path: Path) -> None:
+    # an agent asking a form scoped to one of its requests (no session), then a URL (not advertised)
+    body = """
+form = acp.ElicitationSchema(properties={"label": acp.StringPropertySchema()}, required=["label"])
+ask = acp.CreateElicitationRequest(request_id=7, mode="form", message="Name the token", requested_schema=form)
+say(cx, f"outside: {await cx.send_request(ask.METHOD, ask.to_wire())}\\n")
+url = acp.CreateElicitationRequest(
+    session_id="s-1", mode="url", message="Log in", elicitation_id="e-1", url="https://example.com/login"
+)
+try:
+    await cx.send_request(url.METHOD, url.to_wire())
+except RequestError as error:
+    say(cx, f"url: {error.code} {error.message}")
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path, forms={"label": "ci"}) as client:
+        result = await (await client.new_session()).prompt("go")
+        outside = list(client.forms_outside_sessions)
+
+    assert result.text == (
+        "outside: {'action': 'accept', 'content': {'label': 'ci'}}\n"
+        "url: -32602 This client did not advertise url elicitations in its capabilities "
+        "(AgentClient answers forms only)"
+    )
+    assert [(form.message, form.action, form.content) for form in outside] == [
+        ("Name the token", "accept", {"label": "ci"})
+    ]
+    assert result.forms == ()  # neither was the session's form
+
+
 async def test_the_pool_answers_forms_as_its_clients_do(tmp_path: Path) -> None:
     async with AgentPool(run_testy(1), size=1, cwd=tmp_path, forms={"name": "Ada"}) as pool:
         result = await pool.prompt("elicit")

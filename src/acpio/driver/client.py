@@ -25,8 +25,9 @@ from acpio.client.files import ConfinedFiles
 from acpio.client.forms import FormChoice, FormPolicy, form_policy
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.client.policy import RulePolicy
+from acpio.driver.forms import RequestScopedForms
 from acpio.driver.requests import SessionRequests
-from acpio.driver.result import TurnResult
+from acpio.driver.result import FormAsk, TurnResult
 from acpio.driver.turn import TurnStream
 from acpio.errors import AcpError, ConnectionClosed, TransportError
 from acpio.jsonrpc import open_transport
@@ -101,10 +102,10 @@ class AgentClient:
     for any form asking those fields, ``"decline"``, ``"cancel"``, an async callback or a
     :class:`~acpio.client.FormPolicy`; each answer is checked against the form first; by default
     (``None``) forms are not advertised, so an agent asks none (one asked anyway is refused,
-    ``-32602``). ``protocol`` is the ACP
-    version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or ``2``. ``env`` adds variables to
-    the environment of an agent started from a command. ``init_timeout`` bounds the wait
-    for the agent's ``initialize`` answer (``None``: no bound).
+    ``-32602``); forms asked outside a session are kept in :attr:`forms_outside_sessions`.
+    ``protocol`` is the ACP version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or
+    ``2``. ``env`` adds variables to the environment of an agent started from a command.
+    ``init_timeout`` bounds the wait for the agent's ``initialize`` answer (``None``: no bound).
 
     Leaving the ``async with`` block (or :meth:`aclose`) closes the sessions, ends the commands
     the agent started, and closes the connection: a process the client started is ended with its
@@ -131,6 +132,8 @@ class AgentClient:
         self.policy: PermissionPolicy = permission_policy(permissions)
         #: The policy that answers the agent's forms (``None``: forms are not advertised).
         self.forms: FormPolicy | None = form_policy(forms)
+        #: The forms the agent asked outside a session (scoped to one of its requests), with their answers.
+        self.forms_outside_sessions: list[FormAsk] = []
         self._terminals = terminals
         self._allow_env = frozenset(allow_env)
         self._protocol = protocol
@@ -178,6 +181,9 @@ class AgentClient:
             transport = Tap(transport, watch)
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
+        if self.forms is not None:
+            outside = RequestScopedForms(self.forms, self.forms_outside_sessions)
+            cx.add_dynamic_handler(outside).run_indefinitely()
         self._served = asyncio.get_running_loop().create_task(
             cx.run(self._serve_until_closed), name=f"acpio client {self._name}"
         )

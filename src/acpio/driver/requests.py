@@ -7,9 +7,9 @@
   asked through :func:`~acpio.client.permissions.decide_permission`;
 * ``fs/read_text_file`` and ``fs/write_text_file``: inside the session's directory only
   (:class:`~acpio.client.ConfinedFiles`); a write is recorded with its diff;
-* ``elicitation/create`` in form mode: by the client's :class:`~acpio.client.forms.FormPolicy`
-  (``AgentClient(forms=...)``), the answer checked against the form first, each form recorded
-  with its answer; without a policy (forms not advertised), or in another mode, ``-32602``;
+* ``elicitation/create``: :func:`~acpio.driver.forms.answer_form`, by the client's
+  :class:`~acpio.client.FormPolicy` (``AgentClient(forms=...)``), each form recorded with its
+  answer;
 * ``terminal/*``: real processes (:class:`~acpio.oneshot.terminals.Terminals`), each command
   allowed first by a permission granted earlier in the session or by the policy, asked about it
   as ``acpio prompt`` asks (:func:`~acpio.oneshot.permissions.command_request`);
@@ -28,12 +28,13 @@ from collections.abc import Collection
 from typing import Literal, cast
 
 from acpio.client.files import ConfinedFiles
-from acpio.client.forms import FormAnswerError, FormPolicy
+from acpio.client.forms import FormPolicy
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
+from acpio.driver.forms import answer_form
 from acpio.driver.result import FileWrite, FormAsk, OfferedOption, PermissionAsk
-from acpio.errors import InternalError, InvalidParams, MethodNotFound, RequestError, ResourceNotFound
+from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
-from acpio.oneshot.client_methods import ClientMethods, decided, unless_cancelled
+from acpio.oneshot.client_methods import ClientMethods, decided
 from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
@@ -181,36 +182,8 @@ class SessionRequests:
 
     async def _form(self, dispatch: RequestDispatch) -> CreateElicitationResponse:
         request: CreateElicitationRequest = dispatch.parse(CreateElicitationRequest)
-        if self._forms is None or request.mode != "form":
-            why = (
-                "pass AgentClient(forms=...) to answer forms"
-                if self._forms is None
-                else "AgentClient answers forms only"
-            )
-            raise InvalidParams(
-                {"mode": request.mode},
-                message=f"This client did not advertise {request.mode} elicitations in its "
-                f"capabilities ({why})",
-            )
-        error: str | None = None
-        try:
-            answer = await unless_cancelled(self.cancelled, self._forms.answer(request))
-        except FormAnswerError as exc:
-            _log.warning("%s", exc)
-            answer, error = None, str(exc)
-        if answer is None:
-            answer = CreateElicitationResponse(action="cancel")
-        schema = request.requested_schema
-        self._records.append(
-            FormAsk(
-                request.message,
-                schema.to_wire() if schema is not None else {},
-                str(answer.action),
-                dict(answer.content) if answer.content is not None else None,
-                request.tool_call_id,
-                error,
-            )
-        )
+        answer, ask = await answer_form(self._forms, request, self.cancelled)
+        self._records.append(ask)
         return answer
 
     # --- files -------------------------------------------------------------------------------------
