@@ -36,16 +36,6 @@ from typing import TYPE_CHECKING
 
 from acpio._exports import lazy_exports
 from acpio.client.files import MAX_FILE_SIZE, ConfinedFiles
-from acpio.client.forms import (
-    FormAnswer,
-    FormAnswerError,
-    FormCallback,
-    FormChoice,
-    FormField,
-    FormPolicy,
-    FormValue,
-    form_policy,
-)
 from acpio.client.permissions import (
     AllowPolicy,
     CallbackPolicy,
@@ -64,6 +54,16 @@ from acpio.client.policy_rules import Action, Rule
 from acpio.client.policy_subject import ToolCallSubject, subject_of
 
 if TYPE_CHECKING:
+    from acpio.client.forms import (
+        FormAnswer,
+        FormAnswerError,
+        FormCallback,
+        FormChoice,
+        FormField,
+        FormPolicy,
+        FormValue,
+        form_policy,
+    )
     from acpio.client.policy_file import PolicyFileError, load_policy, parse_policy
     from acpio.driver.client import AgentClient, AgentFailed, AgentSession, AgentTarget
     from acpio.driver.result import (

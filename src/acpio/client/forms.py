@@ -24,20 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from acpio.schema import (
-    BooleanPropertySchema,
-    CreateElicitationRequest,
-    CreateElicitationResponse,
-    ElicitationSchema,
-    IntegerPropertySchema,
-    MultiSelectPropertySchema,
-    NumberPropertySchema,
-    StringMultiSelectItems,
-    StringPropertySchema,
-    TitledMultiSelectItems,
-)
+if TYPE_CHECKING:  # the models are built on first use: importing this module (acpio.client) stays cheap
+    from acpio.schema import CreateElicitationRequest, CreateElicitationResponse, ElicitationSchema
 
 __all__ = [
     "KNOWN_KINDS",
@@ -60,7 +50,7 @@ FormValue: TypeAlias = str | int | float | bool | list[str]
 #: ``"decline"`` (the user said no) or ``"cancel"`` (the user dismissed it).
 FormAnswer: TypeAlias = Mapping[str, object] | Literal["decline", "cancel"]
 #: Answers one form: given the typed request, returns its :data:`FormAnswer`.
-FormCallback: TypeAlias = Callable[[CreateElicitationRequest], Awaitable[FormAnswer]]
+FormCallback: TypeAlias = "Callable[[CreateElicitationRequest], Awaitable[FormAnswer]]"
 
 #: The field kinds this package can answer (a field of another kind is left out of an answer).
 KNOWN_KINDS: Final = frozenset({"string", "email", "integer", "number", "boolean", "choice", "choices"})
@@ -200,6 +190,16 @@ class FormField:
 
 def form_fields(schema: ElicitationSchema) -> list[FormField]:
     """The fields of a form schema, in its order."""
+    from acpio.schema import (
+        BooleanPropertySchema,
+        IntegerPropertySchema,
+        MultiSelectPropertySchema,
+        NumberPropertySchema,
+        StringMultiSelectItems,
+        StringPropertySchema,
+        TitledMultiSelectItems,
+    )
+
     required = set(schema.required or ())
     fields: list[FormField] = []
     for name, prop in (schema.properties or {}).items():
@@ -323,6 +323,8 @@ class FormPolicy:
 
     async def answer(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
         """The answer to the form ``request``; :class:`FormAnswerError` when the values do not fit it."""
+        from acpio.schema import CreateElicitationResponse, ElicitationSchema
+
         answer = self._answer
         if callable(answer):
             answer = await answer(request)
