@@ -201,9 +201,10 @@ async def test_decline_or_cancel_answers_every_form_so(tmp_path: Path, action: s
     assert [(form.action, form.content) for form in result.forms] == [(action, None)]
 
 
-def test_an_answer_that_is_not_one_says_what_to_give() -> None:
+@pytest.mark.parametrize("wrong", ["accept", ["name", "Ada"]])
+def test_an_answer_that_is_not_one_says_what_to_give(wrong: object) -> None:
     with pytest.raises(ValueError, match="give 'decline', 'cancel', a mapping of field names"):
-        AgentClient("acpio testy", forms="accept")  # type: ignore[arg-type]
+        AgentClient("acpio testy", forms=wrong)  # type: ignore[arg-type]
 
 
 async def test_by_default_forms_are_not_advertised_so_the_agent_asks_none(tmp_path: Path) -> None:

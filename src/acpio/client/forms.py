@@ -311,7 +311,9 @@ class FormPolicy:
     """Answers form elicitations from a :data:`FormAnswer` given once, or from a :data:`FormCallback`."""
 
     def __init__(self, answer: FormAnswer | FormCallback) -> None:
-        if isinstance(answer, str) and answer not in ("decline", "cancel"):
+        if (isinstance(answer, str) and answer not in ("decline", "cancel")) or not (
+            isinstance(answer, str | Mapping) or callable(answer)
+        ):
             raise ValueError(
                 f"forms={answer!r} is not an answer: give 'decline', 'cancel', a mapping of field names "
                 "to values, or an async callback that gets the request and returns one of those"
