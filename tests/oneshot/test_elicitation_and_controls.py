@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from acpio.agents.testy import TestyOptions, testy_agent
+from acpio.client.forms import FormField, form_fields
 from acpio.oneshot import ExitCode, OutputMode, PromptFailed, PromptOptions, run_prompt
 from acpio.oneshot.controls import Controls
-from acpio.oneshot.elicitation import ElicitationSettings, Elicitor, FormField, form_fields
+from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
 from acpio.schema import CreateElicitationRequest, ElicitationSchema
 
 

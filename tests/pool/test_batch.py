@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,24 @@ def test_acpio_batch_names_the_line_of_a_bad_policy_file(tmp_path: Path) -> None
     assert done.returncode == 2
     assert f"--policy: {policy}:5: " in done.stderr
     assert "kinds" in done.stderr
+
+
+def test_acpio_batch_answers_the_agents_forms_from_the_values_given(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    lines = [{"prompt": "elicit Who are you?", "id": "first"}, {"prompt": "elicit", "id": "second"}]
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"name": "Ada", "tags": ["python"]}))
+    testy = shlex.join([sys.executable, "-m", "acpio", "testy"])
+    done = subprocess.run(
+        [sys.executable, "-m", "acpio", "batch", "--agent", testy, "--size", "1", "--answers", str(answers),
+         "--answer", "age=36", "--cwd", str(tmp_path), "--quiet", str(prompts)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    sent = {"name": "Ada", "age": 36, "subscribe": False, "colour": "green", "tags": ["python"]}
+    for key in ("first", "second"):  # the same values for every form asking those fields
+        [form] = results[key]["forms"]
+        assert (form["action"], form["content"]) == ("accept", sent)
+    assert 'elicitation: accept {"age":36,' in results["first"]["text"]  # what the agent received

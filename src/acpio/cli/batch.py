@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from acpio.cli import CliError, run_main
+from acpio.cli.prompt_controls import add_form_answers, form_values
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -108,6 +109,13 @@ def register(subparsers: Subcommands) -> None:
         help="answer permission requests and the agent's commands by the rules of the TOML policy FILE "
         "(see examples/policy.toml); what it would ask about is refused (no one to ask)",
     )
+    add_form_answers(
+        parser.add_argument_group(
+            "forms (the agent asks for input)",
+            "Without these flags forms are not advertised; with them, every form is answered from the "
+            "values given and the fields' defaults (URL elicitations are never advertised).",
+        )
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the results there, not to stdout")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run, permissions="deny")
@@ -155,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.prompts}: no prompts in it")
     if args.policy is not None:
         args.permissions = _load_policy(args.policy)
+    values = form_values(args)
+    args.forms = "decline" if args.decline_elicitations else (values or None)
     try:
         output = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
@@ -190,6 +200,7 @@ async def _batch(args: argparse.Namespace, prompts: list[BatchPrompt], output: T
             turn_timeout=args.timeout or None,
             cancel_grace=args.grace,
             permissions=args.permissions,
+            forms=args.forms,
             cwd=args.cwd,
             on_event=progress.event,
         ) as pool:

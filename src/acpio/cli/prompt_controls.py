@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acpio.cli import CliError, run_main
 
@@ -64,6 +64,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "On a terminal, acpio asks each field of a form and asks before opening a URL; these flags "
         "answer instead (without them, and without a terminal, elicitation is not advertised).",
     )
+    add_form_answers(forms)
+    forms.add_argument(
+        "--urls",
+        choices=("print", "open"),
+        help="accept the agent's URL requests without asking: print the URL, or open it in the browser",
+    )
+
+
+class ArgumentAdder(Protocol):
+    """A parser or an argument group: what flags are added to."""
+
+    def add_argument(self, *names: str, **options: Any) -> argparse.Action:
+        """Add one flag."""
+        ...
+
+
+def add_form_answers(forms: ArgumentAdder) -> None:
+    """``--answer``, ``--answers`` and ``--decline-elicitations`` (``acpio prompt`` and ``acpio batch``).
+
+    :func:`form_values` reads the values they give.
+    """
     forms.add_argument(
         "--answer",
         metavar="NAME=VALUE",
@@ -78,18 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="form field values as a JSON object in FILE (--answer wins over it)",
     )
     forms.add_argument(
-        "--urls",
-        choices=("print", "open"),
-        help="accept the agent's URL requests without asking: print the URL, or open it in the browser",
-    )
-    forms.add_argument(
         "--decline-elicitations",
         action="store_true",
-        help="decline every elicitation (form or URL) without asking",
+        help="decline every elicitation without asking",
     )
 
 
-def _values(args: argparse.Namespace) -> dict[str, Any]:
+def form_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The form field values ``--answers`` and ``--answer`` give (the latter winning)."""
     import orjson
 
     from acpio.oneshot.elicitation import parse_answers
@@ -123,7 +140,7 @@ def settings(
     from acpio.oneshot.elicitation import ElicitationSettings
     from acpio.transports import AgentCommand
 
-    values = _values(args)
+    values = form_values(args)
     options: list[tuple[str, str]] = []
     for pair in args.option:
         option_id, sep, value = pair.partition("=")

@@ -10,6 +10,8 @@
 * :mod:`~acpio.client.policy`: :class:`RulePolicy`, a permission policy as data (rules,
   :class:`Rule`, a default, grants, an audit log of :class:`PolicyDecision`), loaded from TOML
   by :func:`load_policy`;
+* :mod:`~acpio.client.forms`: :class:`FormPolicy` for the agent's forms (``elicitation/create``),
+  made by :func:`form_policy` from field values, ``"decline"``/``"cancel"`` or a callback;
 * :mod:`~acpio.client.files`: :class:`ConfinedFiles`, ``fs/read_text_file`` and
   ``fs/write_text_file`` confined to one directory.
 
@@ -52,11 +54,23 @@ from acpio.client.policy_rules import Action, Rule
 from acpio.client.policy_subject import ToolCallSubject, subject_of
 
 if TYPE_CHECKING:
+    from acpio.client.forms import (
+        FormAnswer,
+        FormAnswerError,
+        FormCallback,
+        FormChoice,
+        FormField,
+        FormPolicy,
+        FormValue,
+        form_policy,
+    )
     from acpio.client.policy_file import PolicyFileError, load_policy, parse_policy
     from acpio.driver.client import AgentClient, AgentFailed, AgentSession, AgentTarget
     from acpio.driver.result import (
         FileWrite,
         FileWritten,
+        FormAnswered,
+        FormAsk,
         OfferedOption,
         PermissionAsk,
         PermissionDecided,
@@ -109,6 +123,15 @@ __all__ = [
     "Evaluation",
     "FileWrite",
     "FileWritten",
+    "FormAnswer",
+    "FormAnswerError",
+    "FormAnswered",
+    "FormAsk",
+    "FormCallback",
+    "FormChoice",
+    "FormField",
+    "FormPolicy",
+    "FormValue",
     "OfferedOption",
     "Outcome",
     "PermissionAsk",
@@ -146,6 +169,7 @@ __all__ = [
     "Usage",
     "UsageChanged",
     "decide_permission",
+    "form_policy",
     "load_policy",
     "parse_policy",
     "permission_policy",

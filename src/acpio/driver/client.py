@@ -22,10 +22,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from acpio.client.files import ConfinedFiles
+from acpio.client.forms import FormChoice, FormPolicy, form_policy
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.client.policy import RulePolicy
+from acpio.driver.forms import RequestScopedForms
 from acpio.driver.requests import SessionRequests
-from acpio.driver.result import TurnResult
+from acpio.driver.result import FormAsk, TurnResult
 from acpio.driver.turn import TurnStream
 from acpio.errors import AcpError, ConnectionClosed, TransportError
 from acpio.jsonrpc import open_transport
@@ -34,6 +36,8 @@ from acpio.oneshot.notes import StdoutWatch
 from acpio.roles import Client
 from acpio.schema import (
     ClientCapabilities,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     Implementation,
     InitializeRequest,
@@ -93,10 +97,15 @@ class AgentClient:
     answers ``session/request_permission`` and decides the agent's commands: ``"deny"`` (the
     default), ``"allow"``, an async callback or a :class:`~acpio.client.PermissionPolicy`; under
     ``"allow"`` a command setting a variable that decides what runs or loads (``PATH``,
-    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``protocol`` is the ACP
-    version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or ``2``. ``env`` adds variables to
-    the environment of an agent started from a command. ``init_timeout`` bounds the wait
-    for the agent's ``initialize`` answer (``None``: no bound).
+    ``LD_PRELOAD``...) is still refused unless ``allow_env`` names it. ``forms`` answers the
+    agent's forms (``elicitation/create`` in form mode): a mapping of field names to values used
+    for any form asking those fields, ``"decline"``, ``"cancel"``, an async callback or a
+    :class:`~acpio.client.FormPolicy`; each answer is checked against the form first; by default
+    (``None``) forms are not advertised, so an agent asks none (one asked anyway is refused,
+    ``-32602``); forms asked outside a session are kept in :attr:`forms_outside_sessions`.
+    ``protocol`` is the ACP version to speak: ``"negotiate"`` (offer v2, accept v1), ``1`` or
+    ``2``. ``env`` adds variables to the environment of an agent started from a command.
+    ``init_timeout`` bounds the wait for the agent's ``initialize`` answer (``None``: no bound).
 
     Leaving the ``async with`` block (or :meth:`aclose`) closes the sessions, ends the commands
     the agent started, and closes the connection: a process the client started is ended with its
@@ -109,6 +118,7 @@ class AgentClient:
         *,
         cwd: str | os.PathLike[str] | None = None,
         permissions: PermissionChoice = "deny",
+        forms: FormChoice = None,
         terminals: bool = True,
         allow_env: Collection[str] = (),
         protocol: ProtocolChoice = "negotiate",
@@ -120,6 +130,10 @@ class AgentClient:
         self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
         #: The policy that answers the agent's permission requests and decides its commands.
         self.policy: PermissionPolicy = permission_policy(permissions)
+        #: The policy that answers the agent's forms (``None``: forms are not advertised).
+        self.forms: FormPolicy | None = form_policy(forms)
+        #: The forms the agent asked outside a session (scoped to one of its requests), with their answers.
+        self.forms_outside_sessions: list[FormAsk] = []
         self._terminals = terminals
         self._allow_env = frozenset(allow_env)
         self._protocol = protocol
@@ -167,6 +181,9 @@ class AgentClient:
             transport = Tap(transport, watch)
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
+        if self.forms is not None:
+            outside = RequestScopedForms(self.forms, self.forms_outside_sessions)
+            cx.add_dynamic_handler(outside).run_indefinitely()
         self._served = asyncio.get_running_loop().create_task(
             cx.run(self._serve_until_closed), name=f"acpio client {self._name}"
         )
@@ -220,6 +237,11 @@ class AgentClient:
             client_capabilities=ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
                 terminal=self._terminals,
+                elicitation=(
+                    ElicitationCapabilities(form=ElicitationFormCapabilities())
+                    if self.forms is not None
+                    else None
+                ),
             ),
             client_info=Implementation(name=self._name, version=__version__),
         )
@@ -342,7 +364,8 @@ class AgentSession:
     """A session with the agent: :meth:`prompt` gives a turn's :class:`TurnResult`, :meth:`stream` its events.
 
     One turn at a time. The agent's requests are answered as the :class:`AgentClient` says:
-    permissions by its policy (every ask recorded in the result), files inside the session's
+    permissions by its policy (every ask recorded in the result), forms by its form policy (each
+    recorded with its answer), files inside the session's
     directory, commands (when terminals are on) as real processes once allowed.
     """
 
@@ -359,7 +382,7 @@ class AgentSession:
         self._active = active
         self._view = active.view  # on v1 the view is kept from now on
         self._requests = SessionRequests(
-            self._view, client.policy, files, terminals=terminals, allow_env=allow_env
+            self._view, client.policy, files, terminals=terminals, allow_env=allow_env, forms=client.forms
         )
         self._turn: TurnStream | None = None
         self._closed = False

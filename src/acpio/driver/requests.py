@@ -7,12 +7,16 @@
   asked through :func:`~acpio.client.permissions.decide_permission`;
 * ``fs/read_text_file`` and ``fs/write_text_file``: inside the session's directory only
   (:class:`~acpio.client.ConfinedFiles`); a write is recorded with its diff;
+* ``elicitation/create``: :func:`~acpio.driver.forms.answer_form`, by the client's
+  :class:`~acpio.client.FormPolicy` (``AgentClient(forms=...)``), each form recorded with its
+  answer;
 * ``terminal/*``: real processes (:class:`~acpio.oneshot.terminals.Terminals`), each command
   allowed first by a permission granted earlier in the session or by the policy, asked about it
   as ``acpio prompt`` asks (:func:`~acpio.oneshot.permissions.command_request`);
 * anything else: ``-32601``.
 
-Once the turn is being cancelled, a permission pending or asked later is answered ``cancelled``.
+Once the turn is being cancelled, a permission pending or asked later is answered ``cancelled``,
+and a form ``cancel``.
 """
 
 from __future__ import annotations
@@ -24,14 +28,18 @@ from collections.abc import Collection
 from typing import Literal, cast
 
 from acpio.client.files import ConfinedFiles
+from acpio.client.forms import FormPolicy
 from acpio.client.permissions import AllowPolicy, Outcome, PermissionPolicy, decide_permission
-from acpio.driver.result import FileWrite, OfferedOption, PermissionAsk
+from acpio.driver.forms import answer_form
+from acpio.driver.result import FileWrite, FormAsk, OfferedOption, PermissionAsk
 from acpio.errors import InternalError, MethodNotFound, RequestError, ResourceNotFound
 from acpio.jsonrpc import Connection, RequestDispatch
 from acpio.oneshot.client_methods import ClientMethods, decided
 from acpio.oneshot.permissions import CommandGrants, command_refusal, command_request
 from acpio.oneshot.terminals import TerminalCommand, Terminals
 from acpio.schema import (
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     CreateTerminalRequest,
     CreateTerminalResponse,
     ReadTextFileRequest,
@@ -53,7 +61,7 @@ __all__ = ["SessionRequests"]
 _log = logging.getLogger("acpio.driver")
 
 #: What answering a request recorded, for the turn's result and its stream.
-Record = PermissionAsk | FileWrite
+Record = PermissionAsk | FormAsk | FileWrite
 
 
 class SessionRequests:
@@ -67,9 +75,11 @@ class SessionRequests:
         *,
         terminals: bool,
         allow_env: Collection[str] = (),
+        forms: FormPolicy | None = None,
     ) -> None:
         self._view = view
         self._policy = policy
+        self._forms = forms
         self._files = files
         #: Under :class:`~acpio.client.AllowPolicy`: the variables deciding what runs a command may set.
         self._allow_env = frozenset(allow_env)
@@ -93,6 +103,7 @@ class SessionRequests:
         )
         self._methods.inline[ReadTextFileRequest.METHOD] = self._read_file
         self._methods.inline[WriteTextFileRequest.METHOD] = self._write_file
+        self._methods.inline[CreateElicitationRequest.METHOD] = self._form
         if self.terminals is not None:
             self._methods.serve_terminals(self.terminals, created=self._terminal_created)
 
@@ -166,6 +177,14 @@ class SessionRequests:
                 "agent's commands, but not such a variable unless AgentClient(allow_env=...) names it",
                 variables=refused,
             )
+
+    # --- forms -------------------------------------------------------------------------------------
+
+    async def _form(self, dispatch: RequestDispatch) -> CreateElicitationResponse:
+        request: CreateElicitationRequest = dispatch.parse(CreateElicitationRequest)
+        answer, ask = await answer_form(self._forms, request, self.cancelled)
+        self._records.append(ask)
+        return answer
 
     # --- files -------------------------------------------------------------------------------------
 

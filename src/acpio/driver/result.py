@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from acpio.client.forms import FormValue
 from acpio.driver.usage import Usage
 from acpio.session.turn_view import (
     DiffView,
@@ -26,6 +27,8 @@ from acpio.session.turn_view import (
 __all__ = [
     "FileWrite",
     "FileWritten",
+    "FormAnswered",
+    "FormAsk",
     "OfferedOption",
     "PermissionAsk",
     "PermissionDecided",
@@ -74,6 +77,25 @@ class PermissionAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class FormAsk:
+    """A form the agent asked the user to fill (``elicitation/create``), and how the client answered.
+
+    ``schema`` is the form's requested schema as it came (JSON data); ``tool_call_id`` the tool
+    call it was asked for, if the agent said. ``action`` is what the agent was answered:
+    ``accept`` (``content`` holding the values sent, defaults included), ``decline`` or
+    ``cancel``. ``error`` says why an answer was not sent (it did not fit the form: the agent was
+    answered ``cancel``), naming each field and what it takes.
+    """
+
+    message: str
+    schema: dict[str, Any]
+    action: str
+    content: dict[str, FormValue] | None = None
+    tool_call_id: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FileWrite:
     """A file the turn wrote, with its diff.
 
@@ -115,7 +137,7 @@ class TerminalRun:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """What one prompt turn gave: the agent's text, tool calls, files, commands, permissions, usage.
+    """What one prompt turn gave: the agent's text, tool calls, files, commands, permissions, forms, usage.
 
     Made by :meth:`AgentSession.prompt <acpio.client.AgentSession.prompt>` (or a
     :class:`~acpio.client.TurnStream`). A turn that failed is a result too: ``error`` says what
@@ -150,6 +172,8 @@ class TurnResult:
     error: str | None = None
     error_code: int | None = None
     stderr_tail: str | None = None
+    #: The forms the agent asked (``elicitation/create``), in order, with their answers.
+    forms: tuple[FormAsk, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -223,6 +247,13 @@ class PermissionDecided:
 
 
 @dataclass(frozen=True, slots=True)
+class FormAnswered:
+    """The agent asked a form and the client answered (``ask`` says what and how)."""
+
+    ask: FormAsk
+
+
+@dataclass(frozen=True, slots=True)
 class FileWritten:
     """The client wrote a file for the agent (``fs/write_text_file``)."""
 
@@ -238,4 +269,4 @@ class UsageChanged:
 
 #: What iterating a :class:`~acpio.client.TurnStream` gives: the view's events (text added, a
 #: tool call changed, a terminal, the plan, the state) and the client's own.
-StreamEvent: TypeAlias = TurnEvent | PermissionDecided | FileWritten | UsageChanged
+StreamEvent: TypeAlias = TurnEvent | PermissionDecided | FormAnswered | FileWritten | UsageChanged

@@ -11,6 +11,8 @@ from acpio.driver.requests import SessionRequests, unified_diff
 from acpio.driver.result import (
     FileWrite,
     FileWritten,
+    FormAnswered,
+    FormAsk,
     PermissionAsk,
     PermissionDecided,
     StreamEvent,
@@ -47,10 +49,10 @@ class TurnStream:
 
     Made by :meth:`AgentSession.stream <acpio.client.AgentSession.stream>`, which has sent the
     prompt. ``async for event in stream`` gives each :data:`~acpio.client.StreamEvent` (text
-    added, a tool call changed, a permission decided, a file written, usage reported...) and ends
-    with the turn; :meth:`result` reads whatever is left and gives the :class:`TurnResult`. The
-    agent's requests are answered as they are read, so read the turn to its end: a turn nobody
-    reads waits for its answers.
+    added, a tool call changed, a permission decided, a form answered, a file written, usage
+    reported...) and ends with the turn; :meth:`result` reads whatever is left and gives the
+    :class:`TurnResult`. The agent's requests are answered as they are read, so read the turn to
+    its end: a turn nobody reads waits for its answers.
     """
 
     def __init__(self, active: ActiveSession, requests: SessionRequests, failure: Failure) -> None:
@@ -64,7 +66,7 @@ class TurnStream:
         self._calls: dict[str, ToolCallView] = {}
         self._terminals: dict[str, TerminalView] = {}
         self._plan: tuple[PlanEntryView, ...] = ()
-        self._records: list[PermissionAsk | FileWrite] = []
+        self._records: list[PermissionAsk | FormAsk | FileWrite] = []
         self._first_terminal = len(requests.started_terminals)
         requests.cancelled.clear()
         self._started = time.monotonic()
@@ -160,10 +162,13 @@ class TurnStream:
         if isinstance(params, dict) and self._meter.read_update(params.get("update")):
             self._usage_changed()
 
-    def _recorded(self, record: PermissionAsk | FileWrite) -> None:
+    def _recorded(self, record: PermissionAsk | FormAsk | FileWrite) -> None:
         self._records.append(record)
         if isinstance(record, FileWrite):
             self._pending.append(FileWritten(record))
+            return
+        if isinstance(record, FormAsk):
+            self._pending.append(FormAnswered(record))
             return
         if record.subject == "tool_call":
             call = self._active.view.tool_calls.get(record.tool_call.tool_call_id)
@@ -204,6 +209,7 @@ class TurnStream:
             error=error,
             error_code=code,
             stderr_tail=stderr_tail,
+            forms=tuple(r for r in self._records if isinstance(r, FormAsk)),
         )
 
     def _files_written(self) -> tuple[FileWrite, ...]:

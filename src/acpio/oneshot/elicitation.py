@@ -22,50 +22,33 @@ any other mode is refused with ``-32602``, as the spec says.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
+from acpio.client.forms import KNOWN_KINDS, FormField, FormValue, fill_form, form_fields, show_value
 from acpio.errors import InvalidParams
 from acpio.oneshot.sanitize import sanitize
 from acpio.schema import (
-    BooleanPropertySchema,
     CreateElicitationRequest,
     CreateElicitationResponse,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
-    ElicitationSchema,
     ElicitationUrlCapabilities,
-    IntegerPropertySchema,
-    MultiSelectPropertySchema,
-    NumberPropertySchema,
-    StringMultiSelectItems,
-    StringPropertySchema,
-    TitledMultiSelectItems,
 )
 
 __all__ = [
     "ElicitationSettings",
     "Elicitor",
-    "FormField",
-    "FormValue",
     "UrlAction",
-    "form_fields",
     "parse_answers",
 ]
 
-#: A value of a form field: what ``content`` holds for it.
-FormValue: TypeAlias = str | int | float | bool | list[str]
 #: What to do with a URL elicitation without asking: accept and print it, or accept and open it.
 UrlAction: TypeAlias = Literal["print", "open"]
 #: Reads one typed line (``None`` at the end of input).
 ReadLine: TypeAlias = Callable[[], Awaitable[str | None]]
-
-_EMAIL: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-_YES: Final = frozenset({"y", "yes", "true", "1", "on"})
-_NO: Final = frozenset({"n", "no", "false", "0", "off"})
 
 
 @dataclass(frozen=True)
@@ -103,198 +86,6 @@ class ElicitationSettings:
         return ElicitationCapabilities(**modes)
 
 
-@dataclass(frozen=True)
-class FormField:
-    """One field of a form, in the terms the person is asked in."""
-
-    name: str
-    #: ``string``, ``email``, ``integer``, ``number``, ``boolean``, ``choice`` or ``choices``, or the
-    #: schema's type for one this client does not know (never asked; left out of the answer).
-    kind: str
-    title: str
-    description: str | None
-    required: bool
-    default: FormValue | None
-    #: For ``choice`` and ``choices``: (value, label) pairs.
-    options: tuple[tuple[str, str], ...] = ()
-    minimum: float | None = None
-    maximum: float | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    pattern: str | None = None
-
-    def describe(self) -> str:
-        """The field as asked: ``Age (integer, 0 to 150, required) [30]``."""
-        notes: list[str] = [self.kind]
-        if self.minimum is not None or self.maximum is not None:
-            low = "" if self.minimum is None else f"{self.minimum:g}"
-            high = "" if self.maximum is None else f"{self.maximum:g}"
-            notes.append(f"{low} to {high}".strip())
-        if self.max_length is not None and self.kind == "choices":
-            notes.append(f"at most {self.max_length}")
-        if self.required:
-            notes.append("required")
-        text = f"{self.title} ({', '.join(notes)})"
-        if self.default is not None:
-            text += f" [{_show(self.default)}]"
-        return text
-
-    def show(self, value: FormValue) -> str:
-        """``value`` as the person reads it: a choice by its label, yes/no, a list joined."""
-        labels = dict(self.options)
-        if isinstance(value, list):
-            return ", ".join(labels.get(v, v) for v in value) or "(none)"
-        if isinstance(value, str) and value in labels:
-            return labels[value]
-        return _show(value)
-
-    def parse(self, text: str) -> FormValue:
-        """The value typed ``text`` stands for; raises ``ValueError`` saying what this field takes."""
-        text = text.strip()
-        if self.kind == "boolean":
-            if text.casefold() in _YES:
-                return True
-            if text.casefold() in _NO:
-                return False
-            raise ValueError("answer yes or no")
-        if self.kind in ("integer", "number"):
-            try:
-                number: float = int(text) if self.kind == "integer" else float(text)
-            except ValueError:
-                what = "a whole number" if self.kind == "integer" else "a number"
-                raise ValueError(f"{text!r} is not {what}") from None
-            return self.check(number)
-        if self.kind == "choice":
-            return self.check(self._option(text))
-        if self.kind == "choices":
-            picked = [self._option(part) for part in text.split(",") if part.strip()]
-            return self.check(picked)
-        return self.check(text)
-
-    def _option(self, text: str) -> str:
-        text = text.strip()
-        if text.isdigit() and 1 <= int(text) <= len(self.options):
-            return self.options[int(text) - 1][0]
-        for value, label in self.options:
-            if text.casefold() in (value.casefold(), label.casefold()):
-                return value
-        raise ValueError(f"{text!r} is not one of {', '.join(value for value, _ in self.options)}")
-
-    def check(self, value: Any) -> FormValue:
-        """``value`` (already typed, as from a JSON file) if this field takes it; else ``ValueError``."""
-        kind = self.kind
-        if kind == "boolean":
-            if not isinstance(value, bool):
-                raise ValueError("takes true or false")
-            return value
-        if kind in ("integer", "number"):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"takes a {'whole ' if kind == 'integer' else ''}number")
-            if kind == "integer" and not float(value).is_integer():
-                raise ValueError("takes a whole number")
-            number = int(value) if kind == "integer" else float(value)
-            if self.minimum is not None and number < self.minimum:
-                raise ValueError(f"must be at least {self.minimum:g}")
-            if self.maximum is not None and number > self.maximum:
-                raise ValueError(f"must be at most {self.maximum:g}")
-            return number
-        if kind == "choices":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ValueError("takes a list of choices")
-            values = [str(v) for v in value]
-            self._check_choices(values)
-            return values
-        if not isinstance(value, str):
-            raise ValueError("takes text")
-        if kind == "choice":
-            self._check_choices([value])
-            return value
-        if self.min_length is not None and len(value) < self.min_length:
-            raise ValueError(f"needs at least {self.min_length} characters")
-        if self.max_length is not None and len(value) > self.max_length:
-            raise ValueError(f"takes at most {self.max_length} characters")
-        if kind == "email" and not _EMAIL.fullmatch(value):
-            raise ValueError(f"{value!r} is not an email address")
-        if self.pattern is not None and re.search(self.pattern, value) is None:
-            raise ValueError(f"must match the pattern {self.pattern}")
-        return value
-
-    def _check_choices(self, values: Sequence[str]) -> None:
-        known = {value for value, _ in self.options}
-        for value in values:
-            if value not in known:
-                raise ValueError(f"{value!r} is not one of {', '.join(sorted(known))}")
-        if self.kind == "choices":
-            if self.min_length is not None and len(values) < self.min_length:
-                raise ValueError(f"pick at least {self.min_length}")
-            if self.max_length is not None and len(values) > self.max_length:
-                raise ValueError(f"pick at most {self.max_length}")
-
-
-def form_fields(schema: ElicitationSchema) -> list[FormField]:
-    """The fields of a form schema, in its order."""
-    required = set(schema.required or ())
-    fields: list[FormField] = []
-    for name, prop in (schema.properties or {}).items():
-        title = getattr(prop, "title", None) or name
-        description = getattr(prop, "description", None)
-        common: dict[str, Any] = {
-            "name": name,
-            "title": title,
-            "description": description if isinstance(description, str) else None,
-            "required": name in required,
-        }
-        if isinstance(prop, StringPropertySchema):
-            options: tuple[tuple[str, str], ...] = ()
-            if prop.one_of:
-                options = tuple((o.const, o.title) for o in prop.one_of)
-            elif prop.enum:
-                options = tuple((value, value) for value in prop.enum)
-            if options:
-                fields.append(FormField(kind="choice", default=prop.default, options=options, **common))
-                continue
-            kind = "email" if str(prop.format or "") == "email" else "string"
-            fields.append(
-                FormField(
-                    kind=kind,
-                    default=prop.default,
-                    min_length=prop.min_length,
-                    max_length=prop.max_length,
-                    pattern=prop.pattern,
-                    **common,
-                )
-            )
-        elif isinstance(prop, IntegerPropertySchema | NumberPropertySchema):
-            fields.append(
-                FormField(
-                    kind=prop.type, default=prop.default, minimum=prop.minimum, maximum=prop.maximum, **common
-                )
-            )
-        elif isinstance(prop, BooleanPropertySchema):
-            fields.append(FormField(kind="boolean", default=prop.default, **common))
-        elif isinstance(prop, MultiSelectPropertySchema):
-            items = prop.items
-            if isinstance(items, StringMultiSelectItems):
-                options = tuple((value, value) for value in items.enum)
-            elif isinstance(items, TitledMultiSelectItems):
-                options = tuple((o.const, o.title) for o in items.any_of)
-            else:
-                options = ()
-            fields.append(
-                FormField(
-                    kind="choices",
-                    default=list(prop.default) if prop.default is not None else None,
-                    options=options,
-                    min_length=prop.min_items,
-                    max_length=prop.max_items,
-                    **common,
-                )
-            )
-        else:
-            fields.append(FormField(kind=str(getattr(prop, "type", "unknown")), default=None, **common))
-    return fields
-
-
 def parse_answers(pairs: Sequence[str]) -> dict[str, str]:
     """``NAME=VALUE`` texts (``--answer``) as a mapping; raises ``ValueError`` for one without ``=``."""
     values: dict[str, str] = {}
@@ -304,9 +95,6 @@ def parse_answers(pairs: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"{pair!r} is not NAME=VALUE")
         values[name.strip()] = value
     return values
-
-
-_KNOWN_KINDS: Final = frozenset({"string", "email", "integer", "number", "boolean", "choice", "choices"})
 
 
 class _Abandoned(Exception):
@@ -453,7 +241,7 @@ class Elicitor:
     ) -> dict[str, FormValue]:
         values: dict[str, FormValue] = {}
         for item in fields:
-            if item.kind not in _KNOWN_KINDS:
+            if item.kind not in KNOWN_KINDS:
                 continue
             default = earlier.get(item.name, item.default) if earlier is not None else item.default
             asked = item if default is item.default else _with_default(item, default)
@@ -487,24 +275,14 @@ class Elicitor:
 
     def _from_values(self, fields: list[FormField], message: str) -> CreateElicitationResponse:
         given = self._settings.values
-        values: dict[str, FormValue] = {}
-        problems: list[str] = []
-        for item in fields:
-            if item.name in given:
-                raw = given[item.name]
-                try:
-                    values[item.name] = item.parse(raw) if isinstance(raw, str) else item.check(raw)
-                except ValueError as error:
-                    problems.append(f"{item.name} {error}")
-            elif item.default is not None and item.kind in _KNOWN_KINDS:
-                values[item.name] = item.default
-            elif item.required:
-                problems.append(f"{item.name} is required (give it with --answer {item.name}=VALUE)")
+        values, problems = fill_form(
+            fields, given, missing=lambda name: f"{name} is required (give it with --answer {name}=VALUE)"
+        )
         unknown = sorted(set(given) - {item.name for item in fields})
         if problems:
             self._note(f"elicitation cancelled ({message}): {'; '.join(problems)}")
             return CreateElicitationResponse(action="cancel")
-        shown = ", ".join(f"{name}={_show(value)}" for name, value in values.items())
+        shown = ", ".join(f"{name}={show_value(value)}" for name, value in values.items())
         extra = f" (not asked for: {', '.join(unknown)})" if unknown else ""
         self._note(f"elicitation answered ({message}): {shown or 'nothing'}{extra}")
         return CreateElicitationResponse(action="accept", content=values)
@@ -520,11 +298,3 @@ def _with_default(item: FormField, default: FormValue | None) -> FormField:
     from dataclasses import replace
 
     return replace(item, default=default)
-
-
-def _show(value: FormValue) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return ", ".join(value) or "(none)"
-    return str(value)

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from acpio.client.forms import FormChoice, form_policy
 from acpio.client.permissions import PermissionChoice
 from acpio.driver.client import AgentClient
 from acpio.errors import AcpError
@@ -51,7 +52,8 @@ class AgentPool:
 
     Each process is driven by an :class:`~acpio.client.AgentClient`, which answers the agent's
     requests: permissions and commands by ``permissions`` (``"deny"`` by default, ``"allow"``, a
-    callback or a :class:`~acpio.client.PermissionPolicy` such as a TOML rule file's), files
+    callback or a :class:`~acpio.client.PermissionPolicy` such as a TOML rule file's), forms by
+    ``forms`` (field values, ``"decline"``, ``"cancel"`` or a callback; none by default), files
     inside the session's directory, commands as real processes (``terminals``). Sessions work in
     ``cwd`` (the current directory by default) unless a prompt names another. ``env`` and
     ``init_timeout`` are the client's too. Each result is a :class:`~acpio.pool.SupervisedTurn`:
@@ -68,6 +70,7 @@ class AgentPool:
         turn_timeout: float | None = None,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         permissions: PermissionChoice = "deny",
+        forms: FormChoice = None,
         cwd: str | os.PathLike[str] | None = None,
         terminals: bool = True,
         env: Mapping[str, str] | None = None,
@@ -93,6 +96,7 @@ class AgentPool:
         self._client_options: dict[str, Any] = {
             "cwd": self.cwd,
             "permissions": permissions,
+            "forms": form_policy(forms),
             "terminals": terminals,
             "env": env,
             "init_timeout": init_timeout,

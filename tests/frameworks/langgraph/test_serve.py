@@ -24,7 +24,9 @@ from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
+from acpio.client import AgentClient, FormAnswer
 from acpio.frameworks.langgraph import approve, graph_app
+from acpio.schema import CreateElicitationRequest, ElicitationSchema
 from acpio.testing import WirePeer, serving
 
 CAPABILITIES = {"elicitation": {"form": {}}}
@@ -257,6 +259,31 @@ async def test_an_interrupt_to_a_client_without_forms_fails_the_turn_saying_why(
         "interrupt": "Your name?",
         "needs": "clientCapabilities.elicitation.form",
     }
+
+
+async def test_an_agent_client_answers_the_graphs_interrupts_with_its_forms_callback(tmp_path: Path) -> None:
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        release = interrupt("How should I release?", response_schema=Release)
+        name = interrupt("Who signs it?")
+        return {
+            "messages": [AIMessage(f"Releasing {release.version} (notes: {release.notes}), signed {name}.")]
+        }
+
+    async def fill(request: CreateElicitationRequest) -> FormAnswer:
+        fields = set((request.requested_schema or ElicitationSchema()).properties or {})
+        return {"version": "1.2.3", "notes": "no"} if "version" in fields else {"answer": "Ada"}
+
+    graph = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask")
+    app = graph_app(graph.compile(checkpointer=InMemorySaver()))
+    async with AgentClient(app, cwd=tmp_path, forms=fill) as client:
+        result = await (await client.new_session()).prompt("release")
+
+    assert result.ok, result.error
+    assert result.text == "Releasing 1.2.3 (notes: False), signed Ada."
+    assert [(form.message, form.content) for form in result.forms] == [
+        ("How should I release?", {"version": "1.2.3", "notes": False}),
+        ("Who signs it?", {"answer": "Ada"}),
+    ]
 
 
 def test_a_graph_without_a_checkpointer_is_refused_with_the_fix() -> None:

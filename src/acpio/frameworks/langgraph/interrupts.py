@@ -124,7 +124,8 @@ async def _form(turn: Turn, interrupt: Interrupt[Any]) -> Any:
         raise InternalError(
             {"interrupt": _message(value), "needs": "clientCapabilities.elicitation.form"},
             message=f"The graph asks {_message(value)!r} (an interrupt), and this client cannot show forms "
-            "(it does not advertise elicitation.form): use a client that does, or answer the graph another "
+            "(it does not advertise elicitation.form): use a client that does (AgentClient(forms=...), "
+            "acpio prompt --answer NAME=VALUE), or answer the graph another "
             "way (an approval is asked as a permission)",
         )
     schema = interrupt.response_schema if isinstance(interrupt.response_schema, dict) else None
