@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from acpio.app import AgentApp, Turn, observers
+from acpio.app import AgentApp, Turn
 from acpio.jsonrpc import Connection, RawJson
 from acpio.store import open_sessions
 from acpio.testing import WirePeer, serving
@@ -40,15 +40,16 @@ class CountingParser:
 
 
 def streaming_app(store: str, *, unstable: bool = False, protocols: tuple[int, ...] = (1,)) -> AgentApp:
-    """``stream``: say CHUNKS chunks, think, plan, report a tool call; ``raw``: one update as bare JSON."""
+    """``stream``: CHUNKS chunks, a thought, a plan, a tool call; ``raw``, ``opaque``: one update as JSON."""
     app = AgentApp("streamer", store=store, unstable=unstable, protocols=protocols)  # type: ignore[arg-type]
 
     @app.prompt
     async def prompt(turn: Turn) -> None:
-        if turn.text == "raw":
+        if turn.text in ("raw", "opaque"):  # JSON alone, or with a source that names no session
             params = {"sessionId": turn.session_id, "update": {"sessionUpdate": "agent_message_chunk"}}
-            params["update"]["content"] = {"type": "text", "text": "bare"}
-            turn.cx.send_notification("session/update", RawJson(orjson.dumps(params)))
+            params["update"]["content"] = {"type": "text", "text": turn.text}
+            source = object() if turn.text == "opaque" else None
+            turn.cx.send_notification("session/update", RawJson(orjson.dumps(params), source))
             return
         for n in range(CHUNKS):
             await turn.say(f"chunk {n} of {turn.session_id}")
@@ -119,9 +120,8 @@ async def test_an_attached_observer_gets_each_update_forwarded_without_a_parse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = streaming_app("memory:", unstable=True)
-    forwarder, recorder = CountingParser(), CountingParser()
-    monkeypatch.setattr(observers, "orjson", forwarder)
-    monkeypatch.setattr(open_sessions, "orjson", recorder)
+    parses = CountingParser()  # the forwarder and the recorder find the session with sent_session_id
+    monkeypatch.setattr(open_sessions, "orjson", parses)
     async with serving(app.builder(), timeout=10) as owner, serving(app.builder(), timeout=10) as observer:
         session_id = await open_session(owner, tmp_path, {})
         observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -131,7 +131,7 @@ async def test_an_attached_observer_gets_each_update_forwarded_without_a_parse(
         sent = await turn_frames(owner, session_id, "go")
         watched = [await observer.recv_raw() for _ in range(len(sent) + 1)]  # the prompt, the turn's
         recorded = await history(app, session_id)
-    assert (forwarder.calls, recorder.calls) == (0, 0)
+    assert parses.calls == 0
     assert watched[1:] == sent
     assert recorded[1:] == params_of(sent)
 
@@ -176,3 +176,22 @@ async def test_a_loaded_session_is_replayed_without_a_parse(
         assert parses.calls == 0
         assert len(replayed) == len(recorded) == len(sent) + 1  # and the user's chunk
         assert await history(app, session_id) == recorded  # the replay is not recorded again
+
+
+async def test_an_update_whose_source_names_no_session_is_still_recorded_and_forwarded(
+    tmp_path: Path,
+) -> None:
+    """A user's ``RawJson`` made with a source that has no ``session_id``: the JSON is read for it."""
+    app = streaming_app("memory:", unstable=True)
+    async with serving(app.builder(), timeout=10) as owner, serving(app.builder(), timeout=10) as observer:
+        session_id = await open_session(owner, tmp_path, {})
+        observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        await observer.response_to(1)
+        attach = {"sessionId": session_id, "role": "observer"}
+        await observer.response_to(observer.request("_acpio/session/attach", attach))
+        sent = await turn_frames(owner, session_id, "opaque")
+        watched = [await observer.recv_raw() for _ in range(len(sent) + 1)]  # the prompt, the update
+        recorded = await history(app, session_id)
+    assert len(sent) == 1
+    assert watched[1:] == sent
+    assert recorded[1:] == params_of(sent)

@@ -19,8 +19,6 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-import orjson
-
 from acpio.app.app_session import AppSession
 from acpio.app.first_answer import Askers, Race
 from acpio.app.history import unread_updates
@@ -53,6 +51,7 @@ from acpio.session.attach import (
     DetachSessionRequest,
     DetachSessionResponse,
 )
+from acpio.store.open_sessions import sent_session_id
 
 __all__ = ["SessionObservers"]
 
@@ -259,15 +258,8 @@ class SessionObservers:
         """The send observer: a copy of each update sent to the session's own connection, to its observers."""
         if method != _UPDATE or not self._watching or type(params) is not RawJson:
             return
-        source = params.source
-        if type(source) is dict:
-            session_id = source.get("sessionId")
-        elif source is None:
-            found = orjson.loads(params.json)
-            session_id = found.get("sessionId") if isinstance(found, dict) else None
-        else:
-            session_id = getattr(source, "session_id", None)
-        if type(session_id) is not str or session_id not in self._watching:
+        session_id = sent_session_id(params)
+        if session_id is None or session_id not in self._watching:
             return
         session = self._sessions(session_id)
         if session is None or session.cx is not cx:  # a copy to an observer, or a replay

@@ -65,6 +65,24 @@ CloseHook: TypeAlias = Callable[[str], Awaitable[None]]
 SuccessorHook: TypeAlias = Callable[[str, Connection], Connection | None]
 
 
+def sent_session_id(params: RawJson) -> str | None:
+    """The session that sent ``session/update`` params name, read without parsing when it can be.
+
+    What the JSON was made from (:attr:`RawJson.source <acpio.jsonrpc.RawJson.source>`) names it when
+    it is a dict with a ``sessionId`` or an object with a ``session_id`` (a model, an
+    :class:`~acpio.app.AgentApp` turn's update writer, a stored record); any other source, or none, and
+    the JSON is parsed for it.
+    """
+    source = params.source
+    found = source.get("sessionId") if type(source) is dict else getattr(source, "session_id", None)
+    if type(found) is str:
+        return found
+    try:
+        return session_id_of(orjson.loads(params.json))
+    except orjson.JSONDecodeError:
+        return None
+
+
 class OpenSessions:
     """The sessions of ``store`` open on an agent's connections; see the module docstring."""
 
@@ -121,13 +139,7 @@ class OpenSessions:
         # On the sending path of every update: plain type checks, no helper calls.
         if method != _UPDATE or type(params) is not RawJson:
             return
-        source = params.source
-        if type(source) is dict:
-            session_id = source.get("sessionId")
-        elif source is None:  # JSON sent as text alone (a replay): parsed for its session id
-            session_id = session_id_of(orjson.loads(params.json))
-        else:
-            session_id = getattr(source, "session_id", None)
+        session_id = sent_session_id(params)
         # only what the session's own connection is sent: an observer's copy is no new update
         if (
             type(session_id) is not str
