@@ -1,10 +1,10 @@
 """What an :class:`~acpio.app.AgentApp` declares: :class:`AppDefinition`.
 
-Its identity and prompt capabilities are kept as the user gave them: the ``agentInfo`` and
-``promptCapabilities`` models are built the first time they are read (:attr:`AppDefinition.info`),
-so that an app answering its handshake from the raw params (:mod:`acpio.app.handshake`) never
-builds a model, nor imports pydantic. :meth:`AppDefinition.info_wire` and
-:meth:`AppDefinition.prompt_wire` give the same JSON as the models' ``to_wire()``.
+Its identity and prompt capabilities are kept as the user gave them: the ``agentInfo`` model is
+built the first time it is read (:attr:`AppDefinition.info`), so that an app answering its
+handshake from the raw params (:mod:`acpio.app.handshake`) never builds a model, nor imports
+pydantic. :meth:`AppDefinition.info_wire` and :meth:`AppDefinition.prompt_wire` give the JSON the
+models' ``to_wire()`` would.
 """
 
 from __future__ import annotations
@@ -58,12 +58,6 @@ class AppDefinition:
         titled = {} if self.title is None else {"title": self.title}
         return acp.Implementation(name=self.name, version=self.version, **titled)
 
-    @cached_property
-    def prompt_capabilities(self) -> PromptCapabilities:
-        """The ``promptCapabilities`` the app advertises (the default built when first read)."""
-        given = self.given_prompt_capabilities
-        return given if given is not None else acp.PromptCapabilities()
-
     def info_wire(self) -> dict[str, Any]:
         """:attr:`info` as JSON, in the model's field order, without building it."""
         info: dict[str, Any] = {"name": self.name}
@@ -73,6 +67,6 @@ class AppDefinition:
         return info
 
     def prompt_wire(self) -> dict[str, Any]:
-        """:attr:`prompt_capabilities` as JSON (``{}`` for the default, which is not built)."""
+        """The ``promptCapabilities`` the app advertises, as JSON (``{}`` for the default: text only)."""
         given = self.given_prompt_capabilities
         return {} if given is None else given.to_wire()
