@@ -146,3 +146,42 @@ async def test_agent_capabilities_are_the_models_of_the_wire_with_what_the_base_
         assert ("fork" in wire["sessionCapabilities"]) is unstable
         assert wire["_meta"] == {"acpio": {"mine": 1, "sessionsEndWithProcess": True}, "other": [1]}
     assert base.load_session is False  # the base is not changed
+
+
+def _capabilities_by_hand(unstable: bool) -> acp.AgentCapabilities:
+    """What an AgentApp on a memory store advertises, written from the models, not from the app's rule."""
+    kept = {
+        "list": acp.SessionListCapabilities(),
+        "delete": acp.SessionDeleteCapabilities(),
+        "resume": acp.SessionResumeCapabilities(),
+        "close": acp.SessionCloseCapabilities(),
+    }
+    if unstable:
+        kept |= {
+            "fork": acp.SessionForkCapabilities(),
+            "archive": acp.SessionArchiveCapabilities(),
+            "status": acp.SessionStatusCapabilities(),
+            "title": acp.SessionTitleCapabilities(),
+        }
+    hints: dict[str, object] = {"sessionsEndWithProcess": True}
+    if unstable:
+        hints["attach"] = {"roles": ["observer", "controller"]}
+    return acp.AgentCapabilities(
+        load_session=True,
+        prompt_capabilities=acp.PromptCapabilities(),
+        session_capabilities=acp.SessionCapabilities(**kept),
+        meta={"acpio": hints},
+    )
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["raw", "typed"])
+@pytest.mark.parametrize("unstable", [False, True], ids=["stable", "unstable"])
+async def test_v1_initialize_sends_the_capabilities_the_models_write(unstable: bool, typed: bool) -> None:
+    """Both answers are held to models built by hand: a wrong value in the one rule they share fails here."""
+    if typed:
+        with typed_only():
+            frame, _ = await initialize_v1(MemoryStore(), unstable)
+    else:
+        frame, _ = await initialize_v1(MemoryStore(), unstable)
+    expected = orjson.dumps(_capabilities_by_hand(unstable).to_wire())
+    assert b'"agentCapabilities":' + expected + b',"agentInfo"' in frame
