@@ -192,6 +192,51 @@ async def test_a_callback_answering_something_else_is_told_what_to_return(tmp_pa
     assert "return a mapping of field names to values" in form.error
 
 
+async def test_a_sync_callback_is_told_to_be_async_and_the_agent_answered_cancel(tmp_path: Path) -> None:
+    def not_async(request: CreateElicitationRequest) -> FormAnswer:
+        return {"name": "Ada"}
+
+    async with AgentClient(testy_agent(), cwd=tmp_path, forms=not_async) as client:  # type: ignore[arg-type]
+        result = await (await client.new_session()).prompt("elicit")
+
+    assert result.ok, result.error
+    assert answered(result.text) == ("cancel", None)  # not -32603
+    [form] = result.forms
+    assert form.action == "cancel"
+    assert form.error is not None
+    assert "make it an async function (async def)" in form.error
+
+
+async def test_a_callback_that_raises_is_recorded_and_the_agent_answered_cancel(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(request: CreateElicitationRequest) -> FormAnswer:
+        raise KeyError("colour")
+
+    async with AgentClient(testy_agent(), cwd=tmp_path, forms=broken) as client:
+        result = await (await client.new_session()).prompt("elicit")
+
+    assert result.ok, result.error
+    assert answered(result.text) == ("cancel", None)
+    [form] = result.forms
+    assert (form.action, form.content) == ("cancel", None)
+    assert form.error == "The forms callback raised KeyError('colour'); the agent was answered cancel"
+    assert "KeyError: 'colour'" in caplog.text  # logged with its traceback
+
+
+async def test_a_choice_whose_values_are_numbers_gets_the_value_given(tmp_path: Path) -> None:
+    body = """
+retries = acp.StringPropertySchema(enum=["0", "1", "2"])
+form = acp.ElicitationSchema(properties={"retries": retries}, required=["retries"])
+ask = acp.CreateElicitationRequest(session_id="s-1", mode="form", message="Retries?", requested_schema=form)
+say(cx, f"{await cx.send_request(ask.METHOD, ask.to_wire())}")
+"""
+    async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path, forms={"retries": "1"}) as client:
+        result = await (await client.new_session()).prompt("go")
+
+    assert result.text == "{'action': 'accept', 'content': {'retries': '1'}}"
+
+
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_decline_or_cancel_answers_every_form_so(tmp_path: Path, action: str) -> None:
     async with AgentClient(testy_agent(), cwd=tmp_path, forms=action) as client:  # type: ignore[arg-type]
@@ -253,6 +298,8 @@ except RequestError as error:
     async with AgentClient(agent_script(tmp_path, body), cwd=tmp_path, forms={"label": "ci"}) as client:
         result = await (await client.new_session()).prompt("go")
         outside = list(client.forms_outside_sessions)
+        # its handler is skipped, without a call, for every other message; responses skip the chain
+        assert client.connection._chain.intercepts_responses is False
 
     assert result.text == (
         "outside: {'action': 'accept', 'content': {'label': 'ci'}}\n"

@@ -348,3 +348,32 @@ async def test_a_typed_result_that_cannot_be_serialized_is_answered_with_interna
         reply = await peer.request("initialize", {"protocolVersion": 1}, request_id=1)
         assert reply["id"] == 1
         assert reply["error"]["code"] == InternalError.CODE
+
+
+class _Watcher:
+    """A dynamic handler that notes every message it is offered, and claims none."""
+
+    def __init__(self, typed: bool) -> None:
+        self.seen: list[str] = []
+        if typed:
+            self.accepts = lambda message: True
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
+        self.seen.append(type(message).__name__)
+        return Unhandled(message)
+
+
+@pytest.mark.parametrize(("typed", "sees_responses"), [(True, False), (False, True)])
+async def test_only_a_dynamic_handler_without_accepts_intercepts_responses(
+    typed: bool, sees_responses: bool
+) -> None:
+    # a dynamic handler with ``accepts`` (answering forms outside a session, say) must not make
+    # every response to this side's requests go through the chain, as a builder's does not
+    watcher = _Watcher(typed)
+
+    async def main(cx: Connection) -> None:
+        cx.add_dynamic_handler(watcher).run_indefinitely()
+        assert (await cx.send_request(Hello(name="x"))).greeting == "hello, x"
+
+    await UntypedRole.builder(name="client").connect_with(echo_builder(), main)
+    assert ("ResponseDispatch" in watcher.seen) is sees_responses

@@ -21,7 +21,10 @@ A mapping (given or returned) is checked against the form before it is sent: an 
 
 from __future__ import annotations
 
+import inspect
+import math
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -58,6 +61,8 @@ KNOWN_KINDS: Final = frozenset({"string", "email", "integer", "number", "boolean
 _EMAIL: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _YES: Final = frozenset({"y", "yes", "true", "1", "on"})
 _NO: Final = frozenset({"n", "no", "false", "0", "off"})
+#: The largest integer every JSON peer reads exactly (2**53 - 1).
+_LARGEST_EXACT: Final = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -105,9 +110,15 @@ class FormField:
             return labels[value]
         return show_value(value)
 
-    def parse(self, text: str) -> FormValue:
-        """The value typed ``text`` stands for; raises ``ValueError`` saying what this field takes."""
-        text = text.strip()
+    def parse(self, text: str, *, typed: bool = False) -> FormValue:
+        """The value ``text`` stands for; raises ``ValueError`` saying what this field takes.
+
+        ``text`` is a value given as data (code, ``--answer``): text fields take it as it is, a
+        choice is picked by its value or its label. ``typed=True`` reads what a person typed at the
+        menu: surrounding blanks dropped, and a choice also picked by its menu number.
+        """
+        if typed or self.kind not in ("string", "email"):
+            text = text.strip()
         if self.kind == "boolean":
             if text.casefold() in _YES:
                 return True
@@ -122,19 +133,23 @@ class FormField:
                 raise ValueError(f"{text!r} is not {what}") from None
             return self.check(number)
         if self.kind == "choice":
-            return self.check(self._option(text))
+            return self.check(self._option(text, typed))
         if self.kind == "choices":
-            picked = [self._option(part) for part in text.split(",") if part.strip()]
+            picked = [self._option(part, typed) for part in text.split(",") if part.strip()]
             return self.check(picked)
         return self.check(text)
 
-    def _option(self, text: str) -> str:
+    def _option(self, text: str, typed: bool) -> str:
+        # exact value first, menu number last: a choice whose values are numbers is picked by value
         text = text.strip()
-        if text.isdigit() and 1 <= int(text) <= len(self.options):
-            return self.options[int(text) - 1][0]
+        for value, _ in self.options:
+            if text == value:
+                return value
         for value, label in self.options:
             if text.casefold() in (value.casefold(), label.casefold()):
                 return value
+        if typed and text.isdigit() and 1 <= int(text) <= len(self.options):
+            return self.options[int(text) - 1][0]
         raise ValueError(f"{text!r} is not one of {', '.join(value for value, _ in self.options)}")
 
     def check(self, value: Any) -> FormValue:
@@ -147,8 +162,14 @@ class FormField:
         if kind in ("integer", "number"):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"takes a {'whole ' if kind == 'integer' else ''}number")
-            if kind == "integer" and not float(value).is_integer():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"takes a finite number, not {value}")
+            if kind == "integer" and isinstance(value, float) and not value.is_integer():
                 raise ValueError("takes a whole number")
+            if abs(value) > (_LARGEST_EXACT if kind == "integer" else sys.float_info.max):
+                # JSON peers (JavaScript agents) read integers beyond 2**53 - 1 wrongly
+                largest = _LARGEST_EXACT if kind == "integer" else f"{sys.float_info.max:g}"
+                raise ValueError(f"takes a number between -{largest} and {largest}")
             number = int(value) if kind == "integer" else float(value)
             if self.minimum is not None and number < self.minimum:
                 raise ValueError(f"must be at least {self.minimum:g}")
@@ -329,7 +350,15 @@ class FormPolicy:
 
         answer = self._answer
         if callable(answer):
-            answer = await answer(request)
+            returned = answer(request)
+            if not inspect.isawaitable(returned):
+                raise FormAnswerError(
+                    f"The forms callback {answer!r} returned {returned!r} instead of an awaitable: make it "
+                    "an async function (async def) returning a mapping of field names to values, 'decline' "
+                    "or 'cancel'; the agent was answered cancel",
+                    [],
+                )
+            answer = await returned
         if answer == "decline" or answer == "cancel":
             return CreateElicitationResponse(action=answer)
         if not isinstance(answer, Mapping):

@@ -25,7 +25,7 @@ from acpio.client.files import ConfinedFiles
 from acpio.client.forms import FormChoice, FormPolicy, form_policy
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
 from acpio.client.policy import RulePolicy
-from acpio.driver.forms import RequestScopedForms
+from acpio.driver.forms import request_scoped_forms
 from acpio.driver.requests import SessionRequests
 from acpio.driver.result import FormAsk, TurnResult
 from acpio.driver.turn import TurnStream
@@ -182,7 +182,7 @@ class AgentClient:
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
         if self.forms is not None:
-            outside = RequestScopedForms(self.forms, self.forms_outside_sessions)
+            outside = request_scoped_forms(self.forms, self.forms_outside_sessions)
             cx.add_dynamic_handler(outside).run_indefinitely()
         self._served = asyncio.get_running_loop().create_task(
             cx.run(self._serve_until_closed), name=f"acpio client {self._name}"

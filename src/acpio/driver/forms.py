@@ -5,7 +5,7 @@ when the client did not advertise its mode (no policy, or a URL elicitation), ``
 turn is being cancelled, and ``cancel`` with the reason recorded when the answer does not fit the
 form. A session's forms are answered by :class:`~acpio.driver.requests.SessionRequests` (recorded
 in the turn's result); the forms an agent asks outside a session (scoped to one of its requests,
-during authentication for instance) by :class:`RequestScopedForms` (recorded in
+during authentication for instance) by :func:`request_scoped_forms` (recorded in
 :attr:`AgentClient.forms_outside_sessions <acpio.client.AgentClient.forms_outside_sessions>`).
 """
 
@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Literal, cast
 
 from acpio.client.forms import FormAnswerError, FormPolicy
 from acpio.driver.result import FormAsk
-from acpio.errors import AcpError, InvalidParams, RequestError
-from acpio.jsonrpc import Connection, Dispatch, RequestDispatch, Unhandled
+from acpio.errors import AcpError, InvalidParams
 from acpio.oneshot.client_methods import unless_cancelled
+from acpio.oneshot.scoped_elicitations import RequestScopedElicitations
 from acpio.schema import CreateElicitationRequest, CreateElicitationResponse
 
-__all__ = ["RequestScopedForms", "answer_form"]
+__all__ = ["answer_form", "request_scoped_forms"]
 
 _log = logging.getLogger("acpio.driver")
 
@@ -48,13 +49,20 @@ async def answer_form(
     except FormAnswerError as exc:
         _log.warning("%s", exc)
         answer, error = None, str(exc)
+    except AcpError:  # a refusal to send to the agent, or the connection ended
+        raise
+    except Exception as exc:  # the user's callback failed: the agent still gets an answer
+        _log.exception(
+            "The forms callback failed on the form %r; the agent was answered cancel", request.message
+        )
+        answer, error = None, f"The forms callback raised {exc!r}; the agent was answered cancel"
     if answer is None:
         answer = CreateElicitationResponse(action="cancel")
     schema = request.requested_schema
     ask = FormAsk(
         request.message,
         schema.to_wire() if schema is not None else {},
-        str(answer.action),
+        cast('Literal["accept", "decline", "cancel"]', answer.action),  # the only ones a FormPolicy gives
         dict(answer.content) if answer.content is not None else None,
         request.tool_call_id,
         error,
@@ -62,33 +70,12 @@ async def answer_form(
     return answer, ask
 
 
-class RequestScopedForms:
-    """A dynamic handler answering the forms an agent asks outside a session, each recorded in ``asked``."""
+def request_scoped_forms(policy: FormPolicy, asked: list[FormAsk]) -> RequestScopedElicitations:
+    """The dynamic handler answering the forms an agent asks outside a session, each recorded in ``asked``."""
 
-    def __init__(self, policy: FormPolicy, asked: list[FormAsk]) -> None:
-        self._policy = policy
-        self._asked = asked
+    async def answer(request: CreateElicitationRequest) -> CreateElicitationResponse:
+        response, ask = await answer_form(policy, request)
+        asked.append(ask)
+        return response
 
-    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        """Claim an ``elicitation/create`` without a session id; leave the rest."""
-        if (
-            type(message) is RequestDispatch
-            and message.method == CreateElicitationRequest.METHOD
-            and message.session_id is None
-        ):
-            cx.spawn(self._answer, message)
-            return None
-        return Unhandled(message)
-
-    async def _answer(self, dispatch: RequestDispatch) -> None:
-        try:
-            request = dispatch.parse(CreateElicitationRequest)
-            answer, ask = await answer_form(self._policy, request)
-        except RequestError as error:
-            dispatch.responder.respond_with_error(error)
-            return
-        except AcpError as error:  # the connection ended while answering: nobody to answer
-            _log.debug("A form outside a session was not answered: %s", error)
-            return
-        self._asked.append(ask)
-        dispatch.responder.respond(answer)
+    return RequestScopedElicitations(answer)

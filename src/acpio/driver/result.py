@@ -89,7 +89,7 @@ class FormAsk:
 
     message: str
     schema: dict[str, Any]
-    action: str
+    action: Literal["accept", "decline", "cancel"]
     content: dict[str, FormValue] | None = None
     tool_call_id: str | None = None
     error: str | None = None

@@ -210,7 +210,7 @@ class HandlerChain:
         #: Whether handlers were added and wait for :meth:`activate_new` (read for every message).
         self.has_new = False
         self._links: tuple[_Link, ...] = ()
-        #: Whether a handler may see responses (any untyped handler): else they skip the chain.
+        #: Whether a handler may see responses (one without ``accepts``): else they skip the chain.
         self.intercepts_responses = False
         self._parked = ParkedMessages(role, cx)
         self.after_each: Callable[[], Awaitable[None]] | None = None
@@ -253,7 +253,10 @@ class HandlerChain:
         self._unscoped = tuple(r for r in self._dynamic if r.scope is None)
         links = self._builder_links + tuple(r.link() for r in self._unscoped) + self._default_links
         self._links = links
-        self.intercepts_responses = bool(self._unscoped) or any(a is None for a, _ in links)
+        # a handler with its own ``accepts`` (a typed one, a dynamic one as a builder's) sees no responses
+        self.intercepts_responses = any(
+            getattr(r.handler, "accepts", None) is None for r in self._unscoped
+        ) or any(a is None for a, _ in self._builder_links + self._default_links)
 
     def _session_links(self, session_id: str) -> tuple[_Link, ...]:
         """The chain of a message of ``session_id``: its scoped handlers among the unscoped ones."""

@@ -217,6 +217,8 @@ class Handler(Protocol):
 
     A handler may also define ``accepts(message) -> bool``; the chain then skips it, without a call,
     for messages it does not accept (the typed handlers use this, so a long chain costs little).
+    Responses to this side's requests go straight to their callers unless a handler without
+    ``accepts`` is in the chain: one that wants to intercept them has no ``accepts``.
     An exception answers a request with that error (``RequestError``) or -32603 (anything else).
     """
 

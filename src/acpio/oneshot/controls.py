@@ -14,17 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acpio.errors import AcpError, RequestError
-from acpio.jsonrpc import Connection, Dispatch, NotificationDispatch, RequestDispatch, Unhandled
-from acpio.oneshot.elicitation import ElicitationSettings, Elicitor
+from acpio.oneshot.elicitation import ElicitationSettings
 from acpio.schema import (
     AuthCapabilities,
     BooleanConfigOptionCapabilities,
     ClientCapabilities,
     ClientSessionCapabilities,
     CompactionCapabilities,
-    CompleteElicitationNotification,
-    CreateElicitationRequest,
     FileSystemCapabilities,
     NoticeCapabilities,
     SessionConfigOption,
@@ -38,7 +34,6 @@ from acpio.session import ActiveSession
 __all__ = [
     "ControlError",
     "Controls",
-    "ElicitationMessages",
     "apply_controls",
     "client_capabilities",
     "set_mode",
@@ -186,42 +181,3 @@ def _value_text(value: object) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
-
-
-class ElicitationMessages:
-    """A dynamic handler for elicitation messages outside the turn's session.
-
-    ``elicitation/complete`` (it carries no session id) goes to the :class:`Elicitor`, which notes
-    the completion of a URL it sent the person to; an ``elicitation/create`` scoped to a request
-    rather than a session is answered by it too.
-    """
-
-    def __init__(self, elicitor: Elicitor) -> None:
-        self._elicitor = elicitor
-
-    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled | None:
-        """Claim ``elicitation/complete`` and request-scoped ``elicitation/create``; leave the rest."""
-        if type(message) is NotificationDispatch and message.method == CompleteElicitationNotification.METHOD:
-            try:
-                note = message.parse(CompleteElicitationNotification)
-            except AcpError:
-                return None  # malformed: nothing to complete
-            self._elicitor.complete(note.elicitation_id)
-            return None
-        if (
-            type(message) is RequestDispatch
-            and message.method == CreateElicitationRequest.METHOD
-            and message.session_id is None
-        ):
-            cx.spawn(self._answer, message)
-            return None
-        return Unhandled(message)
-
-    async def _answer(self, dispatch: RequestDispatch) -> None:
-        try:
-            request = dispatch.parse(CreateElicitationRequest)
-            answer = await self._elicitor.answer(request)
-        except RequestError as error:
-            dispatch.responder.respond_with_error(error)
-            return
-        dispatch.responder.respond(answer)

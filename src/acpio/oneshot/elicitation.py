@@ -269,7 +269,7 @@ class Elicitor:
                 self._write("  This field is required.\n")
                 continue
             try:
-                return item.parse(typed)
+                return item.parse(typed, typed=True)
             except ValueError as error:
                 self._write(f"  {error}.\n")
 

@@ -64,7 +64,7 @@ from acpio.jsonrpc import (
     Unhandled,
 )
 from acpio.oneshot.answers import RequestAnswers
-from acpio.oneshot.controls import ControlError, ElicitationMessages, apply_controls
+from acpio.oneshot.controls import ControlError, apply_controls
 from acpio.oneshot.elicitation import Elicitor
 from acpio.oneshot.failures import agent_gone
 from acpio.oneshot.interactive import CommandWatch, LineReader, PipeReader, TerminalReader, converse
@@ -80,6 +80,7 @@ from acpio.oneshot.options import (
 from acpio.oneshot.permissions import AskPolicy, LineInput
 from acpio.oneshot.render import JsonLinesRenderer, PlainRenderer, Renderer
 from acpio.oneshot.sanitize import sanitize
+from acpio.oneshot.scoped_elicitations import RequestScopedElicitations
 from acpio.oneshot.terminals import Terminals
 from acpio.profiles import GuardedTransport, ProfileGuard
 from acpio.roles import Client
@@ -388,7 +389,9 @@ class _PromptRun:
             return self._ended_code()
         cx = cast(SessionConnection, connection)
         if self._answers.elicitor is not None:
-            cx.add_dynamic_handler(ElicitationMessages(self._answers.elicitor)).run_indefinitely()
+            elicitor = self._answers.elicitor
+            outside = RequestScopedElicitations(elicitor.answer, completed=elicitor.complete)
+            cx.add_dynamic_handler(outside).run_indefinitely()
         if self._options.verbose:
             cx.add_dynamic_handler(_ExtensionNotes(self._notes)).run_indefinitely()
         cx.add_dynamic_handler(self._commands).run_indefinitely()
