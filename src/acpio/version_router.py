@@ -49,7 +49,7 @@ from acpio.jsonrpc.messages import (
     head_request_id,
 )
 from acpio.jsonrpc.typed import parse_params
-from acpio.transports.base import FrameSink, OversizedFrame, SendsThrough, Transport
+from acpio.transports.base import FrameSink, OversizedFrame, Transport, sink_of
 from acpio.transports.channel import Channel, ServedChannel
 from acpio.transports.listener import Listener
 from acpio.versions import (
@@ -259,10 +259,9 @@ class _Handoff:
         self._transport.send(frame)
 
     @property
-    def sink(self) -> FrameSink:
+    def frame_sink(self) -> FrameSink:
         """What :meth:`send` hands frames to, in the end: the routed connection sends there directly."""
-        transport = self._transport
-        return transport.sink if isinstance(transport, SendsThrough) else transport
+        return sink_of(self._transport)
 
     async def drain(self) -> None:
         """Wait until the connection wrote what was queued."""

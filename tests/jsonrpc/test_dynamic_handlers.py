@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 from typing import Any
+
+import pytest
 
 from acpio.jsonrpc import (
     CANCEL_METHOD,
@@ -12,11 +16,13 @@ from acpio.jsonrpc import (
     Dispatch,
     Handler,
     NotificationDispatch,
+    ParkingLimits,
     RequestDispatch,
     Role,
     Unhandled,
     UntypedRole,
 )
+from acpio.transports import ByteStreams
 
 from ._support import TIMEOUT, echo_builder, serving
 
@@ -248,3 +254,76 @@ async def test_chain_order_is_builder_then_dynamic_then_role_default() -> None:
         assert (await peer.request("dynamic", {"sessionId": "s", "n": 2}))["result"] == {"handled_by": "s"}
         assert (await peer.request("other"))["result"] == {"handled_by": "default"}
     assert connections[0].counterpart == _DefaultRole()
+
+
+# -- a replay when the input ends or is cut short --------------------------------------------------
+
+
+class PatientRole(UntypedRole):
+    """Parked requests wait a minute for a handler: an answer in seconds is the fallback's."""
+
+    def parking_limits(self) -> ParkingLimits:
+        return ParkingLimits(request_wait=60)
+
+
+class Declining:
+    """Offered a parked message: waits until the input ended, then declines it (retry); or never returns."""
+
+    def __init__(self, *, returns: bool) -> None:
+        self.returns = returns
+        self.offered = asyncio.Event()
+
+    async def handle(self, message: Dispatch, cx: Connection) -> Unhandled:
+        self.offered.set()
+        if not self.returns:
+            await asyncio.Event().wait()  # cancelled when the connection shuts down
+        await cx.wait_closed()
+        return Unhandled(message, retry=True)
+
+
+async def _answers_when_the_input_ends_during_a_replay(handler: Declining) -> list[dict[str, Any]]:
+    """Park request 7, add ``handler``, end the input while it is offered 7: the answers sent."""
+    app = PatientRole.builder()
+    connections: list[Connection] = []
+
+    @app.on_dispatch
+    async def park(message: Dispatch, cx: Connection) -> Unhandled:
+        connections.append(cx)
+        return Unhandled(message, retry=True)
+
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    loop = asyncio.get_running_loop()
+    transport = ByteStreams(*await asyncio.open_unix_connection(sock=theirs), label="client")
+    serving = asyncio.create_task(app.serve(transport))
+    received = b""
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            await loop.sock_sendall(ours, b'{"jsonrpc":"2.0","id":7,"method":"session/ask","params":{}}\n')
+            while not connections or connections[0].statistics()["retry_queue"] != 1:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # polled: nothing tells the outside that 7 was parked
+            connections[0].add_dynamic_handler(handler)
+            await handler.offered.wait()
+            ours.shutdown(socket.SHUT_WR)
+            while chunk := await loop.sock_recv(ours, 65536):
+                received += chunk
+            await serving
+    finally:
+        serving.cancel()
+        ours.close()
+    return [json.loads(line) for line in received.splitlines()]
+
+
+@pytest.mark.parametrize(
+    "returns", [True, False], ids=["declined after the input ended", "replay cancelled at shutdown"]
+)
+async def test_a_request_offered_when_the_input_ends_gets_the_fallback_answer(returns: bool) -> None:
+    """Declined after the release it was parked again for its minute; cancelled, it was lost unanswered."""
+    answers = await _answers_when_the_input_ends_during_a_replay(Declining(returns=returns))
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32601, "message": "Method not found", "data": "session/ask"},
+        }
+    ]

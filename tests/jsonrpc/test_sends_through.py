@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from acpio.jsonrpc import Connection, UntypedRole
-from acpio.transports.base import FrameSink, OversizedFrame, SendsThrough, Transport
+from acpio.transports.base import FrameSink, OversizedFrame, SendsThrough, Transport, sink_of
 
 from ._support import TIMEOUT
 
@@ -19,14 +19,14 @@ class Recorder:
 
 
 class Forwarding:
-    """A transport whose own send() forwards to ``sink``; it counts the calls that reach it."""
+    """A transport whose own send() forwards to its ``frame_sink``; it counts the calls that reach it."""
 
     def __init__(self, sink: Recorder) -> None:
         self._sink = sink
         self.own_sends = 0
 
     @property
-    def sink(self) -> FrameSink:
+    def frame_sink(self) -> FrameSink:
         return self._sink
 
     async def receive(self) -> bytes | OversizedFrame | None:
@@ -60,3 +60,37 @@ async def test_the_connection_sends_to_the_sink_without_the_transports_own_send(
         b'{"jsonrpc":"2.0","method":"note","params":{"text":"two"}}',
     ]
     assert transport.own_sends == 0
+
+
+class Framing:
+    """A transport whose own send() frames for the wire; ``sink`` is only a name it happens to use."""
+
+    def __init__(self) -> None:
+        self.sink = Recorder()  # e.g. where it logs: not where its frames go
+        self.wire: list[bytes] = []
+
+    async def receive(self) -> bytes | OversizedFrame | None:
+        return None
+
+    def send(self, frame: bytes) -> None:
+        self.wire.append(frame + b"\n")
+
+    async def drain(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_an_attribute_named_sink_does_not_bypass_the_transports_send() -> None:
+    transport = Framing()
+    assert not isinstance(transport, SendsThrough)
+    assert sink_of(transport) is transport
+
+    async def main(cx: Connection) -> None:
+        cx.send_notification("note", {"text": "one"})
+
+    async with asyncio.timeout(TIMEOUT):
+        await UntypedRole.builder().connect_with(transport, main)
+    assert transport.wire == [b'{"jsonrpc":"2.0","method":"note","params":{"text":"one"}}\n']
+    assert transport.sink.frames == []

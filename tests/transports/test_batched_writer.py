@@ -111,3 +111,25 @@ async def test_finish_gives_up_on_a_peer_that_never_reads(caplog: pytest.LogCapt
     assert writer.queued == 0
     with pytest.raises(TransportError, match="1021 queued bytes unwritten"):
         await writer.drain()
+
+
+async def test_a_finish_called_while_another_waits_waits_for_it_and_warns_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def never_done(data: bytes) -> None:
+        await asyncio.Event().wait()
+
+    writer = BatchedWriter(never_done, write_failed=failed, label="sleepy peer")
+    writer.send(b"1" * 10)
+    await asyncio.sleep(0)  # the writer task takes the frame and waits in write
+    with caplog.at_level(logging.WARNING, logger="acpio.transports"):
+        async with asyncio.timeout(TIMEOUT):
+            first = asyncio.create_task(writer.finish(0.05, lambda: writer.queued))
+            await asyncio.sleep(0)  # the first call waits for the writer
+            second = asyncio.create_task(writer.finish(0.05, lambda: writer.queued))
+            await second
+            assert first.done()  # the second returned once the first had given up, not before
+            await first
+    warnings = [r.getMessage() for r in caplog.records if "did not read its input" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert writer.timed_out

@@ -287,6 +287,56 @@ async def test_the_check_names_the_transport_and_the_broken_property(
     assert f"\n  {prop}: {message}" in text
 
 
+class SinkFaulty(Faulty):
+    """A Channel end that sends through a frame sink with one fault the check must name."""
+
+    @property
+    def frame_sink(self) -> SinkFaulty:
+        return self
+
+    def send(self, frame: bytes) -> None:
+        if self.fault == "sink_skips_close_check":
+            if not self.closed:  # the sink's send bypasses the closed check that send() makes
+                self.inner.send(frame)
+            return
+        self.inner.send(frame + b" " if self.fault == "sink_pads" else frame)
+
+
+class SinkFaultyEnd(Faulty):
+    """Its own send() is right; its frame_sink is the faulty one."""
+
+    def __init__(self, inner: Channel, fault: str) -> None:
+        super().__init__(inner, fault)
+        self._sink = SinkFaulty(inner, fault)
+
+    @property
+    def frame_sink(self) -> SinkFaulty:
+        return self._sink
+
+    async def aclose(self) -> None:
+        self._sink.closed = True
+        await super().aclose()
+
+
+@pytest.mark.parametrize(
+    ("fault", "prop", "message"),
+    [
+        ("sink_pads", "order", "end -> peer: frame 1 of 10000 changed"),
+        ("sink_skips_close_check", "after_close", "frame_sink.send() after aclose() did not raise"),
+    ],
+)
+async def test_the_check_sends_through_the_frame_sink_as_a_connection_does(
+    fault: str, prop: str, message: str
+) -> None:
+    async def make_pair() -> tuple[SinkFaultyEnd, Channel]:
+        end, peer = Channel.duplex()
+        return SinkFaultyEnd(end, fault), peer
+
+    with pytest.raises(AssertionError) as info:
+        await check_transport(make_pair, name="SinkFaulty", properties=[prop], wait_timeout=0.3)
+    assert f"\n  {prop}: {message}" in str(info.value)
+
+
 async def test_the_report_lists_what_passed_and_what_was_skipped_and_why() -> None:
     report = await check_transport(channel, properties=["order", "oversized", "peer_death"])
     assert report.name == "Channel"

@@ -302,11 +302,9 @@ class HandlerChain:
             finally:
                 if token is not None:
                     _running.reset(token)
-            if self.after_each is not None:
-                await self.after_each()
             return None if result is None else passed_on(message, result)
 
-        await self._parked.replay(offer)
+        await self._parked.replay(offer, self.after_each, fallback)
 
     # --- offering ---------------------------------------------------------------------------------
 

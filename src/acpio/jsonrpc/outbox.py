@@ -30,7 +30,7 @@ from acpio.jsonrpc.responses import Outcome, PendingReply, Responder, SentReques
 from acpio.jsonrpc.role import PeerLike, Role
 from acpio.jsonrpc.tracing import MessageTracer
 from acpio.jsonrpc.typed import Parser, identity
-from acpio.transports.base import FrameSink, SendsThrough, Transport
+from acpio.transports.base import FrameSink, Transport, sink_of
 
 __all__ = ["BatchAnswers", "Outbox"]
 
@@ -73,7 +73,7 @@ class Outbox:
     ) -> None:
         self._transport = transport
         #: What queues the frames: the transport, or the object its ``send`` would hand them to.
-        self._sink: FrameSink = transport.sink if isinstance(transport, SendsThrough) else transport
+        self._sink: FrameSink = sink_of(transport)
         self._tracer = tracer
         self._role = role
         self._life = life

@@ -37,13 +37,15 @@ class ParkedMessages:
     ``cx`` names the connection in the warnings.
     """
 
-    __slots__ = ("_cx", "_lot", "_role", "_warned")
+    __slots__ = ("_cx", "_lot", "_released", "_role", "_warned")
 
     def __init__(self, role: Role, cx: Connection) -> None:
         self._role = role
         self._cx = cx
         self._lot = ParkingLot(role.parking_limits())
         self._warned: set[str | None] = set()
+        #: Whether :meth:`release` was called: the input ended, no handler will come.
+        self._released = False
 
     def __len__(self) -> int:
         return len(self._lot)
@@ -66,25 +68,50 @@ class ParkedMessages:
         if entry.is_request:
             entry.timer = loop.call_later(lot.limits.request_wait, self._expire_request, entry.ticket)
 
-    async def replay(self, offer: Callable[[Dispatch], Awaitable[Dispatch | None]]) -> None:
-        """Offer every parked message again, oldest first, with ``offer``.
+    async def replay(
+        self,
+        offer: Callable[[Dispatch], Awaitable[Dispatch | None]],
+        after_each: Callable[[], Awaitable[None]] | None,
+        unclaimed: Callable[[Dispatch], None],
+    ) -> None:
+        """Offer every parked message again, oldest first, with ``offer``; ``after_each`` after each.
 
         ``offer`` returns ``None`` when a handler took the message (or failed on it), else the
         message to park again (as the handlers passed it on). Those stay parked ahead of any
         parked meanwhile; a request whose wait ran out while it was offered is answered now.
+        When an exception escapes, the messages not yet taken are parked again. When
+        :meth:`release` came meanwhile (the input ended), they go to ``unclaimed`` instead: no
+        handler will come for them.
         """
+        entries = self._lot.take_all()  # their timers keep running meanwhile
         kept: list[Parked] = []
-        for entry in self._lot.take_all():  # their timers keep running meanwhile
-            message = await offer(entry.message)
-            if message is None:
-                self._stop_timer(entry)
+        done = 0
+        try:
+            for entry in entries:
+                message = await offer(entry.message)
+                done += 1
+                if message is None:
+                    self._stop_timer(entry)
+                else:
+                    entry.message = message  # same ticket: its timer still finds it
+                    kept.append(entry)
+                if after_each is not None:
+                    await after_each()
+        finally:
+            kept += entries[done:]
+            if self._released:
+                for entry in kept:
+                    self._stop_timer(entry)
+                    unclaimed(entry.message)
             else:
-                entry.message = message  # same ticket: its timer still finds it
-                kept.append(entry)
-        self._put_back(kept)
+                self._put_back(kept)
 
     def release(self) -> list[Dispatch]:
-        """Take every parked message out for good (no handler will come), oldest first; timers stop."""
+        """Take every parked message out for good (no handler will come), oldest first; timers stop.
+
+        A replay under way hands what it would park again to its ``unclaimed`` instead.
+        """
+        self._released = True
         entries = self._lot.take_all()
         for entry in entries:
             self._stop_timer(entry)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias, TypeVar
 
 from acpio.errors import ConnectionClosed, TransportError
-from acpio.transports.base import OversizedFrame, Transport
+from acpio.transports.base import OversizedFrame, SendsThrough, Transport
 
 __all__ = ["TRANSPORT_PROPERTIES", "PairFactory", "TransportPair", "TransportReport", "check_transport"]
 
@@ -116,7 +116,9 @@ async def check_transport(
     The properties (:data:`TRANSPORT_PROPERTIES`; ``properties`` selects some):
 
     * ``order``: ``frames`` frames sent in one burst, each way at once, arrive in order and
-      unchanged, non-ASCII ones and ones exactly as long as the receiver's ``max_line`` included;
+      unchanged, non-ASCII ones and ones exactly as long as the receiver's ``max_line`` included
+      (an end that :class:`~acpio.transports.base.SendsThrough` sends every other frame through its
+      ``frame_sink``, as a connection does);
     * ``batching``: a burst of 2000 sends costs at most 20 writes (``end.statistics()["writes"]``;
       skipped for a transport without ``statistics()``);
     * ``eof``: once the peer closes, ``end.receive()`` returns the frames sent before, then ``None``,
@@ -126,8 +128,8 @@ async def check_transport(
     * ``close_both_ways``: ``end.aclose()`` closes its input too: a peer's ``drain()`` held back by
       the end not reading finishes, and the peer's later ``send()`` and ``drain()`` fail with
       ``ConnectionClosed`` or ``TransportError`` instead of piling up unread;
-    * ``after_close``: ``end.send()`` after ``end.aclose()`` raises :class:`~acpio.ConnectionClosed`;
-      a second ``aclose()`` is harmless;
+    * ``after_close``: ``end.send()`` after ``end.aclose()`` raises :class:`~acpio.ConnectionClosed`,
+      and so does ``end.frame_sink.send()`` when the end has one; a second ``aclose()`` is harmless;
     * ``peer_death``: once the peer is gone abruptly (``TransportPair.kill_peer``; skipped without
       it), ``end.receive()`` returns ``None`` or raises :class:`~acpio.TransportError`, and sending
       then draining fails with ``TransportError`` or ``ConnectionClosed``, without hanging;
@@ -285,10 +287,14 @@ async def _check_order(ctx: _Context) -> None:
 
         async def transfer(sender: Transport, receiver: Transport, frames: list[bytes], way: str) -> None:
             who = "peer" if receiver is pair.peer else "end"
+            # A connection sends through the frame sink: what it queues must arrive as send()'s does.
+            sends = (
+                (sender.send, sender.frame_sink.send) if isinstance(sender, SendsThrough) else (sender.send,)
+            )
             receiving = asyncio.ensure_future(ctx.receive_frames(receiver, len(frames), who))
             try:
-                for frame in frames:  # one burst: no await between sends
-                    sender.send(frame)
+                for index, frame in enumerate(frames):  # one burst: no await between sends
+                    sends[index % len(sends)](frame)
                 await ctx.within(sender.drain(), f"{way}: drain() after a burst of {len(frames)}")
                 got = await receiving
             finally:
@@ -400,17 +406,24 @@ async def _check_after_close(ctx: _Context) -> None:
             raise
         except Exception as exc:
             raise _Failure(f"a second aclose() raised {type(exc).__name__}: {exc}") from exc
-        try:
-            end.send(b'{"after":"close"}')
-        except ConnectionClosed as exc:
-            if not str(exc):
-                raise _Failure("send() after aclose() raised ConnectionClosed without a message") from None
-        except Exception as exc:
-            raise _Failure(
-                f"send() after aclose() raised {type(exc).__name__}: {exc}, not acpio.ConnectionClosed"
-            ) from exc
-        else:
-            raise _Failure("send() after aclose() did not raise acpio.ConnectionClosed")
+        _expect_closed(end.send, "send()")
+        if isinstance(end, SendsThrough):
+            _expect_closed(end.frame_sink.send, "frame_sink.send()")
+
+
+def _expect_closed(send: Callable[[bytes], None], what: str) -> None:
+    """``send`` after ``aclose()`` raises :class:`~acpio.ConnectionClosed` with a message."""
+    try:
+        send(b'{"after":"close"}')
+    except ConnectionClosed as exc:
+        if not str(exc):
+            raise _Failure(f"{what} after aclose() raised ConnectionClosed without a message") from None
+    except Exception as exc:
+        raise _Failure(
+            f"{what} after aclose() raised {type(exc).__name__}: {exc}, not acpio.ConnectionClosed"
+        ) from exc
+    else:
+        raise _Failure(f"{what} after aclose() did not raise acpio.ConnectionClosed")
 
 
 async def _check_peer_death(ctx: _Context) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "OversizedFrame",
     "SendsThrough",
     "Transport",
+    "sink_of",
 ]
 
 
@@ -110,15 +111,23 @@ class FrameSink(Protocol):
 class SendsThrough(Protocol):
     """A transport whose ``send(frame)`` only hands the frame to another object's ``send``.
 
-    Optional: a connection whose transport has it calls ``sink.send(frame)`` itself, one call per
-    frame sent instead of two (``acpio.jsonrpc``'s outbox). ``sink`` is read once, when the
-    connection is made: it must be what ``send()`` hands its frames to for the transport's whole life.
+    Optional: a connection whose transport has it calls ``frame_sink.send(frame)`` itself, one call
+    per frame sent instead of two (``acpio.jsonrpc``'s outbox; see :func:`sink_of`). ``frame_sink``
+    is read once, when the connection is made: for the transport's whole life it must be what
+    ``send()`` hands its frames to, and its ``send`` must check what ``send()`` checks (after
+    ``aclose()`` it raises :class:`~acpio.ConnectionClosed`). ``acpio.testing.check_transport``
+    checks both.
     """
 
     @property
-    def sink(self) -> FrameSink:
-        """The object whose ``send`` queues this transport's frames."""
+    def frame_sink(self) -> FrameSink:
+        """The object whose ``send`` queues this transport's frames, exactly as ``send()`` would."""
         ...
+
+
+def sink_of(transport: Transport) -> FrameSink:
+    """What queues ``transport``'s frames: its ``frame_sink`` when it :class:`SendsThrough`, else itself."""
+    return transport.frame_sink if isinstance(transport, SendsThrough) else transport
 
 
 @runtime_checkable

@@ -54,9 +54,10 @@ class BatchedWriter:
         self._queued: list[bytes] = []
         self._writing = False
         #: send() wrote a lone frame at once since the writer's last pass or new input: the frames
-        #: after it wait for the writer (see send()). Whoever reads the input sets it back to
-        #: ``False`` when input arrives, so that its answer is written at once again (a plain
-        #: attribute: it is cleared on every chunk read).
+        #: after it wait for the writer (see send()). The reader owns the reset: whoever reads
+        #: the peer's input must set it back to ``False`` each time input arrives, so that its
+        #: answer is written at once again (a plain attribute: it is cleared on every chunk read).
+        #: Nothing else writes it.
         self.wrote_lone_frame = False
         self._task: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
@@ -68,6 +69,8 @@ class BatchedWriter:
         self._write_failure: TransportError | None = None
         self._writes = 0
         self._timed_out = False
+        #: Set once :meth:`finish` ended; created by its first call.
+        self._finished: asyncio.Event | None = None
 
     @property
     def queued(self) -> int:
@@ -211,10 +214,21 @@ class BatchedWriter:
         """Refuse further sends, write what is queued and stop; give up after ``seconds``.
 
         On giving up, a warning names the ``unwritten()`` bytes (the queue and what the ``write``
-        callable itself still holds) and later sends and drains fail with it. Calling it again does
-        nothing.
+        callable itself still holds) and later sends and drains fail with it. A call while another
+        waits waits for that one to end (one warning at most); a call after it does nothing.
         """
         self._closed = True
+        finished = self._finished
+        if finished is not None:
+            await finished.wait()
+            return
+        self._finished = finished = asyncio.Event()
+        try:
+            await self._finish(seconds, unwritten)
+        finally:
+            finished.set()
+
+    async def _finish(self, seconds: float, unwritten: Callable[[], int]) -> None:
         task = self._task
         if task is None or task.done():
             return

@@ -7,7 +7,7 @@
 ``Lines`` reads: it cuts the input into frames with a
 :class:`~acpio.transports.lines.LineSplitter`. It writes through a
 :class:`~acpio.transports.batched_writer.BatchedWriter`, which batches the frames sent into as few
-writes as it can; a connection hands its frames to that writer directly (``Lines.sink``).
+writes as it can; a connection hands its frames to that writer directly (``Lines.frame_sink``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class Lines:
         return self._closed
 
     @property
-    def sink(self) -> FrameSink:
+    def frame_sink(self) -> FrameSink:
         """What :meth:`send` hands each frame to (:class:`~acpio.transports.base.SendsThrough`).
 
         The batched writer, whom a connection calls directly; the transport itself when a
