@@ -57,3 +57,46 @@ async def test_the_agent_runs_in_the_directory_and_environment_given(tmp_path: P
         ("in", b"marked", "not JSON"),
     ]
     assert cx.exit_code == 0
+
+
+ASKING_AGENT = f"""
+import json, sys
+asked = 100
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "session/cancel" or message.get("id") == 2:
+        asked += 1
+        params = {{"sessionId": "s-1", "toolCall": {{"toolCallId": "t1"}}, "options": {OPTIONS!r}}}
+        ask = {{"jsonrpc": "2.0", "id": asked, "method": "session/request_permission", "params": params}}
+        print(json.dumps(ask), flush=True)
+"""
+
+
+async def test_a_permission_is_answered_cancelled_after_a_cancel_until_the_next_prompt(
+    tmp_path: Path,
+) -> None:
+    # The agent asks right after session/cancel (a turn winding down), then in the next turn.
+    cx = await AgentUnderTest.start(
+        (sys.executable, "-c", ASKING_AGENT),
+        ScriptedClient({}, tmp_path),
+        stderr=tmp_path / "stderr.log",
+        answer_within=30.0,
+        cwd=tmp_path,
+        env={},
+    )
+    try:
+        prompt = {"sessionId": "s-1", "prompt": [{"type": "text", "text": "go"}]}
+        assert cx.request("session/prompt", prompt) == 1
+        cx.notify("session/cancel", {"sessionId": "s-1"})
+        await cx.until(30.0, stop=lambda frame: frame.message.get("id") == 101)
+        assert cx.request("session/prompt", prompt) == 2
+        await cx.until(30.0, stop=lambda frame: frame.message.get("id") == 102)
+        await cx.finish(30.0)
+    finally:
+        await cx.kill()
+    answers = {
+        f.message["id"]: f.message["result"]["outcome"]
+        for f in cx.frames
+        if f.direction == "out" and "result" in f.message
+    }
+    assert answers == {101: {"outcome": "cancelled"}, 102: {"outcome": "selected", "optionId": "allow"}}

@@ -55,7 +55,6 @@ async def interrupted(
     rid = x.cx.request(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": x.agent.busy_prompt}]}
     )
-    x.cx.client.cancelled.add(session_id)
     interrupt()
     how = x.cx.frames[-1].message["method"]
     try:

@@ -7,6 +7,7 @@ import gc
 import json
 import sys
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from acpio.client import (
     ToolCallView,
     UsageChanged,
 )
-from acpio.transports import AgentCommand
+from acpio.transports import AgentCommand, AgentProcess, OversizedFrame
 from tests.oneshot._agents import agent_script
 
 
@@ -376,3 +377,73 @@ async def test_closing_the_client_ends_a_turn_read_elsewhere(tmp_path: Path) -> 
     assert result.error is not None
     assert "AgentClient was closed before the turn ended" in result.error
     assert result.text.startswith("started")
+
+
+async def test_a_process_agent_keeps_the_transports_fast_paths_after_initialize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watch of what the agent prints before initialize must not hide, for the connection's whole
+    # life, the process transport's burst reads and lone-response settling from the connection.
+    taken: list[object] = []
+    read_at_once: list[object] = []
+    take_lone_frames = AgentProcess.take_lone_frames
+    receive_nowait = AgentProcess.receive_nowait
+
+    def spy_take(self: AgentProcess, take: Callable[[bytes], bool] | None) -> None:
+        taken.append(take)
+        take_lone_frames(self, take)
+
+    def spy_nowait(self: AgentProcess) -> bytes | OversizedFrame | None:
+        frame = receive_nowait(self)
+        read_at_once.append(frame)
+        return frame
+
+    monkeypatch.setattr(AgentProcess, "take_lone_frames", spy_take)
+    monkeypatch.setattr(AgentProcess, "receive_nowait", spy_nowait)
+    async with AgentClient(run_testy(1), cwd=tmp_path) as client:
+        session = await client.new_session()
+        assert (await session.prompt("echo hi")).text == "hi\n"
+    assert taken
+    assert callable(taken[0])
+    assert read_at_once
+
+
+async def test_an_agent_refusing_initialize_is_said_to_refuse_it_at_once(tmp_path: Path) -> None:
+    refusing = tmp_path / "refusing.py"
+    refusing.write_text(
+        "import json, sys\n"
+        "request = json.loads(sys.stdin.readline())\n"
+        "error = {'code': -32000, 'message': 'Log in first: run mytool login'}\n"
+        "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'error': error}), flush=True)\n"
+        "sys.stdin.read()  # until the client closes the connection\n"
+    )
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient([sys.executable, str(refusing)], cwd=tmp_path):
+            pass
+    assert "' refused initialize: -32000 Log in first: run mytool login" in str(failed.value)
+    assert "before answering" not in str(failed.value)
+    # Not the 2 s wait for an exit, which an agent that answered (and waits for more) never makes.
+    assert asyncio.get_running_loop().time() - started < 2.0
+
+
+async def test_an_agent_speaking_another_version_says_which_protocol_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(run_testy(1), cwd=tmp_path, protocol=2):
+            pass
+    assert "speaks ACP protocol version 1, but this AgentClient was made with protocol=2" in str(failed.value)
+    assert "leave protocol out" in str(failed.value)
+    assert "or pass protocol=1" in str(failed.value)
+    assert "before answering initialize" not in str(failed.value)
+
+
+async def test_a_program_echoing_its_input_is_no_agent_rather_than_one_refusing_initialize(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(AgentFailed) as failed:
+        async with AgentClient(["cat"], cwd=tmp_path, init_timeout=5):
+            pass
+    assert "The agent 'cat' did not answer initialize, after sending acpio's own messages back" in str(
+        failed.value
+    )
+    assert "refused" not in str(failed.value)

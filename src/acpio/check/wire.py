@@ -51,8 +51,9 @@ class ScriptedClient:
     #: Hold permission requests (the check then cancels the turn under them) instead of granting them.
     hold_permissions: bool = False
     held: list[JsonObject] = field(default_factory=list)
-    #: Sessions whose turn was cancelled: a permission asked there is answered ``cancelled``, as a
-    #: client answers the questions of a turn it cancelled.
+    #: Sessions whose turn was cancelled (``session/cancel`` or ``session/close`` sent, no prompt
+    #: since): a permission asked there is answered ``cancelled``, as a client answers the questions
+    #: of a turn it cancelled. Kept by :meth:`sending`.
     cancelled: set[str] = field(default_factory=set)
     _terminals: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -68,6 +69,18 @@ class ScriptedClient:
         if method == "elicitation/create":
             return bool(self.capabilities.get("elicitation"))
         return True
+
+    def sending(self, message: Any) -> None:
+        """Follow a message the check sends: a cancel or close ends its session's turn, a prompt opens one."""
+        method = message.get("method") if isinstance(message, dict) else None
+        params = message.get("params") if isinstance(message, dict) else None
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if not isinstance(session_id, str):
+            return
+        if method in ("session/cancel", "session/close"):
+            self.cancelled.add(session_id)
+        elif method == "session/prompt":
+            self.cancelled.discard(session_id)
 
     def answer(self, request: JsonObject) -> JsonObject | None:
         """The response to the agent's ``request``; ``None`` when it is held."""
@@ -168,6 +181,7 @@ class AgentUnderTest:
     def send(self, message: Any) -> None:
         """Write one message (a line of compact JSON); a dead agent's pipe is ignored."""
         raw = orjson.dumps(message)
+        self.client.sending(message)
         self.frames.append(Frame("out", raw, message))
         assert self.process.stdin is not None
         if not self.process.stdin.is_closing():

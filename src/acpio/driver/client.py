@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 
+from acpio.capabilities import UnsupportedProtocolVersion
 from acpio.client.files import ConfinedFiles
 from acpio.client.forms import FormChoice, FormPolicy, form_policy
 from acpio.client.permissions import PermissionChoice, PermissionPolicy, permission_policy
@@ -29,7 +31,7 @@ from acpio.driver.forms import request_scoped_forms
 from acpio.driver.requests import SessionRequests
 from acpio.driver.result import FormAsk, TurnResult
 from acpio.driver.turn import TurnStream
-from acpio.errors import AcpError, ConnectionClosed, TransportError
+from acpio.errors import AcpError, ConnectionClosed, RequestError, TransportError
 from acpio.jsonrpc import open_transport
 from acpio.oneshot.failures import not_an_agent
 from acpio.oneshot.notes import StdoutWatch
@@ -51,7 +53,7 @@ from acpio.session import (
     SessionConnection,
     SessionMessage,
 )
-from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Tap, Transport
+from acpio.transports import AcpAgent, AgentCommand, AgentProcess, Component, Direction, Transport
 
 if TYPE_CHECKING:
     from typing import Self
@@ -176,9 +178,11 @@ class AgentClient:
         except TransportError as exc:
             raise AgentFailed(f"The agent {self._display()} could not be started: {exc}") from exc
         self._process = transport if isinstance(transport, AgentProcess) else None
-        watch = StdoutWatch()  # what a process prints before answering says whether it is an agent
+        # What a process prints before answering says whether it is an agent; watched on the
+        # process itself, not through a Tap, so that the connection keeps the transport's fast paths.
+        watch = StdoutWatch()
         if self._process is not None:
-            transport = Tap(transport, watch)
+            self._process.watch_incoming(functools.partial(watch, Direction.INCOMING))
         builder = Client.builder(name=self._name, protocol=self._protocol)
         cx = self._cx = await builder.open_connection(transport)
         if self.forms is not None:
@@ -200,6 +204,19 @@ class AgentClient:
                 "or raise init_timeout",
                 stderr_tail=self._stderr_tail(),
             ) from exc
+        except UnsupportedProtocolVersion as exc:
+            await self.aclose()
+            raise AgentFailed(self._other_version(exc), stderr_tail=self._stderr_tail()) from exc
+        except RequestError as exc:
+            await self.aclose()
+            if watch.echoed:  # the error answers acpio's own initialize, sent back: nobody refused it
+                raise AgentFailed(
+                    f"The agent {self._display()} did not answer initialize{not_an_agent(watch)}",
+                    stderr_tail=self._stderr_tail(),
+                ) from exc
+            raise AgentFailed(
+                f"The agent {self._display()} refused initialize: {exc}", stderr_tail=self._stderr_tail()
+            ) from exc
         except AcpError as exc:
             message, tail = await self.describe_failure(exc)
             await self.aclose()
@@ -210,7 +227,19 @@ class AgentClient:
             raise AgentFailed(f"{message}{during}", stderr_tail=tail) from exc
         finally:
             watch.stop()
+            if self._process is not None:
+                self._process.watch_incoming(None)
         return self.initialized
+
+    def _other_version(self, error: UnsupportedProtocolVersion) -> str:
+        """Which ``protocol=`` works with an agent that answered another version than this client speaks."""
+        if error.version not in get_args(ProtocolChoice):
+            return f"The agent {self._display()} answered initialize: {error}"
+        return (
+            f"The agent {self._display()} speaks ACP protocol version {error.version}, but this "
+            f"AgentClient was made with protocol={self._protocol!r}: leave protocol out (the default, "
+            f"'negotiate', speaks any version acpio knows) or pass protocol={error.version}"
+        )
 
     def _component(self) -> Component | Transport:
         target = self._target

@@ -141,7 +141,8 @@ class StdoutWatch:
 
     A tap observer (:class:`~acpio.transports.Tap`). It keeps the first line that is not JSON (a
     banner, a usage message) and counts them, and it notices a program that sends acpio's own
-    messages back (``cat``): ``echoed``. Either says "this is no ACP agent" better than any guess.
+    messages back (``cat``): ``echoed``, also when shown only what the agent writes (its echoed
+    ``initialize`` request). Either says "this is no ACP agent" better than any guess.
     """
 
     def __init__(self) -> None:
@@ -175,9 +176,14 @@ class StdoutWatch:
             self.echoed = True
             return
         try:
-            orjson.loads(frame)
+            message = orjson.loads(frame)
         except orjson.JSONDecodeError:
             self._not_json(sanitize(frame.decode("utf-8", "replace"), single_line=True).strip())
+            return
+        # No agent asks its client to initialize: that request is acpio's own, sent back. Seen this
+        # way, an echo is noticed by a watch that is shown only what the agent writes.
+        if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
+            self.echoed = True
 
     def _not_json(self, text: str) -> None:
         if not text:

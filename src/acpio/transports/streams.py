@@ -77,6 +77,8 @@ class Lines:
         self._take_lone: Callable[[bytes], bool] | None = None
         #: receive() waits for a chunk with no frame left to return.
         self._waiting = False
+        #: Shown each incoming frame as it is read (see watch_incoming).
+        self._watch: Callable[[bytes | OversizedFrame], None] | None = None
         self._writer = BatchedWriter(
             write, write_nowait=write_nowait, write_failed=self._write_failed, label=label
         )
@@ -142,7 +144,10 @@ class Lines:
                     )
                 await self._on_end_of_input()
                 return None
-            frames.extend(self._splitter.feed(chunk))
+            fed = self._splitter.feed(chunk)
+            if self._watch is not None:
+                self._show(fed)
+            frames.extend(fed)
             self._writer.wrote_lone_frame = False  # new input: its answer may go out at once
         return frames.popleft()
 
@@ -159,6 +164,25 @@ class Lines:
         """
         self._take_lone = take
 
+    def watch_incoming(self, observer: Callable[[bytes | OversizedFrame], None] | None) -> None:
+        """Show ``observer(frame)`` each incoming frame as it is read, until called with ``None``.
+
+        For a short look (what an agent prints before it answers ``initialize``) that keeps the
+        transport's fast paths, which a :class:`~acpio.transports.Tap` around it would hide for its
+        whole life. While watching, no lone frame is offered (:meth:`take_lone_frames`): each one is
+        read, and shown, in order. An observer that raises is logged and the frame goes on.
+        """
+        self._watch = observer
+
+    def _show(self, frames: list[bytes | OversizedFrame]) -> None:
+        watch = self._watch
+        assert watch is not None
+        for frame in frames:
+            try:
+                watch(frame)
+            except Exception:
+                logger.exception("The watch of %r failed on an incoming frame", self)
+
     def offer_lone_frame(self, data: bytes) -> bool:
         """Offer ``data``, a chunk just read, to ``take`` if it is one whole frame and nothing is pending.
 
@@ -167,7 +191,9 @@ class Lines:
         offered: :meth:`receive` returns it in order.
         """
         take = self._take_lone
-        if take is None or not self._waiting or self._frames or not self._splitter.empty:
+        if take is None or self._watch is not None or not self._waiting or self._frames:
+            return False
+        if not self._splitter.empty:
             return False
         if data.find(b"\n") != len(data) - 1:
             return False
