@@ -74,6 +74,14 @@ async def turn_frames(peer: WirePeer, session_id: str, text: str) -> list[bytes]
             frames.append(frame)
 
 
+async def attach_observer(observer: WirePeer, session_id: str) -> None:
+    """Initialize ``observer``'s connection and attach it to the session as an observer."""
+    observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    await observer.response_to(1)
+    attach = {"sessionId": session_id, "role": "observer"}
+    await observer.response_to(observer.request("_acpio/session/attach", attach))
+
+
 def params_of(frames: list[bytes]) -> list[bytes]:
     return [frame[len(_FRAME_HEAD) : -1] for frame in frames]
 
@@ -124,10 +132,7 @@ async def test_an_attached_observer_gets_each_update_forwarded_without_a_parse(
     monkeypatch.setattr(open_sessions, "orjson", parses)
     async with serving(app.builder(), timeout=10) as owner, serving(app.builder(), timeout=10) as observer:
         session_id = await open_session(owner, tmp_path, {})
-        observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        await observer.response_to(1)
-        attach = {"sessionId": session_id, "role": "observer"}
-        await observer.response_to(observer.request("_acpio/session/attach", attach))
+        await attach_observer(observer, session_id)
         sent = await turn_frames(owner, session_id, "go")
         watched = [await observer.recv_raw() for _ in range(len(sent) + 1)]  # the prompt, the turn's
         recorded = await history(app, session_id)
@@ -185,10 +190,7 @@ async def test_an_update_whose_source_names_no_session_is_still_recorded_and_for
     app = streaming_app("memory:", unstable=True)
     async with serving(app.builder(), timeout=10) as owner, serving(app.builder(), timeout=10) as observer:
         session_id = await open_session(owner, tmp_path, {})
-        observer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        await observer.response_to(1)
-        attach = {"sessionId": session_id, "role": "observer"}
-        await observer.response_to(observer.request("_acpio/session/attach", attach))
+        await attach_observer(observer, session_id)
         sent = await turn_frames(owner, session_id, "opaque")
         watched = [await observer.recv_raw() for _ in range(len(sent) + 1)]  # the prompt, the update
         recorded = await history(app, session_id)
