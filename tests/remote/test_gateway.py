@@ -19,8 +19,8 @@ ACPIO = [sys.executable, "-m", "acpio"]
 
 
 @asynccontextmanager
-async def gateway(*options: str) -> AsyncIterator[str]:
-    """``acpio serve --port 0 OPTIONS -- acpio testy``; yields its URL."""
+async def gateway(*options: str) -> AsyncIterator[tuple[str, int]]:
+    """``acpio serve --port 0 OPTIONS -- acpio testy``; yields its URL and its process id."""
     process = await asyncio.create_subprocess_exec(
         *ACPIO,
         "serve",
@@ -37,7 +37,7 @@ async def gateway(*options: str) -> AsyncIterator[str]:
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), 30)
         assert line.startswith(b"listening on http://127.0.0.1:"), line
-        yield line.split()[2].decode()
+        yield line.split()[2].decode(), process.pid
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
@@ -49,34 +49,39 @@ async def gateway(*options: str) -> AsyncIterator[str]:
     assert process.returncode == 0
 
 
-def count_testy_processes() -> int:
-    """The ``acpio testy`` processes this test's gateway started (children of a child of this process)."""
+def count_testy_processes(gateway_pid: int) -> int:
+    """The ``acpio testy`` processes the gateway ``gateway_pid`` started (its children).
+
+    Only its own: the other tests running beside this one (pytest-xdist) start testy processes too.
+    """
     found = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             words = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if b"testy" in words and b"serve" not in words and str(os.getpid()).encode() not in words:
+        parent = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state, past the name
+        if parent == gateway_pid and b"testy" in words:
             found += 1
     return found
 
 
 @pytest.mark.parametrize("scheme", ["http", "ws"])
 async def test_the_gateway_serves_a_stdio_agent_one_process_per_connection(scheme: str) -> None:
-    async with gateway() as url:
+    async with gateway() as (url, pid):
         url = url.replace("http", scheme, 1)
-        before = count_testy_processes()
+        before = count_testy_processes(pid)
         assert await echo_turn(url) == "hello there\n"
         assert await echo_turn(url, "echo again") == "again\n"
         # each connection's agent process ended with it
         for _ in range(50):
-            if count_testy_processes() <= before:
+            if count_testy_processes(pid) <= before:
                 break
             await asyncio.sleep(0.1)
-        assert count_testy_processes() <= before
+        assert count_testy_processes(pid) <= before
 
 
 def test_the_gateway_needs_a_token_off_loopback() -> None:
@@ -93,7 +98,7 @@ def test_the_gateway_needs_a_token_off_loopback() -> None:
 
 
 async def test_prompt_reaches_a_remote_agent(tmp_path: Path) -> None:
-    async with gateway("--token", "s3cret") as url:
+    async with gateway("--token", "s3cret") as (url, _):
         ws = url.replace("http", "ws", 1)
         process = await asyncio.create_subprocess_exec(
             *ACPIO,
