@@ -32,7 +32,7 @@ class BatchedWriter:
     while it goes on, instead of queueing all of it. ``write_failed(exc)`` makes the error kept when
     a write raises ``exc``; ``label`` names the peer in error messages.
 
-    :class:`~acpio.transports.streams.Lines` writes through one, and gives it as its ``sink``.
+    :class:`~acpio.transports.streams.Lines` writes through one, and gives it as its ``frame_sink``.
     """
 
     def __init__(
