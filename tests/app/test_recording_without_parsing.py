@@ -21,8 +21,9 @@ from acpio.jsonrpc import Connection, RawJson
 from acpio.store import open_sessions
 from acpio.testing import WirePeer, serving
 
-from ._wire import open_session, send_prompt
+from ._wire import open_session
 from ._wire_v2 import initialize_v2, is_idle, prompt_v2
+from .test_turn_wire_bytes import frames_of_turn_v1
 
 CHUNKS = 40
 _FRAME_HEAD = b'{"jsonrpc":"2.0","method":"session/update","params":'
@@ -63,15 +64,9 @@ def streaming_app(store: str, *, unstable: bool = False, protocols: tuple[int, .
 
 async def turn_frames(peer: WirePeer, session_id: str, text: str) -> list[bytes]:
     """Prompt ``text``; the ``session/update`` frames up to the answer, as bytes."""
-    asked = send_prompt(peer, session_id, text)
-    frames: list[bytes] = []
-    while True:
-        frame = await peer.recv_raw()
-        assert frame is not None
-        if orjson.loads(frame).get("id") == asked:
-            return frames
-        if frame.startswith(_FRAME_HEAD):
-            frames.append(frame)
+    return [
+        frame for frame in await frames_of_turn_v1(peer, session_id, text) if frame.startswith(_FRAME_HEAD)
+    ]
 
 
 async def attach_observer(observer: WirePeer, session_id: str) -> None:
